@@ -1,0 +1,261 @@
+"""One file's bytes -> definitions, references and imports.
+
+Each language has a query file (``indexer/queries/<lang>.scm``) whose matches
+carry one *role* capture on the outer node plus helpers:
+
+* ``@definition.<kind>`` + ``@name`` (+ ``@receiver`` for Go/C++ methods
+  defined outside their type): a symbol;
+* ``@scope`` + ``@name``: a block that prefixes nested names without being a
+  symbol (Rust ``impl T``);
+* ``@reference.<kind>`` + ``@name`` (+ ``@receiver`` for ``x.f()``): a use;
+* ``@import``: an import statement, handed to :mod:`indexer.imports`.
+
+Qualified names come from byte-range nesting, so queries stay flat.
+"""
+
+from __future__ import annotations
+
+import re
+
+import tree_sitter as ts
+
+from .imports import extract_imports
+from .languages import get_parser, get_query
+from .model import ImportFact, ParseResult, RefFact, SymbolFact
+
+_CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
+_MAX_SIGNATURE = 300
+_MAX_DOC = 1000
+_MAX_RECEIVER = 80
+_WS = re.compile(r"\s+")
+
+# Builtin type names that can never resolve to project code; dropping them
+# keeps the refs table small on large projects.
+_BUILTIN_TYPES = {
+    "python": frozenset(
+        "int str float bool bytes bytearray complex object type None list dict set frozenset "
+        "tuple Any Optional Union Callable Iterable Iterator Sequence Mapping Self".split()
+    ),
+}
+
+
+class _Def:
+    __slots__ = ("start", "end", "kind", "name", "node", "span", "receiver", "qualname", "parent")
+
+    def __init__(self, node, span, kind, name, receiver):
+        self.node = node
+        self.span = span
+        self.start = span.start_byte
+        self.end = span.end_byte
+        self.kind = kind
+        self.name = name
+        self.receiver = receiver
+        self.qualname = name
+        self.parent: _Def | None = None
+
+
+def _text(node: ts.Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+def parse_source(path: str, language: str, source: bytes) -> ParseResult:
+    """Parse UTF-8 ``source`` of ``language``; never raises on bad code."""
+    tree = get_parser(language).parse(source)
+    root = tree.root_node
+    result = ParseResult(path=path, language=language)
+    if root.has_error:
+        result.syntax_error = _describe_error(root)
+
+    defs: list[_Def] = []
+    seen_defs: set[tuple[int, int, str]] = set()
+    raw_refs: list[tuple[int, str, str, int, str | None]] = []
+    seen_refs: set[tuple[int, str]] = set()
+    imports: list[ImportFact] = []
+    builtin_types = _BUILTIN_TYPES.get(language, frozenset())
+
+    for _, caps in ts.QueryCursor(get_query(language)).matches(root):
+        role = next((k for k in caps if k.startswith(("definition.", "reference.", "scope", "import"))), None)
+        if role is None:
+            continue
+        node = caps[role][0]
+        if role == "import":
+            imports.extend(extract_imports(language, node, source))
+            continue
+        names = caps.get("name")
+        if not names:
+            continue
+        name_node = names[0]
+        name = _text(name_node)
+        if not name:
+            continue
+        receiver_nodes = caps.get("receiver")
+        if role.startswith("reference."):
+            kind = role[len("reference."):]
+            if kind == "type" and name in builtin_types:
+                continue
+            key = (name_node.start_byte, kind)
+            if key in seen_refs:
+                continue
+            seen_refs.add(key)
+            receiver = None
+            if receiver_nodes:
+                receiver = _WS.sub(" ", _text(receiver_nodes[0]))[:_MAX_RECEIVER]
+            raw_refs.append((name_node.start_byte, name, kind, name_node.start_point[0] + 1, receiver))
+            continue
+        kind = "scope" if role == "scope" else role[len("definition."):]
+        span = node
+        parent = node.parent
+        if parent is not None and parent.type == "decorated_definition":
+            span = parent
+        key = (span.start_byte, span.end_byte, name)
+        if key in seen_defs:
+            continue
+        seen_defs.add(key)
+        receiver = _text(receiver_nodes[0]) if receiver_nodes else None
+        defs.append(_Def(node, span, kind, name, receiver))
+
+    _nest(defs)
+    for d in defs:
+        if d.kind == "scope":
+            continue
+        result.symbols.append(
+            SymbolFact(
+                name=d.name,
+                qualname=d.qualname,
+                kind=d.kind,
+                start_byte=d.start,
+                end_byte=d.end,
+                start_line=d.span.start_point[0] + 1,
+                end_line=d.span.end_point[0] + 1,
+                signature=_signature(d.node, source),
+                docstring=_docstring(d, language),
+                parent=_symbol_parent(d),
+            )
+        )
+    result.refs = _scope_refs(raw_refs, defs)
+    result.imports = imports
+    return result
+
+
+def _nest(defs: list[_Def]) -> None:
+    """Assign parents and qualified names by span containment."""
+    defs.sort(key=lambda d: (d.start, -d.end))
+    stack: list[_Def] = []
+    for d in defs:
+        while stack and stack[-1].end <= d.start:
+            stack.pop()
+        parent = stack[-1] if stack and stack[-1].end >= d.end else None
+        d.parent = parent
+        if d.receiver:
+            d.qualname = f"{_strip_receiver(d.receiver)}.{d.name}"
+            if d.kind == "function":
+                d.kind = "method"
+        elif parent is not None:
+            d.qualname = f"{parent.qualname}.{d.name}"
+            if d.kind == "function" and parent.kind in _CONTAINERS:
+                d.kind = "method"
+        stack.append(d)
+
+
+def _strip_receiver(receiver: str) -> str:
+    # Go `*T`, `T[K]`; C++ `ns::T`
+    receiver = receiver.lstrip("*&").split("[", 1)[0].split("<", 1)[0]
+    return receiver.rsplit("::", 1)[-1].strip() or receiver
+
+
+def _symbol_parent(d: _Def) -> str | None:
+    # A Rust ``impl T`` scope is reported as the parent ``T`` even though it
+    # is not a symbol itself; the graph links it to T's definition by name.
+    return d.parent.qualname if d.parent is not None else None
+
+
+def _scope_refs(raw_refs: list, defs: list[_Def]) -> list[RefFact]:
+    """Attach each reference to the innermost definition that contains it."""
+    raw_refs.sort(key=lambda r: r[0])
+    real = [d for d in defs if d.kind != "scope"]  # sorted by start already
+    out: list[RefFact] = []
+    # Sweep: defs sorted by start; keep a stack of open definitions.
+    stack: list[_Def] = []
+    di = 0
+    for pos, name, kind, line, receiver in raw_refs:
+        while di < len(real) and real[di].start <= pos:
+            d = real[di]
+            while stack and stack[-1].end <= d.start:
+                stack.pop()
+            stack.append(d)
+            di += 1
+        while stack and stack[-1].end <= pos:
+            stack.pop()
+        scope = stack[-1].qualname if stack else None
+        out.append(RefFact(name=name, kind=kind, line=line, scope=scope, receiver=receiver))
+    return out
+
+
+def _signature(node: ts.Node, source: bytes) -> str:
+    body = node.child_by_field_name("body")
+    if body is not None and body.start_byte > node.start_byte:
+        raw = source[node.start_byte : body.start_byte]
+    else:
+        raw = source[node.start_byte : node.end_byte].split(b"\n", 1)[0]
+    sig = _WS.sub(" ", raw.decode("utf-8", "replace")).strip()
+    if len(sig) > _MAX_SIGNATURE:
+        sig = sig[: _MAX_SIGNATURE - 3] + "..."
+    return sig
+
+
+def _docstring(d: _Def, language: str) -> str | None:
+    if language == "python":
+        doc = _python_docstring(d.node)
+    else:
+        doc = _leading_comment(d.span)
+    if doc:
+        doc = doc.strip()
+        if len(doc) > _MAX_DOC:
+            doc = doc[:_MAX_DOC] + "..."
+    return doc or None
+
+
+def _python_docstring(node: ts.Node) -> str | None:
+    body = node.child_by_field_name("body")
+    if body is None or body.named_child_count == 0:
+        return None
+    first = body.named_children[0]
+    if first.type != "expression_statement" or first.named_child_count == 0:
+        return None
+    string = first.named_children[0]
+    if string.type != "string":
+        return None
+    parts = [_text(c) for c in string.named_children if c.type == "string_content"]
+    return "".join(parts) if parts else None
+
+
+_COMMENT_MARKS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|#|--)\s?", re.M)
+
+
+def _leading_comment(span: ts.Node) -> str | None:
+    lines: list[str] = []
+    node = span
+    expected_row = span.start_point[0]
+    prev = node.prev_sibling
+    while prev is not None and "comment" in prev.type and prev.end_point[0] >= expected_row - 1:
+        lines.insert(0, _text(prev))
+        expected_row = prev.start_point[0]
+        prev = prev.prev_sibling
+    if not lines:
+        return None
+    text = "\n".join(lines)
+    text = text.replace("*/", "")
+    return _COMMENT_MARKS.sub("", text)
+
+
+def _describe_error(root: ts.Node) -> str:
+    """The position of the first ERROR or MISSING node, for the file's status."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            what = f"missing {node.type}" if node.is_missing else "syntax error"
+            return f"{what} at line {node.start_point[0] + 1}"
+        if node.has_error:
+            stack.extend(reversed(node.children))
+    return "syntax error"

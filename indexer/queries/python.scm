@@ -1,0 +1,52 @@
+; MemStrata query for Python: definitions, references, imports.
+; Capture contract: see indexer/parse.py.
+
+(class_definition
+  name: (identifier) @name) @definition.class
+
+(function_definition
+  name: (identifier) @name) @definition.function
+
+; Module-level constants: UPPER_CASE = ... at the top of a module.
+(module
+  (expression_statement
+    (assignment
+      left: (identifier) @name) @definition.constant)
+  (#match? @name "^_?[A-Z][A-Z0-9_]*$"))
+
+; Type aliases: `Alias: TypeAlias = ...` and `type Alias = ...`.
+(module
+  (expression_statement
+    (assignment
+      left: (identifier) @name
+      type: (type (identifier) @_ta)) @definition.type)
+  (#eq? @_ta "TypeAlias"))
+
+(type_alias_statement
+  left: (type (identifier) @name)) @definition.type
+
+; Calls: f(), obj.method(), pkg.mod.f()
+(call
+  function: (identifier) @name) @reference.call
+
+(call
+  function: (attribute
+    object: (_) @receiver
+    attribute: (identifier) @name)) @reference.call
+
+; Base classes
+(class_definition
+  superclasses: (argument_list
+    [(identifier) @name
+     (attribute attribute: (identifier) @name)]) @reference.inherit)
+
+; Type uses in annotations
+(type (identifier) @name) @reference.type
+(type (attribute attribute: (identifier) @name)) @reference.type
+(type (generic_type (identifier) @name)) @reference.type
+(type (subscript value: (identifier) @name)) @reference.type
+
+; Imports
+(import_statement) @import
+(import_from_statement) @import
+(future_import_statement) @import

@@ -1,0 +1,192 @@
+"""Reads and writes of the code index tables (files, symbols, refs, imports).
+
+Functions taking ``conn`` run inside a caller's :meth:`Store.write`
+transaction, so a file's facts are replaced all at once or not at all.
+Records are duck-typed: any object with the documented attributes will do
+(the indexer passes its dataclasses), which keeps this layer free of imports
+from the layers above it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .db import Store
+from .text import fts_quote
+
+
+@dataclass(slots=True)
+class FileRecord:
+    path: str
+    language: str | None
+    size: int
+    mtime_ns: int
+    hash: str
+    status: str  # ok | syntax_error
+    error: str | None
+    encoding: str
+    lines: int
+    is_test: bool
+    indexed_at: float
+
+
+@dataclass(slots=True, frozen=True)
+class FileState:
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+def write_file(
+    conn: sqlite3.Connection,
+    rec: FileRecord,
+    text: str,
+    symbols: Sequence,
+    refs: Sequence,
+    imports: Sequence,
+    fts_rows: Sequence[tuple[str, str, str, str]],
+    import_targets: Sequence[str | None],
+) -> int:
+    """Replace everything known about ``rec.path`` with the given facts.
+
+    ``fts_rows[i]`` is the (name, signature, doc, body) search text of
+    ``symbols[i]``; ``import_targets[i]`` the resolved path of ``imports[i]``.
+    """
+    _delete_file_rows(conn, rec.path)
+    cur = conn.execute(
+        "INSERT INTO files(path, language, size, mtime_ns, hash, status, error, encoding,"
+        " lines, is_test, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        (rec.path, rec.language, rec.size, rec.mtime_ns, rec.hash, rec.status, rec.error,
+         rec.encoding, rec.lines, int(rec.is_test), rec.indexed_at),
+    )
+    file_id = cur.lastrowid
+    conn.execute("INSERT INTO file_text(file_id, text) VALUES (?, ?)", (file_id, text))
+    conn.execute("DELETE FROM skipped WHERE path = ?", (rec.path,))
+    for sym, fts in zip(symbols, fts_rows):
+        sid = conn.execute(
+            "INSERT INTO symbols(file_id, name, qualname, kind, parent, start_byte, end_byte,"
+            " start_line, end_line, signature, docstring) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (file_id, sym.name, sym.qualname, sym.kind, sym.parent, sym.start_byte, sym.end_byte,
+             sym.start_line, sym.end_line, sym.signature, sym.docstring),
+        ).lastrowid
+        conn.execute(
+            "INSERT INTO symbols_fts(rowid, name, signature, doc, body) VALUES (?,?,?,?,?)",
+            (sid, *fts),
+        )
+    conn.executemany(
+        "INSERT INTO refs(file_id, scope, name, kind, receiver, line) VALUES (?,?,?,?,?,?)",
+        [(file_id, r.scope, r.name, r.kind, r.receiver, r.line) for r in refs],
+    )
+    conn.executemany(
+        "INSERT INTO imports(file_id, module, name, alias, line, target_path) VALUES (?,?,?,?,?,?)",
+        [(file_id, i.module, i.name, i.alias, i.line, t) for i, t in zip(imports, import_targets)],
+    )
+    return file_id
+
+
+def _delete_file_rows(conn: sqlite3.Connection, path: str) -> None:
+    row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+    if row is None:
+        return
+    conn.execute(
+        "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = ?)",
+        (row[0],),
+    )
+    conn.execute("DELETE FROM files WHERE id = ?", (row[0],))  # cascades
+
+
+def delete_files(conn: sqlite3.Connection, paths: Iterable[str]) -> None:
+    for path in paths:
+        _delete_file_rows(conn, path)
+        conn.execute("DELETE FROM skipped WHERE path = ?", (path,))
+
+
+def set_skipped(conn: sqlite3.Connection, path: str, reason: str, size: int | None) -> None:
+    _delete_file_rows(conn, path)
+    conn.execute(
+        "INSERT INTO skipped(path, reason, size) VALUES (?,?,?) "
+        "ON CONFLICT(path) DO UPDATE SET reason = excluded.reason, size = excluded.size",
+        (path, reason, size),
+    )
+
+
+def replace_skipped(conn: sqlite3.Connection, skipped: Iterable[tuple[str, str, int | None]]) -> None:
+    """Replace the whole skipped-files list (after a full scan)."""
+    conn.execute("DELETE FROM skipped")
+    conn.executemany("INSERT OR REPLACE INTO skipped(path, reason, size) VALUES (?,?,?)", list(skipped))
+
+
+def set_import_targets(conn: sqlite3.Connection, rows: Iterable[tuple[str | None, int]]) -> None:
+    """Update resolved import targets: rows of (target_path, import id)."""
+    conn.executemany("UPDATE imports SET target_path = ? WHERE id = ?", list(rows))
+
+
+# -- reads --------------------------------------------------------------------
+
+
+def file_states(store: Store) -> dict[str, FileState]:
+    rows = store.execute("SELECT path, size, mtime_ns, hash FROM files")
+    return {p: FileState(s, m, h) for p, s, m, h in rows}
+
+
+def file_paths(store: Store) -> list[str]:
+    return [r[0] for r in store.execute("SELECT path FROM files ORDER BY path")]
+
+
+def file_text(store: Store, path: str) -> str | None:
+    rows = store.execute(
+        "SELECT t.text FROM file_text t JOIN files f ON f.id = t.file_id WHERE f.path = ?", (path,)
+    )
+    return rows[0][0] if rows else None
+
+
+def file_texts(store: Store, paths: Iterable[str]) -> dict[str, str]:
+    paths = list(dict.fromkeys(paths))
+    out: dict[str, str] = {}
+    for i in range(0, len(paths), 500):
+        chunk = paths[i : i + 500]
+        marks = ",".join("?" * len(chunk))
+        for p, t in store.execute(
+            f"SELECT f.path, t.text FROM file_text t JOIN files f ON f.id = t.file_id WHERE f.path IN ({marks})",
+            tuple(chunk),
+        ):
+            out[p] = t
+    return out
+
+
+def language_counts(store: Store) -> dict[str, int]:
+    rows = store.execute("SELECT coalesce(language, 'other'), count(*) FROM files GROUP BY 1 ORDER BY 2 DESC")
+    return {lang: n for lang, n in rows}
+
+
+def skipped_counts(store: Store) -> dict[str, int]:
+    rows = store.execute("SELECT reason, count(*) FROM skipped GROUP BY reason ORDER BY 2 DESC")
+    return {reason: n for reason, n in rows}
+
+
+def status_counts(store: Store) -> dict[str, int]:
+    rows = store.execute("SELECT status, count(*) FROM files GROUP BY status")
+    return {s: n for s, n in rows}
+
+
+def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[tuple[int, float]]:
+    """BM25 search over symbol name, signature, docstring and code.
+
+    Returns (symbol id, score) best first; higher scores are better.  Terms
+    are OR-ed so partial matches still rank, and names weigh most.
+    """
+    terms = [t for t in terms if t]
+    if not terms:
+        return []
+    expr = " OR ".join(fts_quote(t) for t in terms)
+    try:
+        rows = store.execute(
+            "SELECT rowid, bm25(symbols_fts, 10.0, 4.0, 2.0, 1.0) AS s FROM symbols_fts "
+            "WHERE symbols_fts MATCH ? ORDER BY s LIMIT ?",
+            (expr, limit),
+        )
+    except sqlite3.OperationalError:
+        return []
+    return [(rowid, -score) for rowid, score in rows]

@@ -1,0 +1,183 @@
+"""The one embedded store: a SQLite file in WAL mode.
+
+``Store`` owns one connection.  Writers go through :meth:`Store.write`, which
+takes ``BEGIN IMMEDIATE`` so that two processes on the same project serialise
+their writes instead of failing half-way; readers never block writers (WAL).
+A per-instance lock makes one ``Store`` safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from .schema import MIGRATIONS, SCHEMA_VERSION
+
+BUSY_TIMEOUT_MS = 30_000
+
+
+class StoreError(Exception):
+    """The store cannot be opened or used (corrupt, newer schema, locked)."""
+
+
+class Store:
+    def __init__(self, path: str | Path, *, readonly: bool = False):
+        self.path = Path(path)
+        self.readonly = readonly
+        self._lock = threading.RLock()
+        try:
+            if readonly:
+                uri = f"file:{self.path}?mode=ro"
+                self._conn = sqlite3.connect(
+                    uri, uri=True, check_same_thread=False, isolation_level=None,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                )
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._conn = sqlite3.connect(
+                    str(self.path), check_same_thread=False, isolation_level=None,
+                    timeout=BUSY_TIMEOUT_MS / 1000,
+                )
+            self._configure()
+            if not readonly:
+                self._migrate()
+        except sqlite3.DatabaseError as exc:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            raise StoreError(f"cannot open index {self.path.name}: {exc}") from exc
+
+    # -- connection -----------------------------------------------------------
+
+    def _configure(self) -> None:
+        c = self._conn
+        c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if not self.readonly:
+            mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode.lower() != "wal":
+                raise StoreError(f"cannot switch {self.path.name} to WAL mode (got {mode})")
+            # NORMAL is durable across application crashes in WAL mode; only an
+            # OS crash can lose the last transactions, never corrupt the file.
+            c.execute("PRAGMA synchronous = NORMAL")
+        c.execute("PRAGMA foreign_keys = ON")
+        c.execute("PRAGMA temp_store = MEMORY")
+        c.execute("PRAGMA cache_size = -32000")
+        # Fail fast on a file that is not a database at all.
+        c.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self.user_version
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"index schema v{version} is newer than this MemStrata (v{SCHEMA_VERSION}); "
+                    "upgrade MemStrata or delete the .memstrata folder"
+                )
+            while version < SCHEMA_VERSION:
+                with self.write() as c:
+                    # Re-read inside the write lock: another process may have
+                    # migrated while we waited.
+                    version = c.execute("PRAGMA user_version").fetchone()[0]
+                    if version >= SCHEMA_VERSION:
+                        break
+                    for statement in _split_sql(MIGRATIONS[version]):
+                        c.execute(statement)
+                    c.execute(f"PRAGMA user_version = {version + 1}")
+                version += 1
+
+    @property
+    def user_version(self) -> int:
+        with self._lock:
+            return self._conn.execute("PRAGMA user_version").fetchone()[0]
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: everything inside commits together or not at all."""
+        if self.readonly:
+            raise StoreError("store opened read-only")
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                yield c
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+            else:
+                c.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several reads."""
+        with self._lock:
+            c = self._conn
+            if c.in_transaction:  # nested inside write()/read(): reuse it
+                yield c
+                return
+            c.execute("BEGIN")
+            try:
+                yield c
+            finally:
+                c.execute("COMMIT")
+
+    def execute(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row | tuple]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                if not self.readonly:
+                    self._conn.execute("PRAGMA optimize")
+            self._conn.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- meta -----------------------------------------------------------------
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.execute("SELECT value FROM meta WHERE key = ?", (key,))
+        return row[0][0] if row else default
+
+    def set_meta(self, key: str, value: str | None, conn: sqlite3.Connection | None = None) -> None:
+        sql = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        if conn is not None:
+            conn.execute(sql, (key, value))
+        else:
+            with self.write() as c:
+                c.execute(sql, (key, value))
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            p = Path(str(self.path) + suffix)
+            with contextlib.suppress(OSError):
+                total += p.stat().st_size
+        return total
+
+    def integrity_ok(self) -> bool:
+        with self._lock:
+            return self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration into statements (no semicolons inside our literals)."""
+    statements, buf = [], []
+    for line in script.splitlines():
+        stripped = line.split("--", 1)[0]
+        buf.append(stripped)
+        if stripped.rstrip().endswith(";"):
+            stmt = "\n".join(buf).strip()
+            if stmt.strip(";").strip():
+                statements.append(stmt)
+            buf = []
+    tail = "\n".join(buf).strip()
+    if tail:
+        statements.append(tail)
+    return statements

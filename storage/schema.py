@@ -1,0 +1,99 @@
+"""Schema of the MemStrata store and its forward migrations.
+
+The version lives in ``PRAGMA user_version``.  Each migration moves the
+schema from version ``n`` to ``n + 1`` inside one transaction; migrations are
+append-only, so a store written by an older release opens in a newer one.
+Every product surface (code index, savings ledger, the compatible MCP
+servers) adds its tables here rather than opening a database of its own.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[str] = [
+    # 1: the code index.
+    """
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT
+    );
+
+    CREATE TABLE files (
+        id          INTEGER PRIMARY KEY,
+        path        TEXT NOT NULL UNIQUE,          -- project-relative, POSIX
+        language    TEXT,
+        size        INTEGER NOT NULL,
+        mtime_ns    INTEGER NOT NULL,
+        hash        TEXT NOT NULL,                 -- blake2b of the raw bytes
+        status      TEXT NOT NULL,                 -- ok | syntax_error
+        error       TEXT,
+        encoding    TEXT NOT NULL DEFAULT 'utf-8', -- how the bytes were decoded
+        lines       INTEGER NOT NULL DEFAULT 0,
+        is_test     INTEGER NOT NULL DEFAULT 0,
+        indexed_at  REAL NOT NULL
+    );
+
+    -- The decoded text the symbol spans refer to (byte offsets are into its
+    -- UTF-8 encoding), so slices render exactly what was parsed.
+    CREATE TABLE file_text (
+        file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+        text    TEXT NOT NULL
+    );
+
+    CREATE TABLE symbols (
+        id          INTEGER PRIMARY KEY,
+        file_id     INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        name        TEXT NOT NULL,
+        qualname    TEXT NOT NULL,
+        kind        TEXT NOT NULL,
+        parent      TEXT,
+        start_byte  INTEGER NOT NULL,
+        end_byte    INTEGER NOT NULL,
+        start_line  INTEGER NOT NULL,
+        end_line    INTEGER NOT NULL,
+        signature   TEXT NOT NULL,
+        docstring   TEXT
+    );
+    CREATE INDEX symbols_file ON symbols(file_id);
+    CREATE INDEX symbols_name ON symbols(name);
+
+    CREATE TABLE refs (
+        id        INTEGER PRIMARY KEY,
+        file_id   INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        scope     TEXT,            -- qualname of the enclosing symbol, NULL = file level
+        name      TEXT NOT NULL,
+        kind      TEXT NOT NULL,   -- call | type | inherit
+        receiver  TEXT,
+        line      INTEGER NOT NULL,
+        target    TEXT             -- 'path::qualname' once resolved
+    );
+    CREATE INDEX refs_file ON refs(file_id);
+    CREATE INDEX refs_name ON refs(name);
+
+    CREATE TABLE imports (
+        id           INTEGER PRIMARY KEY,
+        file_id      INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+        module       TEXT NOT NULL,
+        name         TEXT,
+        alias        TEXT,
+        line         INTEGER NOT NULL,
+        target_path  TEXT          -- project file it resolves to, NULL = external
+    );
+    CREATE INDEX imports_file ON imports(file_id);
+    CREATE INDEX imports_target ON imports(target_path);
+
+    -- Files seen but not indexed, and why (binary, too_large, unreadable, ...).
+    CREATE TABLE skipped (
+        path    TEXT PRIMARY KEY,
+        reason  TEXT NOT NULL,
+        size    INTEGER
+    );
+
+    -- Lexical search over symbols; rowid = symbols.id.
+    CREATE VIRTUAL TABLE symbols_fts USING fts5(
+        name, signature, doc, body,
+        tokenize = 'unicode61 remove_diacritics 2'
+    );
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)

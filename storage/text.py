@@ -1,0 +1,56 @@
+"""Identifier-aware text for the lexical index.
+
+SQLite's unicode61 tokenizer already splits ``snake_case`` at underscores but
+keeps ``CamelCase`` whole, so a search for "auth service" would miss
+``AuthService``.  We index the original text plus the lower-cased parts of
+every identifier with inner capitals, and split queries the same way.
+"""
+
+from __future__ import annotations
+
+import re
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HUMP = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]|[A-Za-z][0-9]")
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def split_identifier(ident: str) -> list[str]:
+    """``parseHTTPRequest_v2`` -> ``['parse', 'http', 'request', 'v', '2']``."""
+    return [p.lower() for p in _PARTS.findall(ident)]
+
+
+def expand_identifiers(text: str) -> str:
+    """``text`` followed by the split parts of its camel-cased identifiers."""
+    extra: list[str] = []
+    seen: set[str] = set()
+    for ident in _IDENT.findall(text):
+        if ident in seen or not _HUMP.search(ident):
+            continue
+        seen.add(ident)
+        extra.extend(split_identifier(ident))
+    if not extra:
+        return text
+    return text + "\n" + " ".join(extra)
+
+
+def query_terms(text: str) -> list[str]:
+    """Lower-cased search terms of a free-text query, identifiers split, order kept."""
+    terms: list[str] = []
+    seen: set[str] = set()
+    for word in _WORD.findall(text):
+        pieces = [word.lower()]
+        if "_" in word or _HUMP.search(word):
+            pieces += [p for chunk in word.split("_") for p in split_identifier(chunk)]
+        for piece in pieces:
+            piece = piece.strip("_")
+            if piece and piece not in seen:
+                seen.add(piece)
+                terms.append(piece)
+    return terms
+
+
+def fts_quote(term: str) -> str:
+    """Quote a term for an FTS5 MATCH expression (no operator injection)."""
+    return '"' + term.replace('"', '""') + '"'
