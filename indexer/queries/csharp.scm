@@ -1,0 +1,41 @@
+; MemStrata definitions, references and imports for C#.
+; Namespaces are not symbols; records are classes, delegates are types.
+
+; ---- definitions -------------------------------------------------------
+
+(class_declaration name: (identifier) @name) @definition.class
+(record_declaration name: (identifier) @name) @definition.class
+(struct_declaration name: (identifier) @name) @definition.struct
+(interface_declaration name: (identifier) @name) @definition.interface
+(enum_declaration name: (identifier) @name) @definition.enum
+(delegate_declaration name: (identifier) @name) @definition.type
+(method_declaration name: (identifier) @name) @definition.method
+(constructor_declaration name: (identifier) @name) @definition.method
+
+; ---- references ----------------------------------------------------------
+
+(invocation_expression
+  function: [(identifier) @name (generic_name (identifier) @name)]) @reference.call
+(invocation_expression
+  function: (member_access_expression
+    expression: (_) @receiver
+    name: [(identifier) @name (generic_name (identifier) @name)])) @reference.call
+(object_creation_expression
+  type: [(identifier) @name
+         (generic_name (identifier) @name)
+         (qualified_name name: [(identifier) @name (generic_name (identifier) @name)])]) @reference.call
+
+(base_list
+  [(identifier) @name
+   (generic_name (identifier) @name)
+   (qualified_name name: [(identifier) @name (generic_name (identifier) @name)])]) @reference.inherit
+
+[(parameter type: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)])
+ (variable_declaration type: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)])
+ (method_declaration returns: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)])
+ (property_declaration type: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)])] @reference.type
+(type_argument_list (identifier) @name) @reference.type
+
+; ---- imports ---------------------------------------------------------------
+
+(using_directive) @import

@@ -1,0 +1,58 @@
+; MemStrata definitions, references and imports for Java.
+
+; ---- definitions -------------------------------------------------------
+
+(class_declaration name: (identifier) @name) @definition.class
+(record_declaration name: (identifier) @name) @definition.class
+(interface_declaration name: (identifier) @name) @definition.interface
+(annotation_type_declaration name: (identifier) @name) @definition.interface
+(enum_declaration name: (identifier) @name) @definition.enum
+(method_declaration name: (identifier) @name) @definition.method
+(constructor_declaration name: (identifier) @name) @definition.method
+
+; ---- references ----------------------------------------------------------
+
+(method_invocation object: (_) @receiver name: (identifier) @name) @reference.call
+(method_invocation !object name: (identifier) @name) @reference.call
+(object_creation_expression
+  type: [(type_identifier) @name
+         (generic_type (type_identifier) @name)
+         (scoped_type_identifier (type_identifier) @name .)]) @reference.call
+
+(superclass
+  [(type_identifier) @name
+   (generic_type (type_identifier) @name)
+   (scoped_type_identifier (type_identifier) @name .)]) @reference.inherit
+(super_interfaces
+  (type_list
+    [(type_identifier) @name
+     (generic_type (type_identifier) @name)
+     (scoped_type_identifier (type_identifier) @name .)])) @reference.inherit
+(extends_interfaces
+  (type_list
+    [(type_identifier) @name
+     (generic_type (type_identifier) @name)
+     (scoped_type_identifier (type_identifier) @name .)])) @reference.inherit
+
+(([(formal_parameter
+    type: [(type_identifier) @name
+           (generic_type (type_identifier) @name)
+           (array_type element: (type_identifier) @name)])
+  (field_declaration
+    type: [(type_identifier) @name
+           (generic_type (type_identifier) @name)
+           (array_type element: (type_identifier) @name)])
+  (local_variable_declaration
+    type: [(type_identifier) @name
+           (generic_type (type_identifier) @name)
+           (array_type element: (type_identifier) @name)])
+  (method_declaration
+    type: [(type_identifier) @name
+           (generic_type (type_identifier) @name)
+           (array_type element: (type_identifier) @name)])]) @reference.type
+  (#not-eq? @name "var"))
+(type_arguments (type_identifier) @name) @reference.type
+
+; ---- imports ---------------------------------------------------------------
+
+(import_declaration) @import

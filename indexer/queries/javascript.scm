@@ -1,0 +1,82 @@
+; MemStrata definitions, references and imports for JavaScript (.js .mjs .cjs .jsx).
+; Captures follow the contract in indexer/parse.py: @definition.<kind> + @name,
+; @reference.<kind> + @name (+ @receiver), @import.  Captures named @_x only
+; feed predicates.
+
+; ---- definitions -------------------------------------------------------
+
+(function_declaration name: (identifier) @name) @definition.function
+(generator_function_declaration name: (identifier) @name) @definition.function
+(class_declaration name: (identifier) @name) @definition.class
+(method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.method
+
+; class fields holding a function behave like methods
+(field_definition
+  property: [(property_identifier) (private_property_identifier)] @name
+  value: [(arrow_function) (function_expression)]) @definition.method
+
+; top-level `const f = () => {}` / `let f = function () {}` (plain or exported)
+(program
+  [(lexical_declaration
+     (variable_declarator
+       name: (identifier) @name
+       value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)
+   (variable_declaration
+     (variable_declarator
+       name: (identifier) @name
+       value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)])
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      (variable_declarator
+        name: (identifier) @name
+        value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)))
+
+; top-level `const X = <non-function value>`
+(program
+  (lexical_declaration
+    "const"
+    (variable_declarator
+      name: (identifier) @name
+      value: [(number) (string) (template_string) (object) (array) (call_expression)
+              (new_expression) (identifier) (member_expression) (true) (false) (null)
+              (undefined) (binary_expression) (unary_expression) (regex)
+              (ternary_expression) (await_expression)]) @definition.constant))
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      "const"
+      (variable_declarator
+        name: (identifier) @name
+        value: [(number) (string) (template_string) (object) (array) (call_expression)
+                (new_expression) (identifier) (member_expression) (true) (false) (null)
+                (undefined) (binary_expression) (unary_expression) (regex)
+                (ternary_expression) (await_expression)]) @definition.constant)))
+
+; ---- references ----------------------------------------------------------
+
+((call_expression function: (identifier) @name) @reference.call
+  (#not-match? @name "^(require)$"))
+(call_expression
+  function: (member_expression
+    object: (_) @receiver
+    property: [(property_identifier) (private_property_identifier)] @name)) @reference.call
+(new_expression constructor: (identifier) @name) @reference.call
+(new_expression
+  constructor: (member_expression object: (_) @receiver property: (property_identifier) @name)) @reference.call
+
+(class_heritage (identifier) @name) @reference.inherit
+(class_heritage
+  (member_expression object: (_) @receiver property: (property_identifier) @name)) @reference.inherit
+
+; ---- imports ---------------------------------------------------------------
+
+(import_statement) @import
+(export_statement source: (string)) @import
+((call_expression
+   function: (identifier) @_require
+   arguments: (arguments . (string) .)) @import
+  (#eq? @_require "require"))
+(call_expression
+  function: (import)
+  arguments: (arguments . (string))) @import

@@ -1,0 +1,60 @@
+; MemStrata definitions, references and imports for Rust.
+; `impl T { .. }` / `impl Trait for T { .. }` are @scope nodes named T: they
+; prefix the qualnames of the functions inside without being symbols.
+
+; ---- definitions -------------------------------------------------------
+
+(function_item name: (identifier) @name) @definition.function
+(trait_item
+  body: (declaration_list
+    (function_signature_item name: (identifier) @name) @definition.method))
+(struct_item name: (type_identifier) @name) @definition.struct
+(union_item name: (type_identifier) @name) @definition.struct
+(enum_item name: (type_identifier) @name) @definition.enum
+(trait_item name: (type_identifier) @name) @definition.interface
+(type_item name: (type_identifier) @name) @definition.type
+(mod_item name: (identifier) @name) @definition.module
+
+(source_file [(const_item name: (identifier) @name) (static_item name: (identifier) @name)] @definition.constant)
+(mod_item
+  body: (declaration_list
+    [(const_item name: (identifier) @name) (static_item name: (identifier) @name)] @definition.constant))
+
+(impl_item
+  type: [(type_identifier) @name
+         (generic_type type: (type_identifier) @name)
+         (scoped_type_identifier name: (type_identifier) @name)
+         (generic_type type: (scoped_type_identifier name: (type_identifier) @name))]) @scope
+
+; ---- references ----------------------------------------------------------
+
+(call_expression function: (identifier) @name) @reference.call
+(call_expression
+  function: (field_expression value: (_) @receiver field: (field_identifier) @name)) @reference.call
+(call_expression
+  function: (scoped_identifier path: (_) @receiver name: (identifier) @name)) @reference.call
+(call_expression
+  function: (generic_function function: (identifier) @name)) @reference.call
+(call_expression
+  function: (generic_function
+    function: (scoped_identifier path: (_) @receiver name: (identifier) @name))) @reference.call
+(call_expression
+  function: (generic_function
+    function: (field_expression value: (_) @receiver field: (field_identifier) @name))) @reference.call
+(struct_expression name: (type_identifier) @name) @reference.call
+(struct_expression
+  name: (scoped_type_identifier path: (_) @receiver name: (type_identifier) @name)) @reference.call
+
+(trait_item bounds: (trait_bounds (type_identifier) @name) @reference.inherit)
+
+((_ type: (type_identifier) @name) @reference.type (#not-eq? @name "Self"))
+((_ return_type: (type_identifier) @name) @reference.type (#not-eq? @name "Self"))
+((type_arguments (type_identifier) @name) @reference.type (#not-eq? @name "Self"))
+((_ type: (scoped_type_identifier path: (_) @receiver name: (type_identifier) @name)) @reference.type)
+((_ return_type: (scoped_type_identifier path: (_) @receiver name: (type_identifier) @name)) @reference.type)
+((_ return_type: (generic_type type: (type_identifier) @name)) @reference.type (#not-eq? @name "Self"))
+
+; ---- imports ---------------------------------------------------------------
+
+(use_declaration) @import
+(mod_item !body) @import

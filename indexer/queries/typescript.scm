@@ -1,0 +1,105 @@
+; MemStrata definitions, references and imports for TypeScript; also used for
+; TSX, so every pattern must compile against both grammars.
+; Captures named @_x only feed predicates.
+
+; ---- definitions -------------------------------------------------------
+
+(function_declaration name: (identifier) @name) @definition.function
+(generator_function_declaration name: (identifier) @name) @definition.function
+(class_declaration name: (type_identifier) @name) @definition.class
+(abstract_class_declaration name: (type_identifier) @name) @definition.class
+(interface_declaration name: (type_identifier) @name) @definition.interface
+(type_alias_declaration name: (type_identifier) @name) @definition.type
+(enum_declaration name: (identifier) @name) @definition.enum
+
+(method_definition name: [(property_identifier) (private_property_identifier)] @name) @definition.method
+(abstract_method_signature name: (property_identifier) @name) @definition.method
+(interface_body
+  (method_signature name: (property_identifier) @name) @definition.method)
+
+(public_field_definition
+  name: [(property_identifier) (private_property_identifier)] @name
+  value: [(arrow_function) (function_expression)]) @definition.method
+
+; top-level `const f = () => {}` / `let f = function () {}` (plain or exported)
+(program
+  [(lexical_declaration
+     (variable_declarator
+       name: (identifier) @name
+       value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)
+   (variable_declaration
+     (variable_declarator
+       name: (identifier) @name
+       value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)])
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      (variable_declarator
+        name: (identifier) @name
+        value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)))
+
+; top-level `const X = <non-function value>`
+(program
+  (lexical_declaration
+    "const"
+    (variable_declarator
+      name: (identifier) @name
+      value: [(number) (string) (template_string) (object) (array) (call_expression)
+              (new_expression) (identifier) (member_expression) (true) (false) (null)
+              (undefined) (binary_expression) (unary_expression) (regex)
+              (ternary_expression) (await_expression) (as_expression)
+              (satisfies_expression)]) @definition.constant))
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      "const"
+      (variable_declarator
+        name: (identifier) @name
+        value: [(number) (string) (template_string) (object) (array) (call_expression)
+                (new_expression) (identifier) (member_expression) (true) (false) (null)
+                (undefined) (binary_expression) (unary_expression) (regex)
+                (ternary_expression) (await_expression) (as_expression)
+                (satisfies_expression)]) @definition.constant)))
+
+; ---- references ----------------------------------------------------------
+
+((call_expression function: (identifier) @name) @reference.call
+  (#not-match? @name "^(require)$"))
+(call_expression
+  function: (member_expression
+    object: (_) @receiver
+    property: [(property_identifier) (private_property_identifier)] @name)) @reference.call
+(new_expression constructor: (identifier) @name) @reference.call
+(new_expression
+  constructor: (member_expression object: (_) @receiver property: (property_identifier) @name)) @reference.call
+
+(extends_clause value: (identifier) @name) @reference.inherit
+(extends_clause
+  value: (member_expression object: (_) @receiver property: (property_identifier) @name)) @reference.inherit
+(implements_clause (type_identifier) @name) @reference.inherit
+(implements_clause (generic_type name: (type_identifier) @name)) @reference.inherit
+(extends_type_clause type: (type_identifier) @name) @reference.inherit
+(extends_type_clause type: (generic_type name: (type_identifier) @name)) @reference.inherit
+
+(type_annotation (type_identifier) @name) @reference.type
+(type_annotation (generic_type name: (type_identifier) @name)) @reference.type
+(type_annotation (array_type (type_identifier) @name)) @reference.type
+(type_annotation
+  (nested_type_identifier module: (_) @receiver name: (type_identifier) @name)) @reference.type
+(type_arguments (type_identifier) @name) @reference.type
+(union_type (type_identifier) @name) @reference.type
+(intersection_type (type_identifier) @name) @reference.type
+(type_alias_declaration value: (type_identifier) @name) @reference.type
+(type_alias_declaration value: (generic_type name: (type_identifier) @name)) @reference.type
+
+; ---- imports ---------------------------------------------------------------
+
+(import_statement) @import
+(export_statement source: (string)) @import
+((call_expression
+   function: (identifier) @_require
+   arguments: (arguments . (string) .)) @import
+  (#eq? @_require "require"))
+(call_expression
+  function: (import)
+  arguments: (arguments . (string))) @import
