@@ -29,8 +29,8 @@
 
 ; object-like macros with a value, at file level or inside include guards
 (translation_unit (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
-([(preproc_ifdef) (preproc_if)]
-  (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
+[(preproc_ifdef (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
+ (preproc_if (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)]
 ; file-level `const` objects
 ((translation_unit
    (declaration

@@ -58,8 +58,8 @@
 
 ; object-like macros with a value
 (translation_unit (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
-([(preproc_ifdef) (preproc_if)]
-  (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
+[(preproc_ifdef (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
+ (preproc_if (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)]
 ; namespace-level const / constexpr objects
 ((translation_unit
    (declaration

@@ -38,7 +38,7 @@
     "const"
     (variable_declarator
       name: (identifier) @name
-      value: [(number) (string) (template_string) (object) (array) (call_expression)
+      value: [(number) (string) (template_string) (object) (array)
               (new_expression) (identifier) (member_expression) (true) (false) (null)
               (undefined) (binary_expression) (unary_expression) (regex)
               (ternary_expression) (await_expression)]) @definition.constant))
@@ -48,10 +48,27 @@
       "const"
       (variable_declarator
         name: (identifier) @name
-        value: [(number) (string) (template_string) (object) (array) (call_expression)
+        value: [(number) (string) (template_string) (object) (array)
                 (new_expression) (identifier) (member_expression) (true) (false) (null)
                 (undefined) (binary_expression) (unary_expression) (regex)
                 (ternary_expression) (await_expression)]) @definition.constant)))
+
+; ... and `const X = f(...)`, except `require(...)`, which is an import
+(program
+  (lexical_declaration
+    "const"
+    (variable_declarator
+      name: (identifier) @name
+      value: (call_expression function: (_) @_callee)) @definition.constant)
+  (#not-eq? @_callee "require"))
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      "const"
+      (variable_declarator
+        name: (identifier) @name
+        value: (call_expression function: (_) @_callee)) @definition.constant))
+  (#not-eq? @_callee "require"))
 
 ; ---- references ----------------------------------------------------------
 

@@ -44,7 +44,7 @@
     "const"
     (variable_declarator
       name: (identifier) @name
-      value: [(number) (string) (template_string) (object) (array) (call_expression)
+      value: [(number) (string) (template_string) (object) (array)
               (new_expression) (identifier) (member_expression) (true) (false) (null)
               (undefined) (binary_expression) (unary_expression) (regex)
               (ternary_expression) (await_expression) (as_expression)
@@ -55,11 +55,28 @@
       "const"
       (variable_declarator
         name: (identifier) @name
-        value: [(number) (string) (template_string) (object) (array) (call_expression)
+        value: [(number) (string) (template_string) (object) (array)
                 (new_expression) (identifier) (member_expression) (true) (false) (null)
                 (undefined) (binary_expression) (unary_expression) (regex)
                 (ternary_expression) (await_expression) (as_expression)
                 (satisfies_expression)]) @definition.constant)))
+
+; ... and `const X = f(...)`, except `require(...)`, which is an import
+(program
+  (lexical_declaration
+    "const"
+    (variable_declarator
+      name: (identifier) @name
+      value: (call_expression function: (_) @_callee)) @definition.constant)
+  (#not-eq? @_callee "require"))
+(program
+  (export_statement
+    declaration: (lexical_declaration
+      "const"
+      (variable_declarator
+        name: (identifier) @name
+        value: (call_expression function: (_) @_callee)) @definition.constant))
+  (#not-eq? @_callee "require"))
 
 ; ---- references ----------------------------------------------------------
 
