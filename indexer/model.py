@@ -49,13 +49,18 @@ class SymbolFact:
 
 @dataclass(slots=True)
 class RefFact:
-    """A use of a name: a call, a type annotation, a base class."""
+    """Uses of a name from one scope: calls, type annotations, base classes.
+
+    Identical uses (same scope, name, kind and receiver) are folded into one
+    fact with a ``count``; ``line`` is the first of them.
+    """
 
     name: str
     kind: str  # one of REF_KINDS
     line: int
     scope: str | None = None  # qualname of the innermost enclosing symbol
     receiver: str | None = None  # text before the dot: ``self``, ``os.path``, ``AuthService``
+    count: int = 1
 
 
 @dataclass(slots=True)

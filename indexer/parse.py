@@ -73,9 +73,12 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
     imports: list[ImportFact] = []
     builtin_types = _BUILTIN_TYPES.get(language, frozenset())
 
-    for _, caps in ts.QueryCursor(get_query(language)).matches(root):
-        role = next((k for k in caps if k.startswith(("definition.", "reference.", "scope", "import"))), None)
+    roles = _pattern_roles(language)
+    for pattern, caps in ts.QueryCursor(get_query(language)).matches(root):
+        role = roles.get(pattern)
         if role is None:
+            role = roles[pattern] = _role_of(caps)
+        if not role:
             continue
         node = caps[role][0]
         if role == "import":
@@ -137,6 +140,19 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
     return result
 
 
+_ROLE_PREFIXES = ("definition.", "reference.", "scope", "import")
+_roles: dict[str, dict[int, str]] = {}
+
+
+def _pattern_roles(language: str) -> dict[int, str]:
+    """Per-language cache: query pattern index -> its role capture name."""
+    return _roles.setdefault(language, {})
+
+
+def _role_of(caps: dict) -> str:
+    return next((k for k in caps if k.startswith(_ROLE_PREFIXES)), "")
+
+
 def _nest(defs: list[_Def]) -> None:
     """Assign parents and qualified names by span containment."""
     defs.sort(key=lambda d: (d.start, -d.end))
@@ -170,10 +186,11 @@ def _symbol_parent(d: _Def) -> str | None:
 
 
 def _scope_refs(raw_refs: list, defs: list[_Def]) -> list[RefFact]:
-    """Attach each reference to the innermost definition that contains it."""
+    """Attach each reference to the innermost definition that contains it,
+    folding identical uses from one scope into a single counted fact."""
     raw_refs.sort(key=lambda r: r[0])
     real = [d for d in defs if d.kind != "scope"]  # sorted by start already
-    out: list[RefFact] = []
+    out: dict[tuple, RefFact] = {}
     # Sweep: defs sorted by start; keep a stack of open definitions.
     stack: list[_Def] = []
     di = 0
@@ -187,8 +204,13 @@ def _scope_refs(raw_refs: list, defs: list[_Def]) -> list[RefFact]:
         while stack and stack[-1].end <= pos:
             stack.pop()
         scope = stack[-1].qualname if stack else None
-        out.append(RefFact(name=name, kind=kind, line=line, scope=scope, receiver=receiver))
-    return out
+        key = (scope, name, kind, receiver)
+        fact = out.get(key)
+        if fact is None:
+            out[key] = RefFact(name=name, kind=kind, line=line, scope=scope, receiver=receiver)
+        else:
+            fact.count += 1
+    return list(out.values())
 
 
 def _signature(node: ts.Node, source: bytes) -> str:

@@ -64,20 +64,23 @@ def write_file(
     file_id = cur.lastrowid
     conn.execute("INSERT INTO file_text(file_id, text) VALUES (?, ?)", (file_id, text))
     conn.execute("DELETE FROM skipped WHERE path = ?", (rec.path,))
-    for sym, fts in zip(symbols, fts_rows):
-        sid = conn.execute(
-            "INSERT INTO symbols(file_id, name, qualname, kind, parent, start_byte, end_byte,"
-            " start_line, end_line, signature, docstring) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (file_id, sym.name, sym.qualname, sym.kind, sym.parent, sym.start_byte, sym.end_byte,
-             sym.start_line, sym.end_line, sym.signature, sym.docstring),
-        ).lastrowid
-        conn.execute(
-            "INSERT INTO symbols_fts(rowid, name, signature, doc, body) VALUES (?,?,?,?,?)",
-            (sid, *fts),
-        )
+    # Ids are assigned here so symbols and their search rows go in as two
+    # bulk inserts instead of a round trip per symbol.
+    first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM symbols").fetchone()[0]
+    ids = range(first, first + len(symbols))
     conn.executemany(
-        "INSERT INTO refs(file_id, scope, name, kind, receiver, line) VALUES (?,?,?,?,?,?)",
-        [(file_id, r.scope, r.name, r.kind, r.receiver, r.line) for r in refs],
+        "INSERT INTO symbols(id, file_id, name, qualname, kind, parent, start_byte, end_byte,"
+        " start_line, end_line, signature, docstring) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        [(sid, file_id, s.name, s.qualname, s.kind, s.parent, s.start_byte, s.end_byte,
+          s.start_line, s.end_line, s.signature, s.docstring) for sid, s in zip(ids, symbols)],
+    )
+    conn.executemany(
+        "INSERT INTO symbols_fts(rowid, name, signature, doc, body) VALUES (?,?,?,?,?)",
+        [(sid, *fts) for sid, fts in zip(ids, fts_rows)],
+    )
+    conn.executemany(
+        "INSERT INTO refs(file_id, scope, name, kind, receiver, line, count) VALUES (?,?,?,?,?,?,?)",
+        [(file_id, r.scope, r.name, r.kind, r.receiver, r.line, r.count) for r in refs],
     )
     conn.executemany(
         "INSERT INTO imports(file_id, module, name, alias, line, target_path) VALUES (?,?,?,?,?,?)",
@@ -190,3 +193,53 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[
     except sqlite3.OperationalError:
         return []
     return [(rowid, -score) for rowid, score in rows]
+
+
+# -- bulk loads for the in-memory graph ---------------------------------------
+
+def _path_filter(paths: Sequence[str] | None) -> tuple[str, tuple]:
+    if paths is None:
+        return "", ()
+    return f" WHERE f.path IN ({','.join('?' * len(paths))})", tuple(paths)
+
+
+def load_files(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
+    """Rows of (path, language, is_test, lines, status)."""
+    where, params = _path_filter(paths)
+    return store.execute(f"SELECT f.path, f.language, f.is_test, f.lines, f.status FROM files f{where}", params)
+
+
+def load_symbols(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
+    """Rows of (id, path, name, qualname, kind, parent, start_line, end_line, signature, docstring)."""
+    where, params = _path_filter(paths)
+    return store.execute(
+        "SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line,"
+        f" s.signature, s.docstring FROM symbols s JOIN files f ON f.id = s.file_id{where}"
+        " ORDER BY s.id",
+        params,
+    )
+
+
+def load_refs(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
+    """Rows of (id, path, scope, name, kind, receiver, line, count)."""
+    where, params = _path_filter(paths)
+    return store.execute(
+        "SELECT r.id, f.path, r.scope, r.name, r.kind, r.receiver, r.line, r.count"
+        f" FROM refs r JOIN files f ON f.id = r.file_id{where} ORDER BY r.id",
+        params,
+    )
+
+
+def load_imports(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
+    """Rows of (path, module, name, alias, line, target_path)."""
+    where, params = _path_filter(paths)
+    return store.execute(
+        "SELECT f.path, i.module, i.name, i.alias, i.line, i.target_path"
+        f" FROM imports i JOIN files f ON f.id = i.file_id{where} ORDER BY i.id",
+        params,
+    )
+
+
+def set_ref_targets(conn: sqlite3.Connection, rows: Iterable[tuple[str | None, int]]) -> None:
+    """Persist resolved reference targets: rows of (target 'path::qualname' or None, ref id)."""
+    conn.executemany("UPDATE refs SET target = ? WHERE id = ?", list(rows))

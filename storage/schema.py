@@ -63,11 +63,11 @@ MIGRATIONS: list[str] = [
         name      TEXT NOT NULL,
         kind      TEXT NOT NULL,   -- call | type | inherit
         receiver  TEXT,
-        line      INTEGER NOT NULL,
+        line      INTEGER NOT NULL, -- first use
+        count     INTEGER NOT NULL DEFAULT 1, -- identical uses from this scope
         target    TEXT             -- 'path::qualname' once resolved
     );
     CREATE INDEX refs_file ON refs(file_id);
-    CREATE INDEX refs_name ON refs(name);
 
     CREATE TABLE imports (
         id           INTEGER PRIMARY KEY,
@@ -89,9 +89,12 @@ MIGRATIONS: list[str] = [
     );
 
     -- Lexical search over symbols; rowid = symbols.id.
+    -- detail=column: BM25 and prefix queries without per-token positions,
+    -- which keeps the index a fraction of the size.
     CREATE VIRTUAL TABLE symbols_fts USING fts5(
         name, signature, doc, body,
-        tokenize = 'unicode61 remove_diacritics 2'
+        tokenize = 'unicode61 remove_diacritics 2',
+        detail = column
     );
     """,
 ]

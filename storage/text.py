@@ -21,18 +21,17 @@ def split_identifier(ident: str) -> list[str]:
     return [p.lower() for p in _PARTS.findall(ident)]
 
 
+# Identifiers with an inner capital: fooBar, FooBar, HTTPServer, v2Name.
+_CAMEL_IDENT = re.compile(r"\b[A-Za-z_0-9]*(?:[a-z0-9][A-Z]|[A-Z][A-Z][a-z])[A-Za-z0-9_]*")
+
+
 def expand_identifiers(text: str) -> str:
     """``text`` followed by the split parts of its camel-cased identifiers."""
-    extra: list[str] = []
-    seen: set[str] = set()
-    for ident in _IDENT.findall(text):
-        if ident in seen or not _HUMP.search(ident):
-            continue
-        seen.add(ident)
-        extra.extend(split_identifier(ident))
-    if not extra:
+    idents = set(_CAMEL_IDENT.findall(text))
+    if not idents:
         return text
-    return text + "\n" + " ".join(extra)
+    extra = " ".join(" ".join(split_identifier(i)) for i in sorted(idents))
+    return text + "\n" + extra
 
 
 def query_terms(text: str) -> list[str]:

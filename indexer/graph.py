@@ -1,0 +1,467 @@
+"""The project's dependency graph, built from storage and kept in step with it.
+
+Nodes are files (id = project-relative path) and symbols (id =
+``"path::qualname"``).  Edges live in a ``networkx.MultiDiGraph`` keyed by
+kind, with a ``weight`` counting how many references back them:
+
+==========  ==========================  ===================================
+kind        from -> to                  meaning
+==========  ==========================  ===================================
+contains    file -> symbol,             the symbol is defined there
+            symbol -> nested symbol
+imports     file -> file                the source imports the target
+calls       symbol|file -> symbol       a call (or constructor call)
+references  symbol|file -> symbol       a type use (annotation, field type)
+inherits    class -> class              base class / implemented interface
+==========  ==========================  ===================================
+
+References are resolved in this order: the enclosing class for
+``self``/``this`` receivers (and its bases), the file's import bindings
+(aliases, ``from x import y``, module receivers such as ``mod.f()``), the
+file's own definitions (the package's, for Go), and finally a name defined
+exactly once in the project.  Anything else stays unresolved rather than
+guessed.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import networkx as nx
+
+from storage import Store
+from storage import code_index as ci
+
+FILE = "file"
+SYMBOL = "symbol"
+EDGE_KINDS = ("contains", "imports", "calls", "references", "inherits")
+_REF_EDGE = {"call": "calls", "type": "references", "inherit": "inherits"}
+_SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", "super"})
+_CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
+_WILDCARD = "*"
+
+
+def symbol_id(path: str, qualname: str) -> str:
+    return f"{path}::{qualname}"
+
+
+def split_symbol_id(node: str) -> tuple[str, str]:
+    path, _, qual = node.partition("::")
+    return path, qual
+
+
+@dataclass(slots=True, frozen=True)
+class Neighbor:
+    node: str
+    kind: str
+    weight: float
+    outgoing: bool  # True: edge node->neighbour, False: neighbour->node
+
+
+class _Bindings:
+    """What names a file's imports bring into scope."""
+
+    __slots__ = ("names", "modules", "wildcards")
+
+    def __init__(self) -> None:
+        self.names: dict[str, tuple[str, str | None]] = {}  # local name -> (target file, member)
+        self.modules: dict[str, str] = {}  # dotted module spelling -> target file
+        self.wildcards: list[str] = []  # files whose top-level names are all visible
+
+
+class CodeGraph:
+    """In-memory dependency graph over one project's index."""
+
+    def __init__(self) -> None:
+        self.g = nx.MultiDiGraph()
+        self._by_name: dict[str, set[str]] = defaultdict(set)
+        self._file_symbols: dict[str, list[str]] = {}
+        self._bindings: dict[str, _Bindings] = {}
+        self._refs: dict[str, list[tuple]] = {}  # path -> [(id, scope, name, kind, receiver, count)]
+        self._ref_edges: dict[str, list[tuple[str, str, str, float] | None]] = {}
+        self._name_users: dict[str, set[str]] = defaultdict(set)
+        self._dir_files: dict[str, set[str]] = defaultdict(set)
+        self._pending_targets: dict[int, str | None] = {}
+
+    # -- building -------------------------------------------------------------
+
+    @classmethod
+    def load(cls, store: Store) -> "CodeGraph":
+        graph = cls()
+        with store.read():
+            files = ci.load_files(store)
+            symbols = ci.load_symbols(store)
+            imports = ci.load_imports(store)
+            refs = ci.load_refs(store)
+        graph._add_files(files, symbols, imports, refs)
+        graph._resolve_files([f[0] for f in files])
+        return graph
+
+    def refresh(self, store: Store, changed: Iterable[str] = (), removed: Iterable[str] = ()) -> set[str]:
+        """Bring the given files up to date with storage; returns every file whose edges changed."""
+        changed = sorted(set(changed))
+        removed = sorted(set(removed) - set(changed))
+        old_names: set[str] = set()
+        for path in [*changed, *removed]:
+            old_names |= self._defined_names(path)
+            self._drop_file(path)
+        with store.read():
+            files = ci.load_files(store, changed) if changed else []
+            present = [f[0] for f in files]
+            symbols = ci.load_symbols(store, present) if present else []
+            imports = ci.load_imports(store, present) if present else []
+            refs = ci.load_refs(store, present) if present else []
+        self._add_files(files, symbols, imports, refs)
+        new_names: set[str] = set()
+        for path in present:
+            new_names |= self._defined_names(path)
+        touched = set(present) | set(removed)
+        # Other files' references to names that appeared or disappeared may now
+        # resolve differently; names defined both before and after keep their
+        # node ids, but their edges went with the dropped nodes, so re-resolve
+        # every user of any name the changed files define(d).
+        dependents: set[str] = set()
+        for name in old_names | new_names:
+            dependents |= self._name_users.get(name, set())
+        dependents -= set(present)
+        dependents &= self._refs.keys()
+        self._resolve_files(present)
+        if dependents:
+            self._resolve_files(sorted(dependents), only_names=old_names | new_names)
+        return touched | dependents
+
+    def _defined_names(self, path: str) -> set[str]:
+        return {self.g.nodes[n]["name"] for n in self._file_symbols.get(path, ()) if n in self.g}
+
+    def _drop_file(self, path: str) -> None:
+        for edge in filter(None, self._ref_edges.pop(path, [])):
+            self._dec_edge(*edge)
+        for ref in self._refs.pop(path, []):
+            users = self._name_users.get(ref[2])
+            if users is not None:
+                users.discard(path)
+        for node in self._file_symbols.pop(path, []):
+            name = self.g.nodes[node]["name"] if node in self.g else None
+            if name is not None:
+                self._by_name[name].discard(node)
+                if not self._by_name[name]:
+                    del self._by_name[name]
+            if node in self.g:
+                self.g.remove_node(node)
+        self._bindings.pop(path, None)
+        if path in self.g:
+            self.g.remove_node(path)
+        self._dir_files[posixpath.dirname(path)].discard(path)
+
+    def _add_files(self, files, symbols, imports, refs) -> None:
+        g = self.g
+        for path, language, is_test, lines, status in files:
+            g.add_node(path, type=FILE, path=path, language=language, is_test=bool(is_test),
+                       lines=lines, status=status)
+            self._file_symbols[path] = []
+            self._bindings[path] = _Bindings()
+            self._refs[path] = []
+            self._dir_files[posixpath.dirname(path)].add(path)
+        for sid, path, name, qualname, kind, parent, start, end, sig, doc in symbols:
+            node = symbol_id(path, qualname)
+            if node in g:  # same qualname twice in a file (redefinition): keep the first
+                continue
+            g.add_node(node, type=SYMBOL, path=path, name=name, qualname=qualname, kind=kind,
+                       start_line=start, end_line=end, signature=sig, doc=doc, db_id=sid)
+            self._file_symbols[path].append(node)
+            self._by_name[name].add(node)
+            parent_node = symbol_id(path, parent) if parent else None
+            if parent_node and parent_node in g:
+                g.add_edge(parent_node, node, key="contains", weight=1.0)
+            else:
+                g.add_edge(path, node, key="contains", weight=1.0)
+        for path, module, name, alias, line, target in imports:
+            b = self._bindings[path]
+            if target is None:
+                continue
+            if target != path:
+                self._inc_edge(path, target, "imports")
+            if name == _WILDCARD or (name is None and alias is None and not _dotted(module)):
+                b.wildcards.append(target)
+            if name is not None and name != _WILDCARD:
+                b.names[alias or name] = (target, name)
+            elif alias:
+                b.names[alias] = (target, None)
+            else:
+                b.modules[module] = target
+                head = _module_head(module)
+                if head:
+                    b.names.setdefault(head, (target, None))
+        for row in refs:
+            path = row[1]
+            self._refs[path].append((row[0], row[2], row[3], row[4], row[5], float(row[7])))
+            self._name_users[row[3]].add(path)
+
+    def _resolve_files(self, paths: Iterable[str], only_names: set[str] | None = None) -> None:
+        for path in paths:
+            refs = self._refs.get(path)
+            if refs is None:
+                continue
+            edges = self._ref_edges.get(path)
+            if edges is None or len(edges) != len(refs):
+                edges = self._ref_edges[path] = [None] * len(refs)
+                only = None
+            else:
+                only = only_names
+            for i, (rid, scope, name, kind, receiver, count) in enumerate(refs):
+                if only is not None and name not in only:
+                    continue
+                old = edges[i]
+                if old is not None:
+                    self._dec_edge(*old)
+                target = self._resolve(path, scope, name, kind, receiver)
+                if target is None:
+                    edges[i] = None
+                else:
+                    src = symbol_id(path, scope) if scope else path
+                    if src not in self.g:
+                        src = path
+                    edge_kind = _REF_EDGE.get(kind, "references")
+                    if src == target:
+                        edges[i] = None
+                    else:
+                        self._inc_edge(src, target, edge_kind, count)
+                        edges[i] = (src, target, edge_kind, count)
+                if (old[1] if old else None) != target:
+                    self._pending_targets[rid] = target
+
+    def _inc_edge(self, src: str, dst: str, kind: str, count: float = 1.0) -> None:
+        data = self.g.get_edge_data(src, dst, key=kind)
+        if data is None:
+            self.g.add_edge(src, dst, key=kind, weight=count)
+        else:
+            data["weight"] += count
+
+    def _dec_edge(self, src: str, dst: str, kind: str, count: float = 1.0) -> None:
+        data = self.g.get_edge_data(src, dst, key=kind)
+        if data is None:
+            return
+        data["weight"] -= count
+        if data["weight"] <= 0:
+            self.g.remove_edge(src, dst, key=kind)
+
+    # -- resolution -----------------------------------------------------------
+
+    def _resolve(self, path: str, scope: str | None, name: str, kind: str, receiver: str | None) -> str | None:
+        candidates = self._by_name.get(name)
+        if not candidates:
+            return None
+        if receiver:
+            return self._resolve_member(path, scope, name, receiver, candidates)
+        bindings = self._bindings.get(path)
+        if bindings is not None:
+            bound = bindings.names.get(name)
+            if bound is not None:
+                hit = self._member(bound[0], bound[1] or name)
+                if hit:
+                    return hit
+        local = self._local(path, scope, name)
+        if local:
+            return local
+        if bindings is not None:
+            for target in bindings.wildcards:
+                hit = self._member(target, name)
+                if hit:
+                    return hit
+        return self._unique(candidates)
+
+    def _resolve_member(self, path, scope, name, receiver, candidates) -> str | None:
+        if receiver in _SELF or receiver.startswith("super("):
+            cls = self._enclosing_class(path, scope)
+            if cls is not None:
+                hit = self._method_in_hierarchy(cls, name)
+                if hit:
+                    return hit
+        else:
+            bindings = self._bindings.get(path)
+            recv = receiver.replace("::", ".").replace("->", ".")
+            if bindings is not None:
+                target = bindings.modules.get(recv)
+                if target is not None:
+                    hit = self._member(target, name)
+                    if hit:
+                        return hit
+                head = recv.split(".", 1)[0]
+                bound = bindings.names.get(head)
+                if bound is not None and "." not in recv:
+                    target, member = bound
+                    if member is None:  # a module alias: mod.f()
+                        hit = self._member(target, name)
+                    else:  # an imported class: Cls.method()
+                        cls = self._member(target, member)
+                        hit = self._method_in_hierarchy(cls, name) if cls else None
+                    if hit:
+                        return hit
+            if "." not in recv:
+                cls = self._local(path, scope, recv)
+                if cls is not None and self.g.nodes[cls]["kind"] in _CLASSLIKE:
+                    hit = self._method_in_hierarchy(cls, name)
+                    if hit:
+                        return hit
+        return self._unique(candidates)
+
+    def _unique(self, candidates: set[str]) -> str | None:
+        if len(candidates) == 1:
+            return next(iter(candidates))
+        return None
+
+    def _member(self, target: str, member: str, _hops: int = 0) -> str | None:
+        """``member`` as defined in (or re-exported by) file ``target``."""
+        files = self._package_files(target)
+        for f in files:
+            node = symbol_id(f, member)
+            if node in self.g:
+                return node
+        if _hops < 2:
+            for f in files:
+                b = self._bindings.get(f)
+                bound = b.names.get(member) if b is not None else None
+                if bound is not None and bound[0] != f:
+                    hit = self._member(bound[0], bound[1] or member, _hops + 1)
+                    if hit:
+                        return hit
+        return None
+
+    def _package_files(self, path: str) -> list[str]:
+        node = self.g.nodes.get(path)
+        if node is not None and node.get("language") == "go":
+            d = posixpath.dirname(path)
+            return [path] + sorted(p for p in self._dir_files.get(d, ()) if p != path and p.endswith(".go"))
+        return [path]
+
+    def _local(self, path: str, scope: str | None, name: str) -> str | None:
+        # Innermost enclosing scope first: a nested def, then class members, then module level.
+        if scope:
+            parts = scope.split(".")
+            for i in range(len(parts), 0, -1):
+                node = symbol_id(path, ".".join(parts[:i]) + "." + name)
+                if node in self.g:
+                    return node
+        for f in self._package_files(path):
+            node = symbol_id(f, name)
+            if node in self.g:
+                return node
+        return None
+
+    def _enclosing_class(self, path: str, scope: str | None) -> str | None:
+        if not scope:
+            return None
+        parts = scope.split(".")
+        for i in range(len(parts), 0, -1):
+            node = symbol_id(path, ".".join(parts[:i]))
+            data = self.g.nodes.get(node)
+            if data is not None and data.get("kind") in _CLASSLIKE:
+                return node
+        # Rust impl blocks / Go receivers: the qualname prefix names the type,
+        # which may be defined in another file of the package.
+        if len(parts) > 1:
+            return self._local(path, None, parts[-2])
+        return None
+
+    def _method_in_hierarchy(self, cls: str, name: str) -> str | None:
+        seen = set()
+        frontier = [cls]
+        for _ in range(4):
+            nxt = []
+            for c in frontier:
+                if c in seen:
+                    continue
+                seen.add(c)
+                data = self.g.nodes.get(c)
+                if data is None:
+                    continue
+                node = symbol_id(data["path"], f"{data['qualname']}.{name}")
+                if node in self.g:
+                    return node
+                nxt.extend(v for _, v, k in self.g.out_edges(c, keys=True) if k == "inherits")
+            frontier = nxt
+        return None
+
+    # -- persistence of resolved targets --------------------------------------
+
+    def take_resolved_targets(self) -> list[tuple[str | None, int]]:
+        """(target, ref id) pairs resolved differently since the last call."""
+        out = [(t, rid) for rid, t in self._pending_targets.items()]
+        self._pending_targets.clear()
+        return out
+
+    # -- queries (the compressor's API) ---------------------------------------
+
+    def __contains__(self, node: str) -> bool:
+        return node in self.g
+
+    def node(self, node: str) -> dict:
+        return self.g.nodes[node]
+
+    def files(self) -> list[str]:
+        return list(self._file_symbols)
+
+    def symbols_in_file(self, path: str) -> list[str]:
+        return list(self._file_symbols.get(path, ()))
+
+    def definitions(self, name: str) -> list[str]:
+        """Symbol nodes whose short name is ``name``."""
+        return sorted(self._by_name.get(name, ()))
+
+    def names(self) -> Iterable[str]:
+        return self._by_name.keys()
+
+    def file_of(self, node: str) -> str:
+        return self.g.nodes[node]["path"]
+
+    def neighbors(self, node: str, kinds: Iterable[str] | None = None, direction: str = "both") -> Iterator[Neighbor]:
+        """Edges at ``node`` filtered by kind; direction is 'out', 'in' or 'both'."""
+        wanted = set(kinds) if kinds is not None else None
+        if direction in ("out", "both"):
+            for _, v, k, w in self.g.out_edges(node, keys=True, data="weight"):
+                if wanted is None or k in wanted:
+                    yield Neighbor(v, k, w, True)
+        if direction in ("in", "both"):
+            for u, _, k, w in self.g.in_edges(node, keys=True, data="weight"):
+                if wanted is None or k in wanted:
+                    yield Neighbor(u, k, w, False)
+
+    def callers(self, node: str) -> list[str]:
+        return sorted({n.node for n in self.neighbors(node, ("calls",), "in")})
+
+    def callees(self, node: str) -> list[str]:
+        return sorted({n.node for n in self.neighbors(node, ("calls",), "out")})
+
+    def subclasses(self, node: str) -> list[str]:
+        return sorted({n.node for n in self.neighbors(node, ("inherits",), "in")})
+
+    def bases(self, node: str) -> list[str]:
+        return sorted({n.node for n in self.neighbors(node, ("inherits",), "out")})
+
+    def importers(self, path: str) -> list[str]:
+        return sorted({n.node for n in self.neighbors(path, ("imports",), "in")})
+
+    def imported_files(self, path: str) -> list[str]:
+        return sorted({n.node for n in self.neighbors(path, ("imports",), "out")})
+
+    def stats(self) -> dict[str, int]:
+        kinds: dict[str, int] = defaultdict(int)
+        for _, _, k in self.g.edges(keys=True):
+            kinds[k] += 1
+        return {"files": len(self._file_symbols), "symbols": self.g.number_of_nodes() - len(self._file_symbols),
+                **{f"edges_{k}": kinds.get(k, 0) for k in EDGE_KINDS}}
+
+
+def _dotted(module: str) -> bool:
+    return any(ch.isalnum() or ch == "_" for ch in module) and not module.startswith((".", "/", "<"))
+
+
+def _module_head(module: str) -> str | None:
+    """The name an unaliased whole-module import binds: ``os.path`` -> ``os``."""
+    if module.startswith((".", "/", "<")) or "/" in module:
+        return None
+    head = module.replace("::", ".").split(".", 1)[0]
+    return head or None

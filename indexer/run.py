@@ -1,0 +1,278 @@
+"""Index runs: a full (cold or catch-up) index and incremental path updates."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from storage import Store
+from storage import code_index as ci
+
+from .imports import ResolveContext, build_resolve_context, resolve_import
+from .languages import language_for_path
+from .model import ImportFact
+from .project import WriterLock
+from .scan import DEFAULT_MAX_FILE_BYTES, PathFilter, scan_project
+from .worker import (
+    Parsed, Skipped, content_hash, parse_bytes, process_batch, read_bytes, set_resolve_context,
+)
+
+log = logging.getLogger(__name__)
+
+_BATCH_FILES = 24  # files per worker task
+_COMMIT_FILES = 200  # files per write transaction during a full run
+_INLINE_BELOW = 48  # fewer changed files than this: parse in-process
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(slots=True)
+class Progress:
+    done: int
+    total: int
+    path: str
+
+
+@dataclass
+class IndexSummary:
+    files: int = 0  # files in the index after the run
+    parsed: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    syntax_errors: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    changed_paths: list[str] = field(default_factory=list)
+    removed_paths: list[str] = field(default_factory=list)
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+class Indexer:
+    """Brings a project's store in line with the files on disk."""
+
+    def __init__(self, root: Path, store: Store, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                 workers: int | None = None):
+        self.root = root
+        self.store = store
+        self.max_file_bytes = max_file_bytes
+        self.workers = workers or os.cpu_count() or 1
+        self.filter = PathFilter(root, max_file_bytes)
+        self.lock = WriterLock(root)
+        self._ctx: ResolveContext | None = None
+
+    # -- full run -------------------------------------------------------------
+
+    def index_all(self, progress: ProgressFn | None = None, on_wait: Callable[[], None] | None = None) -> IndexSummary:
+        self.lock.acquire(on_wait=on_wait)
+        try:
+            return self._index_all(progress)
+        finally:
+            self.lock.release()
+
+    def _index_all(self, progress: ProgressFn | None) -> IndexSummary:
+        t0 = time.perf_counter()
+        summary = IndexSummary()
+        self.store.set_meta("status", "indexing")
+        self.store.set_meta("index_started", now_iso())
+        self.filter.clear()
+        scan = scan_project(self.root, self.max_file_bytes)
+        states = ci.file_states(self.store)
+        on_disk = {c.path for c in scan.files}
+        removed = sorted(set(states) - on_disk)
+        to_parse = []
+        touched: list[tuple[int, str]] = []
+        for c in scan.files:
+            st = states.get(c.path)
+            if st is not None and st.size == c.size:
+                if st.mtime_ns == c.mtime_ns:
+                    summary.unchanged += 1
+                    continue
+                data = read_bytes(str(self.root / c.path), c.path, self.max_file_bytes)
+                if isinstance(data, bytes) and content_hash(data) == st.hash:
+                    touched.append((c.mtime_ns, c.path))
+                    summary.unchanged += 1
+                    continue
+            to_parse.append(c)
+        self._ctx = build_resolve_context(self.root, sorted(on_disk))
+        with self.store.write() as conn:
+            ci.delete_files(conn, removed)
+            conn.executemany("UPDATE files SET mtime_ns = ? WHERE path = ?", touched)
+        summary.removed = len(removed)
+        summary.removed_paths = removed
+
+        parse_skipped: list[tuple[str, str, int | None]] = []
+        self._parse_and_store(to_parse, summary, parse_skipped, progress)
+
+        new_files = any(p not in states for p in summary.changed_paths)
+        if (removed or new_files) and summary.unchanged:
+            # Files parsed in this run were resolved against the new file set;
+            # only the untouched ones can hold stale targets.
+            self._reresolve_imports(exclude=set(summary.changed_paths))
+        with self.store.write() as conn:
+            ci.replace_skipped(conn, scan.skipped + parse_skipped)
+            self.store.set_meta("status", "ready", conn)
+            self.store.set_meta("last_indexed", now_iso(), conn)
+            self.store.set_meta("project_root", str(self.root), conn)
+            self.store.set_meta("max_file_bytes", str(self.max_file_bytes), conn)
+        summary.skipped = ci.skipped_counts(self.store)
+        summary.files = sum(ci.status_counts(self.store).values())
+        summary.seconds = time.perf_counter() - t0
+        return summary
+
+    def _parse_and_store(self, todo, summary: IndexSummary, skipped: list, progress: ProgressFn | None) -> None:
+        total = len(todo)
+        if not total:
+            return
+        items = [(c.path, c.language) for c in todo]
+        batches = [items[i : i + _BATCH_FILES] for i in range(0, total, _BATCH_FILES)]
+        root = str(self.root)
+        done = 0
+        pending: list[Parsed | Skipped] = []
+
+        def flush() -> None:
+            if pending:
+                self._write_outcomes(pending, summary, skipped)
+                pending.clear()
+
+        if total < _INLINE_BELOW or self.workers <= 1:
+            results = (process_batch((root, b, self.max_file_bytes)) for b in batches)
+            executor = None
+        else:
+            # fork is cheapest but unsafe once other threads exist (a watcher,
+            # a server loop); forkserver is the safe fallback there.
+            method = "fork" if threading.active_count() == 1 else "forkserver"
+            ctx = multiprocessing.get_context(method)
+            executor = ProcessPoolExecutor(
+                max_workers=self.workers, mp_context=ctx,
+                initializer=set_resolve_context, initargs=(self._ctx,),
+            )
+            results = executor.map(process_batch, [(root, b, self.max_file_bytes) for b in batches])
+        try:
+            for outcomes in results:
+                pending.extend(outcomes)
+                done += len(outcomes)
+                if progress is not None:
+                    progress(Progress(done, total, _outcome_path(outcomes[-1])))
+                if len(pending) >= _COMMIT_FILES:
+                    flush()
+            flush()
+        finally:
+            if executor is not None:
+                executor.shutdown(wait=True, cancel_futures=True)
+
+    def _write_outcomes(self, outcomes: list[Parsed | Skipped], summary: IndexSummary, skipped: list) -> None:
+        ctx = self._ctx
+        with self.store.write() as conn:
+            for o in outcomes:
+                if isinstance(o, Skipped):
+                    ci.set_skipped(conn, o.path, o.reason, o.size)
+                    skipped.append((o.path, o.reason, o.size))
+                    continue
+                r = o.result
+                targets = o.import_targets
+                if targets is None:
+                    targets = [resolve_import(r.language, imp, r.path, ctx) for imp in r.imports]
+                ci.write_file(conn, o.record, o.text, r.symbols, r.refs, r.imports, o.fts_rows, targets)
+                summary.parsed += 1
+                summary.changed_paths.append(r.path)
+                if r.syntax_error:
+                    summary.syntax_errors += 1
+
+    def _reresolve_imports(self, exclude: set[str] = frozenset()) -> None:
+        """New or removed files can change where other files' imports point."""
+        rows = self.store.execute(
+            "SELECT i.id, f.language, f.path, i.module, i.name, i.alias, i.line, i.target_path "
+            "FROM imports i JOIN files f ON f.id = i.file_id"
+        )
+        updates = []
+        for iid, lang, path, module, name, alias, line, old in rows:
+            if path in exclude:
+                continue
+            new = resolve_import(lang, ImportFact(module, name, alias, line), path, self._ctx)
+            if new != old:
+                updates.append((new, iid))
+        if updates:
+            with self.store.write() as conn:
+                ci.set_import_targets(conn, updates)
+
+    # -- incremental ----------------------------------------------------------
+
+    def update_paths(self, paths: Iterable[str]) -> IndexSummary:
+        """Re-index the given project-relative paths (changed, created or deleted)."""
+        t0 = time.perf_counter()
+        summary = IndexSummary()
+        paths = sorted(set(paths))
+        if not paths:
+            return summary
+        with self.lock:
+            states = ci.file_states(self.store)
+            outcomes: list[Parsed | Skipped] = []
+            gone: list[str] = []
+            excluded: list[tuple[str, str]] = []
+            for rel in paths:
+                reason = self.filter.excluded_reason(rel)
+                abs_path = self.root / rel
+                if reason is not None or not abs_path.is_file():
+                    if rel in states:
+                        gone.append(rel)
+                    if reason is not None and reason != "unsupported_language":
+                        excluded.append((rel, reason))
+                    continue
+                try:
+                    st = abs_path.stat()
+                except OSError:
+                    if rel in states:
+                        gone.append(rel)
+                    continue
+                if st.st_size > self.max_file_bytes:
+                    outcomes.append(Skipped(rel, "too_large", st.st_size))
+                    continue
+                data = read_bytes(str(abs_path), rel, self.max_file_bytes)
+                if isinstance(data, Skipped):
+                    if rel in states:
+                        gone.append(rel)
+                    outcomes.append(data)
+                    continue
+                old = states.get(rel)
+                if old is not None and old.hash == content_hash(data):
+                    summary.unchanged += 1
+                    continue
+                outcomes.append(parse_bytes(rel, language_for_path(rel), data, st.st_mtime_ns))
+            new_paths = [o.record.path for o in outcomes if isinstance(o, Parsed) and o.record.path not in states]
+            if new_paths or gone or self._ctx is None:
+                all_paths = set(states) - set(gone) | set(new_paths)
+                self._ctx = build_resolve_context(self.root, sorted(all_paths))
+            if gone:
+                with self.store.write() as conn:
+                    ci.delete_files(conn, gone)
+                summary.removed = len(gone)
+                summary.removed_paths = gone
+            skipped: list = []
+            if outcomes:
+                self._write_outcomes(outcomes, summary, skipped)
+            if excluded:
+                with self.store.write() as conn:
+                    for rel, reason in excluded:
+                        ci.set_skipped(conn, rel, reason, None)
+            if new_paths or gone:
+                self._reresolve_imports()
+            if summary.parsed or summary.removed:
+                self.store.set_meta("last_indexed", now_iso())
+        summary.seconds = time.perf_counter() - t0
+        return summary
+
+
+def _outcome_path(o: Parsed | Skipped) -> str:
+    return o.record.path if isinstance(o, Parsed) else o.path

@@ -1,0 +1,287 @@
+"""Which files of a project get indexed, and why the others do not.
+
+The walk never follows directory symlinks (so symlink loops cannot trap it),
+honours ``.gitignore`` files at every level, skips vendored and generated
+directories, and reports every source file it leaves out with a reason.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from .languages import language_for_path
+
+DEFAULT_MAX_FILE_BYTES = 1024 * 1024
+INDEX_DIR = ".memstrata"
+
+EXCLUDED_DIRS = frozenset(
+    {
+        INDEX_DIR, ".git", ".hg", ".svn", "node_modules", "bower_components", ".venv", "venv",
+        "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs",
+        "dist", "build", "target", "vendor", "third_party", ".next", ".nuxt", ".gradle",
+        ".idea", ".vscode", "site-packages", ".terraform", ".cache",
+    }
+)
+
+# Skip reasons, as stored and reported.
+BINARY = "binary"
+TOO_LARGE = "too_large"
+UNREADABLE = "unreadable"
+IGNORED = "gitignored"
+EXCLUDED = "excluded_dir"
+UNSUPPORTED = "unsupported_language"
+OUTSIDE = "symlink_outside_project"
+VANISHED = "vanished"
+
+
+@dataclass(slots=True, frozen=True)
+class Candidate:
+    path: str  # project-relative, POSIX
+    language: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass(slots=True)
+class ScanResult:
+    files: list[Candidate] = field(default_factory=list)
+    skipped: list[tuple[str, str, int | None]] = field(default_factory=list)  # (path, reason, size)
+
+    def skipped_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for _, reason, _ in self.skipped:
+            counts[reason] = counts.get(reason, 0) + 1
+        return counts
+
+
+class _Ignores:
+    """The stack of .gitignore specs that apply to the directory being walked."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.specs: list[tuple[str, pathspec.PathSpec]] = []
+        for rel in (".git/info/exclude",):
+            self._load("", root / rel)
+
+    def _load(self, prefix: str, file: Path) -> bool:
+        try:
+            lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return False
+        spec = pathspec.GitIgnoreSpec.from_lines(lines)
+        self.specs.append((prefix, spec))
+        return True
+
+    def push_dir(self, rel_dir: str, abs_dir: Path) -> bool:
+        prefix = rel_dir + "/" if rel_dir else ""
+        return self._load(prefix, abs_dir / ".gitignore")
+
+    def pop(self) -> None:
+        self.specs.pop()
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        result = False
+        for prefix, spec in self.specs:
+            if prefix and not rel.startswith(prefix):
+                continue
+            sub = rel[len(prefix):] + ("/" if is_dir else "")
+            # Later (deeper) files override earlier ones, negations included.
+            r = spec.check_file(sub)
+            if r.include is not None:
+                result = r.include
+        return result
+
+
+def is_excluded_dir(name: str) -> bool:
+    return name in EXCLUDED_DIRS or name.endswith(".egg-info")
+
+
+def scan_project(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> ScanResult:
+    root = root.resolve()
+    result = ScanResult()
+    ignores = _Ignores(root)
+    _walk(root, "", root, ignores, max_file_bytes, result)
+    result.files.sort(key=lambda c: c.path)
+    return result
+
+
+def _walk(root: Path, rel_dir: str, abs_dir: Path, ignores: _Ignores, cap: int, out: ScanResult) -> None:
+    pushed = ignores.push_dir(rel_dir, abs_dir)
+    try:
+        try:
+            entries = sorted(os.scandir(abs_dir), key=lambda e: e.name)
+        except OSError:
+            out.skipped.append((rel_dir or ".", UNREADABLE, None))
+            return
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                out.skipped.append((rel, UNREADABLE, None))
+                continue
+            if is_dir:
+                if is_excluded_dir(entry.name):
+                    out.skipped.append((rel + "/", EXCLUDED, None))
+                elif ignores.ignored(rel, is_dir=True):
+                    out.skipped.append((rel + "/", IGNORED, None))
+                else:
+                    _walk(root, rel, Path(entry.path), ignores, cap, out)
+                continue
+            _consider_file(root, rel, entry, is_link, ignores, cap, out)
+    finally:
+        if pushed:
+            ignores.pop()
+
+
+def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> None:
+    language = language_for_path(entry.name)
+    if ignores.ignored(rel, is_dir=False):
+        if language:
+            out.skipped.append((rel, IGNORED, None))
+        return
+    if language is None:
+        out.skipped.append((rel, UNSUPPORTED, None))
+        return
+    try:
+        st = os.stat(entry.path)  # follows file symlinks; ELOOP on a loop
+    except OSError:
+        out.skipped.append((rel, UNREADABLE if is_link else VANISHED, None))
+        return
+    if is_link:
+        # A symlinked directory is never walked; a symlinked file is indexed
+        # only when it points inside the project.
+        try:
+            Path(os.path.realpath(entry.path)).relative_to(root)
+        except ValueError:
+            out.skipped.append((rel, OUTSIDE, None))
+            return
+    if not stat.S_ISREG(st.st_mode):
+        return
+    if st.st_size > cap:
+        out.skipped.append((rel, TOO_LARGE, st.st_size))
+        return
+    out.files.append(Candidate(rel, language, st.st_size, st.st_mtime_ns))
+
+
+# -- reading one file ---------------------------------------------------------
+
+_BINARY_PROBE = 8192
+
+
+class SkipFile(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def decode_source(data: bytes) -> tuple[str, str]:
+    """Bytes of a source file -> (text, encoding name); raises SkipFile for binaries.
+
+    UTF-8 first (with or without BOM).  Files that are mostly UTF-8 with a few
+    stray bytes keep their UTF-8 text with U+FFFD in place of the bad bytes;
+    anything else is read as Windows-1252, whose decoding never fails.
+    """
+    if b"\x00" in data[:_BINARY_PROBE]:
+        raise SkipFile(BINARY)
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", "replace"), "utf-8-sig"
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    text = data.decode("utf-8", "replace")
+    bad = text.count("\ufffd")
+    high = sum(1 for b in data if b >= 0x80)
+    if high and bad * 4 < high:  # most high bytes formed valid UTF-8 sequences
+        return text, "utf-8+replaced"
+    if _looks_binary(data):
+        raise SkipFile(BINARY)
+    try:
+        return data.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        return data.decode("latin-1"), "latin-1"
+
+
+def _looks_binary(data: bytes) -> bool:
+    probe = data[:_BINARY_PROBE]
+    if not probe:
+        return False
+    control = sum(1 for b in probe if b < 0x20 and b not in (9, 10, 12, 13))
+    return control * 20 > len(probe)
+
+
+_TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "testdata"}
+
+
+def is_test_path(path: str) -> bool:
+    parts = path.split("/")
+    if any(p in _TEST_DIRS for p in parts[:-1]):
+        return True
+    name = parts[-1]
+    stem = name.rsplit(".", 1)[0]
+    return (
+        stem.startswith("test_")
+        or stem.endswith(("_test", "_spec", "Test", "Tests", ".test", ".spec"))
+        or stem in {"conftest", "tests", "test"}
+    )
+
+
+class PathFilter:
+    """Classifies single paths the way :func:`scan_project` would (for the watcher).
+
+    ``.gitignore`` specs are cached per directory; call :meth:`clear` when a
+    ``.gitignore`` changes.
+    """
+
+    def __init__(self, root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+        self.root = root.resolve()
+        self.cap = max_file_bytes
+        self._specs: dict[str, pathspec.PathSpec | None] = {}
+
+    def clear(self) -> None:
+        self._specs.clear()
+
+    def _spec(self, rel_dir: str) -> pathspec.PathSpec | None:
+        if rel_dir not in self._specs:
+            file = self.root / rel_dir / ".gitignore" if rel_dir else self.root / ".gitignore"
+            try:
+                lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+                self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines)
+            except OSError:
+                self._specs[rel_dir] = None
+        return self._specs[rel_dir]
+
+    def _ignored(self, rel: str, is_dir: bool) -> bool:
+        parts = rel.split("/")
+        result = False
+        for depth in range(len(parts)):
+            rel_dir = "/".join(parts[:depth])
+            spec = self._spec(rel_dir)
+            if spec is None:
+                continue
+            sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            r = spec.check_file(sub)
+            if r.include is not None:
+                result = r.include
+        return result
+
+    def excluded_reason(self, rel: str) -> str | None:
+        """Why ``rel`` (a file path) is outside the index, or None if it belongs in it."""
+        parts = rel.split("/")
+        for i, part in enumerate(parts[:-1]):
+            if is_excluded_dir(part):
+                return EXCLUDED
+            if self._ignored("/".join(parts[: i + 1]), is_dir=True):
+                return IGNORED
+        if language_for_path(parts[-1]) is None:
+            return UNSUPPORTED
+        if self._ignored(rel, is_dir=False):
+            return IGNORED
+        return None

@@ -1,0 +1,130 @@
+"""The per-file work of an index run: read, decode, parse, prepare search text.
+
+Runs in worker processes during a cold index, so it takes and returns plain
+picklable data and touches no database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+
+from storage.code_index import FileRecord
+from storage.text import expand_identifiers
+
+from .imports import ResolveContext, resolve_import
+from .model import ParseResult
+from .parse import parse_source
+from .scan import UNREADABLE, VANISHED, SkipFile, decode_source, is_test_path
+
+_FTS_BODY_CHARS = 1200
+# A class's methods are indexed on their own; its row only needs the header
+# and the attributes declared at the top.
+_FTS_CONTAINER_CHARS = 400
+_CONTAINERS = frozenset({"class", "struct", "interface", "enum", "module"})
+
+
+@dataclass(slots=True)
+class Parsed:
+    record: FileRecord
+    text: str
+    result: ParseResult
+    fts_rows: list[tuple[str, str, str, str]]
+    import_targets: list[str | None] | None = None  # None: not resolved yet
+
+
+# Set once per worker process (pool initializer) so imports are resolved in
+# parallel rather than in the process that writes the store.
+_resolve_ctx: ResolveContext | None = None
+
+
+def set_resolve_context(ctx: ResolveContext | None) -> None:
+    global _resolve_ctx
+    _resolve_ctx = ctx
+
+
+@dataclass(slots=True)
+class Skipped:
+    path: str
+    reason: str
+    size: int | None
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def read_bytes(abs_path: str, path: str, cap: int) -> bytes | Skipped:
+    try:
+        with open(abs_path, "rb") as fh:
+            data = fh.read(cap + 1)
+    except FileNotFoundError:
+        return Skipped(path, VANISHED, None)
+    except OSError:
+        return Skipped(path, UNREADABLE, None)
+    if len(data) > cap:
+        return Skipped(path, "too_large", None)
+    return data
+
+
+def process_file(root: str, path: str, language: str, cap: int) -> Parsed | Skipped:
+    abs_path = os.path.join(root, path)
+    try:
+        st = os.stat(abs_path)
+    except FileNotFoundError:
+        return Skipped(path, VANISHED, None)
+    except OSError:
+        return Skipped(path, UNREADABLE, None)
+    data = read_bytes(abs_path, path, cap)
+    if isinstance(data, Skipped):
+        return data
+    return parse_bytes(path, language, data, st.st_mtime_ns)
+
+
+def parse_bytes(path: str, language: str, data: bytes, mtime_ns: int) -> Parsed | Skipped:
+    try:
+        text, encoding = decode_source(data)
+    except SkipFile as skip:
+        return Skipped(path, skip.reason, len(data))
+    source = data if encoding == "utf-8" else text.encode("utf-8")
+    result = parse_source(path, language, source)
+    record = FileRecord(
+        path=path,
+        language=language,
+        size=len(data),
+        mtime_ns=mtime_ns,
+        hash=content_hash(data),
+        status="syntax_error" if result.syntax_error else "ok",
+        error=result.syntax_error,
+        encoding=encoding,
+        lines=text.count("\n") + (0 if text.endswith("\n") or not text else 1),
+        is_test=is_test_path(path),
+        indexed_at=time.time(),
+    )
+    targets = None
+    if _resolve_ctx is not None:
+        targets = [resolve_import(language, imp, path, _resolve_ctx) for imp in result.imports]
+    return Parsed(record, text, result, fts_rows(result, source), targets)
+
+
+def fts_rows(result: ParseResult, source: bytes) -> list[tuple[str, str, str, str]]:
+    rows = []
+    for s in result.symbols:
+        cap = _FTS_CONTAINER_CHARS if s.kind in _CONTAINERS else _FTS_BODY_CHARS
+        body = source[s.start_byte : min(s.end_byte, s.start_byte + cap)].decode("utf-8", "ignore")
+        rows.append(
+            (
+                expand_identifiers(s.qualname.replace(".", " ")),
+                s.signature,
+                s.docstring or "",
+                expand_identifiers(body),
+            )
+        )
+    return rows
+
+
+def process_batch(args: tuple[str, list[tuple[str, str]], int]) -> list[Parsed | Skipped]:
+    root, items, cap = args
+    return [process_file(root, path, language, cap) for path, language in items]
