@@ -1,0 +1,190 @@
+"""``memstrata index``, ``watch``, ``status`` and ``query``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from indexer.project import ProjectError
+from indexer.run import IndexSummary
+from indexer.workspace import Workspace
+from storage import StoreError
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
+
+
+def parse_size(text: str) -> int:
+    """``1MiB``, ``512k``, ``2000000`` -> bytes."""
+    s = text.strip().lower()
+    num = s.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = s[len(num):]
+    try:
+        value = float(num)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 1MiB, 512k or a byte count)") from None
+    if unit not in _SIZE_UNITS or value <= 0:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 1MiB, 512k or a byte count)")
+    return int(value * _SIZE_UNITS[unit])
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index", help="index a project (first run: full index; later: only what changed)",
+                       description="Index the project at PATH (default: the current directory) into "
+                       "PATH/.memstrata/index.db. Unchanged files are skipped, deleted ones removed.")
+    p.add_argument("path", nargs="?", default=None, help="project folder (default: current directory)")
+    p.add_argument("--max-file-size", type=parse_size, default=None, metavar="SIZE",
+                   help="skip files larger than SIZE (default 1MiB; remembered for the project)")
+    p.add_argument("--workers", type=int, default=None, help="parse processes for a cold index (default: CPU count)")
+    p.add_argument("--json", action="store_true", help="print the run summary as JSON")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("watch", help="index, then keep the index fresh while files change (Ctrl-C stops)")
+    p.add_argument("path", nargs="?", default=None, help="project folder (default: current directory)")
+    p.add_argument("--debounce", type=float, default=0.05, metavar="SECONDS",
+                   help="quiet time before a burst of changes is applied (default 0.05)")
+    p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser("status", help="show the index state (the index_status fields)")
+    p.add_argument("path", nargs="?", default=None, help="project folder (default: current directory)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("query", help="print the context slice for a question",
+                       description="Build the token-budgeted context slice for QUERY. Plain output prints "
+                       "the slice and a one-line summary; --json prints exactly context, tokens, "
+                       "baseline_tokens and sources.")
+    p.add_argument("query", help='natural language or a symbol name, e.g. "AuthService.login and its callers"')
+    p.add_argument("--project", default=None, metavar="PATH", help="project folder (default: current directory)")
+    p.add_argument("--max-tokens", default="4096", metavar="N", help="token budget of the slice (default 4096)")
+    p.add_argument("--include-tests", action="store_true", help="let test code into the slice")
+    p.add_argument("--json", action="store_true", help="print the four API fields as JSON")
+    p.set_defaults(func=cmd_query)
+
+
+def open_workspace(path: str | None, **kw) -> Workspace:
+    return Workspace.open(path, **kw)
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"memstrata: {message}", file=sys.stderr)
+    return code
+
+
+def _waiting() -> None:
+    print("memstrata: another MemStrata process is writing this index; waiting for it...", file=sys.stderr)
+
+
+def ensure_indexed(ws: Workspace, quiet: bool = False) -> IndexSummary:
+    from .progress import ProgressBar
+
+    bar = None if quiet else ProgressBar()
+    try:
+        return ws.index(progress=bar, on_wait=None if quiet else _waiting)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def summary_line(s: IndexSummary) -> str:
+    skipped = ", ".join(f"{n} {reason}" for reason, n in s.skipped.items()) or "none"
+    return (f"indexed {s.files} files in {s.seconds:.1f}s: {s.parsed} parsed, {s.unchanged} unchanged, "
+            f"{s.removed} removed, {s.syntax_errors} with syntax errors; skipped: {skipped}")
+
+
+def cmd_index(args) -> int:
+    try:
+        with open_workspace(args.path, max_file_bytes=args.max_file_size, workers=args.workers) as ws:
+            summary = ensure_indexed(ws, quiet=args.json)
+            if args.json:
+                out = {k: v for k, v in vars(summary).items() if k not in ("changed_paths", "removed_paths")}
+                out["project"] = str(ws.root)
+                print(json.dumps(out, indent=2))
+            else:
+                print(summary_line(summary))
+    except (ProjectError, StoreError) as exc:
+        return fail(str(exc))
+    return 0
+
+
+def cmd_watch(args) -> int:
+    try:
+        ws = open_workspace(args.path)
+    except (ProjectError, StoreError) as exc:
+        return fail(str(exc))
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    old = signal.signal(signal.SIGTERM, on_signal)
+    try:
+        print(summary_line(ensure_indexed(ws)), flush=True)
+
+        def report(s: IndexSummary) -> None:
+            if s.parsed or s.removed:
+                parts = [f"{s.parsed} updated"] + ([f"{s.removed} removed"] if s.removed else [])
+                print(f"{', '.join(parts)} in {s.seconds * 1000:.0f} ms", flush=True)
+
+        ws.listeners.append(report)
+        ws.graph  # build it now so updates refresh it incrementally
+        ws.start_watching(debounce=args.debounce)
+        print(f"watching {ws.root} (Ctrl-C to stop)", flush=True)
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        ws.close()
+    print("stopped", flush=True)
+    return 0
+
+
+def cmd_status(args) -> int:
+    try:
+        with open_workspace(args.path) as ws:
+            st = ws.status()
+    except (ProjectError, StoreError) as exc:
+        return fail(str(exc))
+    if args.json:
+        print(json.dumps(st.as_dict(), indent=2))
+        return 0
+    print(f"project:       {st.project}")
+    print(f"status:        {st.status}" + (f" ({st.message})" if st.message else ""))
+    print(f"files indexed: {st.files_indexed} ({st.symbols} symbols, {st.syntax_errors} with syntax errors)")
+    print(f"last indexed:  {st.last_indexed or 'never'}")
+    print(f"index size:    {st.index_size_mb} MB")
+    if st.languages:
+        print("languages:     " + ", ".join(f"{lang} {n}" for lang, n in st.languages.items()))
+    if st.skipped:
+        print("skipped:       " + ", ".join(f"{reason} {n}" for reason, n in st.skipped.items()))
+    return 0
+
+
+def cmd_query(args) -> int:
+    from compressor import QueryError, context_query
+
+    try:
+        ws = open_workspace(args.project)
+    except (ProjectError, StoreError) as exc:
+        return fail(str(exc))
+    try:
+        if ws.store.get_meta("last_indexed") is None:
+            ensure_indexed(ws)
+        result = context_query(ws, args.query, max_tokens=args.max_tokens, include_tests=args.include_tests)
+    except QueryError as exc:
+        return fail(str(exc))
+    finally:
+        ws.close()
+    if args.json:
+        print(json.dumps(result.api_fields(), indent=2, ensure_ascii=False))
+        return 0
+    print(result.context)
+    saved = result.baseline_tokens - result.tokens
+    note = f"; {'; '.join(result.notes)}" if result.notes else ""
+    print(f"-- {result.tokens} tokens (budget {result.max_tokens}), baseline {result.baseline_tokens}, "
+          f"{saved} saved; sources: {', '.join(result.sources) or 'none'}{note}", file=sys.stderr)
+    return 0

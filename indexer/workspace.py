@@ -1,0 +1,240 @@
+"""A project opened for use: its store, index runs, graph and watcher together.
+
+Everything above the indexer (compressor, MCP server, proxy, CLI) works
+through a :class:`Workspace`.  It keeps the in-memory graph in step with the
+store, whether the store was changed by this process (watcher, index runs)
+or by another MemStrata process on the same project.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from storage import Store
+from storage import code_index as ci
+
+from .graph import CodeGraph
+from .project import open_store, resolve_root, writer_active_elsewhere
+from .run import Indexer, IndexSummary, Progress
+from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
+from .watcher import Changes, Watcher
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class IndexStatus:
+    """The ``index_status`` fields of the API reference, plus detail."""
+
+    project: str
+    files_indexed: int
+    last_indexed: str | None
+    index_size_mb: float
+    status: str  # ready | indexing | stale | error
+    symbols: int = 0
+    syntax_errors: int = 0
+    languages: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    message: str | None = None
+
+    def api_fields(self) -> dict:
+        d = asdict(self)
+        return {k: d[k] for k in ("project", "files_indexed", "last_indexed", "index_size_mb", "status")}
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        if d["message"] is None:
+            del d["message"]
+        return d
+
+
+class Workspace:
+    def __init__(self, root: Path, store: Store, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+                 workers: int | None = None):
+        self.root = root
+        self.store = store
+        self.indexer = Indexer(root, store, max_file_bytes=max_file_bytes, workers=workers)
+        self.lock = threading.RLock()  # guards the graph
+        self._graph: CodeGraph | None = None
+        self._known: dict[str, str] = {}  # path -> hash the graph reflects
+        self._data_version: int | None = None
+        self._watcher: Watcher | None = None
+        self._indexing = False
+        self._error: str | None = None
+        self.listeners: list[Callable[[IndexSummary], None]] = []
+
+    @classmethod
+    def open(cls, path: str | Path | None = None, *, max_file_bytes: int | None = None,
+             workers: int | None = None) -> "Workspace":
+        root = resolve_root(path)
+        store = open_store(root)
+        if max_file_bytes is None:
+            saved = store.get_meta("max_file_bytes")
+            max_file_bytes = int(saved) if saved and saved.isdigit() else DEFAULT_MAX_FILE_BYTES
+        return cls(root, store, max_file_bytes=max_file_bytes, workers=workers)
+
+    def close(self) -> None:
+        self.stop_watching()
+        self.store.close()
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- indexing -----------------------------------------------------------
+
+    def index(self, progress: Callable[[Progress], None] | None = None,
+              on_wait: Callable[[], None] | None = None) -> IndexSummary:
+        """Full catch-up index (cheap when little changed), then refresh the graph."""
+        self._indexing = True
+        try:
+            summary = self.indexer.index_all(progress=progress, on_wait=on_wait)
+            self._error = None
+        except Exception as exc:
+            self._error = f"indexing failed: {type(exc).__name__}"
+            self.store.set_meta("status", "error")
+            raise
+        finally:
+            self._indexing = False
+        self._after_update(summary)
+        return summary
+
+    def apply_changes(self, changes: Changes) -> IndexSummary:
+        """Re-index what a watcher batch names (files, and everything under dirs)."""
+        paths = set(changes.files)
+        if any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
+            return self.index()
+        if changes.dirs:
+            indexed = ci.file_paths(self.store)
+            for d in changes.dirs:
+                prefix = d + "/"
+                paths.update(p for p in indexed if p.startswith(prefix))
+                abs_dir = self.root / d
+                if abs_dir.is_dir():
+                    for dirpath, dirnames, filenames in os.walk(abs_dir):
+                        rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+                        paths.update(f"{rel_dir}/{f}" for f in filenames)
+        summary = self.indexer.update_paths(paths)
+        self._after_update(summary)
+        return summary
+
+    def _after_update(self, summary: IndexSummary) -> None:
+        if self._graph is not None and (summary.changed_paths or summary.removed_paths):
+            with self.lock:
+                self._refresh_graph(summary.changed_paths, summary.removed_paths)
+        for listener in list(self.listeners):
+            listener(summary)
+
+    # -- graph --------------------------------------------------------------
+
+    @property
+    def graph(self) -> CodeGraph:
+        """The graph, loaded on first use and caught up with other processes' writes."""
+        with self.lock:
+            if self._graph is None:
+                self._data_version = self._current_data_version()
+                self._known = {p: s.hash for p, s in ci.file_states(self.store).items()}
+                self._graph = CodeGraph.load(self.store)
+                self._persist_targets()
+            else:
+                self._sync_external()
+            return self._graph
+
+    def _current_data_version(self) -> int:
+        return self.store.execute("PRAGMA data_version")[0][0]
+
+    def _sync_external(self) -> None:
+        version = self._current_data_version()
+        if version == self._data_version:
+            return
+        self._data_version = version
+        states = {p: s.hash for p, s in ci.file_states(self.store).items()}
+        changed = [p for p, h in states.items() if self._known.get(p) != h]
+        removed = [p for p in self._known if p not in states]
+        if changed or removed:
+            self._refresh_graph(changed, removed, states)
+
+    def _refresh_graph(self, changed, removed, states: dict[str, str] | None = None) -> None:
+        assert self._graph is not None
+        self._graph.refresh(self.store, changed, removed)
+        if states is None:
+            states = {p: s.hash for p, s in ci.file_states(self.store, ).items()}
+        self._known = states
+        self._persist_targets()
+        self._data_version = self._current_data_version()
+
+    def _persist_targets(self) -> None:
+        rows = self._graph.take_resolved_targets() if self._graph is not None else []
+        if rows and not self.store.readonly:
+            try:
+                with self.store.write() as conn:
+                    ci.set_ref_targets(conn, rows)
+            except Exception:  # the graph stays right; the column catches up next time
+                log.warning("could not persist resolved references", exc_info=True)
+
+    # -- watching -------------------------------------------------------------
+
+    def start_watching(self, debounce: float = 0.05) -> None:
+        if self._watcher is None:
+            self._watcher = Watcher(self.root, self.apply_changes, debounce=debounce)
+            self._watcher.start()
+
+    def stop_watching(self) -> None:
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+    @property
+    def watching(self) -> bool:
+        return self._watcher is not None
+
+    # -- status -----------------------------------------------------------------
+
+    def status(self, check_disk: bool | None = None) -> IndexStatus:
+        """Index state; ``check_disk`` compares the index with the files on disk
+        (default: only when no watcher keeps them in step)."""
+        meta_status = self.store.get_meta("status")
+        counts = ci.status_counts(self.store)
+        st = IndexStatus(
+            project=str(self.root),
+            files_indexed=sum(counts.values()),
+            last_indexed=self.store.get_meta("last_indexed"),
+            index_size_mb=round(self.store.size_bytes() / (1024 * 1024), 2),
+            status="ready",
+            symbols=self.store.execute("SELECT count(*) FROM symbols")[0][0],
+            syntax_errors=counts.get("syntax_error", 0),
+            languages=ci.language_counts(self.store),
+            skipped=ci.skipped_counts(self.store),
+        )
+        if self._error or meta_status == "error":
+            st.status, st.message = "error", self._error or "the last index run failed"
+        elif self._indexing or (self._watcher is not None and self._watcher.pending):
+            st.status = "indexing"
+        elif meta_status == "indexing" or meta_status is None:
+            if writer_active_elsewhere(self.root):
+                st.status, st.message = "indexing", "another MemStrata process is indexing"
+            else:
+                st.status = "stale"
+                st.message = "never indexed" if meta_status is None else "the last index run was interrupted"
+        elif check_disk or (check_disk is None and self._watcher is None):
+            if self._disk_differs():
+                st.status, st.message = "stale", "files changed since the last index run"
+        return st
+
+    def _disk_differs(self) -> bool:
+        scan = scan_project(self.root, self.indexer.max_file_bytes)
+        states = ci.file_states(self.store)
+        if len(scan.files) != len(states):
+            return True
+        for c in scan.files:
+            s = states.get(c.path)
+            if s is None or s.size != c.size or s.mtime_ns != c.mtime_ns:
+                return True
+        return False
