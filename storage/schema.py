@@ -93,9 +93,45 @@ MIGRATIONS: list[str] = [
     -- which keeps the index a fraction of the size.
     CREATE VIRTUAL TABLE symbols_fts USING fts5(
         name, signature, doc, body,
-        tokenize = 'unicode61 remove_diacritics 2',
+        tokenize = 'porter unicode61 remove_diacritics 2',
         detail = column
     );
+    """,
+    # 2: the proxy's savings ledger (storage/ledger.py).
+    """
+    -- One row per `memstrata serve` process: a ledger "session".
+    CREATE TABLE ledger_sessions (
+        id       INTEGER PRIMARY KEY,
+        started  REAL NOT NULL,              -- unix seconds
+        ended    REAL,                       -- NULL while running or after a crash
+        pid      INTEGER
+    );
+
+    -- One row per proxied model request.  Token counts are cl100k counts of
+    -- the prompt text (see docs/proxy.md); no headers, no keys, no bodies.
+    CREATE TABLE ledger (
+        id                INTEGER PRIMARY KEY,
+        session_id        INTEGER REFERENCES ledger_sessions(id),
+        time              REAL NOT NULL,     -- unix seconds, request arrival
+        endpoint          TEXT NOT NULL,     -- openai.chat | anthropic.messages
+        provider          TEXT,              -- providers.json entry used for rates
+        model             TEXT,
+        stream            INTEGER NOT NULL DEFAULT 0,
+        status            INTEGER,           -- upstream HTTP status, NULL = no answer
+        error             TEXT,              -- short kind: timeout | connect | dropped
+        compressed        INTEGER NOT NULL DEFAULT 0,
+        tokens_original   INTEGER NOT NULL,
+        tokens_forwarded  INTEGER NOT NULL,
+        tokens_saved      INTEGER NOT NULL,
+        input_tokens      INTEGER,           -- as reported by the provider
+        output_tokens     INTEGER,           -- as reported by the provider
+        sources           TEXT,              -- JSON list of the slice's files
+        slice_symbols     INTEGER,           -- distinct symbol names in the slice
+        answer_symbols    INTEGER,           -- distinct project symbol names the answer used
+        symbol_hits       INTEGER,           -- names in both
+        duration_ms       REAL
+    );
+    CREATE INDEX ledger_time ON ledger(time);
     """,
 ]
 

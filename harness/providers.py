@@ -1,0 +1,262 @@
+"""Provider hints: per-model cost rates in ``~/memstrata/providers.json``.
+
+The file has the documented shape::
+
+    {"providers": {"<provider>": {"models": {"<model>": {
+        "input_cost_per_mtok": 3.0, "output_cost_per_mtok": 15.0}}}}}
+
+plus two optional keys MemStrata understands: ``base_url`` inside a provider
+(the upstream the proxy forwards to) and a top-level
+``billing_cycle_start_day`` (1–31; default 1).
+
+Model keys are exact names, shell-style patterns (``claude-sonnet-4*``) or
+``*``.  Lookup order for a model sent through a provider's endpoint: exact
+name (that provider first, then any), then the longest matching pattern
+(same order), then that provider's ``*``.  Another provider's bare ``*`` never
+applies — a model nobody lists has rate ``None`` (unknown), never a guess.
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+PROVIDERS_FILE = "providers.json"
+WILDCARD = "*"
+
+# List prices (USD per million tokens) when this file was written; edit the
+# file or use `memstrata config set provider-rate` when they change.
+DEFAULT_PROVIDERS: dict = {
+    "billing_cycle_start_day": 1,
+    "providers": {
+        "anthropic": {
+            "models": {
+                "claude-3-7-sonnet-20250219": {"input_cost_per_mtok": 3.00, "output_cost_per_mtok": 15.00},
+                "claude-sonnet-4*": {"input_cost_per_mtok": 3.00, "output_cost_per_mtok": 15.00},
+                "claude-opus-4*": {"input_cost_per_mtok": 15.00, "output_cost_per_mtok": 75.00},
+                "claude-3-5-haiku*": {"input_cost_per_mtok": 0.80, "output_cost_per_mtok": 4.00},
+            }
+        },
+        "openai": {
+            "models": {
+                "gpt-4o": {"input_cost_per_mtok": 2.50, "output_cost_per_mtok": 10.00},
+                "gpt-4o-mini": {"input_cost_per_mtok": 0.15, "output_cost_per_mtok": 0.60},
+                "gpt-4.1": {"input_cost_per_mtok": 2.00, "output_cost_per_mtok": 8.00},
+                "gpt-4.1-mini": {"input_cost_per_mtok": 0.40, "output_cost_per_mtok": 1.60},
+            }
+        },
+        "ollama": {
+            "base_url": "http://127.0.0.1:11434/v1",
+            "models": {
+                "*": {"input_cost_per_mtok": 0.0, "output_cost_per_mtok": 0.0},
+            },
+        },
+    },
+}
+
+# Which provider a model name most likely belongs to, for `config set` when
+# the file does not list the model yet.
+_PREFIX_PROVIDER = (("claude", "anthropic"), ("gpt-", "openai"), ("o1", "openai"), ("o3", "openai"),
+                    ("o4", "openai"), ("chatgpt", "openai"))
+
+
+class ProvidersError(Exception):
+    """providers.json is unreadable or invalid, or a change to it is invalid."""
+
+
+@dataclass(frozen=True)
+class Rate:
+    provider: str
+    model_key: str  # the key that matched (exact name, pattern or '*')
+    input_cost_per_mtok: float
+    output_cost_per_mtok: float | None
+
+    @property
+    def input_per_token(self) -> float:
+        return self.input_cost_per_mtok / 1_000_000
+
+
+def memstrata_home() -> Path:
+    env = os.environ.get("MEMSTRATA_HOME")
+    return Path(env).expanduser() if env else Path.home() / "memstrata"
+
+
+def providers_path() -> Path:
+    return memstrata_home() / PROVIDERS_FILE
+
+
+def display_path(path: Path) -> str:
+    """The path with the home directory shortened to ``~``."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
+class Providers:
+    def __init__(self, data: dict, path: Path | None = None):
+        _validate(data)
+        self.data = data
+        self.path = path
+
+    @classmethod
+    def defaults(cls) -> "Providers":
+        return cls(copy.deepcopy(DEFAULT_PROVIDERS))
+
+    @classmethod
+    def load(cls, path: Path | None = None, *, create: bool = True) -> "Providers":
+        """Read the file, writing the defaults first if it does not exist."""
+        path = path or providers_path()
+        if not path.exists():
+            inst = cls(copy.deepcopy(DEFAULT_PROVIDERS), path)
+            if create:
+                inst.save()
+            return inst
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ProvidersError(f"cannot read {display_path(path)}: {exc.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ProvidersError(
+                f"{display_path(path)} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
+            ) from None
+        try:
+            return cls(data, path)
+        except ProvidersError as exc:
+            raise ProvidersError(f"{display_path(path)}: {exc}") from None
+
+    def save(self) -> None:
+        if self.path is None:
+            raise ProvidersError("these provider hints have no file")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".providers.", suffix=".json", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self.data, f, indent=2)
+                f.write("\n")
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    # -- reads ------------------------------------------------------------------
+
+    @property
+    def providers(self) -> dict[str, dict]:
+        return self.data.get("providers", {})
+
+    @property
+    def billing_cycle_start_day(self) -> int:
+        return int(self.data.get("billing_cycle_start_day", 1))
+
+    def base_url(self, provider: str) -> str | None:
+        return self.providers.get(provider, {}).get("base_url")
+
+    def rate(self, model: str | None, provider: str | None = None) -> Rate | None:
+        """The rate for ``model`` sent through ``provider``'s endpoint, or None if unknown."""
+        if not model:
+            return None
+        order = [p for p in ([provider] if provider in self.providers else [])]
+        order += [p for p in self.providers if p != provider]
+        for name in order:
+            models = self.providers[name].get("models", {})
+            if model in models and model != WILDCARD:
+                return _rate(name, model, models[model])
+        best: tuple[int, str, str] | None = None
+        for name in order:
+            for key in self.providers[name].get("models", {}):
+                if key != WILDCARD and _is_pattern(key) and fnmatch.fnmatchcase(model, key):
+                    if best is None or len(key) > best[0]:
+                        best = (len(key), name, key)
+        if best is not None:
+            _, name, key = best
+            return _rate(name, key, self.providers[name]["models"][key])
+        if provider in self.providers:
+            models = self.providers[provider].get("models", {})
+            if WILDCARD in models:
+                return _rate(provider, WILDCARD, models[WILDCARD])
+        return None
+
+    def rows(self) -> list[tuple[str, str, float, float | None]]:
+        """(provider, model key, input $/Mtok, output $/Mtok) for display."""
+        out = []
+        for name, p in self.providers.items():
+            for key, r in p.get("models", {}).items():
+                out.append((name, key, float(r["input_cost_per_mtok"]),
+                            None if r.get("output_cost_per_mtok") is None else float(r["output_cost_per_mtok"])))
+        return out
+
+    # -- changes ----------------------------------------------------------------
+
+    def set_rate(self, model: str, input_cost_per_mtok: float, provider: str | None = None) -> str:
+        """Set a model's input rate (USD per million tokens); returns the provider it was filed under."""
+        model = model.strip()
+        if not model:
+            raise ProvidersError("model name is empty")
+        if not _valid_cost(input_cost_per_mtok):
+            raise ProvidersError(f"rate must be a non-negative number of USD per million tokens, got {input_cost_per_mtok!r}")
+        if provider is None:
+            provider = self._provider_for(model)
+        models = self.providers.setdefault(provider, {}).setdefault("models", {})
+        entry = models.setdefault(model, {})
+        entry["input_cost_per_mtok"] = float(input_cost_per_mtok)
+        entry.setdefault("output_cost_per_mtok", None)
+        _validate(self.data)
+        return provider
+
+    def set_billing_day(self, day: int) -> None:
+        if not isinstance(day, int) or not 1 <= day <= 31:
+            raise ProvidersError(f"billing cycle start day must be 1-31, got {day!r}")
+        self.data["billing_cycle_start_day"] = day
+
+    def _provider_for(self, model: str) -> str:
+        holders = [n for n, p in self.providers.items() if model in p.get("models", {})]
+        if len(holders) == 1:
+            return holders[0]
+        if len(holders) > 1:
+            raise ProvidersError(f"{model} is listed under {', '.join(holders)}; say which with --provider")
+        for prefix, provider in _PREFIX_PROVIDER:
+            if model.startswith(prefix):
+                return provider
+        raise ProvidersError(f"cannot tell which provider serves {model}; say it with --provider")
+
+
+def _is_pattern(key: str) -> bool:
+    return any(ch in key for ch in "*?[")
+
+
+def _valid_cost(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _rate(provider: str, key: str, entry: dict) -> Rate:
+    out = entry.get("output_cost_per_mtok")
+    return Rate(provider, key, float(entry["input_cost_per_mtok"]), None if out is None else float(out))
+
+
+def _validate(data: object) -> None:
+    if not isinstance(data, dict) or not isinstance(data.get("providers"), dict):
+        raise ProvidersError('expected an object with a "providers" object')
+    day = data.get("billing_cycle_start_day", 1)
+    if not isinstance(day, int) or isinstance(day, bool) or not 1 <= day <= 31:
+        raise ProvidersError("billing_cycle_start_day must be an integer 1-31")
+    for name, p in data["providers"].items():
+        if not isinstance(p, dict) or not isinstance(p.get("models", {}), dict):
+            raise ProvidersError(f'provider "{name}" must be an object with a "models" object')
+        base = p.get("base_url")
+        if base is not None and (not isinstance(base, str) or not base.startswith(("http://", "https://"))):
+            raise ProvidersError(f'provider "{name}": base_url must be an http(s) URL')
+        for key, r in p.get("models", {}).items():
+            if not isinstance(r, dict) or not _valid_cost(r.get("input_cost_per_mtok")):
+                raise ProvidersError(f'{name} / {key}: input_cost_per_mtok must be a non-negative number')
+            out = r.get("output_cost_per_mtok")
+            if out is not None and not _valid_cost(out):
+                raise ProvidersError(f'{name} / {key}: output_cost_per_mtok must be a non-negative number or null')
