@@ -85,6 +85,8 @@ class CodeGraph:
         self._name_users: dict[str, set[str]] = defaultdict(set)
         self._dir_files: dict[str, set[str]] = defaultdict(set)
         self._pending_targets: dict[int, str | None] = {}
+        self._by_db_id: dict[int, str] = {}
+        self.version = 0  # bumped on every change, for caches built over the graph
 
     # -- building -------------------------------------------------------------
 
@@ -118,6 +120,7 @@ class CodeGraph:
         new_names: set[str] = set()
         for path in present:
             new_names |= self._defined_names(path)
+        self.version += 1
         touched = set(present) | set(removed)
         # Other files' references to names that appeared or disappeared may now
         # resolve differently; names defined both before and after keep their
@@ -150,6 +153,7 @@ class CodeGraph:
                 if not self._by_name[name]:
                     del self._by_name[name]
             if node in self.g:
+                self._by_db_id.pop(self.g.nodes[node].get("db_id"), None)
                 self.g.remove_node(node)
         self._bindings.pop(path, None)
         if path in self.g:
@@ -173,6 +177,7 @@ class CodeGraph:
                        start_line=start, end_line=end, signature=sig, doc=doc, db_id=sid)
             self._file_symbols[path].append(node)
             self._by_name[name].add(node)
+            self._by_db_id[sid] = node
             parent_node = symbol_id(path, parent) if parent else None
             if parent_node and parent_node in g:
                 g.add_edge(parent_node, node, key="contains", weight=1.0)
@@ -413,6 +418,10 @@ class CodeGraph:
 
     def names(self) -> Iterable[str]:
         return self._by_name.keys()
+
+    def node_for_db_id(self, symbol_db_id: int) -> str | None:
+        """The node of a ``symbols.id`` row (e.g. a full-text search hit)."""
+        return self._by_db_id.get(symbol_db_id)
 
     def file_of(self, node: str) -> str:
         return self.g.nodes[node]["path"]

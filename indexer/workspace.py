@@ -197,6 +197,20 @@ class Workspace:
 
     # -- status -----------------------------------------------------------------
 
+    def quick_status(self) -> str:
+        """ready | indexing | stale | error, without counting or looking at the disk."""
+        meta_status = self.store.get_meta("status")
+        if self._error or meta_status == "error":
+            return "error"
+        if self._indexing or (self._watcher is not None and self._watcher.pending):
+            return "indexing"
+        if meta_status == "indexing" or meta_status is None:
+            return "indexing" if writer_active_elsewhere(self.root) else "stale"
+        return "ready"
+
+    def files_indexed(self) -> int:
+        return self.store.execute("SELECT count(*) FROM files")[0][0]
+
     def status(self, check_disk: bool | None = None) -> IndexStatus:
         """Index state; ``check_disk`` compares the index with the files on disk
         (default: only when no watcher keeps them in step)."""

@@ -1,0 +1,191 @@
+"""Ranked symbols -> the slice text, fitted exactly to the token budget.
+
+Each file gets a header naming its path.  Top-ranked symbols appear in full,
+lower-ranked ones as their signature plus a one-line comment carrying the
+first docstring line and how much was elided; gaps between shown spans are
+marked with the line numbers left out.  Code lines are never altered, so an
+agent can quote and edit them.  Fitting degrades full -> signature -> drop,
+lowest-ranked first, and always re-counts the exact rendered text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from indexer.graph import CodeGraph, split_symbol_id
+
+from .tokens import count_tokens
+
+FULL = "full"
+SIG = "sig"
+CONTAINERS = frozenset({"class", "struct", "interface", "enum", "module"})
+MAX_FULL_CONTAINER_LINES = 60
+_WS = re.compile(r"\s+")
+_HASH_COMMENT = frozenset({"python", "ruby"})
+
+
+@dataclass
+class Unit:
+    node: str
+    path: str
+    score: float
+    mode: str
+    start: int  # first line shown (1-based)
+    end: int  # last line of the symbol
+    kind: str
+    parent: str | None
+    cost_full: int = 0
+    cost_sig: int = 0
+
+
+@dataclass
+class FileDoc:
+    path: str
+    language: str
+    lines: list[str]
+    imports: list[tuple[int, str | None]] = field(default_factory=list)  # (line, target path)
+
+
+def comment_prefix(language: str) -> str:
+    return "#" if language in _HASH_COMMENT else "//"
+
+
+def signature_end(lines: list[str], start: int, end: int, signature: str) -> int:
+    """Last line (1-based) of the declaration that ``signature`` summarises."""
+    target = _WS.sub("", signature.rstrip(". "))[:120]
+    if not target:
+        return start
+    head = target[:12]
+    i = start
+    # Skip decorators/annotations before the line where the signature begins.
+    while i < end and head not in _WS.sub("", lines[i - 1]):
+        i += 1
+    acc = ""
+    j = i
+    while j <= end:
+        acc += _WS.sub("", lines[j - 1])
+        if len(acc) >= len(target) or acc.endswith(("{", ":")) and j > i:
+            return j
+        j += 1
+    return i
+
+
+def render_unit(doc: FileDoc, unit: Unit, graph: CodeGraph) -> str:
+    lines = doc.lines
+    if unit.mode == FULL:
+        return "\n".join(lines[unit.start - 1 : unit.end])
+    data = graph.node(unit.node)
+    sig_end = signature_end(lines, unit.start, unit.end, data["signature"])
+    shown = lines[unit.start - 1 : sig_end]
+    hidden = unit.end - sig_end
+    if hidden <= 0:
+        return "\n".join(shown)
+    indent = _body_indent(lines, sig_end, unit.end, shown[-1] if shown else "")
+    doc_line = _first_doc_line(data.get("doc"))
+    what = f"{hidden} line{'s' if hidden != 1 else ''} elided"
+    note = f"{indent}{comment_prefix(doc.language)} ... {what}" + (f": {doc_line}" if doc_line else "")
+    return "\n".join([*shown, note])
+
+
+def _body_indent(lines: list[str], sig_end: int, end: int, sig_line: str) -> str:
+    for k in range(sig_end, min(end, sig_end + 5)):
+        text = lines[k]
+        if text.strip():
+            return text[: len(text) - len(text.lstrip())]
+    base = sig_line[: len(sig_line) - len(sig_line.lstrip())]
+    return base + "    "
+
+
+def _first_doc_line(doc: str | None) -> str:
+    if not doc:
+        return ""
+    for line in doc.strip().splitlines():
+        line = line.strip()
+        if line:
+            return line[:140]
+    return ""
+
+
+def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str]) -> str:
+    by_file: dict[str, list[Unit]] = {}
+    for u in units:
+        by_file.setdefault(u.path, []).append(u)
+    shown_files = set(file_order)
+    chunks = [
+        _render_file(docs[path], by_file[path], graph, shown_files)
+        for path in file_order
+        if by_file.get(path)
+    ]
+    return "\n\n".join(chunks) + ("\n" if chunks else "")
+
+
+def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files: set[str]) -> str:
+    """One file's section: header, then shown spans in line order with gap markers."""
+    c = comment_prefix(doc.language)
+    lines = doc.lines
+    # (first line, last line, text) pieces, merged in line order below.
+    pieces: list[tuple[int, int, str]] = []
+    # Imports that explain a dependency on another file of the slice.
+    for ln, target in doc.imports:
+        if target in shown_files and target != doc.path and 0 < ln <= len(lines):
+            text = lines[ln - 1]
+            if text.strip() and not text.rstrip().endswith(("(", "\\", "{", ",")):
+                pieces.append((ln, ln, text))
+    nodes = {u.node for u in units}
+    headers: set[str] = set()
+    for u in units:
+        # A member shown without its enclosing class gets the class header.
+        p = u.parent
+        while p and p not in nodes and p not in headers and p in graph:
+            headers.add(p)
+            pd = graph.node(p)
+            p_end = signature_end(lines, pd["start_line"], pd["end_line"], pd["signature"])
+            pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end])))
+            p = _parent_of(p, graph)
+        has_members = any(v.node.startswith(u.node + ".") for v in units)
+        if u.mode == SIG and has_members:
+            d = graph.node(u.node)
+            sig_end = signature_end(lines, u.start, u.end, d["signature"])
+            pieces.append((u.start, sig_end, "\n".join(lines[u.start - 1 : sig_end])))
+        else:
+            pieces.append((u.start, u.end, render_unit(doc, u, graph)))
+    pieces.sort(key=lambda piece: (piece[0], -piece[1]))
+    out = [f"{c} {doc.path}"]
+    last = 0
+    for first, end, text in pieces:
+        if end <= last:
+            continue  # already inside a shown span
+        if first > last + 1 and any(t.strip() for t in lines[last : first - 1]):
+            out.append(f"{_indent_of(lines[first - 1])}{c} ... lines {last + 1}-{first - 1} omitted")
+        out.append(text)
+        last = end
+    if last < len(lines) and any(t.strip() for t in lines[last:]):
+        out.append(f"{c} ... lines {last + 1}-{len(lines)} omitted")
+    return "\n".join(out)
+
+
+def _parent_of(node: str, graph: CodeGraph) -> str | None:
+    path, qual = split_symbol_id(node)
+    if "." not in qual:
+        return None
+    candidate = f"{path}::{qual.rsplit('.', 1)[0]}"
+    return candidate if candidate in graph else None
+
+
+def _indent_of(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def unit_for(node: str, graph: CodeGraph, score: float) -> Unit:
+    d = graph.node(node)
+    return Unit(node, d["path"], score, FULL, d["start_line"], d["end_line"], d["kind"], _parent_of(node, graph))
+
+
+def cost_of(doc: FileDoc, unit: Unit, graph: CodeGraph, mode: str) -> int:
+    saved = unit.mode
+    unit.mode = mode
+    try:
+        return count_tokens(render_unit(doc, unit, graph)) + 1
+    finally:
+        unit.mode = saved

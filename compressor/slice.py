@@ -1,0 +1,229 @@
+"""``context_query``: question + budget -> the smallest slice that holds the answer."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+from indexer.graph import SYMBOL, CodeGraph
+from indexer.workspace import Workspace
+from storage import code_index as ci
+
+from .analyze import NameIndex, find_seeds, intent_of, validate
+from .rank import personalized_rank
+from .render import CONTAINERS, FULL, MAX_FULL_CONTAINER_LINES, SIG, FileDoc, Unit, cost_of, render, unit_for
+from .tokens import count_tokens
+
+MAX_CANDIDATES = 160
+# Symbols the question names are shown in full; so is anything else scoring
+# at least this share of the best unnamed function-like symbol, while full
+# bodies leave SIGNATURE_RESERVE of the budget for the signatures around them.
+FULL_SHARE = 0.25
+MIN_FULL = 2
+SIGNATURE_RESERVE = 0.15
+
+
+@dataclass
+class ContextSlice:
+    context: str
+    tokens: int
+    baseline_tokens: int
+    sources: list[str]
+    symbols: list[str] = field(default_factory=list)  # "path::qualname" of every symbol shown
+    full_symbols: list[str] = field(default_factory=list)  # the subset shown in full
+    notes: list[str] = field(default_factory=list)
+    max_tokens: int = 0
+
+    def api_fields(self) -> dict:
+        """Exactly the fields of the API reference's ``context_query`` output."""
+        return {
+            "context": self.context,
+            "tokens": self.tokens,
+            "baseline_tokens": self.baseline_tokens,
+            "sources": list(self.sources),
+        }
+
+
+_caches_lock = threading.Lock()
+_name_indexes: dict[int, tuple[int, NameIndex]] = {}
+_file_tokens: dict[tuple[str, int], int] = {}
+
+
+def _name_index(graph: CodeGraph) -> NameIndex:
+    with _caches_lock:
+        hit = _name_indexes.get(id(graph))
+        if hit is not None and hit[0] == graph.version:
+            return hit[1]
+    index = NameIndex(graph)
+    with _caches_lock:
+        _name_indexes[id(graph)] = (graph.version, index)
+    return index
+
+
+def file_tokens(path: str, text: str) -> int:
+    key = (path, hash(text))
+    n = _file_tokens.get(key)
+    if n is None:
+        n = count_tokens(text)
+        with _caches_lock:
+            if len(_file_tokens) > 20_000:
+                _file_tokens.clear()
+            _file_tokens[key] = n
+    return n
+
+
+def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tests: bool = False) -> ContextSlice:
+    """Build the context slice for ``query`` within ``max_tokens`` (cl100k tokens).
+
+    ``baseline_tokens`` is the token count of the complete text of every file
+    in ``sources``: what a file-level RAG would have sent to give the model
+    the same sources.  Raises :class:`QueryError` for unusable input.
+    """
+    query, budget, include_tests = validate(query, max_tokens, include_tests)
+    notes: list[str] = []
+    state = ws.quick_status()
+    if state in ("indexing", "stale"):
+        notes.append(f"index is {state}: answered from the {ws.files_indexed()} files indexed so far")
+    with ws.lock:
+        graph = ws.graph
+        names = _name_index(graph)
+        intent = intent_of(query)
+        tests_ok = include_tests
+
+        def allowed(node: str) -> bool:
+            data = graph.g.nodes.get(node)
+            if data is None:
+                return False
+            if tests_ok:
+                return True
+            path = data["path"]
+            return not graph.g.nodes[path].get("is_test", False)
+
+        seeds = find_seeds(query, graph, names, ws.store, include_tests)
+        personalization = dict(seeds.symbols)
+        for path, s in seeds.files.items():
+            personalization[path] = max(personalization.get(path, 0.0), s)
+        if not personalization:
+            notes.append("nothing in the project matches the query")
+            return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
+        scores = personalized_rank(graph, personalization, intent.weights, allowed)
+        for node in seeds.named:  # what the question names comes first
+            scores[node] = scores.get(node, 0.0) * 2 + 1.0
+        ranked = sorted(
+            ((n, s) for n, s in scores.items() if n in graph and graph.node(n)["type"] == SYMBOL and allowed(n)),
+            key=lambda kv: kv[1], reverse=True,
+        )[:MAX_CANDIDATES]
+        if not ranked:  # only files matched: offer their top-level definitions
+            for path in seeds.files:
+                for node in graph.symbols_in_file(path)[:20]:
+                    if allowed(node):
+                        ranked.append((node, seeds.files[path] * 0.01))
+        result = _build(ws, graph, ranked, budget, notes, seeds.named)
+    return result
+
+
+def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], budget: int,
+           notes: list[str], named: set[str] = frozenset()) -> ContextSlice:
+    paths = list(dict.fromkeys(graph.file_of(n) for n, _ in ranked))
+    texts = ci.file_texts(ws.store, paths)
+    docs: dict[str, FileDoc] = {}
+    for path in paths:
+        text = texts.get(path)
+        if text is None:
+            continue
+        docs[path] = FileDoc(path, graph.node(path).get("language") or "", text.split("\n"))
+    if docs:
+        for path, module, name, alias, line, target in ci.load_imports(ws.store, list(docs)):
+            docs[path].imports.append((line, target))
+
+    units = _select(graph, docs, ranked, budget, named)
+    context, units, file_order = _fit(graph, docs, units, budget)
+    tokens = count_tokens(context)
+    baseline = sum(file_tokens(p, texts[p]) for p in file_order)
+    if not units and ranked:
+        notes.append(f"max_tokens={budget} is too small for any matching code")
+    return ContextSlice(
+        context=context,
+        tokens=tokens,
+        baseline_tokens=baseline,
+        sources=file_order,
+        symbols=[u.node for u in units],
+        full_symbols=[u.node for u in units if u.mode == FULL],
+        notes=notes,
+        max_tokens=budget,
+    )
+
+
+def _select(graph: CodeGraph, docs: dict[str, FileDoc], ranked, budget: int,
+            named: set[str] = frozenset()) -> list[Unit]:
+    if not ranked:
+        return []
+    unnamed = [s for n, s in ranked if n not in named and graph.node(n)["kind"] not in CONTAINERS]
+    top = (unnamed[0] if unnamed else ranked[0][1]) or 1.0
+    full_budget = budget * (1 - SIGNATURE_RESERVE)
+    chosen: dict[str, Unit] = {}
+    used = 0
+    for i, (node, score) in enumerate(ranked):
+        path = graph.file_of(node)
+        doc = docs.get(path)
+        if doc is None or _covered(node, chosen, graph):
+            continue
+        unit = unit_for(node, graph, score)
+        # Classes are shown whole only when the question names a small one;
+        # otherwise their header frames the members that rank on their own.
+        if unit.kind in CONTAINERS:
+            want_full = node in named and unit.end - unit.start + 1 <= MAX_FULL_CONTAINER_LINES
+        else:
+            want_full = node in named or score >= FULL_SHARE * top or i < MIN_FULL
+        header = 0 if any(u.path == path for u in chosen.values()) else 12
+        if want_full:
+            unit.cost_full = cost_of(doc, unit, graph, FULL)
+            limit = budget if node in named else full_budget
+            if used + unit.cost_full + header <= limit:
+                unit.mode = FULL
+                # A container shown in full covers members chosen before it.
+                for member in [n for n in chosen if _is_inside(n, unit)]:
+                    m = chosen.pop(member)
+                    used -= m.cost_full if m.mode == FULL else m.cost_sig
+                chosen[node] = unit
+                used += unit.cost_full + header
+                continue
+        unit.cost_sig = cost_of(doc, unit, graph, SIG)
+        if used + unit.cost_sig + header <= budget:
+            unit.mode = SIG
+            unit.cost_full = 0
+            chosen[node] = unit
+            used += unit.cost_sig + header
+        if used >= budget * 0.98:
+            break
+    return list(chosen.values())
+
+
+def _is_inside(node: str, container: Unit) -> bool:
+    return node.startswith(container.node + ".")
+
+
+def _covered(node: str, chosen: dict[str, Unit], graph: CodeGraph) -> bool:
+    """True when an enclosing symbol is already shown in full."""
+    path, _, qual = node.partition("::")
+    parts = qual.split(".")
+    for i in range(len(parts) - 1, 0, -1):
+        u = chosen.get(f"{path}::{'.'.join(parts[:i])}")
+        if u is not None and u.mode == FULL:
+            return True
+    return False
+
+
+def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, list[Unit], list[str]]:
+    """Render; while over budget, degrade the lowest-ranked unit (full -> signature -> drop)."""
+    units = sorted(units, key=lambda u: u.score, reverse=True)
+    while True:
+        file_order = list(dict.fromkeys(u.path for u in units))
+        text = render(docs, units, graph, file_order)
+        if count_tokens(text) <= budget or not units:
+            return (text if units else ""), units, (file_order if units else [])
+        victim = units[-1]
+        if victim.mode == FULL:
+            victim.mode = SIG
+        else:
+            units.pop()
