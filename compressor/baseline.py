@@ -1,0 +1,221 @@
+"""The naive-RAG arm that ``context_query`` is measured against.
+
+Every indexed file (tests only when asked) is cut into fixed 40-line chunks,
+scored with Okapi BM25 against the question, and the best chunks are packed
+in score order until the token budget is used up.  A chunk that does not fit
+is skipped and the next one tried, so the result never exceeds the budget.
+This is deliberately the plain retrieval most RAG setups start from: no
+graph, no symbol boundaries, just words.
+
+Terms are identifier-aware (``parseHTTPRequest`` also yields ``parse``,
+``http``, ``request``), lower-cased, lightly stemmed (plural / -ing / -ed),
+and English stop words are dropped, on both the chunks and the question.
+
+``baseline_tokens`` follows the same definition as ``context_query``'s: the
+tokens of the complete text of every file in ``sources``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+
+from storage import Store
+from storage import code_index as ci
+from storage.text import split_identifier
+
+from .analyze import validate
+from .tokens import count_tokens
+
+CHUNK_LINES = 40
+K1 = 1.2
+B = 0.75
+# Below this many free tokens no chunk (header + 40 lines) can fit any more.
+MIN_FREE_TOKENS = 12
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before being
+    below between both but by can cannot could couldn't did didn't do does doesn't doing don't down during
+    each few for from further had hadn't has hasn't have haven't having he her here hers herself him himself
+    his how i if in into is isn't it it's its itself just let me more most mustn't my myself no nor not now
+    of off on once only or other ought our ours ourselves out over own same shall she should shouldn't so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up upon us very via was wasn't we were weren't what when where which while who whom why will
+    with won't would wouldn't you your yours yourself yourselves also etc e g eg ie""".split()
+)
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_HUMP = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]|[A-Za-z][0-9]")
+
+
+def _stem(term: str) -> str:
+    """A deliberately light stemmer so 'parse', 'parses', 'parsed', 'parsing' share a term."""
+    if len(term) > 4 and term.endswith("ies"):
+        term = term[:-3] + "y"
+    elif len(term) > 3 and term.endswith("s") and not term.endswith(("ss", "us", "is")):
+        term = term[:-1]
+    if len(term) > 5 and term.endswith("ing"):
+        term = term[:-3]
+    elif len(term) > 4 and term.endswith("ed"):
+        term = term[:-2]
+    if len(term) > 3 and term.endswith("e"):
+        term = term[:-1]
+    return term
+
+
+def terms_of(text: str) -> list[str]:
+    """Search terms of ``text`` with repetition: words, identifier parts, no stop words."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        lower = word.lower()
+        pieces = [lower]
+        if "_" in word or _HUMP.search(word):
+            pieces += [p for part in word.split("_") if part for p in split_identifier(part)]
+        for piece in pieces:
+            piece = piece.strip("_")
+            if len(piece) < 2 or piece in STOPWORDS or piece.isdigit():
+                continue
+            out.append(_stem(piece))
+    return out
+
+
+@dataclass(slots=True)
+class Chunk:
+    path: str
+    start: int  # first line, 1-based
+    end: int  # last line, inclusive
+    text: str
+    length: int  # number of terms
+    tokens: int = -1  # rendered cost, counted on first use
+
+
+@dataclass
+class RagSlice:
+    context: str
+    tokens: int
+    baseline_tokens: int
+    sources: list[str]  # files in the order of their best chunk
+    spans: list[tuple[str, int, int]] = field(default_factory=list)  # (path, first line, last line)
+    max_tokens: int = 0
+
+
+class ChunkIndex:
+    """BM25 over fixed-size line chunks of a set of files, held in memory."""
+
+    def __init__(self, texts: dict[str, str], chunk_lines: int = CHUNK_LINES):
+        self.chunks: list[Chunk] = []
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        self.file_texts = texts
+        self._file_tokens: dict[str, int] = {}
+        for path in sorted(texts):
+            lines = texts[path].split("\n")
+            for i in range(0, len(lines), chunk_lines):
+                part = lines[i : i + chunk_lines]
+                text = "\n".join(part).rstrip()
+                if not text.strip():
+                    continue
+                terms = terms_of(text)
+                idx = len(self.chunks)
+                self.chunks.append(Chunk(path, i + 1, i + len(part), text, len(terms)))
+                for term, tf in Counter(terms).items():
+                    self.postings.setdefault(term, []).append((idx, tf))
+        n = len(self.chunks)
+        self.avg_len = (sum(c.length for c in self.chunks) / n) if n else 0.0
+        self.idf = {t: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in self.postings.items()}
+
+    def search(self, query: str) -> list[tuple[int, float]]:
+        """(chunk index, score) of every chunk sharing a term with ``query``, best first."""
+        scores: dict[int, float] = {}
+        avg = self.avg_len or 1.0
+        for term, qtf in Counter(terms_of(query)).items():
+            postings = self.postings.get(term)
+            if not postings:
+                continue
+            idf = self.idf[term]
+            for idx, tf in postings:
+                norm = K1 * (1 - B + B * self.chunks[idx].length / avg)
+                scores[idx] = scores.get(idx, 0.0) + qtf * idf * tf * (K1 + 1) / (tf + norm)
+        # Ties broken by position so the order is deterministic.
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def chunk_text(self, chunk: Chunk) -> str:
+        return f"# {chunk.path}:{chunk.start}-{chunk.end}\n{chunk.text}"
+
+    def chunk_tokens(self, chunk: Chunk) -> int:
+        if chunk.tokens < 0:
+            chunk.tokens = count_tokens(self.chunk_text(chunk))
+        return chunk.tokens
+
+    def file_tokens(self, path: str) -> int:
+        n = self._file_tokens.get(path)
+        if n is None:
+            n = self._file_tokens[path] = count_tokens(self.file_texts[path])
+        return n
+
+
+_SEP = "\n\n"
+_cache_lock = threading.Lock()
+# One index per (store file, include_tests); rebuilt when the file set or any hash changes.
+_cache: dict[tuple[str, bool], tuple[frozenset, ChunkIndex]] = {}
+
+
+def chunk_index(store: Store, include_tests: bool = False) -> ChunkIndex:
+    """The cached chunk index of the store's files, rebuilt only when they changed."""
+    states = ci.file_states(store)
+    test_flags = {path: bool(is_test) for path, _lang, is_test, _lines, _status in ci.load_files(store)}
+    wanted = {p: s.hash for p, s in states.items() if include_tests or not test_flags.get(p, False)}
+    key = (str(store.path), include_tests)
+    signature = frozenset(wanted.items())
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None and hit[0] == signature:
+            return hit[1]
+    index = ChunkIndex(ci.file_texts(store, sorted(wanted)))
+    with _cache_lock:
+        _cache[key] = (signature, index)
+    return index
+
+
+def naive_rag(ws, query: str, max_tokens: int = 4096, include_tests: bool = False) -> RagSlice:
+    """BM25 chunks for ``query`` packed in score order into at most ``max_tokens`` tokens.
+
+    ``ws`` is a :class:`indexer.workspace.Workspace` (anything with a ``store``).
+    """
+    query, budget, include_tests = validate(query, max_tokens, include_tests)
+    index = chunk_index(ws.store, include_tests)
+    return pack(index, index.search(query), budget)
+
+
+def pack(index: ChunkIndex, ranked: list[tuple[int, float]], budget: int) -> RagSlice:
+    picked: list[Chunk] = []
+    text = ""
+    used = 0
+    sep_cost = count_tokens(_SEP)
+    for idx, _score in ranked:
+        free = budget - used
+        if free < MIN_FREE_TOKENS:
+            break
+        chunk = index.chunks[idx]
+        cost = index.chunk_tokens(chunk) + (sep_cost if picked else 0)
+        if cost > free + 2:  # cannot fit even if the join merges a token or two
+            continue
+        candidate = (text + _SEP if picked else "") + index.chunk_text(chunk)
+        exact = count_tokens(candidate + "\n")
+        if exact > budget:
+            continue
+        picked.append(chunk)
+        text = candidate
+        used = exact
+    context = text + "\n" if picked else ""
+    sources = list(dict.fromkeys(c.path for c in picked))
+    return RagSlice(
+        context=context,
+        tokens=count_tokens(context),
+        baseline_tokens=sum(index.file_tokens(p) for p in sources),
+        sources=sources,
+        spans=[(c.path, c.start, c.end) for c in picked],
+        max_tokens=budget,
+    )
