@@ -14,6 +14,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 COMMAND_MODULES = [
     "harness.cmd_index",
+    "harness.cmd_mcp",
 ]
 
 

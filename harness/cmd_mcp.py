@@ -1,0 +1,81 @@
+"""``memstrata mcp``: MemStrata's MCP tools over stdio, for clients that launch it.
+
+stdout carries the protocol and nothing else: logging goes to stderr (set up
+by the CLI before the SDK is imported), the index progress too, and Python's
+``sys.stdout`` is made unbuffered so that a stray ``print`` while serving lands
+on the SDK's stderr diversion at once instead of reaching the wire at exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import signal
+import sys
+import time
+
+from indexer.project import ProjectError
+from indexer.workspace import Workspace
+from storage import StoreError
+
+from .progress import ProgressBar
+from .savings import savings_summary
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mcp", help="serve the MCP tools (context_query, index_status, savings_summary) over stdio",
+        description="Run MemStrata as an MCP server on stdin/stdout, for MCP clients that launch it "
+        "(e.g. `claude mcp add memstrata -- memstrata mcp`). Opens the project's index (building it "
+        "on first use), catches up with changes since the last run and keeps it fresh while it runs. "
+        "Works side by side with a `memstrata serve` on the same project.")
+    p.add_argument("--project", default=None, metavar="PATH",
+                   help="project folder (default: the current directory, or the nearest parent with an index)")
+    p.add_argument("--no-watch", action="store_true",
+                   help="do not follow file changes while serving (index_status then checks the disk)")
+    # SUPPRESS keeps `memstrata -v mcp` working: a subparser default would overwrite it.
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="log detail to stderr")
+    p.set_defaults(func=cmd_mcp)
+
+
+def _unbuffered_stdout() -> None:
+    if sys.stdout is not None and sys.stdout.fileno() == 1:
+        sys.stdout.flush()
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    # Imported here so that other commands do not pay for the SDK.
+    import anyio
+
+    from mcp_server import IndexWarmup, build_server
+
+    started = time.time()
+    _unbuffered_stdout()
+    # Clients stop servers with SIGTERM: unwind like Ctrl-C so the watcher stops
+    # and the store closes cleanly.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        ws = Workspace.open(args.project)
+    except (ProjectError, StoreError) as exc:
+        print(f"memstrata: {exc}", file=sys.stderr)
+        return 2
+
+    first_build = ws.files_indexed() == 0
+    warmup = IndexWarmup(ws, watch=not args.no_watch,
+                         progress=ProgressBar("memstrata: indexing") if first_build else None)
+    server = build_server(ws, savings=lambda: savings_summary(ws, since=started), warmup=warmup)
+    log.info("serving MCP over stdio for %s", ws.root)
+    try:
+        anyio.run(server.run_stdio_async)
+    finally:
+        ws.stop_watching()
+        # A catch-up still running owns the store; the process exit ends it
+        # (SQLite rolls back the open transaction), so only close when done.
+        if warmup.join(timeout=5):
+            ws.close()
+    return 0

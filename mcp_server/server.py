@@ -1,0 +1,89 @@
+"""The MemStrata MCP server: three tools on the SDK's ``MCPServer``."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field, WithJsonSchema
+
+from indexer.workspace import Workspace
+
+from . import texts
+from .schemas import ContextQueryResult, IndexStatusResult, SavingsSummaryResult
+from .tools import DEFAULT_READY_TIMEOUT, MemStrataTools, SavingsProvider
+from .warmup import IndexWarmup
+
+TOOL_NAMES = ("context_query", "index_status", "savings_summary")
+
+# max_tokens and include_tests are advertised with their documented JSON types
+# but accepted as anything: the compressor checks them and says what is wrong
+# in one plain sentence, where the SDK's own validation would answer with a
+# pydantic error dump.  query stays a plain str, which also stops the SDK from
+# JSON-decoding queries that happen to look like JSON ("null", "[1]").
+MaxTokens = Annotated[Any, WithJsonSchema({"type": "integer"}), Field(description=texts.MAX_TOKENS_ARG)]
+IncludeTests = Annotated[Any, WithJsonSchema({"type": "boolean"}), Field(description=texts.INCLUDE_TESTS_ARG)]
+Query = Annotated[str, Field(description=texts.QUERY_ARG)]
+
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                             open_world_hint=False)
+
+
+def package_version() -> str:
+    try:
+        return version("memstrata")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
+                 warmup: IndexWarmup | None = None,
+                 ready_timeout: float = DEFAULT_READY_TIMEOUT) -> MCPServer:
+    """An ``MCPServer`` named ``memstrata`` serving ``ws``.
+
+    ``savings`` supplies the ``savings_summary`` figures (without it the tool
+    answers with an error).  ``warmup``, if given, is started when the first
+    session begins, and ``context_query`` waits up to ``ready_timeout``
+    seconds for it.  The caller owns ``ws`` and closes it after serving.
+    Logging is left to the host: configure it before calling this.
+    """
+    tools = MemStrataTools(ws, savings=savings, warmup=warmup, ready_timeout=ready_timeout)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        if warmup is not None:
+            warmup.start()
+        yield {}
+
+    server = MCPServer(
+        texts.SERVER_NAME,
+        version=package_version(),
+        instructions=texts.INSTRUCTIONS,
+        lifespan=lifespan,
+        # Only consulted when the host has not configured logging yet.
+        log_level="WARNING",
+    )
+
+    def context_query(query: Query, max_tokens: MaxTokens = 4096,
+                      include_tests: IncludeTests = False) -> ContextQueryResult:
+        return tools.context_query(query, max_tokens, include_tests)  # type: ignore[return-value]
+
+    def index_status() -> IndexStatusResult:
+        return tools.index_status()  # type: ignore[return-value]
+
+    def savings_summary() -> SavingsSummaryResult:
+        return tools.savings_summary()  # type: ignore[return-value]
+
+    # The functions return CallToolResult (so errors read cleanly); the return
+    # annotations only declare the output schema the SDK enforces on success.
+    for fn, description in ((context_query, texts.CONTEXT_QUERY), (index_status, texts.INDEX_STATUS),
+                            (savings_summary, texts.SAVINGS_SUMMARY)):
+        server.add_tool(fn, description=description, annotations=_READ_ONLY, structured_output=True)
+    return server
+
+
+__all__ = ["build_server", "TOOL_NAMES", "package_version"]

@@ -1,0 +1,75 @@
+"""What an agent reads about MemStrata: server instructions and tool descriptions.
+
+Written for the model on the other end: when to call which tool, what each
+field means, and what to do when a call fails.
+"""
+
+SERVER_NAME = "memstrata"
+
+INSTRUCTIONS = """\
+MemStrata has indexed the source code of this project (definitions, references, \
+calls, imports) and keeps the index fresh while files change.
+
+- context_query: call it before you read or change code you have not seen yet in \
+this conversation. Pass a symbol name ("AuthService.login") or a question \
+("how are sessions validated, and who calls it"). It returns the matching \
+definitions together with their callers and dependencies, cut to fit max_tokens, \
+and is usually much smaller than the files it draws from. Prefer it to opening \
+whole files; open a file yourself only for text the slice left out. Pass \
+include_tests=true when you need the project's tests.
+- index_status: call it when a slice looks out of date or empty, or after large \
+changes such as a branch switch. status "indexing" means wait a moment and retry; \
+"stale" means files changed since the last index run; "error" means the index \
+must be rebuilt with `memstrata index`.
+- savings_summary: call it only when the user asks how many tokens or dollars \
+MemStrata has saved.
+"""
+
+CONTEXT_QUERY = """\
+Return a compressed, dependency-aware slice of this project's code for a question \
+or a symbol name: the definitions that match, plus the code that calls them and \
+that they depend on, ranked through the project's code graph and cut to fit \
+max_tokens. Use it instead of opening whole files when you need to understand or \
+change code.
+
+Result fields:
+- context: the slice, grouped by file, each file introduced by its project-relative path.
+- tokens: token count of `context` (cl100k_base), never more than max_tokens.
+- baseline_tokens: the tokens of the complete text of every file in `sources` — \
+what a file-level RAG would have sent to give the model the same sources.
+- sources: project-relative paths of the files the slice draws from, most relevant first.
+
+An empty `context` means nothing in the project matched: rephrase with the names \
+of functions, classes or files."""
+
+QUERY_ARG = "Natural-language question or symbol name, e.g. 'AuthService.login and its callers'."
+MAX_TOKENS_ARG = "Token budget for `context` (cl100k_base). Default 4096."
+INCLUDE_TESTS_ARG = "Also draw from test files. Default false."
+
+INDEX_STATUS = """\
+Report the state of this project's code index.
+
+Result fields:
+- project: absolute path of the indexed project.
+- files_indexed: number of files in the index.
+- last_indexed: when the last full index run finished (ISO 8601, UTC); null if never.
+- index_size_mb: size of the index database on disk, in MiB.
+- status: "ready" (up to date), "indexing" (an update is running: retry shortly), \
+"stale" (files changed since the last index run, or the last run was interrupted), \
+or "error" (the last index run failed: rebuild with `memstrata index`)."""
+
+SAVINGS_SUMMARY = """\
+Report the input tokens and dollars the MemStrata proxy has saved on this project \
+by sending compressed context instead of whole files. Call it only when the user \
+asks about savings.
+
+Result fields (null means there is no data for that figure yet):
+- session_tokens_saved: input tokens saved since this MemStrata server started.
+- session_dollar_saved: those tokens priced at each model's input rate from \
+~/memstrata/providers.json, in USD.
+- cycle_tokens_saved: input tokens saved in the current billing month (UTC, from \
+the billing_cycle_start_day in providers.json).
+- cycle_dollar_saved: the cycle's saved tokens priced in USD.
+- provider_rate_per_token: USD per input token of the model most of the savings came from.
+- recall: of the code symbols the model's answers used, the share the slices contained (0-1).
+- precision: of the code symbols in the slices, the share the model's answers used (0-1)."""

@@ -1,0 +1,127 @@
+"""The three tools' behaviour, independent of the MCP wiring.
+
+Every call ends in a :class:`CallToolResult`: on success the documented JSON as
+``structuredContent`` and, identically, as text; on failure ``isError`` with a
+message an agent can act on.  Nothing raised here reaches the client as a
+traceback, and messages never name a path outside the project.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+
+from compressor import QueryError
+from compressor import context_query as build_slice
+from indexer.workspace import Workspace
+
+from .schemas import SAVINGS_FIELDS
+from .warmup import IndexWarmup
+
+log = logging.getLogger(__name__)
+
+SavingsProvider = Callable[[], Mapping[str, Any]]
+"""Returns the seven ``savings_summary`` fields (``None`` where there is no data yet)."""
+
+# How long context_query waits for the start-up catch-up before answering
+# "still indexing"; short enough for clients' request timeouts.
+DEFAULT_READY_TIMEOUT = 30.0
+
+_ABS_PATH = re.compile(r"(?<![\w.~])/[^\s'\"`,;:()\[\]{}<>]+")
+
+
+def ok(data: Mapping[str, Any]) -> CallToolResult:
+    payload = dict(data)
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(payload, ensure_ascii=False))],
+        structured_content=payload,
+    )
+
+
+def failure(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+class MemStrataTools:
+    def __init__(self, ws: Workspace, *, savings: SavingsProvider | None = None,
+                 warmup: IndexWarmup | None = None, ready_timeout: float = DEFAULT_READY_TIMEOUT):
+        self.ws = ws
+        self.savings = savings
+        self.warmup = warmup
+        self.ready_timeout = ready_timeout
+        self._root = str(Path(ws.root))
+
+    # -- tools --------------------------------------------------------------
+
+    def context_query(self, query: Any, max_tokens: Any = 4096, include_tests: Any = False) -> CallToolResult:
+        if (refusal := self._not_ready()) is not None:
+            return refusal
+        try:
+            result = build_slice(self.ws, query, max_tokens=max_tokens, include_tests=include_tests)
+        except QueryError as exc:
+            return failure(self._safe(str(exc)))
+        except Exception as exc:
+            log.exception("context_query failed")
+            return failure(f"context_query failed with an internal error ({type(exc).__name__}); "
+                           "the MemStrata log on stderr has the details.")
+        return ok(result.api_fields())
+
+    def index_status(self) -> CallToolResult:
+        try:
+            fields = self.ws.status().api_fields()
+        except Exception as exc:
+            log.exception("index_status failed")
+            return failure(self._safe(f"cannot read the index: {type(exc).__name__}: {exc}"))
+        if self.warmup is not None and self.warmup.started and not self.warmup.done:
+            fields["status"] = "indexing"
+        return ok(fields)
+
+    def savings_summary(self) -> CallToolResult:
+        if self.savings is None:
+            return failure("savings are not tracked by this MemStrata server (no savings ledger is connected).")
+        try:
+            figures = self.savings()
+        except Exception as exc:
+            log.exception("savings_summary failed")
+            return failure(self._safe(f"cannot read the savings ledger: {type(exc).__name__}: {exc}"))
+        missing = [f for f in SAVINGS_FIELDS if f not in figures]
+        if missing:
+            log.warning("the savings provider did not report %s", ", ".join(missing))
+        # Exactly the documented fields; a figure the ledger lacks stays null, never guessed.
+        return ok({f: figures.get(f) for f in SAVINGS_FIELDS})
+
+    # -- helpers ------------------------------------------------------------
+
+    def _not_ready(self) -> CallToolResult | None:
+        """A refusal while the index cannot answer yet (still building, or broken)."""
+        w = self.warmup
+        if w is not None and w.started and not w.wait(self.ready_timeout):
+            return failure(
+                f"MemStrata is still building the index of this project ({w.describe_progress()}). "
+                "Retry in a moment; index_status reports status 'ready' once it is done."
+            )
+        if self.ws.quick_status() == "error":
+            detail = self.ws.status(check_disk=False).message or "the last index run failed"
+            return failure(self._safe(
+                f"The index of this project is in an error state ({detail}). "
+                "Rebuild it by running `memstrata index` in the project folder, then retry."
+            ))
+        return None
+
+    def _safe(self, message: str) -> str:
+        """``message`` with absolute paths outside the project replaced."""
+        root = self._root
+
+        def keep_inside(m: re.Match[str]) -> str:
+            path = m.group(0)
+            if path == root or path.startswith(root + "/"):
+                return path
+            return "<path outside the project>"
+
+        return _ABS_PATH.sub(keep_inside, message)

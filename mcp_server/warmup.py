@@ -1,0 +1,101 @@
+"""Bring a workspace up to date in the background while the server already answers.
+
+MCP clients give a server a few seconds to answer ``initialize``; building the
+index of a large project takes longer than that.  So the server starts
+answering at once, ``index_status`` reports ``indexing`` meanwhile, and
+``context_query`` waits (bounded) for the catch-up to finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from indexer.run import Progress
+from indexer.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class IndexWarmup:
+    """Catch-up index, graph load and (optionally) the watcher, on one background thread.
+
+    ``start()`` may be called any number of times; only the first starts the work.
+    """
+
+    def __init__(self, ws: Workspace, *, watch: bool = True,
+                 progress: Callable[[Progress], None] | None = None):
+        self.ws = ws
+        self.watch = watch
+        self._progress_cb = progress
+        self._done = threading.Event()
+        self._start_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self.progress: Progress | None = None
+        self.error: str | None = None
+        self.seconds: float | None = None
+
+    def start(self) -> None:
+        with self._start_lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._run, name="memstrata-warmup", daemon=True)
+            self._thread.start()
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once the catch-up has finished (successfully or not)."""
+        return self._done.wait(timeout)
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the background thread itself; True when it has ended."""
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def describe_progress(self) -> str:
+        p = self.progress
+        if p is None or p.total <= 0:
+            return "scanning the project"
+        return f"{p.done:,} of {p.total:,} files parsed"
+
+    def _on_progress(self, p: Progress) -> None:
+        self.progress = p
+        if self._progress_cb is not None:
+            self._progress_cb(p)
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        try:
+            if self.watch:
+                # Watch first: an edit made while the catch-up runs is then
+                # picked up afterwards instead of being missed.
+                try:
+                    self.ws.start_watching()
+                except Exception as exc:  # e.g. inotify limits; serve without live updates
+                    log.warning("cannot watch the project for changes (%s); the index will not "
+                                "follow edits until the next start", type(exc).__name__)
+            summary = self.ws.index(progress=self._on_progress,
+                                    on_wait=lambda: log.info("waiting for another MemStrata process "
+                                                             "that is indexing this project"))
+            _ = self.ws.graph  # load it now so the first query does not pay for it
+            log.info("index ready: %d files (%d parsed, %d unchanged) in %.1fs",
+                     summary.files, summary.parsed, summary.unchanged, time.monotonic() - started)
+        except Exception as exc:
+            # The workspace records the failure: index_status says "error" and
+            # context_query refuses with a clear message.
+            self.error = f"indexing failed ({type(exc).__name__})"
+            log.error("%s", self.error, exc_info=True)
+        finally:
+            self.seconds = time.monotonic() - started
+            self._done.set()
