@@ -1,0 +1,177 @@
+"""``memstrata mcp`` as a real subprocess, driven by the SDK's own stdio client."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+
+from indexer.workspace import Workspace
+from mcp_helpers import (
+    LOGIN_QUERY, PROTOCOL_VERSIONS, TOOLS, memstrata_command, stdio_session, text_of, wait_ready,
+    wait_until,
+)
+from mcp_server import package_version
+
+
+@pytest.fixture
+def errlog(tmp_path: Path):
+    path = tmp_path / "server.stderr"
+    with path.open("w") as f:
+        yield f
+    log = path.read_text()
+    assert "Traceback" not in log, log
+
+
+@pytest.mark.parametrize("version", PROTOCOL_VERSIONS)
+def test_handshake_tools_and_calls(project: Path, errlog, version: str):
+    async def main():
+        async with stdio_session(project, errlog, version) as (s, init):
+            assert init.protocol_version == version
+            assert init.server_info.name == "memstrata"
+            assert init.server_info.version == package_version()
+            assert "context_query" in init.instructions and "index_status" in init.instructions
+
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert tuple(sorted(tools)) == TOOLS
+            cq = tools["context_query"].input_schema
+            assert cq["required"] == ["query"]
+            assert {k: (v["type"], v.get("default")) for k, v in cq["properties"].items()} == {
+                "query": ("string", None), "max_tokens": ("integer", 4096), "include_tests": ("boolean", False)}
+            assert tools["index_status"].input_schema["properties"] == {}
+            assert tools["savings_summary"].input_schema["properties"] == {}
+            assert "the tokens of the complete text of every file in `sources`" in tools["context_query"].description
+
+            status = await wait_ready(s)
+            assert status["project"] == str(project)
+            assert status["files_indexed"] == 10
+            assert status["last_indexed"].startswith("20")
+            assert status["index_size_mb"] > 0
+
+            r = await s.call_tool("context_query", {"query": LOGIN_QUERY, "max_tokens": 2048})
+            assert not r.is_error, text_of(r)
+            out = r.structured_content
+            assert set(out) == {"context", "tokens", "baseline_tokens", "sources"}
+            assert json.loads(text_of(r)) == out
+            assert "def login" in out["context"]
+            assert out["sources"][0] == "app/auth/service.py"
+            assert "app/routes.py" in out["sources"]  # a caller
+            assert 0 < out["tokens"] <= 2048
+            assert out["baseline_tokens"] > 0
+
+            r = await s.call_tool("savings_summary", {})
+            assert not r.is_error, text_of(r)
+            assert json.loads(text_of(r)) == r.structured_content
+            assert set(r.structured_content) == {
+                "session_tokens_saved", "session_dollar_saved", "cycle_tokens_saved", "cycle_dollar_saved",
+                "provider_rate_per_token", "recall", "precision"}
+            # A fresh project: the ledger is empty, so nothing was saved and nothing is measured.
+            assert r.structured_content["session_tokens_saved"] == 0
+            assert r.structured_content["recall"] is None
+
+    anyio.run(main)
+
+
+def test_edit_is_reflected_and_errors_keep_the_session(project: Path, errlog):
+    async def main():
+        async with stdio_session(project, errlog) as (s, _init):
+            await wait_ready(s)
+            service = project / "app" / "auth" / "service.py"
+            service.write_text(service.read_text() + (
+                "\n\ndef rotate_api_token(user: str) -> str:\n"
+                "    \"\"\"Issue a fresh token.\"\"\"\n"
+                "    return hash_password(user)[:16]\n"))
+
+            async def reflected():
+                r = await s.call_tool("context_query", {"query": "rotate_api_token"})
+                return not r.is_error and "def rotate_api_token" in r.structured_content["context"]
+
+            assert await wait_until(reflected, timeout=30), "the edit never reached context_query"
+
+            r = await s.call_tool("no_such_tool", {})
+            assert r.is_error and "Unknown tool" in text_of(r)
+
+            for args, expected in [
+                ({"query": ""}, "query is empty"),
+                ({"query": "   "}, "query is empty"),
+                ({"query": "login", "max_tokens": "abc"}, "max_tokens must be an integer"),
+                ({"query": "login", "max_tokens": -1}, "max_tokens must be at least 1"),
+                ({"query": "login", "max_tokens": 0}, "max_tokens must be at least 1"),
+                ({"query": "login", "include_tests": "maybe"}, "include_tests must be true or false"),
+            ]:
+                r = await s.call_tool("context_query", args)
+                assert r.is_error, args
+                assert expected in text_of(r)
+                assert "Traceback" not in text_of(r)
+
+            r = await s.call_tool("context_query", {"query": "login", "max_tokens": "300"})
+            assert not r.is_error and r.structured_content["tokens"] <= 300
+
+            r = await s.call_tool("index_status", {})  # still alive after all that
+            assert r.structured_content["status"] == "ready"
+
+    anyio.run(main)
+
+
+def test_index_in_error_state(project: Path, errlog):
+    async def main():
+        async with stdio_session(project, errlog) as (s, _init):
+            await wait_ready(s)
+            # What a failed run in another process leaves behind.
+            with Workspace.open(project) as other:
+                other.store.set_meta("status", "error")
+            r = await s.call_tool("index_status", {})
+            assert r.structured_content["status"] == "error"
+            r = await s.call_tool("context_query", {"query": LOGIN_QUERY})
+            assert r.is_error
+            message = text_of(r)
+            assert "error state" in message and "memstrata index" in message
+            assert "Traceback" not in message
+
+    anyio.run(main)
+
+
+def _rpc(proc: subprocess.Popen, message: dict | str) -> None:
+    proc.stdin.write((message if isinstance(message, str) else json.dumps(message)) + "\n")
+    proc.stdin.flush()
+
+
+def test_malformed_json_line_does_not_end_the_session(project: Path, tmp_path: Path):
+    err = tmp_path / "raw.stderr"
+    with err.open("w") as errf:
+        proc = subprocess.Popen([*memstrata_command(), "mcp", "--project", str(project)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=errf, text=True)
+        try:
+            _rpc(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+            init = json.loads(proc.stdout.readline())
+            assert init["result"]["protocolVersion"] == "2025-06-18"
+            _rpc(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            _rpc(proc, "this is not json {")
+            _rpc(proc, '{"jsonrpc": "2.0", "id": 2, "method": "tools/ca')
+            _rpc(proc, {"jsonrpc": "2.0", "id": 3, "method": "no/such/method"})
+            reply = json.loads(proc.stdout.readline())
+            assert reply["id"] == 3 and reply["error"]["code"] == -32601
+            _rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                        "params": {"name": "context_query", "arguments": {"query": LOGIN_QUERY}}})
+            reply = json.loads(proc.stdout.readline())
+            assert reply["id"] == 4
+            assert "def login" in reply["result"]["structuredContent"]["context"]
+            proc.stdin.close()
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert "Traceback" not in err.read_text()
+
+
+def test_bad_project_is_a_clear_error(tmp_path: Path):
+    missing = tmp_path / "nope"
+    done = subprocess.run([*memstrata_command(), "mcp", "--project", str(missing)], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "project folder not found" in done.stderr and "Traceback" not in done.stderr
