@@ -1,0 +1,101 @@
+"""Fixtures shared by every test package.
+
+Keep this small and generic: other test packages build on these names, so
+add new helpers rather than renaming or changing the ones here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+# The console script installed beside the interpreter running the tests.
+MEMSTRATA = str(Path(sys.executable).parent / "memstrata")
+
+
+@pytest.fixture
+def project_copy(tmp_path) -> Callable[[str], Path]:
+    """``project_copy("python_project")`` -> a fresh copy of fixtures/<name> under tmp_path.
+
+    Each call makes a new copy (a second copy of the same fixture gets a
+    numbered folder), so tests can change files freely.
+    """
+
+    def copy(name: str) -> Path:
+        src = FIXTURES / name
+        if not src.is_dir():
+            raise ValueError(f"no fixture project {name!r} in {FIXTURES}")
+        dest = tmp_path / name
+        n = 1
+        while dest.exists():
+            n += 1
+            dest = tmp_path / f"{name}_{n}"
+        shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".memstrata", "__pycache__"))
+        return dest
+
+    return copy
+
+
+@pytest.fixture
+def cli_env(tmp_path) -> dict[str, str]:
+    """Environment for ``memstrata`` subprocesses: a private MEMSTRATA_HOME."""
+    env = dict(os.environ)
+    env["MEMSTRATA_HOME"] = str(tmp_path / "memstrata_home")
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+@pytest.fixture
+def run_cli(cli_env) -> Callable[..., subprocess.CompletedProcess]:
+    """``run_cli("index", str(path), "--json")`` runs the real console script.
+
+    Returns the CompletedProcess (text mode); ``check=True`` (the default)
+    fails the test with the command's stderr when it exits non-zero.
+    """
+
+    def run(*args: str, check: bool = True, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+        kw.setdefault("env", cli_env)
+        proc = subprocess.run([MEMSTRATA, *args], capture_output=True, text=True, timeout=timeout, **kw)
+        if check and proc.returncode != 0:
+            pytest.fail(f"memstrata {' '.join(args)} exited {proc.returncode}\n"
+                        f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+        return proc
+
+    return run
+
+
+def _wait_until(condition: Callable[[], object], timeout: float = 10.0, interval: float = 0.02,
+               message: str = "condition") -> object:
+    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds.
+
+    A bounded wait, not a timing assertion: the deadline is generous and only
+    there so a broken build fails instead of hanging.
+    """
+    deadline = time.monotonic() + timeout
+    last_exc: BaseException | None = None
+    while True:
+        try:
+            value = condition()
+            if value:
+                return value
+        except Exception as exc:  # e.g. the file being read is mid-write
+            last_exc = exc
+        if time.monotonic() >= deadline:
+            detail = f" (last error: {last_exc!r})" if last_exc else ""
+            pytest.fail(f"timed out after {timeout}s waiting for {message}{detail}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., object]:
+    """``wait_until(lambda: cond, timeout=10, message="...")``: bounded polling (see _wait_until)."""
+    return _wait_until

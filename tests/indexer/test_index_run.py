@@ -1,0 +1,269 @@
+"""Index runs on a copy of fixtures/python_project: exact symbols and edges,
+incremental re-runs, skipping rules, and the `memstrata index|status` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+
+import pytest
+
+from indexer.graph import CodeGraph
+from indexer.project import open_store
+from indexer.run import Indexer
+from indexer.workspace import Workspace
+from storage import code_index as ci
+
+SERVICE = "app/auth/service.py"
+LOGIN = "app/auth/service.py::AuthService.login"
+ALL_FILES = [
+    "app/__init__.py", "app/auth/__init__.py", "app/auth/base.py", "app/auth/service.py",
+    "app/reports.py", "app/routes.py", "app/session.py", "app/util/__init__.py",
+    "app/util/crypto.py", "tests/test_auth.py",
+]
+
+
+@pytest.fixture
+def project(project_copy):
+    return project_copy("python_project")
+
+
+@pytest.fixture
+def ws(project):
+    with Workspace.open(project, workers=1) as ws:
+        summary = ws.index()
+        assert summary.parsed == len(ALL_FILES)
+        yield ws
+
+
+def symbols_of(store, path):
+    return set(store.execute(
+        "SELECT s.qualname, s.kind FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ?", (path,)))
+
+
+def edges(graph: CodeGraph) -> set[tuple]:
+    return {(u, v, k, w) for u, v, k, w in graph.g.edges(keys=True, data="weight")}
+
+
+def reindex(ws):
+    """A fresh index run over the same store (as a second `memstrata index` would do)."""
+    return Indexer(ws.root, ws.store, workers=1).index_all()
+
+
+# -- exact symbols and edges ---------------------------------------------------
+
+
+def test_symbols_of_service_exactly(ws):
+    assert symbols_of(ws.store, SERVICE) == {
+        ("MAX_ATTEMPTS", "constant"),
+        ("InvalidCredentials", "class"),
+        ("AuthService", "class"),
+        ("AuthService.__init__", "method"),
+        ("AuthService.login", "method"),
+        ("AuthService.logout", "method"),
+    }
+    assert ci.file_paths(ws.store) == ALL_FILES
+    spans = ws.store.execute(
+        "SELECT s.start_line, s.end_line, s.parent, s.signature, s.docstring FROM symbols s "
+        "JOIN files f ON f.id = s.file_id WHERE f.path = ? AND s.qualname = 'AuthService.login'", (SERVICE,))
+    start, end, parent, signature, doc = spans[0]
+    assert (start, end, parent) == (20, 29, "AuthService")
+    assert signature.startswith("def login(self, username: str, password: str) -> bool")
+    assert doc == "Return True when the password matches the stored hash."
+
+
+def test_resolved_edges(ws):
+    g = ws.graph
+    assert g.callers(LOGIN) == [
+        "app/routes.py::login_route",
+        "app/session.py::SessionMiddleware.__call__",
+        "tests/test_auth.py::test_login_accepts_right_password",
+    ]
+    assert g.callees(LOGIN) == [
+        "app/auth/base.py::BaseService.audit",  # self.audit, found through the base class
+        "app/auth/service.py::InvalidCredentials",
+        "app/util/crypto.py::constant_time_eq",
+        "app/util/crypto.py::hash_password",
+    ]
+    assert g.subclasses("app/auth/base.py::BaseService") == ["app/auth/service.py::AuthService"]
+    assert g.bases("app/auth/service.py::AuthService") == ["app/auth/base.py::BaseService"]
+    assert g.importers(SERVICE) == ["app/auth/__init__.py", "app/session.py", "tests/test_auth.py"]
+    assert g.imported_files(SERVICE) == ["app/auth/base.py", "app/util/crypto.py"]
+    # `from app.auth import AuthService` goes through the package's __init__ re-export.
+    assert g.imported_files("app/routes.py") == ["app/auth/__init__.py", "app/session.py"]
+    assert g.callers("app/auth/service.py::AuthService.logout") == ["app/routes.py::logout_route"]
+
+
+def test_resolved_targets_are_persisted(ws):
+    ws.graph  # resolving writes refs.target back to storage
+    rows = ws.store.execute(
+        "SELECT f.path, r.scope, r.target FROM refs r JOIN files f ON f.id = r.file_id "
+        "WHERE r.name = 'login' ORDER BY f.path")
+    assert rows == [
+        ("app/routes.py", "login_route", LOGIN),
+        ("app/session.py", "SessionMiddleware.__call__", LOGIN),
+        ("tests/test_auth.py", "test_login_accepts_right_password", LOGIN),
+    ]
+
+
+# -- incremental runs ----------------------------------------------------------
+
+
+def test_reindex_without_changes_parses_nothing(ws):
+    summary = reindex(ws)
+    assert (summary.parsed, summary.unchanged, summary.removed) == (0, len(ALL_FILES), 0)
+    assert summary.files == len(ALL_FILES)
+    assert summary.changed_paths == [] and summary.removed_paths == []
+    assert ws.store.get_meta("status") == "ready"
+
+
+def test_touching_mtime_does_not_reparse(ws, project):
+    target = project / "app/util/crypto.py"
+    st = target.stat()
+    os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    before = ws.store.execute("SELECT id, indexed_at FROM files WHERE path = 'app/util/crypto.py'")
+    summary = reindex(ws)
+    assert (summary.parsed, summary.unchanged) == (0, len(ALL_FILES))
+    # The new mtime is recorded, so the next run does not even hash the file again.
+    assert ci.file_states(ws.store)["app/util/crypto.py"].mtime_ns == target.stat().st_mtime_ns
+    assert ws.store.execute("SELECT id, indexed_at FROM files WHERE path = 'app/util/crypto.py'") == before
+
+
+def test_modifying_a_file_reparses_only_it(ws, project):
+    crypto = project / "app/util/crypto.py"
+    crypto.write_text(crypto.read_text() + "\n\ndef pepper(value: str) -> str:\n    return value + 'p'\n")
+    summary = reindex(ws)
+    assert summary.parsed == 1
+    assert summary.changed_paths == ["app/util/crypto.py"]
+    assert summary.unchanged == len(ALL_FILES) - 1
+    assert ("pepper", "function") in symbols_of(ws.store, "app/util/crypto.py")
+    ws._after_update(summary)
+    assert "app/util/crypto.py::pepper" in ws.graph
+    assert "app/util/crypto.py::hash_password" in ws.graph.callees(LOGIN)
+
+
+def test_deleting_a_file_removes_its_symbols_and_edges(ws, project):
+    g = ws.graph
+    assert "app/session.py::SessionMiddleware.__call__" in g.callers(LOGIN)
+    (project / "app/session.py").unlink()
+    summary = reindex(ws)
+    assert summary.removed_paths == ["app/session.py"]
+    assert summary.parsed == 0
+    assert "app/session.py" not in ci.file_paths(ws.store)
+    assert ws.store.execute("SELECT count(*) FROM symbols WHERE qualname LIKE 'SessionMiddleware%'") == [(0,)]
+    # No search rows are left behind for the deleted symbols.
+    assert ws.store.execute(
+        "SELECT count(*) FROM symbols_fts WHERE rowid NOT IN (SELECT id FROM symbols)") == [(0,)]
+    assert ws.store.execute("SELECT count(*) FROM refs r LEFT JOIN files f ON f.id = r.file_id "
+                            "WHERE f.id IS NULL") == [(0,)]
+    # routes.py imported app.session: that import no longer resolves to a file.
+    assert ws.store.execute(
+        "SELECT i.target_path FROM imports i JOIN files f ON f.id = i.file_id "
+        "WHERE f.path = 'app/routes.py' AND i.module = 'app.session'") == [(None,)]
+    ws._after_update(summary)
+    for graph in (ws.graph, CodeGraph.load(ws.store)):
+        assert "app/session.py" not in graph
+        assert graph.callers(LOGIN) == ["app/routes.py::login_route",
+                                        "tests/test_auth.py::test_login_accepts_right_password"]
+        assert graph.importers(SERVICE) == ["app/auth/__init__.py", "tests/test_auth.py"]
+        assert graph.imported_files("app/routes.py") == ["app/auth/__init__.py"]
+    assert edges(ws.graph) == edges(CodeGraph.load(ws.store))
+
+
+def test_new_file_with_a_new_caller(ws, project):
+    ws.graph
+    (project / "app/admin.py").write_text(
+        "from app.auth.service import AuthService\n\n\n"
+        "def admin_login(name: str) -> bool:\n"
+        "    return AuthService().login(name, 'secret')\n"
+    )
+    summary = reindex(ws)
+    assert summary.changed_paths == ["app/admin.py"]
+    assert summary.files == len(ALL_FILES) + 1
+    ws._after_update(summary)
+    for graph in (ws.graph, CodeGraph.load(ws.store)):
+        assert "app/admin.py::admin_login" in graph.callers(LOGIN)
+        assert "app/admin.py" in graph.importers(SERVICE)
+    assert edges(ws.graph) == edges(CodeGraph.load(ws.store))
+
+
+# -- skipping rules --------------------------------------------------------------
+
+
+def test_gitignored_and_vendored_files_are_skipped_with_reasons(project):
+    (project / ".gitignore").write_text("generated/\n*.gen.py\n")
+    (project / "generated").mkdir()
+    (project / "generated/models.py").write_text("def generated_model(): pass\n")
+    (project / "app/schema.gen.py").write_text("def generated_schema(): pass\n")
+    (project / "node_modules/left-pad").mkdir(parents=True)
+    (project / "node_modules/left-pad/index.js").write_text("function leftPad() {}\n")
+    (project / ".venv/lib").mkdir(parents=True)
+    (project / ".venv/lib/site.py").write_text("def venv_thing(): pass\n")
+    with Workspace.open(project, workers=1) as ws:
+        summary = ws.index()
+        assert ci.file_paths(ws.store) == ALL_FILES
+        skipped = set(ws.store.execute("SELECT path, reason FROM skipped"))
+        assert {("generated/", "gitignored"), ("app/schema.gen.py", "gitignored"),
+                ("node_modules/", "excluded_dir"), (".venv/", "excluded_dir")} <= skipped
+        assert summary.skipped["gitignored"] == 2
+        # .memstrata/ itself is never indexed; it is the third excluded dir.
+        assert summary.skipped["excluded_dir"] == 3
+        assert ws.status().skipped == summary.skipped
+        names = {r[0] for r in ws.store.execute("SELECT name FROM symbols")}
+        assert not names & {"generated_model", "generated_schema", "leftPad", "venv_thing"}
+
+
+# -- the CLI ---------------------------------------------------------------------
+
+
+def test_cli_index_and_status_json(project, run_cli):
+    out = json.loads(run_cli("index", str(project), "--json").stdout)
+    assert out["project"] == str(project.resolve())
+    assert (out["files"], out["parsed"], out["unchanged"], out["removed"]) == (len(ALL_FILES), len(ALL_FILES), 0, 0)
+    assert out["skipped"] == {"excluded_dir": 1}
+
+    status = json.loads(run_cli("status", str(project), "--json").stdout)
+    assert status["project"] == str(project.resolve())
+    assert status["files_indexed"] == len(ALL_FILES)
+    assert status["status"] == "ready"
+    assert status["languages"] == {"python": len(ALL_FILES)}
+    assert status["skipped"] == {"excluded_dir": 1}
+    assert status["symbols"] == 21
+    when = datetime.fromisoformat(status["last_indexed"])
+    assert when.tzinfo is not None
+    assert isinstance(status["index_size_mb"], float) and status["index_size_mb"] > 0
+
+    again = json.loads(run_cli("index", str(project), "--json").stdout)
+    assert (again["parsed"], again["unchanged"]) == (0, len(ALL_FILES))
+
+    # A changed file on disk makes the index stale until the next run.
+    (project / "app/reports.py").write_text("def quarterly(): pass\n")
+    status = json.loads(run_cli("status", str(project), "--json").stdout)
+    assert status["status"] == "stale"
+
+    plain = run_cli("status", str(project)).stdout
+    assert "status:" in plain and "files indexed: 10" in plain
+
+
+def test_cli_max_file_size_is_honoured_and_remembered(project, run_cli):
+    body = "def big_function():\n" + "    x = 1\n" * 400  # ~4 KB
+    (project / "app/big.py").write_text(body)
+    out = json.loads(run_cli("index", str(project), "--max-file-size", "2k", "--json").stdout)
+    assert out["skipped"].get("too_large") == 1
+    assert out["files"] == len(ALL_FILES)
+    store = open_store(project, readonly=True)
+    try:
+        assert store.execute("SELECT path, reason, size FROM skipped WHERE reason = 'too_large'") == [
+            ("app/big.py", "too_large", len(body.encode()))]
+        assert "app/big.py" not in ci.file_paths(store)
+    finally:
+        store.close()
+    # Remembered for the project: a later run without the flag keeps the cap...
+    out = json.loads(run_cli("index", str(project), "--json").stdout)
+    assert out["skipped"].get("too_large") == 1 and out["parsed"] == 0
+    # ...and a larger cap brings the file in.
+    out = json.loads(run_cli("index", str(project), "--max-file-size", "1MiB", "--json").stdout)
+    assert out["parsed"] == 1 and "too_large" not in out["skipped"]
+    bad = run_cli("index", str(project), "--max-file-size", "lots", check=False)
+    assert bad.returncode == 2 and "not a size" in bad.stderr
