@@ -395,6 +395,9 @@ class ResolveContext:
     ts_base_url: str | None = None
     # directories holding a Rust crate root (lib.rs / main.rs)
     rust_crate_dirs: frozenset[str] = field(default_factory=frozenset)
+    # (base, dotted) -> Python module file; thousands of files import the
+    # same modules, so a cold index resolves each pair once.
+    py_memo: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _dirname(path: str) -> str:
@@ -510,6 +513,15 @@ def _dir_sources(ctx: ResolveContext, directory: str, exts: tuple[str, ...], ski
 
 
 def _py_module_file(ctx: ResolveContext, base: str, dotted: str) -> str | None:
+    key = (base, dotted)
+    try:
+        return ctx.py_memo[key]
+    except KeyError:
+        found = ctx.py_memo[key] = _py_module_lookup(ctx, base, dotted)
+        return found
+
+
+def _py_module_lookup(ctx: ResolveContext, base: str, dotted: str) -> str | None:
     if not dotted:  # the package itself, e.g. `from . import x` falling back
         candidates: tuple[str, ...] = (_join(base, "__init__.py"), _join(base, "__init__.pyi"))
     else:

@@ -55,7 +55,8 @@ class _Def:
 
 
 def _text(node: ts.Node) -> str:
-    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+    text = node.text
+    return text.decode("utf-8", "replace") if text is not None else ""
 
 
 def parse_source(path: str, language: str, source: bytes) -> ParseResult:

@@ -180,14 +180,15 @@ class Indexer:
                     ci.set_skipped(conn, o.path, o.reason, o.size)
                     skipped.append((o.path, o.reason, o.size))
                     continue
-                r = o.result
-                targets = o.import_targets
-                if targets is None:
-                    targets = [resolve_import(r.language, imp, r.path, ctx) for imp in r.imports]
-                ci.write_file(conn, o.record, o.text, r.symbols, r.refs, r.imports, o.fts_rows, targets)
+                rec = o.record
+                imports = o.imports
+                if not o.resolved:
+                    imports = [(*row, resolve_import(rec.language, ImportFact(*row), rec.path, ctx))
+                               for row in imports]
+                ci.write_file(conn, rec, o.text, o.symbols, o.refs, imports, o.fts_rows)
                 summary.parsed += 1
-                summary.changed_paths.append(r.path)
-                if r.syntax_error:
+                summary.changed_paths.append(rec.path)
+                if rec.status == "syntax_error":
                     summary.syntax_errors += 1
 
     def _reresolve_imports(self, exclude: set[str] = frozenset()) -> None:

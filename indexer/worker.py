@@ -28,11 +28,19 @@ _CONTAINERS = frozenset({"class", "struct", "interface", "enum", "module"})
 
 @dataclass(slots=True)
 class Parsed:
+    """A parsed file as storage rows (see ``storage.code_index.write_file``).
+
+    ``imports`` rows end with the resolved target, or are 4-tuples still to
+    be resolved when no resolve context was available in the worker.
+    """
+
     record: FileRecord
     text: str
-    result: ParseResult
+    symbols: list[tuple]
+    refs: list[tuple]
+    imports: list[tuple]
     fts_rows: list[tuple[str, str, str, str]]
-    import_targets: list[str | None] | None = None  # None: not resolved yet
+    resolved: bool
 
 
 # Set once per worker process (pool initializer) so imports are resolved in
@@ -103,10 +111,23 @@ def parse_bytes(path: str, language: str, data: bytes, mtime_ns: int) -> Parsed 
         is_test=is_test_path(path),
         indexed_at=time.time(),
     )
-    targets = None
-    if _resolve_ctx is not None:
-        targets = [resolve_import(language, imp, path, _resolve_ctx) for imp in result.imports]
-    return Parsed(record, text, result, fts_rows(result, source), targets)
+    return to_rows(record, text, result, source, _resolve_ctx)
+
+
+def to_rows(record: FileRecord, text: str, result: ParseResult, source: bytes,
+            ctx: ResolveContext | None) -> Parsed:
+    symbols = [
+        (s.name, s.qualname, s.kind, s.parent, s.start_byte, s.end_byte, s.start_line, s.end_line,
+         s.signature, s.docstring)
+        for s in result.symbols
+    ]
+    refs = [(r.scope, r.name, r.kind, r.receiver, r.line, r.count) for r in result.refs]
+    if ctx is not None:
+        imports = [(i.module, i.name, i.alias, i.line, resolve_import(result.language, i, result.path, ctx))
+                   for i in result.imports]
+    else:
+        imports = [(i.module, i.name, i.alias, i.line) for i in result.imports]
+    return Parsed(record, text, symbols, refs, imports, fts_rows(result, source), ctx is not None)
 
 
 def fts_rows(result: ParseResult, source: bytes) -> list[tuple[str, str, str, str]]:
@@ -119,7 +140,7 @@ def fts_rows(result: ParseResult, source: bytes) -> list[tuple[str, str, str, st
                 expand_identifiers(s.qualname.replace(".", " ")),
                 s.signature,
                 s.docstring or "",
-                expand_identifiers(body),
+                body,
             )
         )
     return rows

@@ -43,16 +43,21 @@ def write_file(
     conn: sqlite3.Connection,
     rec: FileRecord,
     text: str,
-    symbols: Sequence,
-    refs: Sequence,
-    imports: Sequence,
+    symbols: Sequence[tuple],
+    refs: Sequence[tuple],
+    imports: Sequence[tuple],
     fts_rows: Sequence[tuple[str, str, str, str]],
-    import_targets: Sequence[str | None],
 ) -> int:
-    """Replace everything known about ``rec.path`` with the given facts.
+    """Replace everything known about ``rec.path`` with the given rows.
 
-    ``fts_rows[i]`` is the (name, signature, doc, body) search text of
-    ``symbols[i]``; ``import_targets[i]`` the resolved path of ``imports[i]``.
+    Rows are plain tuples in column order (cheap to build in a worker process
+    and to pickle back):
+
+    * ``symbols``: (name, qualname, kind, parent, start_byte, end_byte,
+      start_line, end_line, signature, docstring)
+    * ``refs``: (scope, name, kind, receiver, line, count)
+    * ``imports``: (module, name, alias, line, target_path)
+    * ``fts_rows[i]``: the (name, signature, doc, body) search text of ``symbols[i]``
     """
     _delete_file_rows(conn, rec.path)
     cur = conn.execute(
@@ -67,24 +72,22 @@ def write_file(
     # Ids are assigned here so symbols and their search rows go in as two
     # bulk inserts instead of a round trip per symbol.
     first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM symbols").fetchone()[0]
-    ids = range(first, first + len(symbols))
     conn.executemany(
         "INSERT INTO symbols(id, file_id, name, qualname, kind, parent, start_byte, end_byte,"
         " start_line, end_line, signature, docstring) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        [(sid, file_id, s.name, s.qualname, s.kind, s.parent, s.start_byte, s.end_byte,
-          s.start_line, s.end_line, s.signature, s.docstring) for sid, s in zip(ids, symbols)],
+        [(sid, file_id, *row) for sid, row in enumerate(symbols, first)],
     )
     conn.executemany(
         "INSERT INTO symbols_fts(rowid, name, signature, doc, body) VALUES (?,?,?,?,?)",
-        [(sid, *fts) for sid, fts in zip(ids, fts_rows)],
+        [(sid, *row) for sid, row in enumerate(fts_rows, first)],
     )
     conn.executemany(
         "INSERT INTO refs(file_id, scope, name, kind, receiver, line, count) VALUES (?,?,?,?,?,?,?)",
-        [(file_id, r.scope, r.name, r.kind, r.receiver, r.line, r.count) for r in refs],
+        [(file_id, *row) for row in refs],
     )
     conn.executemany(
         "INSERT INTO imports(file_id, module, name, alias, line, target_path) VALUES (?,?,?,?,?,?)",
-        [(file_id, i.module, i.name, i.alias, i.line, t) for i, t in zip(imports, import_targets)],
+        [(file_id, *row) for row in imports],
     )
     return file_id
 
