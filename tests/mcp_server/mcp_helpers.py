@@ -1,5 +1,4 @@
-"""Shared pieces for the MCP server tests (a uniquely named module: tests/*/conftest.py
-would collide on import): a fixture project copy, the
+"""Shared pieces for the MCP server tests: a fixture project copy, the
 ``memstrata mcp`` command, and a ClientSession that asks for one protocol version."""
 
 from __future__ import annotations

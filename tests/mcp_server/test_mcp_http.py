@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from harness.savings import savings_summary
 from indexer.workspace import Workspace
-from mcp_helpers import FIXTURE, LOGIN_QUERY, PROTOCOL_VERSIONS, TOOLS, open_session, text_of, wait_ready, wait_until
+from .mcp_helpers import FIXTURE, LOGIN_QUERY, PROTOCOL_VERSIONS, TOOLS, open_session, text_of, wait_ready, wait_until
 from mcp_server import IndexWarmup, build_server, mcp_http_app
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from indexer.workspace import Workspace
-from mcp_helpers import (
+from .mcp_helpers import (
     LOGIN_QUERY, PROTOCOL_VERSIONS, TOOLS, memstrata_command, stdio_session, text_of, wait_ready,
     wait_until,
 )
