@@ -71,7 +71,7 @@ def signature_end(lines: list[str], start: int, end: int, signature: str) -> int
     return i
 
 
-def render_unit(doc: FileDoc, unit: Unit, graph: CodeGraph) -> str:
+def render_unit(doc: FileDoc, unit: Unit, graph: CodeGraph, with_doc: bool = True) -> str:
     lines = doc.lines
     if unit.mode == FULL:
         return "\n".join(lines[unit.start - 1 : unit.end])
@@ -82,7 +82,7 @@ def render_unit(doc: FileDoc, unit: Unit, graph: CodeGraph) -> str:
     if hidden <= 0:
         return "\n".join(shown)
     indent = _body_indent(lines, sig_end, unit.end, shown[-1] if shown else "")
-    doc_line = _first_doc_line(data.get("doc"))
+    doc_line = _first_doc_line(data.get("doc")) if with_doc else ""
     what = f"{hidden} line{'s' if hidden != 1 else ''} elided"
     note = f"{indent}{comment_prefix(doc.language)} ... {what}" + (f": {doc_line}" if doc_line else "")
     return "\n".join([*shown, note])
@@ -107,27 +107,31 @@ def _first_doc_line(doc: str | None) -> str:
     return ""
 
 
-def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str]) -> str:
+def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str],
+           compact: bool = False) -> str:
+    """The slice text.  ``compact`` drops the framing (gap markers, enclosing
+    class headers, imports, docstring hints) for budgets too small for it."""
     by_file: dict[str, list[Unit]] = {}
     for u in units:
         by_file.setdefault(u.path, []).append(u)
     shown_files = set(file_order)
     chunks = [
-        _render_file(docs[path], by_file[path], graph, shown_files)
+        _render_file(docs[path], by_file[path], graph, shown_files, compact)
         for path in file_order
         if by_file.get(path)
     ]
     return "\n\n".join(chunks) + ("\n" if chunks else "")
 
 
-def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files: set[str]) -> str:
+def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files: set[str],
+                 compact: bool = False) -> str:
     """One file's section: header, then shown spans in line order with gap markers."""
     c = comment_prefix(doc.language)
     lines = doc.lines
     # (first line, last line, text) pieces, merged in line order below.
     pieces: list[tuple[int, int, str]] = []
     # Imports that explain a dependency on another file of the slice.
-    for ln, target in doc.imports:
+    for ln, target in () if compact else doc.imports:
         if target in shown_files and target != doc.path and 0 < ln <= len(lines):
             text = lines[ln - 1]
             if text.strip() and not text.rstrip().endswith(("(", "\\", "{", ",")):
@@ -136,7 +140,7 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
     headers: set[str] = set()
     for u in units:
         # A member shown without its enclosing class gets the class header.
-        p = u.parent
+        p = None if compact else u.parent
         while p and p not in nodes and p not in headers and p in graph:
             headers.add(p)
             pd = graph.node(p)
@@ -149,18 +153,18 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
             sig_end = signature_end(lines, u.start, u.end, d["signature"])
             pieces.append((u.start, sig_end, "\n".join(lines[u.start - 1 : sig_end])))
         else:
-            pieces.append((u.start, u.end, render_unit(doc, u, graph)))
+            pieces.append((u.start, u.end, render_unit(doc, u, graph, with_doc=not compact)))
     pieces.sort(key=lambda piece: (piece[0], -piece[1]))
     out = [f"{c} {doc.path}"]
     last = 0
     for first, end, text in pieces:
         if end <= last:
             continue  # already inside a shown span
-        if first > last + 1 and any(t.strip() for t in lines[last : first - 1]):
+        if not compact and first > last + 1 and any(t.strip() for t in lines[last : first - 1]):
             out.append(f"{_indent_of(lines[first - 1])}{c} ... lines {last + 1}-{first - 1} omitted")
         out.append(text)
         last = end
-    if last < len(lines) and any(t.strip() for t in lines[last:]):
+    if not compact and last < len(lines) and any(t.strip() for t in lines[last:]):
         out.append(f"{c} ... lines {last + 1}-{len(lines)} omitted")
     return "\n".join(out)
 

@@ -217,13 +217,18 @@ def _covered(node: str, chosen: dict[str, Unit], graph: CodeGraph) -> bool:
 def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, list[Unit], list[str]]:
     """Render; while over budget, degrade the lowest-ranked unit (full -> signature -> drop)."""
     units = sorted(units, key=lambda u: u.score, reverse=True)
-    while True:
+    while units:
         file_order = list(dict.fromkeys(u.path for u in units))
         text = render(docs, units, graph, file_order)
-        if count_tokens(text) <= budget or not units:
-            return (text if units else ""), units, (file_order if units else [])
+        if count_tokens(text) <= budget:
+            return text, units, file_order
         victim = units[-1]
         if victim.mode == FULL:
             victim.mode = SIG
-        else:
-            units.pop()
+            continue
+        if len(units) == 1:  # last resort before dropping it: no framing
+            text = render(docs, units, graph, file_order, compact=True)
+            if count_tokens(text) <= budget:
+                return text, units, file_order
+        units.pop()
+    return "", [], []

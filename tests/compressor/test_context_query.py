@@ -1,0 +1,196 @@
+"""context_query on the Python fixture project: ranking, rendering, budget, errors."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from compressor import QueryError, context_query, count_tokens
+from indexer.workspace import Workspace
+from storage import code_index as ci
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("proj") / "python_project"
+    shutil.copytree(FIXTURE, root)
+    workspace = Workspace.open(root)
+    workspace.index()
+    yield workspace
+    workspace.close()
+
+
+def test_named_method_in_full_with_callers_above_unrelated(ws):
+    r = context_query(ws, "AuthService.login and its callers", max_tokens=2000)
+    # The method itself, verbatim and whole.
+    assert "    def login(self, username: str, password: str) -> bool:" in r.context
+    assert "        ok = constant_time_eq(hash_password(password), stored)" in r.context
+    # Its callers, in full.
+    assert '    ok = service.login(request["user"], request["password"])' in r.context
+    assert '            self.auth.login(request["user"], request["password"])' in r.context
+    assert {"app/auth/service.py::AuthService.login", "app/routes.py::login_route",
+            "app/session.py::SessionMiddleware.__call__"} <= set(r.full_symbols)
+    assert r.sources[0] == "app/auth/service.py"
+    assert set(r.sources[1:3]) == {"app/routes.py", "app/session.py"}
+    # Unrelated code ranks below the callers (or is left out entirely).
+    if "app/reports.py" in r.sources:
+        assert r.sources.index("app/reports.py") > r.sources.index("app/session.py")
+    # Tests stay out by default.
+    assert not any(s.startswith("tests/") for s in r.sources)
+
+
+def test_file_headers_follow_sources_order_and_lines_are_verbatim(ws):
+    r = context_query(ws, "how are passwords hashed and compared", max_tokens=800)
+    headers = [line[2:] for line in r.context.splitlines() if line.startswith("# ") and "/" in line and "..." not in line]
+    assert headers == r.sources
+    texts = ci.file_texts(ws.store, r.sources)
+    all_lines = {line for t in texts.values() for line in t.split("\n")}
+    for line in r.context.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("# "):
+            continue  # headers and elision markers
+        assert line in all_lines, f"not verbatim: {line!r}"
+    assert "app/util/crypto.py" in r.sources[:2]
+    assert "def hash_password(password: str) -> str:" in r.context
+
+
+def test_baseline_is_tokens_of_the_whole_source_files(ws):
+    r = context_query(ws, "SessionMiddleware", max_tokens=4096)
+    texts = ci.file_texts(ws.store, r.sources)
+    assert r.baseline_tokens == sum(count_tokens(texts[p]) for p in r.sources)
+    assert r.tokens == count_tokens(r.context)
+    assert r.api_fields().keys() == {"context", "tokens", "baseline_tokens", "sources"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    budget=st.integers(min_value=1, max_value=2500),
+    query=st.sampled_from([
+        "AuthService.login and its callers", "hash_password", "session middleware login",
+        "monthly report rendering", "BaseService subclasses", "what does login call",
+    ]),
+)
+def test_budget_is_never_exceeded(ws, budget, query):
+    r = context_query(ws, query, max_tokens=budget)
+    assert r.tokens <= budget
+    assert r.tokens == count_tokens(r.context)
+    assert (r.context == "") == (r.sources == [])
+
+
+def test_include_tests_brings_in_tests_that_exercise_the_seeds(ws):
+    without = context_query(ws, "tests for AuthService.login", max_tokens=3000)
+    with_tests = context_query(ws, "tests for AuthService.login", max_tokens=3000, include_tests=True)
+    assert not any(s.startswith("tests/") for s in without.sources)
+    assert "tests/test_auth.py" in with_tests.sources
+    assert "def test_login_accepts_right_password():" in with_tests.context
+
+
+def test_degrades_full_to_signature_before_dropping(ws):
+    roomy = context_query(ws, "AuthService.login and its callers", max_tokens=2000)
+    tight = context_query(ws, "AuthService.login and its callers", max_tokens=160)
+    assert tight.tokens <= 160
+    assert set(tight.symbols) <= set(roomy.symbols)
+    assert len(tight.full_symbols) < len(roomy.full_symbols)
+    # The named method keeps its body as long as it fits ...
+    assert "app/auth/service.py::AuthService.login" in tight.full_symbols
+    # ... and below that it is shown as its signature rather than dropped.
+    tiny = context_query(ws, "AuthService.login and its callers", max_tokens=60)
+    assert tiny.tokens <= 60
+    assert "def login(self, username: str, password: str) -> bool:" in tiny.context
+    assert "app/auth/service.py::AuthService.login" not in tiny.full_symbols
+    assert "lines elided" in tiny.context
+
+
+@pytest.mark.parametrize(
+    "query, max_tokens, message",
+    [
+        ("", 4096, "query is empty"),
+        ("   \n\t ", 4096, "query is empty"),
+        ("x" * 100_000, 4096, "query is too long"),
+        ("login", 0, "at least 1"),
+        ("login", -5, "at least 1"),
+        ("login", 10**12, "at most"),
+        ("login", "abc", "must be an integer"),
+        ("login", 3.5, "must be an integer"),
+        ("login", True, "must be an integer"),
+        (None, 4096, "must be a string"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(ws, query, max_tokens, message):
+    with pytest.raises(QueryError, match=message):
+        context_query(ws, query, max_tokens=max_tokens)
+
+
+def test_numeric_string_budget_and_non_ascii_query(ws):
+    r = context_query(ws, "ログイン login 認証 é", max_tokens="300")
+    assert 0 < r.tokens <= 300
+    assert "app/auth/service.py" in r.sources
+
+
+def test_query_naming_nothing_is_a_well_defined_empty_answer(ws):
+    r = context_query(ws, "zebra quantum flux capacitor", max_tokens=1000)
+    assert (r.context, r.tokens, r.baseline_tokens, r.sources) == ("", 0, 0, [])
+    assert any("nothing in the project matches" in n for n in r.notes)
+
+
+def test_edit_is_reflected_after_reindex(tmp_path):
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURE, root)
+    with Workspace.open(root) as w:
+        w.index()
+        before = context_query(w, "AuthService.login and its callers", max_tokens=3000)
+        assert "app/admin.py" not in before.sources
+        (root / "app" / "admin.py").write_text(textwrap.dedent('''
+            from app.auth.service import AuthService
+
+
+            def admin_login(user, password):
+                return AuthService().login(user, password)
+        '''))
+        w.index()
+        after = context_query(w, "AuthService.login and its callers", max_tokens=3000)
+        assert "app/admin.py" in after.sources
+        assert "app/admin.py::admin_login" in after.full_symbols
+
+
+def test_answers_from_a_partial_index_and_says_so(tmp_path):
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURE, root)
+    with Workspace.open(root) as w:
+        w.index()
+    # Another process holds the writer lock with the index marked in progress,
+    # as a cold index run does.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import sys, time
+            from pathlib import Path
+            from indexer.project import WriterLock, open_store
+            root = Path({str(root)!r})
+            store = open_store(root)
+            lock = WriterLock(root)
+            lock.acquire()
+            store.set_meta("status", "indexing")
+            print("held", flush=True)
+            sys.stdin.read()
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with Workspace.open(root) as w:
+            r = context_query(w, "hash_password", max_tokens=500)
+            assert "def hash_password" in r.context
+            assert any("index is indexing" in n for n in r.notes)
+            assert w.status().status == "indexing"
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
