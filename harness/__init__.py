@@ -1,0 +1,1 @@
+"""The ``memstrata`` CLI and the HTTP harness (proxy, status, metrics, MCP mount)."""
