@@ -15,6 +15,9 @@ from importlib.metadata import PackageNotFoundError, version
 COMMAND_MODULES = [
     "harness.cmd_index",
     "harness.cmd_mcp",
+    "harness.cmd_serve",
+    "harness.cmd_config",
+    "harness.cmd_savings",
 ]
 
 
