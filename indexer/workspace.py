@@ -245,10 +245,18 @@ class Workspace:
     def _disk_differs(self) -> bool:
         scan = scan_project(self.root, self.indexer.max_file_bytes)
         states = ci.file_states(self.store)
-        if len(scan.files) != len(states):
-            return True
+        # The scan also lists files that the run skipped only on reading them
+        # (binary, unreadable, vanished): they are accounted for unless their
+        # size changed since.
+        skipped = dict(self.store.execute("SELECT path, size FROM skipped"))
+        seen = 0
         for c in scan.files:
             s = states.get(c.path)
-            if s is None or s.size != c.size or s.mtime_ns != c.mtime_ns:
+            if s is None:
+                if c.path in skipped and skipped[c.path] in (None, c.size):
+                    continue
                 return True
-        return False
+            if s.size != c.size or s.mtime_ns != c.mtime_ns:
+                return True
+            seen += 1
+        return seen != len(states)
