@@ -99,3 +99,9 @@ def _wait_until(condition: Callable[[], object], timeout: float = 10.0, interval
 def wait_until() -> Callable[..., object]:
     """``wait_until(lambda: cond, timeout=10, message="...")``: bounded polling (see _wait_until)."""
     return _wait_until
+
+
+@pytest.fixture
+def memstrata_exe() -> str:
+    """Path of the ``memstrata`` console script, for tests that need Popen."""
+    return MEMSTRATA

@@ -1,0 +1,380 @@
+"""Bad input an index run must survive (issue 2's list, one test or more each).
+
+Real files, real parses, real `memstrata` subprocesses; nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from indexer.project import open_store
+from indexer.run import Indexer
+from indexer.worker import Skipped, process_file, read_bytes
+from indexer.workspace import Workspace
+from storage import Store
+from storage import code_index as ci
+
+
+
+def index(root: Path):
+    """Index ``root`` in-process; returns (summary, workspace). Caller closes the workspace."""
+    ws = Workspace.open(root, workers=1)
+    return ws.index(), ws
+
+
+def symbols(store, path: str) -> set[str]:
+    return {r[0] for r in store.execute(
+        "SELECT s.qualname FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ?", (path,))}
+
+
+def file_row(store, path: str):
+    rows = store.execute("SELECT status, error, encoding, lines FROM files WHERE path = ?", (path,))
+    return rows[0] if rows else None
+
+
+def skipped(store) -> dict[str, str]:
+    return {p: r for p, r in store.execute("SELECT path, reason FROM skipped")}
+
+
+@pytest.fixture
+def proj(tmp_path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "ok.py").write_text("def fine():\n    return 1\n")
+    return root
+
+
+# -- syntax errors ---------------------------------------------------------------
+
+
+def test_syntax_error_indexes_what_parses_and_marks_the_file(proj, run_cli):
+    (proj / "bad.py").write_text(
+        "def good_before():\n    return 1\n\n\n"
+        "def broken(:\n    pass\n\n\n"
+        "def good_after():\n    return good_before()\n"
+    )
+    summary, ws = index(proj)
+    with ws:
+        assert summary.syntax_errors == 1
+        status, error, _, _ = file_row(ws.store, "bad.py")
+        assert status == "syntax_error"
+        assert "line 5" in error
+        assert {"good_before", "good_after"} <= symbols(ws.store, "bad.py")
+        assert ws.graph.callees("bad.py::good_after") == ["bad.py::good_before"]
+        assert file_row(ws.store, "ok.py")[0] == "ok"
+    status = json.loads(run_cli("status", str(proj), "--json").stdout)
+    assert status["syntax_errors"] == 1
+    assert status["files_indexed"] == 2
+    assert status["status"] == "ready"
+
+
+# -- encodings -------------------------------------------------------------------
+
+
+def test_non_utf8_file_is_decoded_as_cp1252(proj):
+    (proj / "latin.py").write_bytes(b"# caf\xe9\ndef f(): pass\n")
+    _, ws = index(proj)
+    with ws:
+        assert symbols(ws.store, "latin.py") == {"f"}
+        assert file_row(ws.store, "latin.py")[2] == "cp1252"
+        assert ci.file_text(ws.store, "latin.py").startswith("# café\n")
+
+
+def test_mixed_encoding_keeps_utf8_and_replaces_the_stray_byte(proj):
+    data = "# café, naïve résumé, crème brûlée\n".encode() + b"# stray \xff byte\n" + b"def g():\n    return 'ok'\n"
+    (proj / "mixed.py").write_bytes(data)
+    _, ws = index(proj)
+    with ws:
+        assert symbols(ws.store, "mixed.py") == {"g"}
+        assert file_row(ws.store, "mixed.py")[2] == "utf-8+replaced"
+        text = ci.file_text(ws.store, "mixed.py")
+        assert "crème brûlée" in text and "stray \ufffd byte" in text
+
+
+def test_utf8_bom_is_accepted(proj):
+    (proj / "bom.py").write_bytes(b"\xef\xbb\xbfdef with_bom():\n    pass\n")
+    _, ws = index(proj)
+    with ws:
+        assert symbols(ws.store, "bom.py") == {"with_bom"}
+        assert file_row(ws.store, "bom.py")[2] == "utf-8-sig"
+
+
+# -- binary and empty files ------------------------------------------------------------
+
+
+def test_binary_file_with_source_extension_is_skipped(proj):
+    (proj / "blob.py").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 8)
+    (proj / "image.js").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + b"\x00\xff" * 300)
+    summary, ws = index(proj)
+    with ws:
+        assert ci.file_paths(ws.store) == ["ok.py"]
+        assert skipped(ws.store)["blob.py"] == "binary"
+        assert skipped(ws.store)["image.js"] == "binary"
+        assert summary.skipped["binary"] == 2
+        # A skipped file is accounted for: right after a run the index is not stale.
+        st = ws.status()
+        assert (st.status, st.message) == ("ready", None)
+
+
+def test_empty_file_is_indexed_without_symbols(proj):
+    (proj / "empty.py").write_bytes(b"")
+    (proj / "pkg").mkdir()
+    (proj / "pkg/__init__.py").write_bytes(b"")
+    _, ws = index(proj)
+    with ws:
+        assert file_row(ws.store, "empty.py") == ("ok", None, "utf-8", 0)
+        assert symbols(ws.store, "empty.py") == set()
+        assert "pkg/__init__.py" in ci.file_paths(ws.store)
+        assert ws.status().status == "ready"
+
+
+# -- a 50 MB file -----------------------------------------------------------------
+
+
+def test_fifty_megabyte_file_is_skipped_as_too_large(proj):
+    big = proj / "huge.py"
+    size = 50 * 1024 * 1024
+    with open(big, "wb") as fh:  # sparse: a real 50 MB file that costs no disk or time
+        fh.write(b"def huge():\n    pass\n")
+        fh.seek(size - 1)
+        fh.write(b"\n")
+    assert big.stat().st_size == size
+    summary, ws = index(proj)
+    with ws:
+        assert ws.store.execute("SELECT path, reason, size FROM skipped WHERE reason = 'too_large'") == [
+            ("huge.py", "too_large", size)]
+        assert summary.skipped["too_large"] == 1
+        assert ci.file_paths(ws.store) == ["ok.py"]
+        # The watcher's path for a single file applies the same cap.
+        s = ws.indexer.update_paths(["huge.py"])
+        assert s.parsed == 0 and "huge.py" not in ci.file_paths(ws.store)
+        assert skipped(ws.store)["huge.py"] == "too_large"
+    # Reading is capped too: at most cap + 1 bytes are read before giving up.
+    assert read_bytes(str(big), "huge.py", 1024) == Skipped("huge.py", "too_large", None)
+
+
+# -- symlinks ---------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_symlink_loops_do_not_hang(proj, tmp_path):
+    (proj / "a").mkdir()
+    (proj / "b").mkdir()
+    (proj / "a/mod_a.py").write_text("def in_a(): pass\n")
+    (proj / "b/mod_b.py").write_text("def in_b(): pass\n")
+    os.symlink("../b", proj / "a/to_b")  # a -> b -> a
+    os.symlink("../a", proj / "b/to_a")
+    os.symlink(".", proj / "here")  # a directory linking to itself
+    os.symlink("loop.py", proj / "loop.py")  # a file linking to itself
+    os.symlink("missing.py", proj / "dangling.py")
+    os.symlink("ok.py", proj / "alias.py")  # inside the project: indexed
+    outside = tmp_path / "outside.py"
+    outside.write_text("def outside(): pass\n")
+    os.symlink(outside, proj / "escape.py")
+    summary, ws = index(proj)
+    with ws:
+        assert ci.file_paths(ws.store) == ["a/mod_a.py", "alias.py", "b/mod_b.py", "ok.py"]
+        reasons = skipped(ws.store)
+        assert reasons["loop.py"] == "unreadable"
+        assert reasons["dangling.py"] == "unreadable"
+        assert reasons["escape.py"] == "symlink_outside_project"
+        assert symbols(ws.store, "alias.py") == {"fine"}
+        again = ws.index()
+        assert again.parsed == 0 and again.unchanged == 4
+
+
+# -- permission denied -----------------------------------------------------------------------
+
+_PR_CAPBSET_DROP = 24
+_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
+
+
+def _drop_dac_capabilities() -> None:
+    """preexec_fn: root keeps its uid but loses the right to ignore file modes.
+
+    Dropping to nobody (65534) would be the classic way, but the interpreter
+    may live under a 0700 /root that nobody cannot reach; removing
+    CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH from the bounding set before exec
+    makes root honour a chmod 000 the way any user does.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+def test_permission_denied_file_is_skipped_as_unreadable(proj, cli_env, memstrata_exe):
+    secret = proj / "secret.py"
+    secret.write_text("def hidden(): pass\n")
+    secret.chmod(0)
+    locked_dir = proj / "locked"
+    locked_dir.mkdir()
+    (locked_dir / "inner.py").write_text("def inner(): pass\n")
+    locked_dir.chmod(0)
+    preexec = _drop_dac_capabilities if os.geteuid() == 0 else None
+    try:
+        probe = subprocess.run(
+            ["cat", str(secret)], preexec_fn=preexec, capture_output=True)
+        if probe.returncode == 0:
+            pytest.skip("chmod 000 does not deny reads here (cannot drop root's DAC override)")
+        proc = subprocess.run([memstrata_exe, "index", str(proj), "--json"], preexec_fn=preexec,
+                              capture_output=True, text=True, timeout=120, env=cli_env)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        assert out["files"] == 1
+        assert out["skipped"].get("unreadable") == 2
+        status = subprocess.run([memstrata_exe, "status", str(proj), "--json"], preexec_fn=preexec,
+                                capture_output=True, text=True, timeout=120, env=cli_env)
+        assert status.returncode == 0, status.stderr
+        st = json.loads(status.stdout)
+        assert st["status"] == "ready", st
+        assert st["skipped"]["unreadable"] == 2
+    finally:
+        secret.chmod(0o644)
+        locked_dir.chmod(0o755)
+    with Store(proj / ".memstrata/index.db", readonly=True) as store:
+        assert ci.file_paths(store) == ["ok.py"]
+        assert skipped(store)["secret.py"] == "unreadable"
+        assert skipped(store)["locked"] == "unreadable"
+
+
+# -- files that vanish between listing and reading ---------------------------------------------
+
+
+def test_file_deleted_before_reading_is_skipped_as_vanished(proj):
+    outcome = process_file(str(proj), "gone.py", "python", 1024 * 1024)
+    assert outcome == Skipped("gone.py", "vanished", None)
+    (proj / "doomed.py").write_text("def doomed(): pass\n")
+    _, ws = index(proj)
+    with ws:
+        assert "doomed.py" in ci.file_paths(ws.store)
+        (proj / "doomed.py").unlink()
+        # The watcher hands over a path that no longer exists.
+        summary = ws.indexer.update_paths(["doomed.py", "never-existed.py"])
+        assert summary.removed_paths == ["doomed.py"]
+        assert ci.file_paths(ws.store) == ["ok.py"]
+        assert ws.store.execute("SELECT count(*) FROM symbols WHERE name = 'doomed'") == [(0,)]
+
+
+# -- SIGKILL in the middle of a cold index -------------------------------------------------------
+
+_FUNCS = "".join(
+    f"\n\ndef helper_{{i}}_{j}(value, other=None):\n    \"\"\"Helper {j}.\"\"\"\n"
+    f"    return helper_{{i}}_{(j + 1) % 30}(value) + len(str(other))\n"
+    for j in range(30)
+)
+
+
+def make_project(root: Path, n: int) -> None:
+    """``n`` small Python modules of 30 functions each, 100 per package."""
+    for i in range(n):
+        d = root / f"pkg{i // 100:03d}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"mod{i:05d}.py").write_text(f'"""Module {i}."""\n' + _FUNCS.format(i=i))
+
+
+def committed_files(db: Path) -> int:
+    with Store(db, readonly=True) as store:
+        return store.execute("SELECT count(*) FROM files")[0][0]
+
+
+@pytest.mark.timeout(180)
+def test_sigkill_mid_cold_index_then_next_run_finishes(tmp_path, run_cli, cli_env, wait_until, memstrata_exe):
+    n = 2000
+    root = tmp_path / "many"
+    make_project(root, n)
+    db = root / ".memstrata/index.db"
+    proc = subprocess.Popen([memstrata_exe, "index", str(root), "--json"], env=cli_env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: db.exists() and committed_files(db) > 0, timeout=60,
+                   message="the first committed batch of the cold index")
+        assert proc.poll() is None, "the index run finished before it could be killed; make the project larger"
+        os.killpg(proc.pid, signal.SIGKILL)  # the run and its parse workers, all at once
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+
+    with Store(db, readonly=True) as store:
+        assert store.integrity_ok()
+        done = store.execute("SELECT count(*) FROM files")[0][0]
+        assert store.get_meta("status") == "indexing"
+    assert 0 < done < n
+
+    status = json.loads(run_cli("status", str(root), "--json").stdout)
+    assert status["status"] == "stale"
+    assert "interrupted" in status["message"]
+    assert status["files_indexed"] == done
+
+    out = json.loads(run_cli("index", str(root), "--json").stdout)
+    assert out["files"] == n
+    # What the killed run committed is kept; the rest is parsed now.
+    assert (out["unchanged"], out["parsed"]) == (done, n - done)
+    status = json.loads(run_cli("status", str(root), "--json").stdout)
+    assert (status["status"], status["files_indexed"]) == ("ready", n)
+    assert status["symbols"] == 30 * n
+    with Store(db, readonly=True) as store:
+        assert store.integrity_ok()
+
+
+# -- two processes at once --------------------------------------------------------------------------
+
+
+@pytest.mark.timeout(180)
+def test_two_index_processes_at_once(tmp_path, cli_env, memstrata_exe):
+    n = 600
+    root = tmp_path / "shared"
+    make_project(root, n)
+    cmd = [memstrata_exe, "index", str(root), "--json"]
+    procs = [subprocess.Popen(cmd, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    results = [p.communicate(timeout=150) for p in procs]
+    for p, (out, err) in zip(procs, results):
+        assert p.returncode == 0, err
+    summaries = [json.loads(out) for out, _ in results]
+    # One process writes; the other waits for the writer lock, then finds nothing to do.
+    assert sorted(s["parsed"] for s in summaries) == [0, n]
+    assert all(s["files"] == n for s in summaries)
+    with Store(root / ".memstrata/index.db", readonly=True) as store:
+        assert store.integrity_ok()
+        assert store.execute("SELECT count(*), count(DISTINCT path) FROM files") == [(n, n)]
+        assert store.execute(
+            "SELECT count(*) FROM (SELECT file_id, qualname FROM symbols GROUP BY 1, 2 HAVING count(*) > 1)"
+        ) == [(0,)]
+        assert store.execute("SELECT count(*) FROM symbols") == [(30 * n,)]
+        assert store.execute("SELECT count(*) FROM symbols_fts") == [(30 * n,)]
+        assert store.get_meta("status") == "ready"
+
+
+def test_reader_sees_a_consistent_index_while_another_process_writes(tmp_path, cli_env, wait_until, memstrata_exe):
+    """A second process reading (status) during a write gets an answer, not an error."""
+    root = tmp_path / "busy"
+    make_project(root, 800)
+    db = root / ".memstrata/index.db"
+    proc = subprocess.Popen([memstrata_exe, "index", str(root), "--json"], env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: db.exists() and committed_files(db) > 0, timeout=60, message="a first commit")
+        st = subprocess.run([memstrata_exe, "status", str(root), "--json"], env=cli_env,
+                            capture_output=True, text=True, timeout=60)
+        assert st.returncode == 0, st.stderr
+        status = json.loads(st.stdout)
+        if proc.poll() is None:
+            assert status["status"] in ("indexing", "ready")
+        assert status["files_indexed"] > 0
+    finally:
+        out, err = proc.communicate(timeout=150)
+    assert proc.returncode == 0, err
+    assert json.loads(out)["files"] == 800
