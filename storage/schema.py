@@ -133,6 +133,44 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX ledger_time ON ledger(time);
     """,
+    # 3: Kura-compatible document databases (storage/kura_store.py).  Each Kura
+    # database folder holds its own store; these tables are empty elsewhere.
+    """
+    CREATE TABLE kura_sources (
+        id          INTEGER PRIMARY KEY,
+        path        TEXT NOT NULL UNIQUE,      -- relative to the watched folder, POSIX
+        size        INTEGER NOT NULL,
+        mtime_ns    INTEGER NOT NULL,
+        hash        TEXT NOT NULL,             -- blake2b of the raw bytes
+        kind        TEXT NOT NULL,             -- prose | table | code:<language>
+        chunks      INTEGER NOT NULL,
+        indexed_at  REAL NOT NULL
+    );
+
+    -- Chunks are numbered from 1 within their source.  idents holds the split
+    -- parts of the CamelCase identifiers in content (storage/text.py), so the
+    -- search index sees "AuthService" as authservice + auth + service.
+    CREATE TABLE kura_chunks (
+        id         INTEGER PRIMARY KEY,
+        source_id  INTEGER NOT NULL REFERENCES kura_sources(id),
+        chunk      INTEGER NOT NULL,
+        content    TEXT NOT NULL,
+        idents     TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX kura_chunks_source ON kura_chunks(source_id, chunk);
+
+    -- External content: the text lives once, in kura_chunks; kura_store keeps
+    -- the two in step inside each write transaction.  No stemmer (keywords
+    -- match as typed, variants through prefix queries); detail=full keeps
+    -- positions for phrase matches; prefix=3 makes "abc*" a single lookup.
+    CREATE VIRTUAL TABLE kura_fts USING fts5(
+        content, idents,
+        content = 'kura_chunks', content_rowid = 'id',
+        tokenize = 'unicode61 remove_diacritics 2',
+        prefix = '3'
+    );
+    INSERT INTO kura_fts(kura_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)');
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
