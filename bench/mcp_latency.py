@@ -1,0 +1,130 @@
+"""context_query round trip over MCP stdio vs. the same call in-process.
+
+    python bench/mcp_latency.py [CORPUS] [--rounds N] [--max-tokens N]
+
+CORPUS defaults to /work/corpora/sympy_wheel (sympy 1.14.0 unpacked from its
+PyPI wheel; see /work/corpora/README.txt).  Its index lives in
+CORPUS/.memstrata/ and is built on first use.  The script starts
+`memstrata mcp --project CORPUS` as a subprocess, talks to it with the SDK's
+own stdio client, and calls context_query with the same queries, rounds
+interleaved, as it calls compressor.context_query on a Workspace of its own,
+so both sides run on the same machine at the same time.  It prints p50/p95 of
+each and their ratio; the difference is what the protocol costs (JSON-RPC
+framing, the pipe, the server's worker thread, the client's validation of the
+result against the tool's outputSchema).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from compressor import context_query
+from indexer.workspace import Workspace
+
+DEFAULT_CORPUS = Path("/work/corpora/sympy_wheel")
+QUERIES = [
+    "Matrix.det and its callers",
+    "simplify",
+    "how does solve handle polynomial equations",
+    "Integral.doit",
+    "sympify string parsing",
+    "Poly.factor_list",
+]
+
+
+def memstrata_command() -> list[str]:
+    script = Path(sys.executable).with_name("memstrata")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "harness.cli"]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+async def run(corpus: Path, rounds: int, max_tokens: int) -> None:
+    t0 = time.perf_counter()
+    ws = Workspace.open(corpus)
+    summary = ws.index()
+    _ = ws.graph
+    print(f"in-process workspace: {summary.files:,} files, catch-up {summary.parsed} parsed, "
+          f"ready in {time.perf_counter() - t0:.1f}s")
+
+    cmd = memstrata_command()
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--project", str(corpus)])
+    with open(corpus / ".memstrata" / "bench-mcp.stderr", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            t0 = time.perf_counter()
+            init = await s.initialize()
+            print(f"stdio server {init.server_info.name} {init.server_info.version}, protocol "
+                  f"{init.protocol_version}, initialize answered in {(time.perf_counter() - t0) * 1000:.0f} ms")
+            while (await s.call_tool("index_status", {})).structured_content["status"] != "ready":
+                await anyio.sleep(0.2)
+            print(f"stdio server index ready after {time.perf_counter() - t0:.1f}s")
+
+            args = [{"query": q, "max_tokens": max_tokens} for q in QUERIES]
+            # Warm both sides (graph caches, name index, file token counts).
+            sizes = []
+            for a in args:
+                local = context_query(ws, a["query"], max_tokens=max_tokens)
+                remote = await s.call_tool("context_query", a)
+                assert not remote.is_error, remote.content[0].text
+                assert remote.structured_content == local.api_fields(), "stdio and in-process slices differ"
+                sizes.append((local.tokens, len(remote.content[0].text.encode())))
+
+            inproc: list[float] = []
+            stdio: list[float] = []
+            for _ in range(rounds):
+                for a in args:
+                    t = time.perf_counter()
+                    context_query(ws, a["query"], max_tokens=max_tokens)
+                    inproc.append(time.perf_counter() - t)
+                    t = time.perf_counter()
+                    r = await s.call_tool("context_query", a)
+                    stdio.append(time.perf_counter() - t)
+                    assert not r.is_error
+    ws.close()
+
+    n = len(inproc)
+    ms = lambda v: v * 1000  # noqa: E731
+    p50_i, p95_i = ms(statistics.median(inproc)), ms(pct(inproc, 0.95))
+    p50_s, p95_s = ms(statistics.median(stdio)), ms(pct(stdio, 0.95))
+    mean_tokens = statistics.mean(t for t, _ in sizes)
+    mean_bytes = statistics.mean(b for _, b in sizes)
+    print()
+    print(f"corpus {corpus}  ({len(QUERIES)} queries x {rounds} rounds = {n} calls per side, "
+          f"max_tokens={max_tokens}; slices avg {mean_tokens:,.0f} tokens, {mean_bytes / 1024:,.1f} KiB of JSON text)")
+    print(f"{'':24}{'p50 ms':>10}{'p95 ms':>10}")
+    print(f"{'in-process':24}{p50_i:>10.1f}{p95_i:>10.1f}")
+    print(f"{'MCP stdio round trip':24}{p50_s:>10.1f}{p95_s:>10.1f}")
+    print(f"{'ratio stdio/in-process':24}{p50_s / p50_i:>10.2f}{p95_s / p95_i:>10.2f}")
+    print(f"protocol overhead at p50: {p50_s - p50_i:.1f} ms per call")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="context_query latency over MCP stdio vs in-process")
+    ap.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS,
+                    help=f"project to query (default {DEFAULT_CORPUS})")
+    ap.add_argument("--rounds", type=int, default=20, help="rounds over the query list (default 20)")
+    ap.add_argument("--max-tokens", type=int, default=4096, help="token budget per slice (default 4096)")
+    args = ap.parse_args()
+    corpus = args.corpus.expanduser()
+    if not corpus.is_dir():
+        print(f"corpus not found: {corpus}\n"
+              "unpack a large Python package there first, e.g.:\n"
+              "  pip download --no-deps sympy==1.14.0 -d /tmp/wheels\n"
+              f"  unzip -q /tmp/wheels/sympy-1.14.0-py3-none-any.whl -d {corpus}", file=sys.stderr)
+        return 2
+    anyio.run(run, corpus.resolve(), args.rounds, args.max_tokens)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
