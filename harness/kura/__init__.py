@@ -1,0 +1,7 @@
+"""Kura: a keyword-RAG server (daemon, CLI, HTTP API, MCP) on MemStrata's store.
+
+Compatible with the Kura tool's home layout, commands and API (see
+docs/kura.md).  Modules: :mod:`.registry` (home folder, db.json, config),
+:mod:`.indexing` (folder -> chunks in the store), :mod:`.library` (the open
+databases), :mod:`.api` (HTTP app), :mod:`.daemon` (lifecycle), :mod:`.cli`.
+"""

@@ -1,0 +1,118 @@
+"""The Kura daemon's HTTP app: the read-only API and, when enabled, ``/mcp``.
+
+``GET /api/health``, ``GET /api/list``, ``GET /api/search`` are Kura's API;
+``POST /api/reload`` (re-read the registry now) and ``GET /api/status``
+(per-database state for ``kura list``) serve the ``kura`` CLI.  Every request
+must name a loopback Host, which keeps DNS-rebinding pages out of the
+documents even though the socket is loopback-only anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_server.kura import DatabaseUnavailable, InvalidArgument, KuraSearch, KuraStreamableHttp, \
+    build_kura_server
+from storage import kura_store
+
+from .library import Library
+
+_LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
+
+
+def _host_name(host: str) -> str:
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class LoopbackHostOnly:
+    """Pure ASGI (not BaseHTTPMiddleware), so MCP's streamed responses pass untouched."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            host = Headers(scope=scope).get("host", "")
+            if _host_name(host).lower() not in _LOOPBACK:
+                await JSONResponse({"error": "invalid Host header"}, status_code=421)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def build_app(library: Library, *, remote: bool, version: str,
+              on_started: Callable[[], None] = lambda: None,
+              on_stopping: Callable[[], None] = lambda: None) -> FastAPI:
+    search = KuraSearch(library)
+    mcp_http = KuraStreamableHttp(build_kura_server(search, version=version)) if remote else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if mcp_http is not None:
+                await stack.enter_async_context(mcp_http.lifespan())
+            on_started()
+            try:
+                yield
+            finally:
+                on_stopping()
+
+    app = FastAPI(title="kura", version=version, lifespan=lifespan, docs_url=None, redoc_url=None,
+                  openapi_url=None)
+    app.add_middleware(LoopbackHostOnly)
+
+    @app.get("/api/health")
+    def health() -> dict[str, Any]:
+        return {"status": "ok", "version": version, "pid": os.getpid(), "remote": remote}
+
+    @app.get("/api/list")
+    def list_dbs() -> dict[str, Any]:
+        return search.list_rag()
+
+    @app.get("/api/search")
+    def search_dbs(db: str | None = None, q: str | None = None, limit: str | None = None,
+                   mode: str | None = None):
+        try:
+            return search.search_rag(db, q, limit, mode)
+        except DatabaseUnavailable as exc:
+            return JSONResponse({"error": str(exc)}, status_code=503)
+        except InvalidArgument as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+
+    @app.post("/api/reload")
+    def reload() -> dict[str, Any]:
+        library.reload()
+        return search.list_rag()
+
+    @app.get("/api/status")
+    def status() -> dict[str, Any]:
+        problems = library.problems()
+        out = []
+        for entry in library.registered():
+            name = entry["db"]
+            item: dict[str, Any] = {**entry, "loaded": False}
+            store = library.reader(name)
+            if store is not None:
+                try:
+                    st = kura_store.stats(store)
+                    item.update(loaded=True, sources=st.sources, chunks=st.chunks,
+                                root=str(library.root_of(name)))
+                except Exception as exc:  # noqa: BLE001 - report, do not fail the listing
+                    item["problem"] = str(exc)
+            elif name in problems:
+                item["problem"] = problems[name]
+            out.append(item)
+        return {"databases": out, "remote": remote}
+
+    if mcp_http is not None:
+        app.router.routes.extend(mcp_http.routes)
+    return app
