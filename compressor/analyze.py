@@ -107,15 +107,43 @@ _IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*"
 _PATH_TOKEN = re.compile(r"[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|cs|rb|php)\b")
 
 
+# When the question names symbols or paths outright, everything found by
+# fuzzier means (split words, full-text search) shares this much of the
+# starting mass in total, so a crowd of lexical hits cannot drown them.
+FUZZY_SHARE_WITH_NAMED = 0.3
+
+
 @dataclass
 class Seeds:
     symbols: dict[str, float] = field(default_factory=dict)  # node -> strength
     files: dict[str, float] = field(default_factory=dict)  # path -> strength
     named: set[str] = field(default_factory=set)  # symbols the query names explicitly
+    fuzzy: dict[str, float] = field(default_factory=dict)  # found by words / full-text search
 
     def add_symbol(self, node: str, score: float) -> None:
         if score > self.symbols.get(node, 0.0):
             self.symbols[node] = score
+
+    def add_fuzzy(self, node: str, score: float) -> None:
+        if score > self.fuzzy.get(node, 0.0):
+            self.fuzzy[node] = score
+
+    def personalization(self) -> dict[str, float]:
+        """Starting mass of the ranking: explicit seeds first, fuzzy ones capped."""
+        explicit: dict[str, float] = dict(self.symbols)
+        for path, s in self.files.items():
+            explicit[path] = max(explicit.get(path, 0.0), s)
+        fuzzy = {n: s for n, s in self.fuzzy.items() if n not in explicit}
+        if not explicit:
+            return fuzzy
+        total_explicit = sum(explicit.values())
+        total_fuzzy = sum(fuzzy.values())
+        if total_fuzzy > 0:
+            cap = FUZZY_SHARE_WITH_NAMED / (1 - FUZZY_SHARE_WITH_NAMED) * total_explicit
+            scale = min(1.0, cap / total_fuzzy)
+            for n, s in fuzzy.items():
+                explicit[n] = s * scale
+        return explicit
 
 
 class NameIndex:
@@ -189,7 +217,7 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
             for name in names.by_key.get(key, ()):
                 defs = [d for d in graph.definitions(name) if allowed(d)]
                 for d in defs:
-                    seeds.add_symbol(d, (3.0 + n) / max(1.0, len(defs) ** 0.5))
+                    seeds.add_fuzzy(d, (3.0 + n) / max(1.0, len(defs) ** 0.5))
             for path in names.file_stems.get(key, ()):
                 if include_tests or not graph.node(path).get("is_test", False):
                     seeds.files[path] = max(seeds.files.get(path, 0.0), 1.5 + n)
@@ -207,7 +235,7 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
                 node = by_id.get(sid)
                 if node is None or not allowed(node):
                     continue
-                seeds.add_symbol(node, lexical_weight * (score / top) / (1 + rank * 0.05))
+                seeds.add_fuzzy(node, lexical_weight * (score / top) / (1 + rank * 0.05))
     return seeds
 
 

@@ -10,15 +10,15 @@ sit in one corner of a huge project only ever touches that corner.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
-from collections.abc import Callable
 
 from indexer.graph import CodeGraph
 
 ALPHA = 0.25
-EPSILON = 2e-4
-MAX_PUSHES = 6000
+EPSILON = 4e-4
+MAX_PUSHES = 3000
 MAX_FANOUT = 300  # strongest edges considered per node
 
 
@@ -26,7 +26,7 @@ def personalized_rank(
     graph: CodeGraph,
     seeds: dict[str, float],
     weights: dict[tuple[str, bool], float],
-    allowed: Callable[[str], bool],
+    include_tests: bool = False,
 ) -> dict[str, float]:
     total = sum(seeds.values())
     if total <= 0:
@@ -47,7 +47,7 @@ def personalized_rank(
         rank[u] = rank.get(u, 0.0) + ALPHA * r
         out = transitions.get(u)
         if out is None:
-            out = transitions[u] = _transitions(graph, u, weights, allowed)
+            out = transitions[u] = _transitions(graph, u, weights, include_tests)
         if not out:
             rank[u] += (1 - ALPHA) * r  # a dead end keeps its mass
             continue
@@ -64,15 +64,17 @@ def personalized_rank(
     return rank
 
 
-def _transitions(graph: CodeGraph, u: str, weights, allowed) -> list[tuple[str, float]]:
+def _transitions(graph: CodeGraph, u: str, weights, include_tests: bool) -> list[tuple[str, float]]:
     acc: dict[str, float] = {}
-    for nb in graph.neighbors(u):
-        w = weights.get((nb.kind, nb.outgoing), 0.0)
-        if w <= 0 or not allowed(nb.node):
+    for v, kind, weight, outgoing, is_test in graph.adjacency(u):
+        if is_test and not include_tests:
             continue
-        acc[nb.node] = acc.get(nb.node, 0.0) + w * (1.0 + math.log(max(nb.weight, 1.0)))
+        w = weights.get((kind, outgoing), 0.0)
+        if w <= 0:
+            continue
+        acc[v] = acc.get(v, 0.0) + (w * (1.0 + math.log(weight)) if weight > 1.0 else w)
     if not acc:
         return []
-    items = sorted(acc.items(), key=lambda kv: kv[1], reverse=True)[:MAX_FANOUT]
+    items = heapq.nlargest(MAX_FANOUT, acc.items(), key=lambda kv: kv[1]) if len(acc) > MAX_FANOUT else acc.items()
     s = sum(w for _, w in items)
     return [(v, w / s) for v, w in items]

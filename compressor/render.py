@@ -134,7 +134,9 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
     for ln, target in () if compact else doc.imports:
         if target in shown_files and target != doc.path and 0 < ln <= len(lines):
             text = lines[ln - 1]
-            if text.strip() and not text.rstrip().endswith(("(", "\\", "{", ",")):
+            # Module-level, single-line imports only: a function's local
+            # import says little about the file's dependencies.
+            if text[:1].isalpha() and not text.rstrip().endswith(("(", "\\", "{", ",")):
                 pieces.append((ln, ln, text))
     nodes = {u.node for u in units}
     headers: set[str] = set()

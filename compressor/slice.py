@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from indexer.graph import SYMBOL, CodeGraph
+from indexer.graph import CodeGraph
 from indexer.workspace import Workspace
 from storage import code_index as ci
 
@@ -21,6 +21,8 @@ MAX_CANDIDATES = 160
 FULL_SHARE = 0.25
 MIN_FULL = 2
 SIGNATURE_RESERVE = 0.15
+FILE_FRAMING = 12  # estimated tokens of a file header line
+UNIT_FRAMING = 10  # estimated tokens of the gap marker before a unit
 
 
 @dataclass
@@ -90,27 +92,21 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         intent = intent_of(query)
         tests_ok = include_tests
 
+        test_files = graph.test_files
+
         def allowed(node: str) -> bool:
-            data = graph.g.nodes.get(node)
-            if data is None:
-                return False
-            if tests_ok:
-                return True
-            path = data["path"]
-            return not graph.g.nodes[path].get("is_test", False)
+            return tests_ok or node.split("::", 1)[0] not in test_files
 
         seeds = find_seeds(query, graph, names, ws.store, include_tests)
-        personalization = dict(seeds.symbols)
-        for path, s in seeds.files.items():
-            personalization[path] = max(personalization.get(path, 0.0), s)
+        personalization = seeds.personalization()
         if not personalization:
             notes.append("nothing in the project matches the query")
             return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
-        scores = personalized_rank(graph, personalization, intent.weights, allowed)
+        scores = personalized_rank(graph, personalization, intent.weights, include_tests)
         for node in seeds.named:  # what the question names comes first
             scores[node] = scores.get(node, 0.0) * 2 + 1.0
         ranked = sorted(
-            ((n, s) for n, s in scores.items() if n in graph and graph.node(n)["type"] == SYMBOL and allowed(n)),
+            ((n, s) for n, s in scores.items() if "::" in n and allowed(n) and n in graph),
             key=lambda kv: kv[1], reverse=True,
         )[:MAX_CANDIDATES]
         if not ranked:  # only files matched: offer their top-level definitions
@@ -175,7 +171,8 @@ def _select(graph: CodeGraph, docs: dict[str, FileDoc], ranked, budget: int,
             want_full = node in named and unit.end - unit.start + 1 <= MAX_FULL_CONTAINER_LINES
         else:
             want_full = node in named or score >= FULL_SHARE * top or i < MIN_FULL
-        header = 0 if any(u.path == path for u in chosen.values()) else 12
+        # Framing: a file header for a new file, a gap marker per unit.
+        header = UNIT_FRAMING + (0 if any(u.path == path for u in chosen.values()) else FILE_FRAMING)
         if want_full:
             unit.cost_full = cost_of(doc, unit, graph, FULL)
             limit = budget if node in named else full_budget
@@ -215,20 +212,46 @@ def _covered(node: str, chosen: dict[str, Unit], graph: CodeGraph) -> bool:
 
 
 def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, list[Unit], list[str]]:
-    """Render; while over budget, degrade the lowest-ranked unit (full -> signature -> drop)."""
+    """Render within ``budget``, degrading lowest-ranked first (full -> signature -> drop).
+
+    Selection already estimated the costs, so the first render usually fits;
+    otherwise a binary search finds the longest ranked prefix that fits, and
+    the first unit left out gets a chance as a signature.
+    """
     units = sorted(units, key=lambda u: u.score, reverse=True)
-    while units:
-        file_order = list(dict.fromkeys(u.path for u in units))
-        text = render(docs, units, graph, file_order)
-        if count_tokens(text) <= budget:
-            return text, units, file_order
-        victim = units[-1]
-        if victim.mode == FULL:
-            victim.mode = SIG
-            continue
-        if len(units) == 1:  # last resort before dropping it: no framing
-            text = render(docs, units, graph, file_order, compact=True)
-            if count_tokens(text) <= budget:
-                return text, units, file_order
-        units.pop()
+
+    def attempt(chosen: list[Unit], compact: bool = False) -> str | None:
+        order = list(dict.fromkeys(u.path for u in chosen))
+        text = render(docs, chosen, graph, order, compact)
+        return text if count_tokens(text) <= budget else None
+
+    text = attempt(units)
+    if text is not None:
+        return text, units, _order(units)
+    lo, hi = 0, len(units)  # the prefix of length lo fits; hi does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if attempt(units[:mid]) is not None:
+            lo = mid
+        else:
+            hi = mid
+    kept = units[:lo]
+    nxt = units[lo] if lo < len(units) else None
+    if nxt is not None and nxt.mode == FULL:
+        nxt.mode = SIG
+        if attempt(kept + [nxt]) is not None:
+            kept.append(nxt)
+    if kept:
+        return attempt(kept), kept, _order(kept)
+    # Not even the best unit fits with its framing: show it bare, then as a signature.
+    best = units[0]
+    for mode in (best.mode, SIG):
+        best.mode = mode
+        text = attempt([best], compact=True)
+        if text is not None:
+            return text, [best], [best.path]
     return "", [], []
+
+
+def _order(units: list[Unit]) -> list[str]:
+    return list(dict.fromkeys(u.path for u in units))

@@ -86,6 +86,8 @@ class CodeGraph:
         self._dir_files: dict[str, set[str]] = defaultdict(set)
         self._pending_targets: dict[int, str | None] = {}
         self._by_db_id: dict[int, str] = {}
+        self._adj: dict[str, list[tuple[str, str, float, bool]]] = {}
+        self.test_files: set[str] = set()
         self.version = 0  # bumped on every change, for caches built over the graph
 
     # -- building -------------------------------------------------------------
@@ -154,10 +156,11 @@ class CodeGraph:
                     del self._by_name[name]
             if node in self.g:
                 self._by_db_id.pop(self.g.nodes[node].get("db_id"), None)
-                self.g.remove_node(node)
+                self._remove_node(node)
         self._bindings.pop(path, None)
+        self.test_files.discard(path)
         if path in self.g:
-            self.g.remove_node(path)
+            self._remove_node(path)
         self._dir_files[posixpath.dirname(path)].discard(path)
 
     def _add_files(self, files, symbols, imports, refs) -> None:
@@ -165,6 +168,8 @@ class CodeGraph:
         for path, language, is_test, lines, status in files:
             g.add_node(path, type=FILE, path=path, language=language, is_test=bool(is_test),
                        lines=lines, status=status)
+            if is_test:
+                self.test_files.add(path)
             self._file_symbols[path] = []
             self._bindings[path] = _Bindings()
             self._refs[path] = []
@@ -179,10 +184,9 @@ class CodeGraph:
             self._by_name[name].add(node)
             self._by_db_id[sid] = node
             parent_node = symbol_id(path, parent) if parent else None
-            if parent_node and parent_node in g:
-                g.add_edge(parent_node, node, key="contains", weight=1.0)
-            else:
-                g.add_edge(path, node, key="contains", weight=1.0)
+            container = parent_node if parent_node and parent_node in g else path
+            g.add_edge(container, node, key="contains", weight=1.0)
+            self._adj.pop(container, None)
         for path, module, name, alias, line, target in imports:
             b = self._bindings[path]
             if target is None:
@@ -238,7 +242,15 @@ class CodeGraph:
                 if (old[1] if old else None) != target:
                     self._pending_targets[rid] = target
 
+    def _remove_node(self, node: str) -> None:
+        self._adj.pop(node, None)
+        for nb in (*self.g._succ[node], *self.g._pred[node]):
+            self._adj.pop(nb, None)
+        self.g.remove_node(node)
+
     def _inc_edge(self, src: str, dst: str, kind: str, count: float = 1.0) -> None:
+        self._adj.pop(src, None)
+        self._adj.pop(dst, None)
         data = self.g.get_edge_data(src, dst, key=kind)
         if data is None:
             self.g.add_edge(src, dst, key=kind, weight=count)
@@ -246,6 +258,8 @@ class CodeGraph:
             data["weight"] += count
 
     def _dec_edge(self, src: str, dst: str, kind: str, count: float = 1.0) -> None:
+        self._adj.pop(src, None)
+        self._adj.pop(dst, None)
         data = self.g.get_edge_data(src, dst, key=kind)
         if data is None:
             return
@@ -437,6 +451,29 @@ class CodeGraph:
             for u, _, k, w in self.g.in_edges(node, keys=True, data="weight"):
                 if wanted is None or k in wanted:
                     yield Neighbor(u, k, w, False)
+
+    def adjacency(self, node: str) -> list[tuple[str, str, float, bool, bool]]:
+        """Every edge at ``node`` as (neighbour, kind, weight, outgoing,
+        neighbour_is_test), cached until an edge at ``node`` changes.
+
+        The ranking walks these lists thousands of times per query; plain
+        tuples are an order of magnitude cheaper than networkx's views.
+        """
+        adj = self._adj.get(node)
+        if adj is None:
+            tests = self.test_files
+            # networkx keeps a multigraph's adjacency as nested dicts:
+            # succ[u][v][key] -> edge data (pred mirrors it).
+            adj = [(v, k, d["weight"], True, v.split("::", 1)[0] in tests)
+                   for v, keyed in self.g._succ[node].items() for k, d in keyed.items()]
+            adj += [(u, k, d["weight"], False, u.split("::", 1)[0] in tests)
+                    for u, keyed in self.g._pred[node].items() for k, d in keyed.items()]
+            self._adj[node] = adj
+        return adj
+
+    def is_test_node(self, node: str) -> bool:
+        """Whether ``node`` (a file or symbol) lives in a test file."""
+        return node.split("::", 1)[0] in self.test_files
 
     def callers(self, node: str) -> list[str]:
         return sorted({n.node for n in self.neighbors(node, ("calls",), "in")})
