@@ -1,0 +1,174 @@
+"""Counting a request's prompt tokens and reading what the provider answered.
+
+Prompt tokens are cl100k counts (the offline tiktoken encoding the
+compressor uses) summed over every text piece of the request: the system
+prompt, message text, tool results and tool-call arguments.  Images are not
+counted.  This is MemStrata's own yardstick — the provider's tokenizer may
+differ; the provider's reported counts are kept beside it in the ledger.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from compressor.tokens import count_tokens
+
+from .compress_request import ANTHROPIC, OPENAI
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+def _texts(value) -> Iterator[str]:
+    """Text pieces in a content value (string, list of parts, nested tool results)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for part in value:
+            if isinstance(part, dict):
+                t = part.get("type")
+                if isinstance(part.get("text"), str):
+                    yield part["text"]
+                elif t == "tool_result":
+                    yield from _texts(part.get("content"))
+                elif t == "tool_use":
+                    yield json.dumps(part.get("input"), ensure_ascii=False)
+            elif isinstance(part, str):
+                yield part
+
+
+def prompt_texts(body: dict, api: str) -> Iterator[str]:
+    if api == ANTHROPIC:
+        yield from _texts(body.get("system"))
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        yield from _texts(m.get("content"))
+        if api == OPENAI:
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                    yield fn["arguments"]
+
+
+def prompt_tokens(body: dict, api: str) -> int:
+    return sum(count_tokens(t) for t in prompt_texts(body, api))
+
+
+@dataclass
+class Answer:
+    text: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+def parse_answer(api: str, stream: bool, raw: bytes) -> Answer:
+    """The answer text and reported usage from a JSON body or an SSE stream."""
+    try:
+        if stream or raw.lstrip().startswith((b"data:", b"event:")):
+            return _from_sse(api, raw)
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return Answer()
+    return _from_json(api, data) if isinstance(data, dict) else Answer()
+
+
+def _int(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _from_json(api: str, data: dict) -> Answer:
+    ans = Answer()
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    parts: list[str] = []
+    if api == OPENAI:
+        for choice in data.get("choices") or []:
+            msg = choice.get("message") if isinstance(choice, dict) else None
+            if isinstance(msg, dict):
+                if isinstance(msg.get("content"), str):
+                    parts.append(msg["content"])
+                for call in msg.get("tool_calls") or []:
+                    fn = call.get("function") if isinstance(call, dict) else None
+                    if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                        parts.append(fn["arguments"])
+        ans.input_tokens, ans.output_tokens = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+    else:
+        for block in data.get("content") or []:
+            if isinstance(block, dict):
+                if isinstance(block.get("text"), str):
+                    parts.append(block["text"])
+                elif block.get("type") == "tool_use":
+                    parts.append(json.dumps(block.get("input"), ensure_ascii=False))
+        ans.input_tokens, ans.output_tokens = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+    ans.text = "\n".join(parts)
+    return ans
+
+
+def _sse_data(raw: bytes) -> Iterator[dict]:
+    for event in re.split(rb"\r?\n\r?\n", raw):
+        data_lines = [ln[5:].lstrip() for ln in event.splitlines() if ln.startswith(b"data:")]
+        if not data_lines:
+            continue
+        payload = b"\n".join(data_lines)
+        if payload.strip() == b"[DONE]":
+            continue
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            yield obj
+
+
+def _from_sse(api: str, raw: bytes) -> Answer:
+    ans = Answer()
+    parts: list[str] = []
+    for ev in _sse_data(raw):
+        if api == OPENAI:
+            for choice in ev.get("choices") or []:
+                delta = choice.get("delta") if isinstance(choice, dict) else None
+                if isinstance(delta, dict):
+                    if isinstance(delta.get("content"), str):
+                        parts.append(delta["content"])
+                    for call in delta.get("tool_calls") or []:
+                        fn = call.get("function") if isinstance(call, dict) else None
+                        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                            parts.append(fn["arguments"])
+            usage = ev.get("usage")
+            if isinstance(usage, dict):
+                ans.input_tokens = _int(usage.get("prompt_tokens"))
+                ans.output_tokens = _int(usage.get("completion_tokens"))
+        else:
+            t = ev.get("type")
+            if t == "message_start":
+                usage = (ev.get("message") or {}).get("usage") or {}
+                ans.input_tokens = _int(usage.get("input_tokens"))
+                ans.output_tokens = _int(usage.get("output_tokens"))
+            elif t == "content_block_delta":
+                delta = ev.get("delta") or {}
+                for key in ("text", "partial_json"):
+                    if isinstance(delta.get(key), str):
+                        parts.append(delta[key])
+            elif t == "message_delta":
+                usage = ev.get("usage") or {}
+                if _int(usage.get("output_tokens")) is not None:
+                    ans.output_tokens = usage["output_tokens"]
+                if _int(usage.get("input_tokens")) is not None:
+                    ans.input_tokens = usage["input_tokens"]
+    ans.text = "".join(parts)
+    return ans
+
+
+def symbol_overlap(answer: str, slice_symbols: list[str], is_project_name) -> tuple[int, int, int]:
+    """(project names the answer uses, names in the slice, names in both).
+
+    Names are symbols' short names (``login`` for ``app/auth/service.py::AuthService.login``);
+    the answer "uses" a project symbol when an identifier in it (3+ characters,
+    not a dunder) is the name of a symbol the index knows.
+    """
+    sliced = {sid.partition("::")[2].rsplit(".", 1)[-1] for sid in slice_symbols}
+    sliced.discard("")
+    used = {w for w in set(_IDENT.findall(answer)) if not w.startswith("__") and is_project_name(w)}
+    return len(used), len(sliced), len(used & sliced)

@@ -1,0 +1,49 @@
+"""Prometheus metrics of one harness app, in its own registry.
+
+A per-app :class:`CollectorRegistry` (not the process-global one) lets tests
+and benchmarks run several apps in one process.  Labels carry no secrets:
+the project label is the project folder's name, statuses are HTTP codes.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import disable_created_metrics
+
+# The *_created series double the output and nothing here reads them.
+disable_created_metrics()
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+
+
+class Metrics:
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, project: str):
+        self.project = project
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.tokens_sent = Counter("memstrata_tokens_sent", "Prompt tokens forwarded to providers (2xx answers)",
+                                   ["project"], registry=r)
+        self.tokens_saved = Counter("memstrata_tokens_saved", "Prompt tokens removed by compression (2xx answers)",
+                                    ["project"], registry=r)
+        self.requests = Counter("memstrata_requests", "Proxied model requests by the status returned to the client",
+                                ["status"], registry=r)
+        self.upstream_errors = Counter("memstrata_upstream_errors",
+                                       "Upstream failures: HTTP error statuses, timeouts, refused or dropped connections",
+                                       ["kind"], registry=r)
+        self.request_seconds = Histogram("memstrata_request_duration_seconds",
+                                         "Proxied model request time, arrival to last byte", ["endpoint"],
+                                         buckets=_LATENCY_BUCKETS, registry=r)
+        self.ttfb_seconds = Histogram("memstrata_time_to_first_byte_seconds",
+                                      "Proxied model request time, arrival to the first response byte", ["endpoint"],
+                                      buckets=_LATENCY_BUCKETS, registry=r)
+        self.compression_seconds = Histogram("memstrata_compression_duration_seconds",
+                                             "Time spent finding and replacing code context", buckets=_LATENCY_BUCKETS,
+                                             registry=r)
+        # Make the documented series visible from the first scrape.
+        self.tokens_sent.labels(project=project)
+        self.tokens_saved.labels(project=project)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,252 @@
+"""The compressing proxy: OpenAI chat/completions and Anthropic messages.
+
+A model call is read whole (it is JSON), compressed on a worker thread,
+forwarded with httpx, and the upstream's response is streamed back chunk by
+chunk as it arrives — status, headers (minus per-hop ones) and body bytes
+unchanged.  The ledger row is written afterwards by the :class:`Recorder`.
+Other paths under ``/v1`` and ``/anthropic`` (``/v1/models``,
+``messages/count_tokens``, ...) are passed through untouched and unrecorded.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from .compress_request import ANTHROPIC, OPENAI, CompressionResult, CompressionSettings, ProjectMatcher, compress
+from .metrics import Metrics
+from .recorder import Finished, Recorder
+from .upstream import (
+    DEFAULT_ANTHROPIC_BASE,
+    DEFAULT_OPENAI_BASE,
+    Upstream,
+    error_body,
+    request_headers,
+    response_headers,
+    sse_error_event,
+)
+
+log = logging.getLogger(__name__)
+
+ANSWER_CAPTURE_BYTES = 8 * 1024 * 1024  # enough answer to measure; the client still gets everything
+
+
+@dataclass
+class ProxyConfig:
+    openai_base: str = DEFAULT_OPENAI_BASE
+    anthropic_base: str = DEFAULT_ANTHROPIC_BASE
+    openai_provider: str = "openai"
+    anthropic_provider: str = "anthropic"
+    compress: bool = True
+    compression: CompressionSettings = field(default_factory=CompressionSettings)
+    connect_timeout: float = 10.0
+    read_timeout: float = 600.0
+    max_body_bytes: int = 64 * 1024 * 1024
+    trust_env: bool = True  # honour HTTPS_PROXY / NO_PROXY for the upstream hop
+
+
+class Proxy:
+    def __init__(self, ws, config: ProxyConfig, metrics: Metrics, recorder: Recorder | None = None):
+        self.ws = ws
+        self.config = config
+        self.metrics = metrics
+        self.recorder = recorder
+        self.matcher = ProjectMatcher(ws)
+        self.upstreams = {
+            OPENAI: Upstream(OPENAI, config.openai_base, config.openai_provider),
+            ANTHROPIC: Upstream(ANTHROPIC, config.anthropic_base, config.anthropic_provider),
+        }
+        self.client: httpx.AsyncClient | None = None
+        self.session_id: int | None = None
+        self.stats = {"requests": 0, "compressed": 0, "errors": 0}
+
+    async def start(self) -> None:
+        c = self.config
+        self.client = httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=c.connect_timeout, read=c.read_timeout, write=60.0, pool=c.connect_timeout),
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=30),
+            follow_redirects=False,
+            trust_env=c.trust_env,
+        )
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+            self.client = None
+
+    # -- model calls ------------------------------------------------------------------
+
+    async def model_call(self, request: Request, api: str, rest: str, endpoint: str) -> Response:
+        t0 = time.perf_counter()
+        arrived = time.time()
+        upstream = self.upstreams[api]
+        self.stats["requests"] += 1
+        try:
+            raw = await self._read_body(request)
+        except _TooLarge:
+            return self._local_error(api, 413, "request body is larger than the proxy accepts", endpoint, t0)
+        except ClientDisconnect:
+            return Response(status_code=499)
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return self._local_error(api, 400, f"request body is not valid JSON: {_json_reason(exc)}", endpoint, t0)
+        if not isinstance(body, dict):
+            return self._local_error(api, 400, "request body must be a JSON object", endpoint, t0)
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        stream = body.get("stream") is True
+
+        comp: CompressionResult | None = None
+        content = raw
+        if self.config.compress:
+            c0 = time.perf_counter()
+            try:
+                comp = await anyio.to_thread.run_sync(compress, body, api, self.matcher, self.config.compression)
+            except Exception as exc:  # compression is best effort: forward the original
+                log.warning("compression failed (%s); forwarding the request unchanged", type(exc).__name__)
+                comp = None
+            self.metrics.compression_seconds.observe(time.perf_counter() - c0)
+            if comp is not None and comp.changed:
+                content = json.dumps(comp.body, ensure_ascii=False).encode("utf-8")
+                self.stats["compressed"] += 1
+
+        def finish(status: int | None, error: str | None, captured: bytes | None) -> None:
+            if self.recorder is None:
+                return
+            self.recorder.submit(Finished(
+                time=arrived, endpoint=endpoint, api=api, provider=upstream.provider, model=model, stream=stream,
+                status=status, error=error, body=body, compression=comp, response=captured,
+                duration_ms=(time.perf_counter() - t0) * 1000, session_id=self.session_id,
+            ))
+
+        return await self._forward(request, api, upstream.url(rest, request.url.query), content, endpoint, t0,
+                                   finish)
+
+    # -- other endpoints: pass through ----------------------------------------------
+
+    async def passthrough(self, request: Request, api: str, rest: str) -> Response:
+        t0 = time.perf_counter()
+        try:
+            content = await self._read_body(request)
+        except _TooLarge:
+            return self._local_error(api, 413, "request body is larger than the proxy accepts", "passthrough", t0)
+        except ClientDisconnect:
+            return Response(status_code=499)
+        return await self._forward(request, api, self.upstreams[api].url(rest, request.url.query), content,
+                                   "passthrough", t0, None)
+
+    # -- the hop ----------------------------------------------------------------------
+
+    async def _forward(self, request: Request, api: str, url: str, content: bytes, endpoint: str, t0: float,
+                       finish) -> Response:
+        assert self.client is not None, "proxy not started"
+        req = self.client.build_request(request.method, url, headers=request_headers(request.headers),
+                                        content=content if request.method not in ("GET", "HEAD") else None)
+        host = urlsplit(url).netloc
+        try:
+            resp = await self.client.send(req, stream=True)
+        except httpx.TimeoutException:
+            self.metrics.upstream_errors.labels(kind="timeout").inc()
+            if finish:
+                finish(None, "timeout", None)
+            return self._local_error(api, 504, f"the upstream ({host}) did not answer in time", endpoint, t0)
+        except httpx.ConnectError:
+            self.metrics.upstream_errors.labels(kind="connect").inc()
+            if finish:
+                finish(None, "connect", None)
+            return self._local_error(api, 502, f"could not connect to the upstream ({host})", endpoint, t0)
+        except httpx.HTTPError as exc:
+            self.metrics.upstream_errors.labels(kind="dropped").inc()
+            if finish:
+                finish(None, "dropped", None)
+            return self._local_error(api, 502, f"the upstream ({host}) closed the connection without an answer "
+                                               f"({type(exc).__name__})", endpoint, t0)
+
+        status = resp.status_code
+        if status >= 400:
+            self.metrics.upstream_errors.labels(kind=f"http_{status}").inc()
+            self.stats["errors"] += 1
+        is_sse = "text/event-stream" in resp.headers.get("content-type", "")
+        metrics = self.metrics
+
+        async def body_iter():
+            captured: list[bytes] = []
+            size = 0
+            error = None
+            first = True
+            try:
+                async for chunk in resp.aiter_bytes():
+                    if first:
+                        metrics.ttfb_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
+                        first = False
+                    if finish is not None and size < ANSWER_CAPTURE_BYTES:
+                        captured.append(chunk)
+                        size += len(chunk)
+                    yield chunk
+            except httpx.TimeoutException:
+                error = "timeout"
+            except httpx.HTTPError:
+                error = "dropped"
+            finally:
+                if error is None and first:
+                    metrics.ttfb_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
+                metrics.requests.labels(status=str(status)).inc()
+                metrics.request_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
+                if error is not None:
+                    metrics.upstream_errors.labels(kind=error).inc()
+                if finish is not None:
+                    finish(status, error, b"".join(captured))
+                with anyio.CancelScope(shield=True):  # also when the client went away mid-stream
+                    await resp.aclose()
+            if error is not None:
+                # The status line is gone; tell the client in the stream's own terms.
+                message = ("the upstream stopped answering (timeout)" if error == "timeout"
+                           else "the upstream closed the connection mid-answer")
+                if is_sse:
+                    yield sse_error_event(api, message)
+                else:
+                    raise _Aborted(message)
+
+        response = StreamingResponse(body_iter(), status_code=status)
+        response.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
+                                for k, v in response_headers(resp.headers)]
+        return response
+
+    async def _read_body(self, request: Request) -> bytes:
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > self.config.max_body_bytes:
+            raise _TooLarge
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.config.max_body_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _local_error(self, api: str, status: int, message: str, endpoint: str, t0: float) -> Response:
+        self.metrics.requests.labels(status=str(status)).inc()
+        self.metrics.request_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
+        return JSONResponse(error_body(api, status, message), status_code=status)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Aborted(Exception):
+    """Raised inside a JSON body stream so the server drops the connection (the body is incomplete)."""
+
+
+def _json_reason(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+    return "not UTF-8 text"

@@ -1,0 +1,75 @@
+"""Where requests go and how errors look in each provider's own shape."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from .compress_request import ANTHROPIC, OPENAI
+
+DEFAULT_OPENAI_BASE = "https://api.openai.com/v1"
+DEFAULT_ANTHROPIC_BASE = "https://api.anthropic.com"
+
+# Connection-level headers are per hop (RFC 9110 §7.6.1); the body is re-sent,
+# so its length and encoding are recomputed.
+HOP_BY_HOP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
+    "trailer", "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding",
+})
+RESPONSE_DROP = frozenset({
+    "connection", "keep-alive", "proxy-authenticate", "proxy-connection", "te", "trailer",
+    "transfer-encoding", "upgrade", "content-length", "content-encoding", "date", "server",
+})
+
+
+@dataclass(frozen=True)
+class Upstream:
+    api: str          # openai | anthropic
+    base_url: str     # e.g. https://api.openai.com/v1 or https://api.anthropic.com
+    provider: str     # providers.json entry whose rates apply
+
+    def url(self, rest: str, query: str = "") -> str:
+        """``rest`` is the path after the proxy's prefix (/v1 or /anthropic)."""
+        url = self.base_url.rstrip("/") + "/" + rest.lstrip("/")
+        return f"{url}?{query}" if query else url
+
+
+def request_headers(headers) -> list[tuple[str, str]]:
+    """Client headers to send upstream: everything but per-hop ones (keys pass through, unlogged)."""
+    return [(k, v) for k, v in headers.items() if k.lower() not in HOP_BY_HOP]
+
+
+def response_headers(headers) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in headers.multi_items() if k.lower() not in RESPONSE_DROP]
+
+
+_OPENAI_TYPES = {400: "invalid_request_error", 404: "not_found_error", 421: "invalid_request_error",
+                 403: "permission_error", 413: "invalid_request_error", 502: "upstream_error",
+                 504: "upstream_timeout", 500: "server_error"}
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error", 421: "invalid_request_error",
+                    403: "permission_error", 413: "request_too_large", 502: "api_error", 504: "timeout_error",
+                    500: "api_error"}
+
+
+def error_body(api: str, status: int, message: str) -> dict:
+    if api == ANTHROPIC:
+        return {"type": "error", "error": {"type": _ANTHROPIC_TYPES.get(status, "api_error"), "message": message}}
+    return {"error": {"message": message, "type": _OPENAI_TYPES.get(status, "server_error"), "param": None,
+                      "code": None}}
+
+
+def sse_error_event(api: str, message: str) -> bytes:
+    """An in-stream error event each SDK raises on (for failures after the headers went out)."""
+    if api == ANTHROPIC:
+        payload = json.dumps({"type": "error", "error": {"type": "api_error", "message": message}})
+        return f"event: error\ndata: {payload}\n\n".encode()
+    payload = json.dumps({"error": {"message": message, "type": "upstream_error", "param": None, "code": None}})
+    return f"data: {payload}\n\n".encode()
+
+
+def api_for_path(path: str) -> str:
+    return ANTHROPIC if path.startswith("/anthropic") else OPENAI
+
+
+__all__ = ["ANTHROPIC", "OPENAI", "Upstream", "error_body", "sse_error_event", "request_headers",
+           "response_headers", "api_for_path", "DEFAULT_OPENAI_BASE", "DEFAULT_ANTHROPIC_BASE"]
