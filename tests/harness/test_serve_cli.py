@@ -1,0 +1,127 @@
+"""`memstrata serve`, `config` and `savings` as a user runs them: real subprocesses."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from harness.testing_upstream import ServerThread, StubUpstream
+from storage import Store, ledger
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
+SENTINEL = "sk-SENTINEL-cli-31d4"
+
+
+def memstrata(*args, env, **kw):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+@pytest.fixture
+def env(memstrata_home):
+    return dict(os.environ, MEMSTRATA_HOME=str(memstrata_home), PYTHONUNBUFFERED="1")
+
+
+@pytest.fixture
+def project(tmp_path):
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    return root
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_serve(project, env, port, *extra):
+    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "serve", "--project", str(project),
+                             "--port", str(port), *extra], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"serve exited early: {proc.stderr.read()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("serve did not come up")
+
+
+def test_serve_sigterm_keeps_ledger_and_port_taken(project, env):
+    stub = StubUpstream()
+    with ServerThread(stub.app) as up:
+        port = free_port()
+        proc = start_serve(project, env, port, "--openai-upstream", up.url + "/v1", "--min-tokens", "50")
+        try:
+            client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=SENTINEL, max_retries=0)
+            code = (project / "app/auth/service.py").read_text() + "\n" + (project / "app/reports.py").read_text()
+            for _ in range(3):
+                client.chat.completions.create(model="gpt-4o", messages=[
+                    {"role": "user", "content": f"```python\n{code}\n```\nWhat does AuthService.logout do?"}])
+            # a second serve on the same port: clear message, distinct exit code
+            second = memstrata("serve", "--project", str(project), "--port", str(port), env=env)
+            assert second.returncode == 3
+            assert f"port {port}" in second.stderr and "already in use" in second.stderr
+            assert "Traceback" not in second.stderr
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "stopped" in err and "Traceback" not in err
+    assert SENTINEL not in out + err
+    with Store(project / ".memstrata" / "index.db") as store:
+        rows = ledger.entries(store)
+        assert len(rows) == 3 and all(r.status == 200 for r in rows)
+        assert ledger.latest_session(store)[2] is not None  # session closed by the shutdown
+        assert store.integrity_ok()
+    raw = b"".join(p.read_bytes() for p in (project / ".memstrata").iterdir() if p.is_file())
+    assert SENTINEL.encode() not in raw
+    # the ledger is readable afterwards from the CLI
+    res = memstrata("savings", "--project", str(project), "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["session_tokens_saved"] == sum(r.tokens_saved for r in rows)
+    assert summary["cycle_tokens_saved"] == summary["session_tokens_saved"]
+
+
+def test_config_show_and_set(env, memstrata_home):
+    res = memstrata("config", "show", env=env)
+    assert res.returncode == 0 and "gpt-4o" in res.stdout
+    assert (memstrata_home / "providers.json").is_file()  # defaults written on first run
+    res = memstrata("config", "set", "provider-rate", "gpt-4o", "3.5", env=env)
+    assert res.returncode == 0, res.stderr
+    data = json.loads((memstrata_home / "providers.json").read_text())
+    assert data["providers"]["openai"]["models"]["gpt-4o"]["input_cost_per_mtok"] == 3.5
+    res = memstrata("config", "set", "provider-rate", "my-local-model", "0", "--provider", "ollama", env=env)
+    assert res.returncode == 0
+    res = memstrata("config", "set", "provider-rate", "gpt-4o", "-1", env=env)
+    assert res.returncode == 2 and "non-negative" in res.stderr
+    res = memstrata("config", "set", "provider-rate", "mystery", "1", env=env)
+    assert res.returncode == 2 and "--provider" in res.stderr
+    res = memstrata("config", "set", "billing-day", "15", env=env)
+    assert res.returncode == 0
+    assert json.loads(memstrata("config", "show", "--json", env=env).stdout)["billing_cycle_start_day"] == 15
+
+
+def test_savings_on_a_fresh_project(project, env):
+    res = memstrata("savings", "--project", str(project), "--json", env=env)
+    assert res.returncode == 0
+    assert json.loads(res.stdout) == {
+        "session_tokens_saved": 0, "session_dollar_saved": 0.0, "cycle_tokens_saved": 0,
+        "cycle_dollar_saved": 0.0, "provider_rate_per_token": None, "recall": None, "precision": None}
+    res = memstrata("savings", "--project", str(project), env=env)
+    assert res.returncode == 0 and "n/a" in res.stdout
