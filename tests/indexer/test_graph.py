@@ -1,0 +1,266 @@
+"""CodeGraph API semantics: neighbours, definitions, incremental refresh and
+the order in which references are resolved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexer.graph import CodeGraph, Neighbor
+from indexer.workspace import Workspace
+
+LOGIN = "app/auth/service.py::AuthService.login"
+AUTH = "app/auth/service.py::AuthService"
+
+
+def edges(graph: CodeGraph) -> set[tuple]:
+    return {(u, v, k, w) for u, v, k, w in graph.g.edges(keys=True, data="weight")}
+
+
+@pytest.fixture
+def project(project_copy):
+    return project_copy("python_project")
+
+
+@pytest.fixture
+def ws(project):
+    with Workspace.open(project, workers=1) as ws:
+        ws.index()
+        yield ws
+
+
+# -- neighbours ---------------------------------------------------------------------
+
+
+def test_neighbors_filter_by_kind_and_direction(ws):
+    g = ws.graph
+    out = set(g.neighbors(LOGIN, direction="out"))
+    assert out == {
+        Neighbor("app/auth/base.py::BaseService.audit", "calls", 1.0, True),
+        Neighbor("app/auth/service.py::InvalidCredentials", "calls", 1.0, True),
+        Neighbor("app/util/crypto.py::constant_time_eq", "calls", 1.0, True),
+        Neighbor("app/util/crypto.py::hash_password", "calls", 1.0, True),
+    }
+    assert set(g.neighbors(LOGIN, kinds=["contains"], direction="in")) == {Neighbor(AUTH, "contains", 1.0, False)}
+    both = set(g.neighbors(LOGIN))
+    assert both == out | set(g.neighbors(LOGIN, direction="in"))
+    assert {n.node for n in g.neighbors(LOGIN, kinds=["calls"], direction="in")} == {
+        "app/routes.py::login_route", "app/session.py::SessionMiddleware.__call__",
+        "tests/test_auth.py::test_login_accepts_right_password"}
+    assert set(g.neighbors(LOGIN, kinds=["inherits", "imports"])) == set()
+    # A class: contains its methods, inherits its base, is called (constructed) by others.
+    assert {(n.node, n.kind) for n in g.neighbors(AUTH, kinds=["contains", "inherits"], direction="out")} == {
+        ("app/auth/service.py::AuthService.__init__", "contains"),
+        ("app/auth/service.py::AuthService.login", "contains"),
+        ("app/auth/service.py::AuthService.logout", "contains"),
+        ("app/auth/base.py::BaseService", "inherits"),
+    }
+    # Files: contains their top-level symbols, imports edges weighted by imported names.
+    assert set(g.neighbors("app/auth/service.py", kinds=["imports"], direction="out")) == {
+        Neighbor("app/util/crypto.py", "imports", 2.0, True),  # hash_password, constant_time_eq
+        Neighbor("app/auth/base.py", "imports", 1.0, True),
+    }
+    assert {n.node for n in g.neighbors("app/util/crypto.py", kinds=["contains"], direction="out")} == {
+        "app/util/crypto.py::SALT", "app/util/crypto.py::hash_password", "app/util/crypto.py::constant_time_eq"}
+
+
+def test_definitions_and_node_data(ws):
+    g = ws.graph
+    assert g.definitions("login") == [LOGIN]
+    assert g.definitions("__init__") == ["app/auth/service.py::AuthService.__init__",
+                                         "app/session.py::SessionMiddleware.__init__"]
+    assert g.definitions("no_such_name") == []
+    data = g.node(LOGIN)
+    assert (data["kind"], data["path"], data["qualname"], data["name"]) == (
+        "method", "app/auth/service.py", "AuthService.login", "login")
+    assert g.file_of(LOGIN) == "app/auth/service.py"
+    assert g.node("tests/test_auth.py")["is_test"] is True
+    assert g.node("app/routes.py")["is_test"] is False
+    assert g.node_for_db_id(data["db_id"]) == LOGIN
+    assert sorted(g.symbols_in_file("app/auth/base.py")) == [
+        "app/auth/base.py::BaseService", "app/auth/base.py::BaseService.audit"]
+    assert g.stats()["files"] == 10 and g.stats()["symbols"] == 21
+
+
+# -- refresh == load ----------------------------------------------------------------------
+
+
+def apply(ws, graph: CodeGraph, paths: list[str]) -> None:
+    summary = ws.indexer.update_paths(paths)
+    graph.refresh(ws.store, summary.changed_paths, summary.removed_paths)
+
+
+def assert_same_as_fresh(ws, graph: CodeGraph) -> None:
+    fresh = CodeGraph.load(ws.store)
+    mine, theirs = edges(graph), edges(fresh)
+    assert mine == theirs, {"only incremental": sorted(mine - theirs), "only fresh": sorted(theirs - mine)}
+    assert set(graph.g.nodes) == set(fresh.g.nodes)
+
+
+def test_refresh_after_modifying_an_imported_file(ws, project):
+    g = CodeGraph.load(ws.store)
+    crypto = project / "app/util/crypto.py"
+    crypto.write_text(crypto.read_text().replace("def constant_time_eq(", "def safe_eq("))
+    apply(ws, g, ["app/util/crypto.py"])
+    assert "app/util/crypto.py::safe_eq" in g
+    assert g.importers("app/util/crypto.py") == ["app/auth/service.py", "tests/test_auth.py"]
+    assert_same_as_fresh(ws, g)
+
+
+def test_refresh_after_modifying_a_caller(ws, project):
+    g = CodeGraph.load(ws.store)
+    routes = project / "app/routes.py"
+    routes.write_text(routes.read_text().replace("service.logout(request[\"user\"])", "service.login('x', 'y')"))
+    apply(ws, g, ["app/routes.py"])
+    assert "app/routes.py::logout_route" in g.callers(LOGIN)
+    assert g.callers("app/auth/service.py::AuthService.logout") == []
+    assert_same_as_fresh(ws, g)
+
+
+def test_refresh_after_deleting_and_recreating_a_file(ws, project):
+    g = CodeGraph.load(ws.store)
+    session = project / "app/session.py"
+    text = session.read_text()
+    session.unlink()
+    apply(ws, g, ["app/session.py"])
+    assert "app/session.py" not in g
+    assert_same_as_fresh(ws, g)
+    session.write_text(text)
+    apply(ws, g, ["app/session.py"])
+    assert g.importers("app/session.py") == ["app/routes.py"]
+    assert_same_as_fresh(ws, g)
+
+
+def test_refresh_when_a_new_file_makes_a_name_ambiguous(ws, project):
+    g = CodeGraph.load(ws.store)
+    # Every caller of login calls it on an instance (`service.login`,
+    # `self.auth.login`, `svc.login`) whose type the graph does not infer: only
+    # the unique-name fallback resolves them. A second `login` makes the name
+    # ambiguous, and ambiguous references are left unresolved, not guessed.
+    callers = g.callers(LOGIN)
+    assert len(callers) == 3
+    (project / "app/oauth.py").write_text("class OAuth:\n    def login(self, token):\n        return token\n")
+    apply(ws, g, ["app/oauth.py"])
+    assert g.callers(LOGIN) == []
+    assert g.callers("app/oauth.py::OAuth.login") == []
+    assert_same_as_fresh(ws, g)
+    (project / "app/oauth.py").unlink()
+    apply(ws, g, ["app/oauth.py"])
+    assert g.callers(LOGIN) == callers
+    assert_same_as_fresh(ws, g)
+
+
+def test_refresh_when_a_missing_module_appears(ws, project):
+    g = CodeGraph.load(ws.store)
+    (project / "app/reports.py").write_text(
+        "from app.exporters import export_csv\n\n\ndef monthly_report(rows):\n    return export_csv(rows)\n")
+    apply(ws, g, ["app/reports.py"])
+    assert g.imported_files("app/reports.py") == []
+    (project / "app/exporters.py").write_text("def export_csv(rows):\n    return ','.join(rows)\n")
+    apply(ws, g, ["app/exporters.py"])
+    assert g.imported_files("app/reports.py") == ["app/exporters.py"]
+    assert g.callees("app/reports.py::monthly_report") == ["app/exporters.py::export_csv"]
+    assert_same_as_fresh(ws, g)
+
+
+# -- resolution order -----------------------------------------------------------------------
+
+RESOLUTION_PROJECT = {
+    "pkg/__init__.py": "",
+    "pkg/base.py": (
+        "class Base:\n"
+        "    def helper(self):\n        return 1\n\n"
+        "    def shadowed(self):\n        return 0\n"
+    ),
+    "pkg/child.py": (
+        "from pkg.base import Base\n\n\n"
+        "class Child(Base):\n"
+        "    def run(self):\n"
+        "        self.helper()\n"
+        "        self.own()\n"
+        "        return self.shadowed()\n\n"
+        "    def own(self):\n        return 2\n\n"
+        "    def shadowed(self):\n        return 3\n"
+    ),
+    "pkg/a.py": "def dup():\n    return 'a'\n",
+    "pkg/b.py": "def dup():\n    return 'b'\n",
+    "pkg/c.py": "def only_one():\n    return 'c'\n",
+    "pkg/user.py": (
+        "import pkg.b as mb\n"
+        "from pkg import b\n"
+        "from pkg.a import dup\n"
+        "from pkg.b import dup as bdup\n\n\n"
+        "def use_from_import():\n    return dup()\n\n\n"
+        "def use_alias():\n    return bdup()\n\n\n"
+        "def use_module_alias():\n    return mb.dup()\n\n\n"
+        "def use_submodule():\n    return b.dup()\n\n\n"
+        "def use_unique():\n    return only_one()\n"
+    ),
+    "pkg/other.py": (
+        "def use_ambiguous():\n    return dup()\n\n\n"
+        "def local_name():\n    return 1\n\n\n"
+        "def use_local():\n    return local_name()\n"
+    ),
+    "pkg/shadow.py": "def dup():\n    return 'mine'\n\n\ndef use_own_dup():\n    return dup()\n",
+}
+
+
+@pytest.fixture(scope="module")
+def resolution(tmp_path_factory):
+    root: Path = tmp_path_factory.mktemp("resolution")
+    for rel, text in RESOLUTION_PROJECT.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    with Workspace.open(root, workers=1) as ws:
+        ws.index()
+        yield ws
+
+
+def callees(ws, node: str) -> list[str]:
+    return ws.graph.callees(node)
+
+
+def test_self_method_resolves_to_enclosing_class_then_bases(resolution):
+    assert callees(resolution, "pkg/child.py::Child.run") == [
+        "pkg/base.py::Base.helper",  # found in the base class
+        "pkg/child.py::Child.own",  # the enclosing class
+        "pkg/child.py::Child.shadowed",  # the override wins over Base.shadowed
+    ]
+    assert resolution.graph.bases("pkg/child.py::Child") == ["pkg/base.py::Base"]
+
+
+def test_from_import_binding_beats_ambiguity(resolution):
+    # dup is defined in a.py, b.py and shadow.py; the import says which.
+    assert callees(resolution, "pkg/user.py::use_from_import") == ["pkg/a.py::dup"]
+
+
+def test_aliased_from_import(resolution):
+    assert callees(resolution, "pkg/user.py::use_alias") == ["pkg/b.py::dup"]
+
+
+def test_module_alias_receiver(resolution):
+    assert callees(resolution, "pkg/user.py::use_module_alias") == ["pkg/b.py::dup"]
+
+
+def test_submodule_imported_from_package(resolution):
+    # `from pkg import b` binds the module pkg/b.py; `b.dup()` is its function.
+    assert callees(resolution, "pkg/user.py::use_submodule") == ["pkg/b.py::dup"]
+
+
+def test_unique_name_fallback(resolution):
+    assert callees(resolution, "pkg/user.py::use_unique") == ["pkg/c.py::only_one"]
+
+
+def test_own_definition_beats_global_names(resolution):
+    assert callees(resolution, "pkg/shadow.py::use_own_dup") == ["pkg/shadow.py::dup"]
+    assert callees(resolution, "pkg/other.py::use_local") == ["pkg/other.py::local_name"]
+
+
+def test_ambiguous_name_stays_unresolved(resolution):
+    assert callees(resolution, "pkg/other.py::use_ambiguous") == []
+    rows = resolution.store.execute(
+        "SELECT r.target FROM refs r JOIN files f ON f.id = r.file_id "
+        "WHERE f.path = 'pkg/other.py' AND r.scope = 'use_ambiguous'")
+    assert rows == [(None,)]
+    assert sorted(resolution.graph.callers("pkg/a.py::dup")) == ["pkg/user.py::use_from_import"]
