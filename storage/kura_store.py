@@ -15,6 +15,7 @@ it, and a chunk holding the words side by side outranks both.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ MAX_QUERY_TERMS = 32
 # much of the vocabulary to mean anything.
 MIN_PREFIX_LEN = 3
 META_ROOT = "kura.root"
+_TOKEN = re.compile(r"[^\W_]+")
 
 
 @dataclass(slots=True, frozen=True)
@@ -145,39 +147,103 @@ def is_kura_store(store: Store) -> bool:
     return bool(rows)
 
 
-def match_expression(query: str, max_terms: int = MAX_QUERY_TERMS) -> str | None:
-    """The FTS5 MATCH expression for a keyword query, or None when it has no terms."""
+# BM25 costs a few microseconds per matching chunk, so a query is never
+# allowed to score many more chunks than this (see :func:`search`).
+SCORE_BUDGET = 2000
+# When every term of a query is that common, this many matches are ranked.
+BOUNDED_RANK = 1000
+
+
+@dataclass(slots=True)
+class _Query:
+    groups: list[tuple[str, str]]  # (term, "exact OR prefix" clause)
+    phrase: str | None
+
+    def expression(self, terms: Sequence[str] | None = None, *, phrase: bool = True) -> str:
+        chosen = [g for t, g in self.groups if terms is None or t in terms]
+        if phrase and self.phrase:
+            chosen.append(self.phrase)
+        return " OR ".join(chosen)
+
+
+def parse_query(query: str, max_terms: int = MAX_QUERY_TERMS) -> _Query | None:
     terms = query_terms(query)[:max_terms]
     if not terms:
         return None
-    clauses: list[str] = []
+    groups = []
     for term in terms:
         quoted = fts_quote(term)
-        clauses.append(quoted)
-        if len(term) >= MIN_PREFIX_LEN:
-            clauses.append(quoted + "*")
+        # FTS5 applies "*" to the last token of a (multi-token) term: parse_args*
+        # means "parse" then anything starting with "args".
+        tokens = _TOKEN.findall(term)
+        prefix = bool(tokens) and len(tokens[-1]) >= MIN_PREFIX_LEN
+        groups.append((term, f"{quoted} OR {quoted}*" if prefix else quoted))
     words = query.split()[:max_terms]
-    if len(words) > 1:
-        # Tokenised by FTS5 itself, so punctuation inside the words is harmless.
-        clauses.append(fts_quote(" ".join(words)))
-    return " OR ".join(clauses)
+    # Tokenised by FTS5 itself, so punctuation inside the words is harmless.
+    phrase = fts_quote(" ".join(words)) if len(words) > 1 else None
+    return _Query(groups, phrase)
+
+
+def match_expression(query: str, max_terms: int = MAX_QUERY_TERMS) -> str | None:
+    """The FTS5 MATCH expression for a keyword query, or None when it has no terms."""
+    parsed = parse_query(query, max_terms)
+    return parsed.expression() if parsed else None
 
 
 def search(store: Store, query: str, limit: int) -> list[Hit]:
-    """The ``limit`` best chunks for ``query``, best first."""
-    expr = match_expression(query)
-    if expr is None:
+    """The ``limit`` best chunks for ``query``, best first.
+
+    Ranking is BM25 over every clause of the query while at most
+    :data:`SCORE_BUDGET` chunks match.  Beyond that, latency would grow with
+    the database, so the query is narrowed to its selective terms (fewest
+    matching chunks first, up to the budget): a word found in thousands of
+    chunks has a small IDF and would hardly move the order anyway.  When
+    every term is that common, the first :data:`BOUNDED_RANK` matching chunks
+    are ranked.
+    """
+    parsed = parse_query(query)
+    if parsed is None:
         return []
-    # Rank inside the FTS table first (FTS5 sorts by its configured bm25 rank
-    # and stops at the limit), then fetch only the winners' text.
-    rows = store.execute(
-        "SELECT s.path, c.chunk, c.content, top.score FROM"
-        " (SELECT rowid AS id, rank AS score FROM kura_fts WHERE kura_fts MATCH ?"
-        "  ORDER BY rank LIMIT ?) AS top"
+    with store.read() as conn:
+        full = parsed.expression()
+        if _count(conn, full) <= SCORE_BUDGET:
+            return _ranked(conn, full, limit)
+        total = 0
+        use_phrase = False
+        if parsed.phrase:
+            total = _count(conn, parsed.phrase)
+            use_phrase = 0 < total <= SCORE_BUDGET
+            total = total if use_phrase else 0
+        selective: list[str] = []
+        for df, term in sorted((_count(conn, group), term) for term, group in parsed.groups):
+            if total + df > SCORE_BUDGET:
+                break
+            selective.append(term)
+            total += df
+        if selective or use_phrase:
+            return _ranked(conn, parsed.expression(selective, phrase=use_phrase), limit)
+        return _ranked(conn, full, limit, budget=BOUNDED_RANK)
+
+
+def _count(conn: sqlite3.Connection, expr: str) -> int:
+    return conn.execute("SELECT count(*) FROM kura_fts WHERE kura_fts MATCH ?", (expr,)).fetchone()[0]
+
+
+def _ranked(conn: sqlite3.Connection, expr: str, limit: int, budget: int | None = None) -> list[Hit]:
+    # Rank inside the FTS table first, then fetch only the winners' text.
+    if budget is None:
+        top = "SELECT rowid AS id, rank AS score FROM kura_fts WHERE kura_fts MATCH ? ORDER BY rank LIMIT ?"
+        params: tuple = (expr, limit)
+    else:
+        top = ("SELECT id, score FROM (SELECT rowid AS id, rank AS score FROM kura_fts"
+               " WHERE kura_fts MATCH ? LIMIT ?) ORDER BY score LIMIT ?")
+        params = (expr, budget, limit)
+    rows = conn.execute(
+        f"SELECT s.path, c.chunk, c.content, top.score FROM ({top}) AS top"
         " JOIN kura_chunks c ON c.id = top.id JOIN kura_sources s ON s.id = c.source_id"
         " ORDER BY top.score, s.path, c.chunk",
-        (expr, limit),
-    )
+        params,
+    ).fetchall()
     return [Hit(path, chunk, content, score) for path, chunk, content, score in rows]
 
 
