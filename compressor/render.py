@@ -45,6 +45,7 @@ class FileDoc:
     language: str
     lines: list[str]
     imports: list[tuple[int, str | None]] = field(default_factory=list)  # (line, target path)
+    whole_tokens: int | None = None  # tokens of the whole file with its header, once counted
 
 
 def comment_prefix(language: str) -> str:
@@ -115,12 +116,25 @@ def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_o
     for u in units:
         by_file.setdefault(u.path, []).append(u)
     shown_files = set(file_order)
-    chunks = [
-        _render_file(docs[path], by_file[path], graph, shown_files, compact)
-        for path in file_order
-        if by_file.get(path)
-    ]
+    chunks = []
+    for path in file_order:
+        if not by_file.get(path):
+            continue
+        doc = docs[path]
+        section = _render_file(doc, by_file[path], graph, shown_files, compact)
+        # When the slice of a file is most of it, the markers can cost more
+        # than the lines they stand for: then the whole file is the better deal.
+        if section.count("\n") + 1 >= len(doc.lines) // 2 and whole_file_tokens(doc) <= count_tokens(section):
+            section = f"{comment_prefix(doc.language)} {path}\n" + "\n".join(doc.lines).rstrip("\n")
+        chunks.append(section)
     return "\n\n".join(chunks) + ("\n" if chunks else "")
+
+
+def whole_file_tokens(doc: FileDoc) -> int:
+    if doc.whole_tokens is None:
+        text = f"{comment_prefix(doc.language)} {doc.path}\n" + "\n".join(doc.lines).rstrip("\n")
+        doc.whole_tokens = count_tokens(text)
+    return doc.whole_tokens
 
 
 def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files: set[str],

@@ -102,12 +102,14 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         if not personalization:
             notes.append("nothing in the project matches the query")
             return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
+        # Sorted so that equal questions always rank identically.
+        personalization = dict(sorted(personalization.items()))
         scores = personalized_rank(graph, personalization, intent.weights, include_tests)
         for node in seeds.named:  # what the question names comes first
             scores[node] = scores.get(node, 0.0) * 2 + 1.0
         ranked = sorted(
             ((n, s) for n, s in scores.items() if "::" in n and allowed(n) and n in graph),
-            key=lambda kv: kv[1], reverse=True,
+            key=lambda kv: (-kv[1], kv[0]),
         )[:MAX_CANDIDATES]
         if not ranked:  # only files matched: offer their top-level definitions
             for path in seeds.files:
@@ -218,7 +220,7 @@ def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, l
     otherwise a binary search finds the longest ranked prefix that fits, and
     the first unit left out gets a chance as a signature.
     """
-    units = sorted(units, key=lambda u: u.score, reverse=True)
+    units = sorted(units, key=lambda u: (-u.score, u.node))
 
     def attempt(chosen: list[Unit], compact: bool = False) -> str | None:
         order = list(dict.fromkeys(u.path for u in chosen))
