@@ -26,7 +26,7 @@ guessed.
 from __future__ import annotations
 
 import posixpath
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -108,6 +108,13 @@ class CodeGraph:
         """Bring the given files up to date with storage; returns every file whose edges changed."""
         changed = sorted(set(changed))
         removed = sorted(set(removed) - set(changed))
+        added = [p for p in changed if p not in self.g]
+        if added or removed:
+            changed = sorted(set(changed) | self._rebound_files(store, set(changed) | set(removed)))
+        keep = set(changed) | set(removed)
+        incoming = [(u, v, w) for v in changed if v in self.g
+                    for u, _, k, w in self.g.in_edges(v, keys=True, data="weight")
+                    if k == "imports" and u not in keep]
         old_names: set[str] = set()
         for path in [*changed, *removed]:
             old_names |= self._defined_names(path)
@@ -119,6 +126,9 @@ class CodeGraph:
             imports = ci.load_imports(store, present) if present else []
             refs = ci.load_refs(store, present) if present else []
         self._add_files(files, symbols, imports, refs)
+        for u, v, w in incoming:
+            if v in self.g and u in self.g:
+                self._inc_edge(u, v, "imports", w)
         new_names: set[str] = set()
         for path in present:
             new_names |= self._defined_names(path)
@@ -137,6 +147,22 @@ class CodeGraph:
         if dependents:
             self._resolve_files(sorted(dependents), only_names=old_names | new_names)
         return touched | dependents
+
+    def _rebound_files(self, store, skip: set[str]) -> set[str]:
+        """Files whose stored import targets differ from their import edges here
+        (another file's appearance or removal re-pointed their imports)."""
+        want: dict[str, Counter] = defaultdict(Counter)
+        for path, module, name, alias, line, target in ci.load_imports(store):
+            if target is not None and target != path:
+                want[path][target] += 1
+        out = set()
+        for path in self._file_symbols:
+            if path in skip:
+                continue
+            have = Counter({v: w for _, v, k, w in self.g.out_edges(path, keys=True, data="weight") if k == "imports"})
+            if have != want.get(path, Counter()):
+                out.add(path)
+        return out
 
     def _defined_names(self, path: str) -> set[str]:
         return {self.g.nodes[n]["name"] for n in self._file_symbols.get(path, ()) if n in self.g}
@@ -270,11 +296,9 @@ class CodeGraph:
     # -- resolution -----------------------------------------------------------
 
     def _resolve(self, path: str, scope: str | None, name: str, kind: str, receiver: str | None) -> str | None:
-        candidates = self._by_name.get(name)
-        if not candidates:
-            return None
+        candidates = self._by_name.get(name, set())
         if receiver:
-            return self._resolve_member(path, scope, name, receiver, candidates)
+            return self._resolve_member(path, scope, name, receiver, candidates) if candidates else None
         bindings = self._bindings.get(path)
         if bindings is not None:
             bound = bindings.names.get(name)
@@ -282,6 +306,8 @@ class CodeGraph:
                 hit = self._member(bound[0], bound[1] or name)
                 if hit:
                     return hit
+        if not candidates:
+            return None
         local = self._local(path, scope, name)
         if local:
             return local
@@ -314,9 +340,9 @@ class CodeGraph:
                     target, member = bound
                     if member is None:  # a module alias: mod.f()
                         hit = self._member(target, name)
-                    else:  # an imported class: Cls.method()
+                    else:  # an imported class: Cls.method(), or a submodule: `from pkg import mod`
                         cls = self._member(target, member)
-                        hit = self._method_in_hierarchy(cls, name) if cls else None
+                        hit = self._method_in_hierarchy(cls, name) if cls else self._member(target, name)
                     if hit:
                         return hit
             if "." not in recv:
