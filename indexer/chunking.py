@@ -170,7 +170,7 @@ def chunk_document(path: str, text: str) -> Chunked:
     return Chunked("prose", prose_chunks(text, markdown=ext in ("md", "markdown", "mdx", "rst")))
 
 
-_BLANK = re.compile(r"\n[ \t]*\n")
+_BLANK = re.compile(r"\n(?:[ \t]*\n)+")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)", re.M)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])[\"')\]]*\s+")

@@ -1,0 +1,99 @@
+"""``kura`` command-line flows, end to end in a temporary KURA_HOME (no daemon unless a test starts one)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytestmark = pytest.mark.timeout(180)
+
+RFC3339_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+def registry(kura):
+    return json.loads((kura.home / "db.json").read_text())
+
+
+def test_help(kura):
+    for args in (("help",), ("--help",), ("-h",)):
+        out = kura.ok(*args)
+        assert "kura add <name> [PATH]" in out and "kura remote enable|disable" in out
+    bad = kura.run("frobnicate")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_add_list_edit_remove(kura, docs):
+    out = kura.ok("add", "my notes", str(docs))
+    assert 'added "my_notes"' in out and "3 files" in out
+    out = kura.ok("add", "inbox db")
+    assert (kura.home / "inbox_db" / "inbox").is_dir() and "drop files into" in out
+    entries = registry(kura)
+    assert [e["db"] for e in entries] == ["my_notes", "inbox_db"]
+    assert all(set(e) == {"db", "createAt"} and RFC3339_UTC.match(e["createAt"]) for e in entries)
+    assert (kura.home / "my_notes" / "data.db").is_file()
+    assert not (kura.home / "my_notes" / "inbox").exists()
+
+    listing = kura.ok("list")
+    assert re.search(r"^my_notes\t\S+\t3 files, \d+ chunks", listing, re.M)
+    assert re.search(r"^inbox_db\t\S+\t0 files, 0 chunks", listing, re.M)
+
+    created = entries[0]["createAt"]
+    assert 'renamed "my_notes" to "papers"' in kura.ok("edit", "my_notes", "papers")
+    assert registry(kura)[0] == {"db": "papers", "createAt": created}
+    assert (kura.home / "papers" / "data.db").is_file() and not (kura.home / "my_notes").exists()
+
+    declined = kura.run("remove", "papers", input="n\n")
+    assert declined.returncode == 1 and "cancelled" in declined.stderr
+    assert kura.run("remove", "papers", input="").returncode == 1  # EOF is not a yes
+    assert (kura.home / "papers").exists()
+    assert 'removed "papers"' in kura.ok("remove", "papers", input="y\n")
+    assert 'removed "inbox_db"' in kura.ok("remove", "inbox_db", "--yes")
+    assert registry(kura) == [] and not (kura.home / "papers").exists()
+    assert docs.joinpath("notes.md").is_file()  # a PATH database never deletes the user's files
+    assert "no databases" in kura.ok("list")
+
+
+@pytest.mark.parametrize("args,message", [
+    (("add", "dup"), 'database "dup" already exists'),
+    (("add", "x", "/nonexistent/folder"), "is not a folder"),
+    (("add", "a/b"), "invalid database name"),
+    (("add", ".hidden"), "invalid database name"),
+    (("add", "   "), "database name is empty"),
+    (("add", "db.json"), "reserved"),
+    (("remove", "nope", "--yes"), 'database "nope" not exist'),
+    (("edit", "nope", "x"), 'database "nope" not exist'),
+    (("edit", "dup", "dup2"), 'database "dup2" already exists'),
+    (("port", "set", "0"), "port must be from 1 to 65535"),
+    (("port", "set", "65536"), "port must be from 1 to 65535"),
+    (("port", "set", "abc"), "port must be a number"),
+    (("port", "set"), "port must be a number"),
+])
+def test_bad_input(kura, args, message):
+    kura.ok("add", "dup")
+    kura.ok("add", "dup2")
+    proc = kura.run(*args)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert message in proc.stderr
+    assert [e["db"] for e in registry(kura)] == ["dup", "dup2"]
+
+
+def test_port_and_remote_config_without_a_daemon(kura):
+    assert "port set to 23456" in kura.ok("port", "set", "23456")
+    assert json.loads((kura.home / "config.json").read_text()) == {"port": 23456}
+    kura.ok("remote", "enable")
+    assert json.loads((kura.home / "config.json").read_text()) == {"port": 23456, "remote": True}
+    kura.ok("port", "clear")
+    kura.ok("remote", "disable")
+    assert json.loads((kura.home / "config.json").read_text()) == {}
+    assert "not running" in kura.ok("stop")
+    assert not (kura.home / "endpoint").exists()
+
+
+def test_broken_registry_is_reported_not_a_traceback(kura):
+    kura.home.mkdir(parents=True)
+    (kura.home / "db.json").write_text("{not json")
+    proc = kura.run("list")
+    assert proc.returncode == 1 and "db.json is not valid JSON" in proc.stderr
+    assert "Traceback" not in proc.stderr
