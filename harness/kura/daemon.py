@@ -198,10 +198,12 @@ def run_daemon(home: Home, version: str) -> int:
 
 
 def _serve(home: Home, version: str) -> int:
-    import uvicorn
-
     from .api import build_app
     from .library import Library
+
+    import uvicorn
+
+    _Server = _server_class()
 
     port, remote = home.port(), home.remote()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -225,8 +227,8 @@ def _serve(home: Home, version: str) -> int:
 
     app = build_app(library, remote=remote, version=version, on_started=started,
                     on_stopping=lambda: _remove_endpoint(home, only=url))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
-                                           lifespan="on", timeout_graceful_shutdown=3))
+    server = _Server(uvicorn.Config(app, log_level="warning", access_log=False,
+                                    lifespan="on", timeout_graceful_shutdown=3))
     try:
         server.run(sockets=[sock])
     finally:
@@ -235,6 +237,20 @@ def _serve(home: Home, version: str) -> int:
         sock.close()
         log.info("kura stopped")
     return 0
+
+
+def _server_class():
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn re-raises SIGTERM/SIGINT once it has shut down, which would kill
+        the process before the library is closed; a stop request is a normal exit."""
+
+        def handle_exit(self, sig, frame) -> None:
+            super().handle_exit(sig, frame)
+            self._captured_signals.clear()
+
+    return Server
 
 
 def _wait_for_endpoint(home: Home, timeout: float = START_TIMEOUT) -> str | None:
