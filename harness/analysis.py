@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -53,8 +54,29 @@ def prompt_texts(body: dict, api: str) -> Iterator[str]:
                     yield fn["arguments"]
 
 
+_CACHE_MIN_CHARS = 512
+_CACHE_MAX_ENTRIES = 4096
+_cache: dict[str, int] = {}
+_cache_lock = threading.Lock()
+
+
+def _count(text: str) -> int:
+    """count_tokens, remembered for long pieces: agents resend the whole
+    conversation on every turn, so most of a request was counted before."""
+    if len(text) < _CACHE_MIN_CHARS:
+        return count_tokens(text)
+    n = _cache.get(text)
+    if n is None:
+        n = count_tokens(text)
+        with _cache_lock:
+            if len(_cache) >= _CACHE_MAX_ENTRIES:
+                _cache.clear()
+            _cache[text] = n
+    return n
+
+
 def prompt_tokens(body: dict, api: str) -> int:
-    return sum(count_tokens(t) for t in prompt_texts(body, api))
+    return sum(_count(t) for t in prompt_texts(body, api))
 
 
 @dataclass

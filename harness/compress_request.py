@@ -160,6 +160,8 @@ class ProjectMatcher:
         self._lines: dict[str, tuple[int, frozenset[str]]] = {}
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._base_key: tuple | None = None
+        self._base: dict[str, list[str]] = {}
 
     def candidate_files(self, text: str) -> list[str]:
         graph = self.ws.graph
@@ -169,17 +171,27 @@ class ProjectMatcher:
                 path = graph.file_of(node)
                 found[path] = found.get(path, 0) + 1
         if "." in text:
-            files = None
+            by_base = self._basenames(graph)
             for token in set(_PATHLIKE.findall(text)):
                 token = token.lstrip("./")
-                if "/" not in token and "." not in token:
-                    continue
-                if files is None:
-                    files = graph.files()
-                for path in files:
+                for path in by_base.get(token.rsplit("/", 1)[-1], ()):
                     if path == token or path.endswith("/" + token):
                         found[path] = found.get(path, 0) + 3
         return [p for p, _ in sorted(found.items(), key=lambda kv: -kv[1])[:8]]
+
+    def _basenames(self, graph) -> dict[str, list[str]]:
+        """File name -> project paths, rebuilt when the set of files changes."""
+        files = graph.files()
+        key = (id(graph), len(files), hash(tuple(files[:50])))
+        with self._lock:
+            if self._base_key == key:
+                return self._base
+        index: dict[str, list[str]] = {}
+        for path in files:
+            index.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+        with self._lock:
+            self._base_key, self._base = key, index
+        return index
 
     def project_lines(self, paths: list[str]) -> frozenset[str]:
         if not paths:

@@ -237,7 +237,7 @@ class ServerThread:
     """uvicorn serving ``app`` on an ephemeral loopback port in a background thread."""
 
     def __init__(self, app, host: str = "127.0.0.1", port: int = 0, log_level: str = "critical", **config):
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.host, self.port = self.sock.getsockname()[:2]
@@ -277,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--chunks", type=int, default=8)
     args = p.parse_args(argv)
     stub = StubUpstream(record=False, chunks=args.chunks)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     print(f"PORT {sock.getsockname()[1]}", flush=True)
