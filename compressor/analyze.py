@@ -103,6 +103,7 @@ _STOP = frozenset(
     fix fixed fixes bug bugs add added adds support make makes use using update updated change changed new
     when if else return returns value values handle handles handling issue issues allow allows""".split()
 )
+_BACKTICKED = re.compile(r"`([^`]+)`")
 _IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
 _PATH_TOKEN = re.compile(r"[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|cs|rb|php)\b")
 
@@ -176,12 +177,15 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
             if path == token or path.endswith("/" + token):
                 seeds.files[path] = max(seeds.files.get(path, 0), 8.0)
 
-    # 2. Identifiers, qualified or not, exactly as written.
+    # 2. Identifiers, qualified or not, exactly as written.  Words in
+    # backticks are code whatever they look like (`methods`, `close`).
+    quoted = {w for span in _BACKTICKED.findall(query) for w in _IDENT_TOKEN.findall(span)}
     resolved_words: set[str] = set()
     for token in _IDENT_TOKEN.findall(query):
         parts = re.split(r"\.|::|#|->", token)
         name = parts[-1]
-        if name.lower() in _STOP and len(parts) == 1 and not _looks_like_code(name):
+        if (name.lower() in _STOP and len(parts) == 1 and not _looks_like_code(name)
+                and token not in quoted):
             continue
         defs = [d for d in graph.definitions(name) if allowed(d)]
         if len(parts) > 1:
@@ -198,7 +202,7 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
                 if allowed(d):
                     seeds.add_symbol(d, 4.0)
         if defs:
-            strength = 9.0 if _looks_like_code(name) else 6.0
+            strength = 9.0 if _looks_like_code(name) or token in quoted else 6.0
             strength /= max(1.0, len(defs) ** 0.5)
             for d in defs:
                 seeds.add_symbol(d, strength)
@@ -225,7 +229,8 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
     # 4. Lexical search over names, signatures, docstrings and code; weaker
     # when the question names its symbols outright.
     lexical_weight = 1.5 if seeds.named else 4.0
-    terms = [t for t in query_terms(query) if t not in _STOP and len(t) > 1]
+    quoted_terms = {t.lower() for t in quoted}
+    terms = [t for t in query_terms(query) if (t not in _STOP or t in quoted_terms) and len(t) > 1]
     if terms:
         hits = ci.search_symbols(store, terms, limit=60)
         if hits:

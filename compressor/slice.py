@@ -105,6 +105,9 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         # Sorted so that equal questions always rank identically.
         personalization = dict(sorted(personalization.items()))
         scores = personalized_rank(graph, personalization, intent.weights, include_tests)
+        for node, score in scores.items():
+            if "::" in node and node not in seeds.named:
+                scores[node] = score * _prior(graph, node)
         for node in seeds.named:  # what the question names comes first
             scores[node] = scores.get(node, 0.0) * 2 + 1.0
         ranked = sorted(
@@ -118,6 +121,25 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
                         ranked.append((node, seeds.files[path] * 0.01))
         result = _build(ws, graph, ranked, budget, notes, seeds.named)
     return result
+
+
+# Code that is rarely what a question is about unless it says so.
+_PERIPHERAL_DIRS = frozenset({"examples", "example", "benchmarks", "benchmark", "bench", "docs", "doc",
+                              "tools", "scripts", "demo", "demos", "samples", "sample"})
+
+
+def _prior(graph: CodeGraph, node: str) -> float:
+    """A multiplier on ranking scores for symbols that are usually noise."""
+    data = graph.node(node)
+    path = data["path"]
+    factor = 1.0
+    if any(part in _PERIPHERAL_DIRS for part in path.split("/")[:-1]):
+        factor *= 0.4
+    if path.endswith(".pyi") and f"{path[:-1]}::{data['qualname']}" in graph:
+        factor *= 0.3  # the stub of a symbol whose implementation is indexed
+    if data["kind"] == "constant":
+        factor *= 0.5
+    return factor
 
 
 def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], budget: int,

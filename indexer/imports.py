@@ -405,7 +405,10 @@ def _dirname(path: str) -> str:
 
 
 def _join(*parts: str) -> str:
-    joined = posixpath.normpath(posixpath.join(*[p for p in parts if p]))
+    parts = tuple(p for p in parts if p)
+    if not parts:  # e.g. a Go import of the module root itself
+        return ""
+    joined = posixpath.normpath(posixpath.join(*parts))
     return "" if joined == "." else joined
 
 

@@ -9,12 +9,17 @@ from the layers above it.
 
 from __future__ import annotations
 
+import logging
+import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .db import Store
 from .text import fts_quote
+
+log = logging.getLogger(__name__)
+_TOKEN_SPLIT = re.compile(r"[\W_]+", re.UNICODE)
 
 
 @dataclass(slots=True)
@@ -183,17 +188,21 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[
     Returns (symbol id, score) best first; higher scores are better.  Terms
     are OR-ed so partial matches still rank, and names weigh most.
     """
-    terms = [t for t in terms if t]
-    if not terms:
+    # The tokenizer splits at underscores and punctuation, and a quoted
+    # multi-token term would be a phrase query, which a detail=column index
+    # cannot answer: search the single tokens instead.
+    tokens = list(dict.fromkeys(p for t in terms for p in _TOKEN_SPLIT.split(t.lower()) if p))
+    if not tokens:
         return []
-    expr = " OR ".join(fts_quote(t) for t in terms)
+    expr = " OR ".join(fts_quote(t) for t in tokens)
     try:
         rows = store.execute(
             "SELECT rowid, bm25(symbols_fts, 10.0, 4.0, 2.0, 1.0) AS s FROM symbols_fts "
             "WHERE symbols_fts MATCH ? ORDER BY s LIMIT ?",
             (expr, limit),
         )
-    except sqlite3.OperationalError:
+    except sqlite3.OperationalError as exc:
+        log.warning("full-text search failed for %r: %s", expr[:200], exc)
         return []
     return [(rowid, -score) for rowid, score in rows]
 
