@@ -13,6 +13,7 @@ from storage.text import query_terms, split_identifier
 from .errors import QueryError
 
 MAX_QUERY_CHARS = 20_000
+MAX_SEARCH_TERMS = 24
 MAX_TOKENS_LIMIT = 1_000_000
 
 
@@ -111,7 +112,7 @@ _PATH_TOKEN = re.compile(r"[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+\.(?:py|pyi|js|j
 # When the question names symbols or paths outright, everything found by
 # fuzzier means (split words, full-text search) shares this much of the
 # starting mass in total, so a crowd of lexical hits cannot drown them.
-FUZZY_SHARE_WITH_NAMED = 0.3
+FUZZY_SHARE_WITH_NAMED = 0.5
 
 
 @dataclass
@@ -231,6 +232,11 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
     lexical_weight = 1.5 if seeds.named else 4.0
     quoted_terms = {t.lower() for t in quoted}
     terms = [t for t in query_terms(query) if (t not in _STOP or t in quoted_terms) and len(t) > 1]
+    if len(terms) > MAX_SEARCH_TERMS:
+        # Long questions (a pasted stack trace, a proxied prompt): keep the
+        # longest words, which tend to be the rarest and cheapest to match.
+        keep = set(sorted(terms, key=len, reverse=True)[:MAX_SEARCH_TERMS])
+        terms = [t for t in terms if t in keep]
     if terms:
         hits = ci.search_symbols(store, terms, limit=60)
         if hits:

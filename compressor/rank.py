@@ -16,7 +16,7 @@ from collections import deque
 
 from indexer.graph import CodeGraph
 
-ALPHA = 0.25
+ALPHA = 0.35
 EPSILON = 4e-4
 MAX_PUSHES = 3000
 MAX_FANOUT = 300  # strongest edges considered per node

@@ -18,7 +18,7 @@ MAX_CANDIDATES = 160
 # Symbols the question names are shown in full; so is anything else scoring
 # at least this share of the best unnamed function-like symbol, while full
 # bodies leave SIGNATURE_RESERVE of the budget for the signatures around them.
-FULL_SHARE = 0.25
+FULL_SHARE = 0.6
 MIN_FULL = 2
 SIGNATURE_RESERVE = 0.15
 FILE_FRAMING = 12  # estimated tokens of a file header line

@@ -197,7 +197,7 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[
     expr = " OR ".join(fts_quote(t) for t in tokens)
     try:
         rows = store.execute(
-            "SELECT rowid, bm25(symbols_fts, 10.0, 4.0, 2.0, 1.0) AS s FROM symbols_fts "
+            "SELECT rowid, bm25(symbols_fts, 5.0, 3.0, 2.0, 2.0) AS s FROM symbols_fts "
             "WHERE symbols_fts MATCH ? ORDER BY s LIMIT ?",
             (expr, limit),
         )

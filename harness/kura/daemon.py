@@ -206,7 +206,9 @@ def _serve(home: Home, version: str) -> int:
     _Server = _server_class()
 
     port, remote = home.port(), home.remote()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio enables TCP_NODELAY on accepted connections
+    # only then, and without it every response waits ~40 ms on Nagle/delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((HOST, port))

@@ -45,7 +45,9 @@ def live(tmp_path_factory) -> LiveServer:
     server = build_server(ws, savings=lambda: savings_summary(ws, since=started), warmup=warmup)
     app = mcp_http_app(server)
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio enables TCP_NODELAY on accepted connections
+    # only then, and without it every response waits ~40 ms on Nagle/delayed ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
