@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 
+from . import argtypes
 from .providers import Providers, ProvidersError, display_path
 
 
@@ -28,23 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "providers.json). MODEL may be an exact name, a pattern such as 'claude-sonnet-4*', "
                            "or '*' for every model of a provider.")
     rate.add_argument("model")
-    rate.add_argument("rate", type=_rate, help="USD per million input tokens, e.g. 3.00")
+    rate.add_argument("rate", type=argtypes.non_negative, help="USD per million input tokens, e.g. 3.00")
     rate.add_argument("--provider", default=None,
                       help="provider to file it under (default: the one listing MODEL, else guessed from the name)")
     rate.set_defaults(func=cmd_set_rate)
     day = ssub.add_parser("billing-day", help="day of the month your billing cycle starts (1-31, default 1)")
     day.add_argument("day", type=int)
     day.set_defaults(func=cmd_set_day)
-
-
-def _rate(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(v) or v < 0:
-        raise argparse.ArgumentTypeError(f"rate must be a non-negative number, got {text!r}")
-    return v
 
 
 def _fail(message: str) -> int:

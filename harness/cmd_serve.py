@@ -14,6 +14,7 @@ import time
 from indexer.project import ProjectError
 from storage import StoreError
 
+from . import argtypes
 from .compress_request import CompressionSettings
 from .providers import Providers, ProvidersError
 from .proxy import ProxyConfig
@@ -32,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "/status, /metrics and /mcp. Point tools at it with OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or "
         "ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/anthropic.")
     p.add_argument("--project", default=None, metavar="PATH", help="project folder (default: current directory)")
-    p.add_argument("--port", type=_port, default=8080, help="port (default 8080)")
+    p.add_argument("--port", type=argtypes.port, default=8080, help="port (default 8080)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1; anything else exposes your proxy to the network)")
     p.add_argument("--openai-upstream", default=None, metavar="URL",
@@ -46,11 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="providers.json entry whose rates price /anthropic traffic (default anthropic)")
     p.add_argument("--no-compress", dest="compress", action="store_false",
                    help="forward every request unchanged (still counted in the ledger)")
-    p.add_argument("--budget-ratio", type=_ratio, default=1.0, metavar="R",
+    p.add_argument("--budget-ratio", type=argtypes.unit_ratio, default=1.0, metavar="R",
                    help="slice budget as a share of the code tokens it replaces (default 1.0)")
-    p.add_argument("--budget-cap", type=_positive, default=4096, metavar="N",
+    p.add_argument("--budget-cap", type=argtypes.positive_int, default=4096, metavar="N",
                    help="largest slice budget in tokens (default 4096)")
-    p.add_argument("--min-tokens", type=_positive, default=200, metavar="N",
+    p.add_argument("--min-tokens", type=argtypes.positive_int, default=200, metavar="N",
                    help="leave requests with less project code than this alone (default 200)")
     p.add_argument("--read-timeout", type=float, default=600.0, metavar="SECONDS",
                    help="longest wait for the upstream's next bytes (default 600)")
@@ -60,36 +61,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-mcp", dest="mcp", action="store_false", help="do not mount the MCP transports at /mcp")
     p.add_argument("--access-log", action="store_true", help="log each request line (method, path, status)")
     p.set_defaults(func=cmd_serve)
-
-
-def _port(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= v <= 65535:
-        raise argparse.ArgumentTypeError(f"port must be 0-65535, got {v}")
-    return v
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {v}")
-    return v
-
-
-def _ratio(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {v}")
-    return v
 
 
 def is_loopback(host: str) -> bool:
