@@ -238,19 +238,19 @@ class Indexer:
                         gone.append(rel)
                     continue
                 if st.st_size > self.max_file_bytes:
-                    outcomes.append(Skipped(rel, "too_large", st.st_size))
-                    continue
-                data = read_bytes(str(abs_path), rel, self.max_file_bytes)
-                if isinstance(data, Skipped):
-                    if rel in states:
-                        gone.append(rel)
-                    outcomes.append(data)
-                    continue
-                old = states.get(rel)
-                if old is not None and old.hash == content_hash(data):
-                    summary.unchanged += 1
-                    continue
-                outcomes.append(parse_bytes(rel, language_for_path(rel), data, st.st_mtime_ns))
+                    outcome: Parsed | Skipped = Skipped(rel, "too_large", st.st_size)
+                else:
+                    data = read_bytes(str(abs_path), rel, self.max_file_bytes)
+                    if isinstance(data, Skipped):
+                        outcome = data
+                    elif (old := states.get(rel)) is not None and old.hash == content_hash(data):
+                        summary.unchanged += 1
+                        continue
+                    else:
+                        outcome = parse_bytes(rel, language_for_path(rel), data, st.st_mtime_ns)
+                if isinstance(outcome, Skipped) and rel in states:
+                    gone.append(rel)  # indexed before, skipped now (grew too large, became binary)
+                outcomes.append(outcome)
             new_paths = [o.record.path for o in outcomes if isinstance(o, Parsed) and o.record.path not in states]
             if new_paths or gone or self._ctx is None:
                 all_paths = set(states) - set(gone) | set(new_paths)

@@ -12,6 +12,7 @@ import pytest
 from indexer.graph import CodeGraph
 from indexer.project import open_store
 from indexer.run import Indexer
+from indexer.watcher import Changes
 from indexer.workspace import Workspace
 from storage import code_index as ci
 
@@ -267,3 +268,16 @@ def test_cli_max_file_size_is_honoured_and_remembered(project, run_cli):
     assert out["parsed"] == 1 and "too_large" not in out["skipped"]
     bad = run_cli("index", str(project), "--max-file-size", "lots", check=False)
     assert bad.returncode == 2 and "not a size" in bad.stderr
+
+
+def test_a_file_that_grows_past_the_size_cap_leaves_index_and_graph(project):
+    crypto = project / "app" / "util" / "crypto.py"
+    with Workspace.open(project, max_file_bytes=2000, workers=1) as w:
+        w.index()
+        assert "app/util/crypto.py::hash_password" in w.graph
+        crypto.write_text(crypto.read_text() + "\n# " + "x" * 3000 + "\n")
+        summary = w.apply_changes(Changes({"app/util/crypto.py"}, set()))
+        assert summary.removed_paths == ["app/util/crypto.py"]
+        assert "app/util/crypto.py::hash_password" not in w.graph
+        assert "app/util/crypto.py" not in ci.file_states(w.store)
+        assert w.status().skipped.get("too_large") == 1
