@@ -165,7 +165,7 @@ class Workspace:
         assert self._graph is not None
         self._graph.refresh(self.store, changed, removed)
         if states is None:
-            states = {p: s.hash for p, s in ci.file_states(self.store, ).items()}
+            states = {p: s.hash for p, s in ci.file_states(self.store).items()}
         self._known = states
         self._persist_targets()
         self._data_version = self._current_data_version()
