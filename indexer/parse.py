@@ -76,13 +76,14 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
 
     roles = _pattern_roles(language)
     for pattern, caps in ts.QueryCursor(get_query(language)).matches(root):
-        role = roles.get(pattern)
-        if role is None:
-            role = roles[pattern] = _role_of(caps)
-        if not role:
+        info = roles.get(pattern)
+        if info is None:
+            info = roles[pattern] = _role_info(caps)
+        role, group, kind = info
+        if group is None:
             continue
         node = caps[role][0]
-        if role == "import":
+        if group == _IMPORT:
             imports.extend(extract_imports(language, node, source))
             continue
         names = caps.get("name")
@@ -93,20 +94,21 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
         if not name:
             continue
         receiver_nodes = caps.get("receiver")
-        if role.startswith("reference."):
-            kind = role[len("reference."):]
+        if group == _REF:
             if kind == "type" and name in builtin_types:
                 continue
-            key = (name_node.start_byte, kind)
+            start = name_node.start_byte
+            key = (start, kind)
             if key in seen_refs:
                 continue
             seen_refs.add(key)
             receiver = None
             if receiver_nodes:
-                receiver = _WS.sub(" ", _text(receiver_nodes[0]))[:_MAX_RECEIVER]
-            raw_refs.append((name_node.start_byte, name, kind, name_node.start_point[0] + 1, receiver))
+                receiver = _text(receiver_nodes[0])[:_MAX_RECEIVER]
+                if "\n" in receiver or "  " in receiver or "\t" in receiver:
+                    receiver = _WS.sub(" ", receiver)
+            raw_refs.append((start, name, kind, name_node.start_point[0] + 1, receiver))
             continue
-        kind = "scope" if role == "scope" else role[len("definition."):]
         span = node
         parent = node.parent
         if parent is not None and parent.type == "decorated_definition":
@@ -142,16 +144,26 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
 
 
 _ROLE_PREFIXES = ("definition.", "reference.", "scope", "import")
-_roles: dict[str, dict[int, str]] = {}
+_DEF, _REF, _IMPORT = "def", "ref", "import"
+_roles: dict[str, dict[int, tuple]] = {}
 
 
-def _pattern_roles(language: str) -> dict[int, str]:
-    """Per-language cache: query pattern index -> its role capture name."""
+def _pattern_roles(language: str) -> dict[int, tuple]:
+    """Per-language cache: query pattern index -> (role capture, group, kind)."""
     return _roles.setdefault(language, {})
 
 
-def _role_of(caps: dict) -> str:
-    return next((k for k in caps if k.startswith(_ROLE_PREFIXES)), "")
+def _role_info(caps: dict) -> tuple[str, str | None, str]:
+    role = next((k for k in caps if k.startswith(_ROLE_PREFIXES)), "")
+    if role.startswith("reference."):
+        return role, _REF, role[len("reference."):]
+    if role.startswith("definition."):
+        return role, _DEF, role[len("definition."):]
+    if role == "scope":
+        return role, _DEF, "scope"
+    if role == "import":
+        return role, _IMPORT, ""
+    return role, None, ""
 
 
 def _nest(defs: list[_Def]) -> None:
