@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import threading
 from dataclasses import dataclass, field
 
@@ -105,15 +106,20 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         # Sorted so that equal questions always rank identically.
         personalization = dict(sorted(personalization.items()))
         scores = personalized_rank(graph, personalization, intent.weights, include_tests)
-        for node, score in scores.items():
-            if "::" in node and node not in seeds.named:
-                scores[node] = score * _prior(graph, node)
-        for node in seeds.named:  # what the question names comes first
-            scores[node] = scores.get(node, 0.0) * 2 + 1.0
-        ranked = sorted(
+        # The prior only ever lowers a score, so it need only be applied to
+        # the best few hundred symbols.
+        pool = heapq.nlargest(
+            MAX_CANDIDATES * 4,
             ((n, s) for n, s in scores.items() if "::" in n and allowed(n) and n in graph),
-            key=lambda kv: (-kv[1], kv[0]),
-        )[:MAX_CANDIDATES]
+            key=lambda kv: (kv[1], kv[0]),
+        )
+        adjusted = []
+        for node, score in pool:
+            if node in seeds.named:  # what the question names comes first
+                adjusted.append((node, score * 2 + 1.0))
+            else:
+                adjusted.append((node, score * _prior(graph, node)))
+        ranked = sorted(adjusted, key=lambda kv: (-kv[1], kv[0]))[:MAX_CANDIDATES]
         if not ranked:  # only files matched: offer their top-level definitions
             for path in seeds.files:
                 for node in graph.symbols_in_file(path)[:20]:

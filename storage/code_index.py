@@ -186,7 +186,9 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[
     """BM25 search over symbol name, signature, docstring and code.
 
     Returns (symbol id, score) best first; higher scores are better.  Terms
-    are OR-ed so partial matches still rank, and names weigh most.
+    are OR-ed so partial matches still rank, and names weigh most.  Scoring
+    costs time per matching row, so terms that match a large share of the
+    symbols ("returns", "value") are left out: they would barely move BM25.
     """
     # The tokenizer splits at underscores and punctuation, and a quoted
     # multi-token term would be a phrase query, which a detail=column index
@@ -194,17 +196,43 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[
     tokens = list(dict.fromkeys(p for t in terms for p in _TOKEN_SPLIT.split(t.lower()) if p))
     if not tokens:
         return []
-    expr = " OR ".join(fts_quote(t) for t in tokens)
     try:
+        tokens = _selective_tokens(store, tokens)
         rows = store.execute(
             "SELECT rowid, bm25(symbols_fts, 5.0, 3.0, 2.0, 2.0) AS s FROM symbols_fts "
             "WHERE symbols_fts MATCH ? ORDER BY s LIMIT ?",
-            (expr, limit),
+            (" OR ".join(fts_quote(t) for t in tokens), limit),
         )
     except sqlite3.OperationalError as exc:
-        log.warning("full-text search failed for %r: %s", expr[:200], exc)
+        log.warning("full-text search failed for %r: %s", tokens[:20], exc)
         return []
     return [(rowid, -score) for rowid, score in rows]
+
+
+SEARCH_MAX_ROWS = 4000  # rows BM25 scores at most, about 20 ms
+
+
+def _selective_tokens(store: Store, tokens: list[str]) -> list[str]:
+    """The tokens worth scoring: rarest first, until about SEARCH_MAX_ROWS rows match."""
+    cap = SEARCH_MAX_ROWS + 1
+    counts = []
+    for t in tokens:
+        n = store.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM symbols_fts WHERE symbols_fts MATCH ? LIMIT ?)",
+            (fts_quote(t), cap),
+        )[0][0]
+        if n:
+            counts.append((n, t))
+    if not counts:
+        return tokens
+    counts.sort()
+    kept, total = [], 0
+    for n, t in counts:
+        if kept and total + n > SEARCH_MAX_ROWS:
+            break
+        kept.append(t)
+        total += n
+    return kept
 
 
 # -- bulk loads for the in-memory graph ---------------------------------------
