@@ -10,7 +10,7 @@ from indexer.graph import CodeGraph
 from indexer.workspace import Workspace
 from storage import code_index as ci
 
-from .analyze import NameIndex, find_seeds, intent_of, validate
+from .analyze import BASE_WEIGHTS, NameIndex, find_seeds, intent_of, validate
 from .rank import personalized_rank
 from .render import CONTAINERS, FULL, MAX_FULL_CONTAINER_LINES, SIG, FileDoc, Unit, cost_of, render, unit_for
 from .tokens import count_tokens
@@ -19,7 +19,7 @@ MAX_CANDIDATES = 160
 # Symbols the question names are shown in full; so is anything else scoring
 # at least this share of the best unnamed function-like symbol, while full
 # bodies leave SIGNATURE_RESERVE of the budget for the signatures around them.
-FULL_SHARE = 0.6
+FULL_SHARE = 0.8
 MIN_FULL = 2
 SIGNATURE_RESERVE = 0.15
 FILE_FRAMING = 12  # estimated tokens of a file header line
@@ -125,7 +125,15 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
                 for node in graph.symbols_in_file(path)[:20]:
                     if allowed(node):
                         ranked.append((node, seeds.files[path] * 0.01))
-        result = _build(ws, graph, ranked, budget, notes, seeds.named)
+        # What the question asks about a named symbol ("its callers", "its
+        # subclasses") is shown in full along with it, budget permitting.
+        boosted = {k for k, w in intent.weights.items() if w > BASE_WEIGHTS[k]}
+        focus = set(seeds.named)
+        for node in seeds.named:
+            for v, kind, _w, outgoing, is_test in graph.adjacency(node):
+                if (kind, outgoing) in boosted and "::" in v and (include_tests or not is_test):
+                    focus.add(v)
+        result = _build(ws, graph, ranked, budget, notes, seeds.named, focus)
     return result
 
 
@@ -149,7 +157,7 @@ def _prior(graph: CodeGraph, node: str) -> float:
 
 
 def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], budget: int,
-           notes: list[str], named: set[str] = frozenset()) -> ContextSlice:
+           notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset()) -> ContextSlice:
     paths = list(dict.fromkeys(graph.file_of(n) for n, _ in ranked))
     texts = ci.file_texts(ws.store, paths)
     docs: dict[str, FileDoc] = {}
@@ -162,7 +170,7 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
         for path, module, name, alias, line, target in ci.load_imports(ws.store, list(docs)):
             docs[path].imports.append((line, target))
 
-    units = _select(graph, docs, ranked, budget, named)
+    units = _select(graph, docs, ranked, budget, named, focus)
     context, units, file_order = _fit(graph, docs, units, budget)
     tokens = count_tokens(context)
     baseline = sum(file_tokens(p, texts[p]) for p in file_order)
@@ -181,7 +189,7 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
 
 
 def _select(graph: CodeGraph, docs: dict[str, FileDoc], ranked, budget: int,
-            named: set[str] = frozenset()) -> list[Unit]:
+            named: set[str] = frozenset(), focus: set[str] = frozenset()) -> list[Unit]:
     if not ranked:
         return []
     unnamed = [s for n, s in ranked if n not in named and graph.node(n)["kind"] not in CONTAINERS]
@@ -200,7 +208,7 @@ def _select(graph: CodeGraph, docs: dict[str, FileDoc], ranked, budget: int,
         if unit.kind in CONTAINERS:
             want_full = node in named and unit.end - unit.start + 1 <= MAX_FULL_CONTAINER_LINES
         else:
-            want_full = node in named or score >= FULL_SHARE * top or i < MIN_FULL
+            want_full = node in focus or score >= FULL_SHARE * top or i < MIN_FULL
         # Framing: a file header for a new file, a gap marker per unit.
         header = UNIT_FRAMING + (0 if any(u.path == path for u in chosen.values()) else FILE_FRAMING)
         if want_full:
