@@ -15,9 +15,7 @@ from indexer.project import ProjectError
 from storage import StoreError
 
 from . import argtypes
-from .compress_request import CompressionSettings
 from .providers import Providers, ProvidersError
-from .proxy import ProxyConfig
 from .upstream import DEFAULT_ANTHROPIC_BASE, DEFAULT_OPENAI_BASE
 
 EXIT_PORT_IN_USE = 3
@@ -125,7 +123,11 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
 
     from .cmd_index import fail
 
+    # The proxy stack (httpx, starlette, prometheus) loads only when serving,
+    # so every other memstrata command starts faster.
     from .app import HarnessConfig, build_app
+    from .compress_request import CompressionSettings
+    from .proxy import ProxyConfig
 
     try:
         ensure_indexed(ws)
