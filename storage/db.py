@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,7 +56,7 @@ class Store:
         c = self._conn
         c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not self.readonly:
-            mode = c.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = self._retry_locked(lambda: c.execute("PRAGMA journal_mode = WAL").fetchone()[0])
             if mode.lower() != "wal":
                 raise StoreError(f"cannot switch {self.path.name} to WAL mode (got {mode})")
             # NORMAL is durable across application crashes in WAL mode; only an
@@ -66,6 +67,25 @@ class Store:
         c.execute("PRAGMA cache_size = -32000")
         # Fail fast on a file that is not a database at all.
         c.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+    def _retry_locked(self, step):
+        """Run ``step``, retrying while another connection holds a lock.
+
+        Switching a new database to WAL needs an exclusive lock, and SQLite
+        may answer SQLITE_BUSY there without consulting the busy handler,
+        e.g. when two processes open a fresh index at the same moment.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        delay = 0.01
+        while True:
+            try:
+                return step()
+            except sqlite3.OperationalError as exc:
+                transient = "locked" in str(exc) or "busy" in str(exc)
+                if not transient or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
 
     def _migrate(self) -> None:
         with self._lock:
