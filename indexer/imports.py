@@ -122,6 +122,18 @@ def _js_require_bindings(call: ts.Node, module: str, source: bytes) -> list[Impo
     return [_fact(module, None, None, call)]
 
 
+def _js_specifiers(clause: ts.Node, spec_type: str, module: str, node: ts.Node, source: bytes) -> list[ImportFact]:
+    """``{a, b as c}`` of an import or export clause: one fact per specifier."""
+    facts = []
+    for spec in clause.named_children:
+        if spec.type != spec_type:
+            continue
+        name = _text(spec.child_by_field_name("name"), source)
+        alias_node = spec.child_by_field_name("alias")
+        facts.append(_fact(module, name, _text(alias_node, source) if alias_node else None, node))
+    return facts
+
+
 def _js(node: ts.Node, source: bytes) -> list[ImportFact]:
     if node.type == "call_expression":
         args = node.child_by_field_name("arguments")
@@ -155,12 +167,7 @@ def _js(node: ts.Node, source: bytes) -> list[ImportFact]:
                 local = next((c for c in child.named_children if c.type == "identifier"), None)
                 facts.append(_fact(module, None, _text(local, source), node))
             elif child.type == "named_imports":
-                for spec in child.named_children:
-                    if spec.type != "import_specifier":
-                        continue
-                    name = _text(spec.child_by_field_name("name"), source)
-                    alias_node = spec.child_by_field_name("alias")
-                    facts.append(_fact(module, name, _text(alias_node, source) if alias_node else None, node))
+                facts.extend(_js_specifiers(child, "import_specifier", module, node, source))
         return facts
 
     if node.type == "export_statement":
@@ -170,12 +177,7 @@ def _js(node: ts.Node, source: bytes) -> list[ImportFact]:
         facts = []
         for child in node.named_children:
             if child.type == "export_clause":
-                for spec in child.named_children:
-                    if spec.type != "export_specifier":
-                        continue
-                    name = _text(spec.child_by_field_name("name"), source)
-                    alias_node = spec.child_by_field_name("alias")
-                    facts.append(_fact(module, name, _text(alias_node, source) if alias_node else None, node))
+                facts.extend(_js_specifiers(child, "export_specifier", module, node, source))
             elif child.type == "namespace_export":
                 local = next((c for c in child.named_children if c.type in ("identifier", "string")), None)
                 facts.append(_fact(module, None, _text(local, source), node))
