@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from indexer.graph import CodeGraph
 from storage import code_index as ci
-from storage.text import query_terms, split_identifier
+from storage.text import query_terms
 
 from .errors import QueryError
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import codecs
 import csv
-import io
 import os
 import re
 from collections.abc import Iterator

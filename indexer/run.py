@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import multiprocessing
 import os
 import threading
@@ -24,8 +23,6 @@ from .scan import DEFAULT_MAX_FILE_BYTES, PathFilter, scan_project
 from .worker import (
     Parsed, Skipped, content_hash, parse_bytes, process_batch, read_bytes, set_resolve_context,
 )
-
-log = logging.getLogger(__name__)
 
 _BATCH_FILES = 24  # files per worker task
 _COMMIT_FILES = 200  # files per write transaction during a full run

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Protocol
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, WithJsonSchema
+from pydantic import WithJsonSchema
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 

@@ -10,13 +10,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from indexer.project import open_store
-from indexer.run import Indexer
 from indexer.worker import Skipped, process_file, read_bytes
 from indexer.workspace import Workspace
 from storage import Store
