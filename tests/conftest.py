@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from indexer.workspace import Workspace
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 # The console script installed beside the interpreter running the tests.
@@ -105,3 +107,15 @@ def wait_until() -> Callable[..., object]:
 def memstrata_exe() -> str:
     """Path of the ``memstrata`` console script, for tests that need Popen."""
     return MEMSTRATA
+
+
+@pytest.fixture(scope="module")
+def python_ws(tmp_path_factory):
+    """A workspace over an indexed copy of fixtures/python_project, shared by
+    the tests of one module (they must not modify the project)."""
+    root = tmp_path_factory.mktemp("python_ws") / "python_project"
+    shutil.copytree(FIXTURES / "python_project", root)
+    ws = Workspace.open(root)
+    ws.index()
+    yield ws
+    ws.close()

@@ -19,14 +19,9 @@ from storage import code_index as ci
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 
 
-@pytest.fixture(scope="module")
-def ws(tmp_path_factory):
-    root = tmp_path_factory.mktemp("proj") / "python_project"
-    shutil.copytree(FIXTURE, root)
-    workspace = Workspace.open(root)
-    workspace.index()
-    yield workspace
-    workspace.close()
+@pytest.fixture
+def ws(python_ws):
+    return python_ws
 
 
 def test_named_method_in_full_with_callers_above_unrelated(ws):

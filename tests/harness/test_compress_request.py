@@ -1,27 +1,18 @@
 """What the proxy treats as compressible code context, and what it never touches."""
 
 import copy
-import shutil
-from pathlib import Path
 
 import pytest
 
 from harness.analysis import parse_answer, prompt_tokens, symbol_overlap
 from harness.compress_request import CompressionSettings, ProjectMatcher, compress, set_path
-from indexer.workspace import Workspace
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 LOOSE = CompressionSettings(min_tokens=20, budget_ratio=0.9, min_run_lines=3)
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory):
-    root = tmp_path_factory.mktemp("c") / "proj"
-    shutil.copytree(FIXTURE, root)
-    w = Workspace.open(root)
-    w.index()
-    yield w
-    w.close()
+def ws(python_ws):
+    return python_ws
 
 
 @pytest.fixture(scope="module")
