@@ -33,9 +33,9 @@ import threading
 import time
 from pathlib import Path
 
-from indexer.languages import get_parser
-from indexer.scan import scan_project
-from indexer.workspace import Workspace
+from memstrata.indexer.languages import get_parser
+from memstrata.indexer.scan import scan_project
+from memstrata.indexer.workspace import Workspace
 
 
 def process_tree_rss_kb(pid: int) -> int:
@@ -110,7 +110,7 @@ def main() -> int:
 
 
 def run(root: Path, edits: int) -> int:
-    memstrata = [sys.executable, "-m", "harness.cli"]
+    memstrata = [sys.executable, "-m", "memstrata"]
     scan = scan_project(root)
     files = scan.files
     blobs = [(c.language, (root / c.path).read_bytes()) for c in files]

@@ -22,13 +22,11 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from harness.kura.indexing import sync_folder  # noqa: E402
-from indexer.chunking import walk_documents  # noqa: E402
-from mcp_server.kura import KuraSearch  # noqa: E402
-from storage import Store  # noqa: E402
-from storage import kura_store  # noqa: E402
+from memstrata.harness.kura.indexing import sync_folder
+from memstrata.indexer.chunking import walk_documents
+from memstrata.mcp_server.kura import KuraSearch
+from memstrata.storage import Store
+from memstrata.storage import kura_store
 
 CORPORA = Path("/work/corpora")
 WORK = Path(os.environ.get("KURA_BENCH_DIR", "/work/bench_tmp/kura_bench"))

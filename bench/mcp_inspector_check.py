@@ -30,7 +30,7 @@ PACKAGE = "@modelcontextprotocol/inspector"
 
 def memstrata_command() -> list[str]:
     script = Path(sys.executable).with_name("memstrata")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "harness.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "memstrata"]
 
 
 def ensure_installed(directory: Path) -> None:

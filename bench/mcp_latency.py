@@ -25,8 +25,8 @@ from pathlib import Path
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from compressor import context_query
-from indexer.workspace import Workspace
+from memstrata.compressor import context_query
+from memstrata.indexer.workspace import Workspace
 
 DEFAULT_CORPUS = Path("/work/corpora/sympy_wheel")
 QUERIES = [
@@ -41,7 +41,7 @@ QUERIES = [
 
 def memstrata_command() -> list[str]:
     script = Path(sys.executable).with_name("memstrata")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "harness.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "memstrata"]
 
 
 def pct(values: list[float], q: float) -> float:

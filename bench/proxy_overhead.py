@@ -1,6 +1,6 @@
 """What `memstrata serve` adds to a model call: latency and time to first byte.
 
-One run, one local stand-in provider (``harness.testing_upstream``, the same
+One run, one local stand-in provider (``tests/stub_provider.py``, the same
 stub the tests use, served from its own process), three targets side by side:
 
 * ``direct``  — the client talks to the stub;
@@ -67,7 +67,7 @@ def wait_http(url: str, proc: subprocess.Popen, timeout: float = 600) -> None:
 
 
 def start_stub() -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, "-m", "harness.testing_upstream", "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "tests.stub_provider", "--port", "0"],
                             stdout=subprocess.PIPE, text=True, cwd=ROOT)
     line = proc.stdout.readline()
     port = int(line.split()[1])
@@ -78,7 +78,7 @@ def start_stub() -> tuple[subprocess.Popen, str]:
 
 def start_serve(project: Path, stub_url: str, compress: bool, env: dict) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    args = [sys.executable, "-m", "harness.cli", "serve", "--project", str(project), "--port", str(port),
+    args = [sys.executable, "-m", "memstrata", "serve", "--project", str(project), "--port", str(port),
             "--openai-upstream", stub_url + "/v1", "--no-watch", "--no-mcp"]
     if not compress:
         args.append("--no-compress")

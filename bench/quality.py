@@ -58,15 +58,15 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from compressor import context_query
-from compressor.baseline import STOPWORDS, chunk_index, naive_rag
-from indexer.graph import SYMBOL
-from indexer.languages import language_for_path
-from indexer.project import INDEX_FILE
-from indexer.scan import is_test_path
-from indexer.workspace import Workspace
-from storage import Store
-from storage import code_index as ci
+from memstrata.compressor import context_query
+from memstrata.compressor.baseline import STOPWORDS, chunk_index, naive_rag
+from memstrata.indexer.graph import SYMBOL
+from memstrata.indexer.languages import language_for_path
+from memstrata.indexer.project import INDEX_FILE
+from memstrata.indexer.scan import is_test_path
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import Store
+from memstrata.storage import code_index as ci
 
 GOLD_KINDS = frozenset({"function", "method", "class", "interface", "struct", "enum", "type"})
 MAX_SOURCE_FILES = 3

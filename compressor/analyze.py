@@ -6,9 +6,9 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from indexer.graph import CodeGraph
-from storage import code_index as ci
-from storage.text import query_terms
+from memstrata.indexer.graph import CodeGraph
+from memstrata.storage import code_index as ci
+from memstrata.storage.text import query_terms
 
 from .errors import QueryError
 

@@ -23,9 +23,9 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 
-from storage import Store
-from storage import code_index as ci
-from storage.text import split_identifier
+from memstrata.storage import Store
+from memstrata.storage import code_index as ci
+from memstrata.storage.text import split_identifier
 
 from .analyze import validate
 from .tokens import count_tokens

@@ -14,7 +14,7 @@ import heapq
 import math
 from collections import deque
 
-from indexer.graph import CodeGraph
+from memstrata.indexer.graph import CodeGraph
 
 ALPHA = 0.35
 EPSILON = 4e-4

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from indexer.graph import CodeGraph, split_symbol_id
+from memstrata.indexer.graph import CodeGraph, split_symbol_id
 
 from .tokens import count_tokens
 

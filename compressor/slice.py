@@ -6,9 +6,9 @@ import heapq
 import threading
 from dataclasses import dataclass, field
 
-from indexer.graph import CodeGraph
-from indexer.workspace import Workspace
-from storage import code_index as ci
+from memstrata.indexer.graph import CodeGraph
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import code_index as ci
 
 from .analyze import BASE_WEIGHTS, NameIndex, find_seeds, intent_of, validate
 from .rank import personalized_rank

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from compressor.tokens import count_tokens
+from memstrata.compressor.tokens import count_tokens
 
 from .compress_request import ANTHROPIC, OPENAI
 

@@ -23,7 +23,8 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from storage import ledger
+from memstrata import __version__
+from memstrata.storage import ledger
 
 from .metrics import Metrics
 from .providers import Providers, ProvidersError
@@ -143,7 +144,7 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
     # -- harness endpoints ---------------------------------------------------------
 
     async def health(request: Request) -> Response:
-        return JSONResponse({"status": "ok", "version": _version(), "uptime_seconds": int(harness.uptime())})
+        return JSONResponse({"status": "ok", "version": __version__, "uptime_seconds": int(harness.uptime())})
 
     async def status(request: Request) -> Response:
         return JSONResponse(await anyio.to_thread.run_sync(status_payload, harness))
@@ -199,7 +200,7 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
 
 def _build_mcp(ws, started: float, extra_hosts: Iterable[str]):
     try:
-        from mcp_server import MCPHttp, build_server
+        from memstrata.mcp_server import MCPHttp, build_server
     except ImportError:  # the MCP package is optional for the proxy
         log.warning("MCP transports unavailable; /mcp is not mounted")
         return None
@@ -240,15 +241,6 @@ def status_payload(harness: Harness) -> dict:
     if error:
         out["providers_error"] = "providers.json is invalid; rates are unknown until it is fixed"
     return out
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memstrata")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 
 def dumps(obj) -> str:

@@ -10,22 +10,16 @@ import argparse
 import importlib
 import logging
 import sys
-from importlib.metadata import PackageNotFoundError, version
+
+from memstrata import __version__
 
 COMMAND_MODULES = [
-    "harness.cmd_index",
-    "harness.cmd_mcp",
-    "harness.cmd_serve",
-    "harness.cmd_config",
-    "harness.cmd_savings",
+    "memstrata.harness.cmd_index",
+    "memstrata.harness.cmd_mcp",
+    "memstrata.harness.cmd_serve",
+    "memstrata.harness.cmd_config",
+    "memstrata.harness.cmd_savings",
 ]
-
-
-def package_version() -> str:
-    try:
-        return version("memstrata")
-    except PackageNotFoundError:  # running from a source tree without install
-        return "0+unknown"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Local context engine for coding agents: indexes a project into a "
         "dependency graph and serves token-budgeted context slices.",
     )
-    parser.add_argument("--version", action="version", version=f"memstrata {package_version()}")
+    parser.add_argument("--version", action="version", version=f"memstrata {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

@@ -8,10 +8,10 @@ import signal
 import sys
 import threading
 
-from indexer.project import ProjectError
-from indexer.run import IndexSummary
-from indexer.workspace import Workspace
-from storage import StoreError
+from memstrata.indexer.project import ProjectError
+from memstrata.indexer.run import IndexSummary
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import StoreError
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
 
@@ -165,7 +165,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_query(args) -> int:
-    from compressor import QueryError, context_query
+    from memstrata.compressor import QueryError, context_query
 
     try:
         ws = open_workspace(args.project)

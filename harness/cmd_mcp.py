@@ -15,9 +15,9 @@ import signal
 import sys
 import time
 
-from indexer.project import ProjectError
-from indexer.workspace import Workspace
-from storage import StoreError
+from memstrata.indexer.project import ProjectError
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import StoreError
 
 from .progress import ProgressBar
 from .savings import savings_summary
@@ -52,7 +52,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     # Imported here so that other commands do not pay for the SDK.
     import anyio
 
-    from mcp_server import IndexWarmup, build_server
+    from memstrata.mcp_server import IndexWarmup, build_server
 
     started = time.time()
     _unbuffered_stdout()

@@ -6,8 +6,8 @@ import argparse
 import json
 import time
 
-from indexer.project import ProjectError
-from storage import StoreError, ledger
+from memstrata.indexer.project import ProjectError
+from memstrata.storage import StoreError, ledger
 
 from .savings import savings_report
 

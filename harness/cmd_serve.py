@@ -11,8 +11,8 @@ import socket
 import sys
 import time
 
-from indexer.project import ProjectError
-from storage import StoreError
+from memstrata.indexer.project import ProjectError
+from memstrata.storage import StoreError
 
 from . import argtypes
 from .providers import Providers, ProvidersError

@@ -26,9 +26,9 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from compressor import QueryError, context_query
-from compressor.tokens import count_tokens
-from storage import code_index as ci
+from memstrata.compressor import QueryError, context_query
+from memstrata.compressor.tokens import count_tokens
+from memstrata.storage import code_index as ci
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
-from indexer.run import Progress
+from memstrata.indexer.run import Progress
 
 
 class ProgressBar:

@@ -12,8 +12,8 @@ import queue
 import threading
 from dataclasses import dataclass
 
-from storage import ledger
-from storage.ledger import LedgerEntry
+from memstrata.storage import ledger
+from memstrata.storage.ledger import LedgerEntry
 
 from .analysis import parse_answer, prompt_tokens, symbol_overlap
 from .compress_request import CompressionResult

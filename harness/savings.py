@@ -22,7 +22,7 @@ import time as _time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from storage import ledger
+from memstrata.storage import ledger
 
 from .providers import Providers, ProvidersError
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from storage import Store
-from storage import code_index as ci
+from memstrata.storage import Store
+from memstrata.storage import code_index as ci
 
 FILE = "file"
 SYMBOL = "symbol"

@@ -40,7 +40,7 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from indexer.model import ImportFact
+from memstrata.indexer.model import ImportFact
 
 # ---------------------------------------------------------------------------
 # extraction

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from storage import Store
+from memstrata.storage import Store
 
 from .scan import INDEX_DIR
 

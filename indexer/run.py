@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from storage import Store
-from storage import code_index as ci
+from memstrata.storage import Store
+from memstrata.storage import code_index as ci
 
 from .imports import ResolveContext, build_resolve_context, resolve_import
 from .languages import language_for_path

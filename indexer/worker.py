@@ -11,8 +11,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from storage.code_index import FileRecord
-from storage.text import expand_identifiers
+from memstrata.storage.code_index import FileRecord
+from memstrata.storage.text import expand_identifiers
 
 from .imports import ResolveContext, resolve_import
 from .model import ParseResult

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from storage import Store
-from storage import code_index as ci
+from memstrata.storage import Store
+from memstrata.storage import code_index as ci
 
 from .graph import CodeGraph
 from .project import open_store, resolve_root, writer_active_elsewhere

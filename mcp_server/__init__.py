@@ -16,11 +16,11 @@ Stdio serving is ``anyio.run(server.run_stdio_async)`` (``memstrata mcp`` in
 """
 
 from .http import MCPHttp, mcp_http_app, transport_security
-from .server import TOOL_NAMES, build_server, package_version
+from .server import TOOL_NAMES, build_server
 from .tools import SavingsProvider
 from .warmup import IndexWarmup
 
 __all__ = [
-    "build_server", "TOOL_NAMES", "package_version", "SavingsProvider",
+    "build_server", "TOOL_NAMES", "SavingsProvider",
     "IndexWarmup", "MCPHttp", "mcp_http_app", "transport_security",
 ]

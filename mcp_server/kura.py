@@ -25,8 +25,8 @@ from pydantic import WithJsonSchema
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from storage import Store
-from storage import kura_store
+from memstrata.storage import Store
+from memstrata.storage import kura_store
 
 SERVER_NAME = "kuradb"
 DEFAULT_LIMIT = 10

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from importlib.metadata import PackageNotFoundError, version
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
-from indexer.workspace import Workspace
+from memstrata import __version__
+from memstrata.indexer.workspace import Workspace
 
 from . import texts
 from .schemas import ContextQueryResult, IndexStatusResult, SavingsSummaryResult
@@ -31,13 +31,6 @@ Query = Annotated[str, Field(description=texts.QUERY_ARG)]
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                              open_world_hint=False)
-
-
-def package_version() -> str:
-    try:
-        return version("memstrata")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "0+unknown"
 
 
 def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
@@ -61,7 +54,7 @@ def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
 
     server = MCPServer(
         texts.SERVER_NAME,
-        version=package_version(),
+        version=__version__,
         instructions=texts.INSTRUCTIONS,
         lifespan=lifespan,
         # Only consulted when the host has not configured logging yet.
@@ -86,4 +79,4 @@ def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
     return server
 
 
-__all__ = ["build_server", "TOOL_NAMES", "package_version"]
+__all__ = ["build_server", "TOOL_NAMES"]

@@ -17,9 +17,9 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from compressor import QueryError
-from compressor import context_query as build_slice
-from indexer.workspace import Workspace
+from memstrata.compressor import QueryError
+from memstrata.compressor import context_query as build_slice
+from memstrata.indexer.workspace import Workspace
 
 from .schemas import SAVINGS_FIELDS
 from .warmup import IndexWarmup

@@ -13,8 +13,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from indexer.run import Progress
-from indexer.workspace import Workspace
+from memstrata.indexer.run import Progress
+from memstrata.indexer.workspace import Workspace
 
 log = logging.getLogger(__name__)
 

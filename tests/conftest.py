@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.workspace import Workspace
+from memstrata.indexer.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"

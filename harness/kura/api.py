@@ -19,9 +19,9 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from mcp_server.kura import DatabaseUnavailable, InvalidArgument, KuraSearch, KuraStreamableHttp, \
+from memstrata.mcp_server.kura import DatabaseUnavailable, InvalidArgument, KuraSearch, KuraStreamableHttp, \
     build_kura_server
-from storage import kura_store
+from memstrata.storage import kura_store
 
 from .library import Library
 

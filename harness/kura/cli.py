@@ -9,6 +9,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from memstrata import __version__
+
 from .registry import Entry, Home, KuraError, normalize_name, now_rfc3339
 
 USAGE = """\
@@ -28,15 +30,6 @@ Home: ~/.config/kuradb (set KURA_HOME to use another folder).
 """
 
 
-def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memstrata")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # usage errors: short message, exit 2
         print(f"kura: {message}\n\n{USAGE}", file=sys.stderr, end="")
@@ -46,7 +39,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kura", usage=USAGE, add_help=False)
     parser.add_argument("-h", "--help", action="store_true")
-    parser.add_argument("--version", action="version", version=f"kura (memstrata) {package_version()}")
+    parser.add_argument("--version", action="version", version=f"kura (memstrata) {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     p = sub.add_parser("add", add_help=False)
     p.add_argument("name")
@@ -82,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "daemon":
             from .daemon import run_daemon
 
-            return run_daemon(home, package_version())
+            return run_daemon(home, __version__)
         handler = {
             None: cmd_start, "add": cmd_add, "list": cmd_list, "remove": cmd_remove,
             "edit": cmd_edit, "stop": cmd_stop, "port": cmd_port, "remote": cmd_remote,
@@ -111,8 +104,8 @@ def cmd_start(home: Home, _args=None) -> int:
 
 
 def cmd_add(home: Home, args) -> int:
-    from storage import Store
-    from storage import kura_store
+    from memstrata.storage import Store
+    from memstrata.storage import kura_store
 
     from .daemon import notify_reload
     from .indexing import sync_folder
@@ -183,8 +176,8 @@ def cmd_list(home: Home, _args) -> int:
 
 
 def _offline_status(home: Home, entry: Entry) -> dict:
-    from storage import Store
-    from storage import kura_store
+    from memstrata.storage import Store
+    from memstrata.storage import kura_store
 
     from .library import database_root
 
@@ -301,13 +294,13 @@ def cmd_mcp(home: Home) -> int:
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
     import anyio
 
-    from mcp_server.kura import KuraSearch, build_kura_server
+    from memstrata.mcp_server.kura import KuraSearch, build_kura_server
 
     from .library import Library
 
     library = Library(home, live=False)
     library.reload()  # a database that cannot be opened is logged to stderr and skipped
-    server = build_kura_server(KuraSearch(library), version=package_version())
+    server = build_kura_server(KuraSearch(library), version=__version__)
     try:
         anyio.run(server.run_stdio_async)
     finally:

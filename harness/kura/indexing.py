@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.chunking import (DocumentFilter, SkipDocument, chunk_document, decode_document,
+from memstrata.indexer.chunking import (DocumentFilter, SkipDocument, chunk_document, decode_document,
                               read_document, walk_documents)
-from storage import Store
-from storage import kura_store
+from memstrata.storage import Store
+from memstrata.storage import kura_store
 
 log = logging.getLogger(__name__)
 

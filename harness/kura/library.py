@@ -20,10 +20,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.chunking import DocumentFilter
-from indexer.watcher import Changes, Watcher
-from storage import Store, StoreError
-from storage import kura_store
+from memstrata.indexer.chunking import DocumentFilter
+from memstrata.indexer.watcher import Changes, Watcher
+from memstrata.storage import Store, StoreError
+from memstrata.storage import kura_store
 
 from .indexing import sync_folder, update_paths
 from .registry import Entry, Home, KuraError

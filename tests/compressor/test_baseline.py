@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from compressor import QueryError, count_tokens
-from compressor.baseline import CHUNK_LINES, chunk_index, naive_rag, terms_of
-from indexer.workspace import Workspace
-from storage import code_index as ci
+from memstrata.compressor import QueryError, count_tokens
+from memstrata.compressor.baseline import CHUNK_LINES, chunk_index, naive_rag, terms_of
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import code_index as ci
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 _HEADER = re.compile(r"^# (\S+):(\d+)-(\d+)$", re.M)

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compressor import QueryError, context_query, count_tokens
-from indexer.workspace import Workspace
-from storage import code_index as ci
+from memstrata.compressor import QueryError, context_query, count_tokens
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import code_index as ci
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 
@@ -170,7 +170,7 @@ def test_answers_from_a_partial_index_and_says_so(tmp_path):
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            from indexer.project import WriterLock, open_store
+            from memstrata.indexer.project import WriterLock, open_store
             root = Path({str(root)!r})
             store = open_store(root)
             lock = WriterLock(root)

@@ -4,8 +4,8 @@ import copy
 
 import pytest
 
-from harness.analysis import parse_answer, prompt_tokens, symbol_overlap
-from harness.compress_request import CompressionSettings, ProjectMatcher, compress, set_path
+from memstrata.harness.analysis import parse_answer, prompt_tokens, symbol_overlap
+from memstrata.harness.compress_request import CompressionSettings, ProjectMatcher, compress, set_path
 
 LOOSE = CompressionSettings(min_tokens=20, budget_ratio=0.9, min_run_lines=3)
 

@@ -10,13 +10,13 @@ import httpx
 import openai
 import pytest
 
-from harness.analysis import prompt_tokens
-from harness.app import HarnessConfig, build_app
-from harness.compress_request import CompressionSettings
-from harness.proxy import ProxyConfig
-from harness.testing_upstream import ServerThread, StubUpstream
-from indexer.workspace import Workspace
-from storage import ledger
+from memstrata.harness.analysis import prompt_tokens
+from memstrata.harness.app import HarnessConfig, build_app
+from memstrata.harness.compress_request import CompressionSettings
+from memstrata.harness.proxy import ProxyConfig
+from tests.stub_provider import ServerThread, StubUpstream
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import ledger
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 SENTINEL = "sk-SENTINEL-7f3a9c1e-do-not-log"

@@ -3,11 +3,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from harness.providers import Providers, ProvidersError, providers_path
-from harness.savings import SUMMARY_FIELDS, cycle_start, savings_report, savings_summary
-from indexer.workspace import Workspace
-from storage import Store, ledger
-from storage.ledger import LedgerEntry
+from memstrata.harness.providers import Providers, ProvidersError, providers_path
+from memstrata.harness.savings import SUMMARY_FIELDS, cycle_start, savings_report, savings_summary
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import Store, ledger
+from memstrata.storage.ledger import LedgerEntry
 
 
 def ts(y, m, d, h=12):

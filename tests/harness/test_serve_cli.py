@@ -14,15 +14,15 @@ import httpx
 import openai
 import pytest
 
-from harness.testing_upstream import ServerThread, StubUpstream
-from storage import Store, ledger
+from tests.stub_provider import ServerThread, StubUpstream
+from memstrata.storage import Store, ledger
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 SENTINEL = "sk-SENTINEL-cli-31d4"
 
 
 def memstrata(*args, env, **kw):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "memstrata", *args], env=env, capture_output=True, text=True,
                           timeout=120, **kw)
 
 
@@ -45,7 +45,7 @@ def free_port() -> int:
 
 
 def start_serve(project, env, port, *extra):
-    proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "serve", "--project", str(project),
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--project", str(project),
                              "--port", str(port), *extra], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from indexer.worker import Skipped, process_file, read_bytes
-from indexer.workspace import Workspace
-from storage import Store
-from storage import code_index as ci
+from memstrata.indexer.worker import Skipped, process_file, read_bytes
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import Store
+from memstrata.storage import code_index as ci
 
 
 

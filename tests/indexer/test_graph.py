@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.graph import CodeGraph, Neighbor
-from indexer.workspace import Workspace
+from memstrata.indexer.graph import CodeGraph, Neighbor
+from memstrata.indexer.workspace import Workspace
 
 LOGIN = "app/auth/service.py::AuthService.login"
 AUTH = "app/auth/service.py::AuthService"

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import tree_sitter as ts
 
-from indexer.imports import build_resolve_context, extract_imports, resolve_import, resolve_import_all
-from indexer.languages import get_language, get_parser, get_query, language_for_path
-from indexer.model import ImportFact
+from memstrata.indexer.imports import build_resolve_context, extract_imports, resolve_import, resolve_import_all
+from memstrata.indexer.languages import get_language, get_parser, get_query, language_for_path
+from memstrata.indexer.model import ImportFact
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

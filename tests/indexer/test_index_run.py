@@ -9,12 +9,12 @@ from datetime import datetime
 
 import pytest
 
-from indexer.graph import CodeGraph
-from indexer.project import open_store
-from indexer.run import Indexer
-from indexer.watcher import Changes
-from indexer.workspace import Workspace
-from storage import code_index as ci
+from memstrata.indexer.graph import CodeGraph
+from memstrata.indexer.project import open_store
+from memstrata.indexer.run import Indexer
+from memstrata.indexer.watcher import Changes
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import code_index as ci
 
 SERVICE = "app/auth/service.py"
 LOGIN = "app/auth/service.py::AuthService.login"

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import tree_sitter as ts
 
-from indexer.languages import get_language, language_for_path, query_source
-from indexer.parse import parse_source
+from memstrata.indexer.languages import get_language, language_for_path, query_source
+from memstrata.indexer.parse import parse_source
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

@@ -17,9 +17,9 @@ import time
 
 import pytest
 
-from indexer.graph import CodeGraph
-from indexer.workspace import Workspace
-from storage import code_index as ci
+from memstrata.indexer.graph import CodeGraph
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import code_index as ci
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.chunking import (MAX_CODE_CHARS, MAX_PROSE_CHARS, SkipDocument, chunk_document,
+from memstrata.indexer.chunking import (MAX_CODE_CHARS, MAX_PROSE_CHARS, SkipDocument, chunk_document,
                               decode_document, prose_chunks, table_chunks, walk_documents)
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness.kura.indexing import sync_folder, update_paths
-from harness.kura.library import Library
-from harness.kura.registry import Entry, Home
-from indexer.chunking import DocumentFilter
-from mcp_server.kura import KuraSearch, parse_limit
-from storage import Store, kura_store
+from memstrata.harness.kura.indexing import sync_folder, update_paths
+from memstrata.harness.kura.library import Library
+from memstrata.harness.kura.registry import Entry, Home
+from memstrata.indexer.chunking import DocumentFilter
+from memstrata.mcp_server.kura import KuraSearch, parse_limit
+from memstrata.storage import Store, kura_store
 
 
 @pytest.fixture
@@ -161,7 +161,7 @@ def test_limit_caps_the_number_of_matches(library):
     (("notes", "x", None, 3), 'invalid argument: mode "3" not supported (only "keyword")'),
 ])
 def test_bad_arguments(library, args, message):
-    from mcp_server.kura import InvalidArgument
+    from memstrata.mcp_server.kura import InvalidArgument
 
     with pytest.raises(InvalidArgument) as exc:
         KuraSearch(library).search_rag(*args)
@@ -169,7 +169,7 @@ def test_bad_arguments(library, args, message):
 
 
 def test_mode_is_case_insensitive_and_unloadable_databases_say_why(library):
-    from mcp_server.kura import InvalidArgument
+    from memstrata.mcp_server.kura import InvalidArgument
 
     search = KuraSearch(library)
     assert search.search_rag("notes", "backoff", None, " KeyWord ")["keyword"]

@@ -27,7 +27,7 @@ def memstrata_command() -> list[str]:
     script = Path(sys.executable).with_name("memstrata")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-m", "harness.cli"]
+    return [sys.executable, "-m", "memstrata"]
 
 
 def child_env() -> dict[str, str]:

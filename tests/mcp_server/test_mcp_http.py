@@ -19,10 +19,10 @@ from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from harness.savings import savings_summary
-from indexer.workspace import Workspace
+from memstrata.harness.savings import savings_summary
+from memstrata.indexer.workspace import Workspace
 from .mcp_helpers import FIXTURE, LOGIN_QUERY, PROTOCOL_VERSIONS, TOOLS, open_session, text_of, wait_ready, wait_until
-from mcp_server import IndexWarmup, build_server, mcp_http_app
+from memstrata.mcp_server import IndexWarmup, build_server, mcp_http_app
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}}

@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from storage import Store
+from memstrata.storage import Store
 
 from .mcp_helpers import memstrata_command, stdio_session, text_of, wait_ready, wait_until
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import anyio
 import pytest
 
-from indexer.workspace import Workspace
+from memstrata.indexer.workspace import Workspace
 from .mcp_helpers import (
     LOGIN_QUERY, PROTOCOL_VERSIONS, TOOLS, memstrata_command, stdio_session, text_of, wait_ready,
     wait_until,
 )
-from mcp_server import package_version
+from memstrata import __version__
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def test_handshake_tools_and_calls(project: Path, errlog, version: str):
         async with stdio_session(project, errlog, version) as (s, init):
             assert init.protocol_version == version
             assert init.server_info.name == "memstrata"
-            assert init.server_info.version == package_version()
+            assert init.server_info.version == __version__
             assert "context_query" in init.instructions and "index_status" in init.instructions
 
             tools = {t.name: t for t in (await s.list_tools()).tools}

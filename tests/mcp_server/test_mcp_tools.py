@@ -10,10 +10,10 @@ import anyio
 import pytest
 from mcp import Client
 
-from indexer.workspace import Workspace
+from memstrata.indexer.workspace import Workspace
 from .mcp_helpers import LOGIN_QUERY, text_of
-from mcp_server import IndexWarmup, build_server
-from mcp_server.schemas import SAVINGS_FIELDS
+from memstrata.mcp_server import IndexWarmup, build_server
+from memstrata.mcp_server.schemas import SAVINGS_FIELDS
 
 
 @pytest.fixture
@@ -101,7 +101,7 @@ def test_failed_catch_up_reports_error_state(ws):
 
 
 def test_unexpected_compressor_failure_is_a_clean_error(ws, monkeypatch):
-    import mcp_server.tools as tools
+    import memstrata.mcp_server.tools as tools
 
     def explode(*a, **kw):
         raise RuntimeError("internal detail at /usr/lib/python3/secret.py")

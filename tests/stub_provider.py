@@ -16,9 +16,9 @@ assert what was forwarded.  The request's ``model`` picks a behaviour:
 anything else   a normal answer with :attr:`StubUpstream.answer` as its text
 ==============  ===============================================================
 
-It lives in the package (not under ``tests/``) so that ``bench/`` can use the
-very same upstream without importing test code.  Run it alone with
-``python -m harness.testing_upstream --port 0``.
+It is test support, so it lives under ``tests/`` and is not shipped; the
+``bench/`` scripts use this very module (run from the repository root).  Run
+it alone with ``python -m tests.stub_provider --port 0``.
 """
 
 from __future__ import annotations
