@@ -55,10 +55,15 @@ def open_store(root: Path, *, readonly: bool = False) -> Store:
 
 
 class WriterLock:
-    """An advisory file lock held while a process writes the index.
+    """An advisory lock on ``.memstrata/index.lock``, held while a process writes the index.
 
-    flock() locks belong to an open file, so one process shares a single
-    descriptor between its threads and counts re-entries.
+    It is a POSIX record lock (``lockf``), not ``flock``: a record lock
+    belongs to the process, so forked parse workers never inherit it, and the
+    kernel drops it the moment its process dies -- a ``kill -9`` of an index
+    run can never leave the project locked.  Because closing *any* descriptor
+    of the file drops the process's record locks, each process keeps one
+    descriptor per lock file open for good and shares it between its threads
+    (re-entries are counted).
     """
 
     _registry: dict[Path, "WriterLock"] = {}
@@ -80,43 +85,69 @@ class WriterLock:
         self._depth = 0
         self._thread_lock = threading.RLock()
 
+    def _descriptor(self) -> int:
+        """The process's descriptor of the lock file (reopened if the file was replaced)."""
+        fd = self._fd
+        if fd is not None:
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                return fd
+            os.close(fd)  # we hold no lock on it (only called while unlocked)
+            self._fd = None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        return self._fd
+
     def acquire(self, on_wait: Callable[[], None] | None = None, timeout: float | None = None) -> bool:
         self._thread_lock.acquire()
         if self._depth:
             self._depth += 1
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = None if timeout is None else time.monotonic() + timeout
         warned = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    os.close(fd)
+        try:
+            while True:
+                fd = self._descriptor()
+                if _try_lock(fd):
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
                     self._thread_lock.release()
-                    raise
-            if deadline is not None and time.monotonic() >= deadline:
-                os.close(fd)
-                self._thread_lock.release()
-                return False
-            if not warned and on_wait is not None:
-                on_wait()
-                warned = True
-            time.sleep(0.05)
-        self._fd = fd
+                    return False
+                if not warned and on_wait is not None:
+                    on_wait()
+                    warned = True
+                time.sleep(0.05)
+        except BaseException:
+            self._thread_lock.release()
+            raise
         self._depth = 1
         return True
 
     def release(self) -> None:
         self._depth -= 1
         if self._depth == 0 and self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
+            fcntl.lockf(self._fd, fcntl.LOCK_UN)
         self._thread_lock.release()
+
+    def held_elsewhere(self) -> bool:
+        """True when another process holds the lock (an index run is under way there)."""
+        if not self._thread_lock.acquire(blocking=False):
+            return False  # a thread of this process holds or is taking it
+        try:
+            if self._depth or not self.path.exists():
+                return False
+            fd = self._descriptor()
+            if not _try_lock(fd):
+                return True
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+            return False
+        except OSError:  # cannot open the lock file (read-only folder): nobody can be writing
+            return False
+        finally:
+            self._thread_lock.release()
 
     def __enter__(self) -> "WriterLock":
         self.acquire()
@@ -126,21 +157,16 @@ class WriterLock:
         self.release()
 
 
+def _try_lock(fd: int) -> bool:
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
 def writer_active_elsewhere(root: Path) -> bool:
     """True when another process holds the writer lock (an index run is under way)."""
-    lock = WriterLock(root)
-    if lock._depth:  # held by this process
-        return False
-    path = lock.path
-    if not path.exists():
-        return False
-    fd = os.open(path, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
+    return WriterLock(root).held_elsewhere()

@@ -21,7 +21,7 @@ from .model import ImportFact
 from .project import WriterLock
 from .scan import DEFAULT_MAX_FILE_BYTES, PathFilter, scan_project
 from .worker import (
-    Parsed, Skipped, content_hash, parse_bytes, process_batch, read_bytes, set_resolve_context,
+    Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
 )
 
 _BATCH_FILES = 24  # files per worker task
@@ -153,7 +153,7 @@ class Indexer:
             ctx = multiprocessing.get_context(method)
             executor = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=ctx,
-                initializer=set_resolve_context, initargs=(self._ctx,),
+                initializer=init_worker, initargs=(self._ctx, os.getpid()),
             )
             results = executor.map(process_batch, [(root, b, self.max_file_bytes) for b in batches])
         try:

@@ -6,8 +6,12 @@ picklable data and touches no database.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+import signal
+import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -47,10 +51,62 @@ class Parsed:
 # parallel rather than in the process that writes the store.
 _resolve_ctx: ResolveContext | None = None
 
+_PARENT_POLL_SECONDS = 0.25
+
 
 def set_resolve_context(ctx: ResolveContext | None) -> None:
     global _resolve_ctx
     _resolve_ctx = ctx
+
+
+def init_worker(ctx: ResolveContext | None, owner_pid: int) -> None:
+    """Pool initializer: the resolve context, and a worker that dies with the index run.
+
+    A parse worker blocks reading its task pipe; if the index run is killed
+    (``kill -9``) nobody will ever write to it, so the worker must notice on
+    its own that the run (``owner_pid``) is gone and exit.
+    """
+    set_resolve_context(ctx)
+    _die_with(owner_pid)
+
+
+def _die_with(owner_pid: int) -> None:
+    parent = os.getppid()  # the run itself (fork) or its fork server
+    _set_parent_death_signal()
+
+    def gone() -> bool:
+        if os.getppid() != parent:  # re-parented: the parent died
+            return True
+        try:
+            os.kill(owner_pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(_PARENT_POLL_SECONDS)
+        os._exit(1)
+
+    if gone():  # died before the death signal was armed
+        os._exit(1)
+    threading.Thread(target=watch, name="memstrata-parent-watch", daemon=True).start()
+
+
+def _set_parent_death_signal() -> None:
+    """Linux: have the kernel SIGKILL this process when its parent dies (immediate)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # the polling thread still covers it
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(slots=True)
