@@ -1,0 +1,297 @@
+"""Strata JSON documents: path reads and writes, one ``document_version`` per revision.
+
+Paths are the engine's subset of JSONPath: ``$`` (also ``""`` and ``$.``) is
+the whole document; then ``.name`` (letters, digits, ``_``, ``-``),
+``['any key']`` or ``["any key"]``, and ``[N]`` array indexes.  A path that
+does not start with ``$`` is read as if ``$.`` preceded it.  Recursive
+descent, wildcards and negative indexes are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from itertools import islice
+from typing import Any
+
+from memstrata.storage.strata_store import JSON
+
+from .strata_engine import EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, handler, page
+from .strata_errors import StrataError
+
+_NAME = re.compile(r"[A-Za-z0-9_-]+")
+_INDEX = re.compile(r"[0-9]+")
+_MISSING = object()
+
+
+def _path_error(message: str) -> StrataError:
+    return StrataError("invalid_argument.engine.json_path", message)
+
+
+def parse_path(path: str) -> list[str | int]:
+    if path in ("", "$", "$."):
+        return []
+    if not path.startswith("$"):
+        path = "$." + path
+    segments: list[str | int] = []
+    i, n = 1, len(path)
+    while i < n:
+        ch = path[i]
+        if ch == ".":
+            i += 1
+            if i < n and path[i] == ".":
+                raise _path_error("recursive descent is not supported in JSON path")
+            m = _NAME.match(path, i)
+            if m is None:
+                if i >= n or path[i] in ".[":
+                    raise _path_error("empty key in JSON path")
+                raise _unsupported_character()
+            segments.append(m.group())
+            i = m.end()
+        elif ch == "[":
+            close = path.find("]", i)
+            if i + 1 < n and path[i + 1] in "'\"":
+                quote = path[i + 1]
+                end = path.find(quote, i + 2)
+                if end < 0:
+                    raise _path_error("unclosed quoted key in JSON path")
+                if end + 1 >= n or path[end + 1] != "]":
+                    raise _path_error("unclosed bracket in JSON path")
+                segments.append(path[i + 2:end])
+                i = end + 2
+            else:
+                if close < 0:
+                    raise _path_error("unclosed bracket in JSON path")
+                inner = path[i + 1:close]
+                if not _INDEX.fullmatch(inner):
+                    raise _path_error("invalid array index in JSON path")
+                segments.append(int(inner))
+                i = close + 1
+        else:
+            raise _unsupported_character()
+    return segments
+
+
+def _unsupported_character() -> StrataError:
+    return _path_error(
+        'unsupported character in JSON path; use bracket notation (e.g. ["my.key"]) to address keys '
+        "with dots, spaces, or other characters outside [A-Za-z0-9_-]")
+
+
+def _type_error(expected: str) -> StrataError:
+    return StrataError("invalid_argument.engine.json_path_type", f"JSON path expected {expected}")
+
+
+def _not_found() -> StrataError:
+    return StrataError("invalid_argument.engine.json_path_not_found", "JSON path not found")
+
+
+def get_at(doc: Any, segments: list[str | int]) -> Any:
+    node = doc
+    for seg in segments:
+        if isinstance(seg, str) and isinstance(node, dict) and seg in node:
+            node = node[seg]
+        elif isinstance(seg, int) and isinstance(node, list) and seg < len(node):
+            node = node[seg]
+        else:
+            return _MISSING
+    return node
+
+
+def set_at(doc: Any, segments: list[str | int], value: Any) -> Any:
+    """``doc`` with ``value`` at the path (``doc`` is _MISSING for a new document)."""
+    if not segments:
+        return value
+    if doc is _MISSING:
+        if isinstance(segments[0], int):
+            raise _type_error("array")
+        doc = {}
+    node = doc
+    for seg, nxt in zip(segments, segments[1:]):
+        node = _step_for_write(node, seg, create=nxt)
+    _assign(node, segments[-1], value)
+    return doc
+
+
+def _step_for_write(node: Any, seg: str | int, create: str | int) -> Any:
+    if isinstance(seg, str):
+        if not isinstance(node, dict):
+            raise _type_error("object")
+        if seg not in node:
+            if isinstance(create, int):
+                raise _type_error("array")
+            node[seg] = {}
+        return node[seg]
+    if not isinstance(node, list):
+        raise _type_error("array")
+    if seg >= len(node):
+        raise _not_found()
+    return node[seg]
+
+
+def _assign(node: Any, seg: str | int, value: Any) -> None:
+    if isinstance(seg, str):
+        if not isinstance(node, dict):
+            raise _type_error("object")
+        node[seg] = value
+    else:
+        if not isinstance(node, list):
+            raise _type_error("array")
+        if seg >= len(node):
+            raise _not_found()
+        node[seg] = value
+
+
+def delete_at(doc: Any, segments: list[str | int]) -> bool:
+    """Remove the value at the path in place; False when nothing is there."""
+    node = doc
+    for seg in segments[:-1]:
+        if isinstance(seg, str):
+            if not isinstance(node, dict):
+                raise _type_error("object")
+            if seg not in node:
+                return False
+        else:
+            if not isinstance(node, list):
+                raise _type_error("array")
+            if seg >= len(node):
+                return False
+        node = node[seg]
+    last = segments[-1]
+    if isinstance(last, str):
+        if not isinstance(node, dict):
+            raise _type_error("object")
+        if last not in node:
+            return False
+    else:
+        if not isinstance(node, list):
+            raise _type_error("array")
+        if last >= len(node):
+            return False
+    del node[last]
+    return True
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+def check_doc_id(key: str) -> bytes:
+    if key == "":
+        raise StrataError("invalid_argument.engine.json_document_id", "JSON document id must not be empty")
+    return key.encode("utf-8")
+
+
+def _document(e: Engine, view, space: str, key: bytes) -> tuple[Any, int, int]:
+    """(document or _MISSING, its version, its document_version)."""
+    entry = e.store.get(view, space, JSON, key)
+    if entry is None or entry.value is None:
+        return _MISSING, 0, 0
+    return json.loads(entry.value), entry.version, int(entry.aux)
+
+
+@handler("json_set")
+def json_set(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    key = check_doc_id(a["key"])
+    segments = parse_path(a["path"])
+    view = e.store.view(b)
+    doc, _, revision = _document(e, view, space, key)
+    created = doc is _MISSING
+    new = set_at(doc, segments, a["value"])
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+        tx.put(space, JSON, key, canonical(new).encode("utf-8"), str(revision + 1))
+    return {"type": "json_write_result",
+            "data": {"key": a["key"], "effect": effect(created), "commit": e.receipt(tx, 1)}}
+
+
+@handler("json_get")
+def json_get(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    key = check_doc_id(a["key"])
+    segments = parse_path(a["path"])
+    doc, version, revision = _document(e, e.read_view(b, a), space, key)
+    value = _MISSING if doc is _MISSING else get_at(doc, segments)
+    if value is _MISSING:
+        return {"type": "json_versioned_value", "data": {"found": False, "value": None}}
+    return {"type": "json_versioned_value", "data": {"found": True, "value": {
+        "value": value, "version": version, "timestamp": version, "document_version": revision}}}
+
+
+@handler("json_delete")
+def json_delete(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    key = check_doc_id(a["key"])
+    segments = parse_path(a["path"])
+    view = e.store.view(b)
+    doc, _, revision = _document(e, view, space, key)
+    missing = {"type": "json_delete_result", "data": {"key": a["key"], "effect": dict(EFFECT_NOT_FOUND)}}
+    if doc is _MISSING:
+        return missing
+    if not segments:
+        with e.store.commit(b) as tx:
+            tx.delete(space, JSON, key)
+        counts = (0, 1)
+    else:
+        if not delete_at(doc, segments):
+            return missing
+        with e.store.commit(b) as tx:
+            tx.put(space, JSON, key, canonical(doc).encode("utf-8"), str(revision + 1))
+        counts = (1, 0)
+    return {"type": "json_delete_result",
+            "data": {"key": a["key"], "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, *counts)}}
+
+
+@handler("json_exists")
+def json_exists(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    key = check_doc_id(a["key"])
+    entry = e.store.get(e.store.view(b), space, JSON, key)
+    return {"type": "bool", "data": entry is not None and entry.value is not None}
+
+
+def _doc_keys(e: Engine, a: dict, view, space: str, start: str, after: bool):
+    prefix = (a.get("prefix") or "").encode("utf-8")
+    from memstrata.storage.strata_store import prefix_end
+    lower = max(prefix, start.encode("utf-8")) if start else prefix
+    if start and start.encode("utf-8") < prefix:
+        after = False
+    return e.store.scan(view, space, JSON, lower, prefix_end(prefix) if prefix else None, after=after)
+
+
+@handler("json_list")
+def json_list(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    cursor = a.get("cursor")
+    entries = _doc_keys(e, a, view, space, cursor or "", cursor is not None)
+    limit = a.get("limit")
+    keys = [x.key.decode("utf-8") for x in (entries if limit is None else islice(entries, limit + 1))]
+    has_more = limit is not None and len(keys) > limit
+    keys = keys[:limit] if limit is not None else keys
+    return {"type": "json_list_result", "data": page(keys, has_more, keys[-1] if has_more else None)}
+
+
+@handler("json_count")
+def json_count(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    return {"type": "uint", "data": sum(1 for _ in _doc_keys(e, a, view, space, "", False))}
+
+
+@handler("json_history")
+def json_history(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    key = check_doc_id(a["key"])
+    rows = e.store.history(e.store.view(b), space, JSON, key)
+    if not rows:
+        return {"type": "json_version_history", "data": None}
+    items = []
+    for entry in rows:
+        commit = e.store.commit_of(entry.version)
+        items.append({
+            "value": None if entry.value is None else json.loads(entry.value),
+            "version": entry.version, "timestamp": entry.version,
+            "document_version": int(entry.aux) if entry.aux else None,
+            "tombstone": entry.value is None, "committed_at": commit.committed_at if commit else None})
+    return {"type": "json_version_history", "data": items}
