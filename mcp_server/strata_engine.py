@@ -15,8 +15,11 @@ import logging
 import re
 import secrets
 import sqlite3
+import sys
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Callable
 
 from memstrata import __version__
@@ -107,6 +110,21 @@ def page(items: list, has_more: bool, cursor: Any) -> dict:
     return {"items": items, "has_more": has_more, "cursor": cursor if has_more else None}
 
 
+def take(items: Iterable, limit: int | None) -> tuple[list, bool]:
+    """The first ``limit`` items (all when None) and whether more follow, reading one extra at most."""
+    if limit is None:
+        return list(items), False
+    if limit == 0:
+        return [], False
+    got = list(islice(items, min(limit, sys.maxsize - 1) + 1))
+    return got[:limit], len(got) > limit
+
+
+def batch_for(limit: int | None) -> int:
+    """How many rows a paged read fetches per level at first."""
+    return 256 if limit is None else max(1, min(limit + 1, 4096))
+
+
 Handler = Callable[["Engine", dict], dict]
 HANDLERS: dict[str, Handler] = {}
 
@@ -170,8 +188,11 @@ class Engine:
         return b
 
     def scope(self, args: dict) -> tuple[Branch, str]:
-        b = self.branch(args.get("branch"))
-        return b, check_space(args.get("space"))
+        # The engine checks both names before it looks the branch up.
+        name = self.session_branch if args.get("branch") is None else args["branch"]
+        check_branch_name(name)
+        space = check_space(args.get("space"))
+        return self.branch(name), space
 
     def read_view(self, b: Branch, args: dict) -> View:
         """The view a read sees: the head, or the state after the commit ``as_of`` names."""
@@ -273,16 +294,16 @@ def branch_create(e: Engine, a: dict) -> dict:
 
 @handler("branch_fork_current")
 def branch_fork_current(e: Engine, a: dict) -> dict:
-    source = e.branch(a["source"], source=True)
     _new_branch_name(e, a["branch"])
+    source = e.branch(a["source"], source=True)
     fork_at = e.store.latest(source.id)
     return {"type": "branch", "data": branch_json(e, e.store.create_branch(a["branch"], source, fork_at, None))}
 
 
 @handler("branch_fork_at_version")
 def branch_fork_at_version(e: Engine, a: dict) -> dict:
-    source = e.branch(a["source"], source=True)
     _new_branch_name(e, a["branch"])
+    source = e.branch(a["source"], source=True)
     version = a["version"]
     if version == 0 or version > e.store.latest(source.id):
         e.store.burn_versions(FAILED_FORK_VERSIONS)
@@ -295,8 +316,8 @@ def branch_fork_at_version(e: Engine, a: dict) -> dict:
 
 @handler("branch_fork_at_timestamp")
 def branch_fork_at_timestamp(e: Engine, a: dict) -> dict:
-    source = e.branch(a["source"], source=True)
     _new_branch_name(e, a["branch"])
+    source = e.branch(a["source"], source=True)
     stamp = a["timestamp"]
     if stamp > e.store.latest(source.id):
         e.store.burn_versions(FAILED_FORK_VERSIONS)
@@ -313,14 +334,16 @@ def branch_delete(e: Engine, a: dict) -> dict:
     b = e.branch(a["branch"])
     if b.name == DEFAULT_BRANCH:
         raise StrataError("invalid_argument.engine.branch_delete", "default branch cannot be deleted")
-    gone = e.store.delete_branch(b)
+    own_writes = e.store.latest(b.id) > (b.created_at or 0) + 1
+    gone = e.store.delete_branch(b, state_revision=3 if own_writes else 2)
     for cache in e.caches.values():
         for key in [k for k in cache if k[0] == b.id]:
             del cache[key]
     return {"type": "branch_delete_result", "data": {
         "deleted": True, "effect": dict(EFFECT_DELETED), "branch": branch_json(e, gone),
         "generation_before": b.generation, "generation_after": b.generation,
-        "cleanup": {"removed_refs": 1, "releasable_tables": 1, "protected_tables": 0}}}
+        # A branch that never wrote holds only references to its parent's storage.
+        "cleanup": {"removed_refs": 1, "releasable_tables": int(own_writes), "protected_tables": int(not own_writes)}}}
 
 
 @handler("space_list")

@@ -11,11 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from itertools import islice
 
 from memstrata.storage.strata_store import Event, View
 
-from .strata_engine import EFFECT_CREATED, Engine, canonical, handler, page
+from .strata_engine import EFFECT_CREATED, Engine, batch_for, canonical, handler, page, take
 from .strata_errors import StrataError
 
 GENESIS = bytes(32)
@@ -66,11 +65,8 @@ def event_list(e: Engine, a: dict) -> dict:
     if after is None:
         after = a.get("after_sequence")
     limit = a.get("limit")
-    events = e.store.events(view, space, -1 if after is None else after, a.get("event_type"),
-                            batch=min(limit + 1, 4096) if limit is not None else 256)
-    rows = list(events) if limit is None else list(islice(events, limit + 1))
-    has_more = limit is not None and len(rows) > limit
-    rows = rows[:limit] if limit is not None else rows
+    events = e.store.events(view, space, -1 if after is None else after, a.get("event_type"), batch=batch_for(limit))
+    rows, has_more = take(events, limit)
     return {"type": "event_records",
             "data": page([record(ev) for ev in rows], has_more, rows[-1].sequence if has_more else None)}
 

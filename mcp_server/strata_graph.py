@@ -3,8 +3,8 @@
 An edge is stored twice, under its source (outgoing) and under its
 destination (incoming), so both directions are ordered range reads.  A
 neighbour page lists incoming edges before outgoing ones, each by edge type
-then neighbour id; its cursor is ``<i|o> US edge_type US src US dst`` (US is
-the unit separator, U+001F).  Removing a node removes its edges in the same
+then neighbour id; its cursor is ``<i|o> US edge_type US neighbour US dst``
+(US is the unit separator, U+001F).  Removing a node removes its edges in the same
 commit.  The graph record carries the node and edge counts, so a read at any
 version sees the counts of that version.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from itertools import islice
 from typing import Any, Iterator
 
 from memstrata.storage.strata_store import (
@@ -21,7 +20,7 @@ from memstrata.storage.strata_store import (
 )
 
 from .strata_engine import (
-    EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, handler, page,
+    EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, handler, page, take,
 )
 from .strata_errors import StrataError
 
@@ -182,7 +181,9 @@ def graph_create(e: Engine, a: dict) -> dict:
 def graph_delete(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     view = e.store.view(b)
-    g = require_graph(e, view, space, a["graph"])
+    g = load_graph(e, view, space, a["graph"])
+    if g is None:
+        return {"type": "graph_delete_result", "data": {"graph": a["graph"], "effect": dict(EFFECT_NOT_FOUND)}}
     if g.nodes and not a.get("force"):
         raise StrataError("failed_precondition.engine.graph_not_empty",
                           f"graph `{g.name}` contains visible data; retry with force=true to delete it")
@@ -202,10 +203,8 @@ def graph_list(e: Engine, a: dict) -> dict:
     view = e.read_view(b, a)
     cursor = a.get("cursor")
     names = e.store.scan(view, space, GRAPH, (cursor or "").encode("utf-8"), after=cursor is not None)
-    limit = a.get("limit")
-    items = [x.key.decode("utf-8") for x in (names if limit is None else islice(names, limit + 1))]
-    has_more = limit is not None and len(items) > limit
-    items = items[:limit] if limit is not None else items
+    rows, has_more = take(names, a.get("limit"))
+    items = [x.key.decode("utf-8") for x in rows]
     return {"type": "graph_name_page", "data": page(items, has_more, items[-1] if has_more else None)}
 
 
@@ -221,10 +220,10 @@ def graph_add_node(e: Engine, a: dict) -> dict:
     if a.get("binding") is not None or a.get("object_type") is not None:
         raise StrataError("unsupported.server.argument",
                           "graph node bindings and object types are not supported by this server")
-    view = e.store.view(b)
-    g = require_graph(e, view, space, a["graph"])
     check_node_id(a["node_id"])
     properties = check_properties(a.get("properties"))
+    view = e.store.view(b)
+    g = require_graph(e, view, space, a["graph"])
     created = load_node(e, view, space, g.name, a["node_id"]) is None
     with e.store.commit(b) as tx:
         tx.put(space, GRAPH_NODE, tuple_key(g.name, a["node_id"]), b"",
@@ -270,13 +269,13 @@ def graph_remove_node(e: Engine, a: dict) -> dict:
 @handler("graph_add_edge")
 def graph_add_edge(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
-    view = e.store.view(b)
-    g = require_graph(e, view, space, a["graph"])
     check_node_id(a["src"])
     check_node_id(a["dst"])
     if a["edge_type"] == "":
         raise StrataError("invalid_argument.engine.graph_edge_type", "graph edge type must not be empty")
     properties = check_properties(a.get("properties"))
+    view = e.store.view(b)
+    g = require_graph(e, view, space, a["graph"])
     if (load_node(e, view, space, g.name, a["src"]) is None
             or load_node(e, view, space, g.name, a["dst"]) is None):
         raise StrataError("invalid_argument.engine.graph_edge_endpoint",
@@ -344,25 +343,18 @@ def graph_neighbors(e: Engine, a: dict) -> dict:
                 if (d, resume[0]) == ("i", "o"):
                     continue  # the cursor is past every incoming edge
                 if d == resume[0]:
-                    _, etype, src, dst = resume
-                    after = (etype, src) if d == "i" else (etype, dst)
+                    after = (resume[1], resume[2])  # (edge type, neighbour)
             kind = GRAPH_IN if d == "i" else GRAPH_OUT
             for edge in edges_of(e, view, space, g.name, node_id, kind, a.get("edge_type"), after):
                 yield d, edge
 
-    items, last = [], None
-    for d, edge in (islice(walk(), limit + 1) if limit else ()):
+    items, has_more = take(walk(), limit)
+    last, out = None, []
+    for d, edge in items:
         neighbour = edge.src if d == "i" else edge.dst
         node = load_node(e, view, space, g.name, neighbour)
-        if node is None:
-            continue
-        items.append((d, edge, node))
-    has_more = len(items) > limit
-    items = items[:limit]
-    out = []
-    for d, edge, node in items:
         out.append({"graph": g.name, "node_id": node.node_id, "src": edge.src, "edge_type": edge.edge_type,
                     "dst": edge.dst, "direction": "incoming" if d == "i" else "outgoing",
                     "node": node.json(g.name), "edge": edge.json(g.name)})
-        last = SEP.join((d, edge.edge_type, edge.src, edge.dst))
+        last = SEP.join((d, edge.edge_type, neighbour, edge.dst))
     return {"type": "graph_neighbor_page", "data": page(out, has_more, last if has_more else None)}

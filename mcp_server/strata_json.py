@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import json
 import re
-from itertools import islice
 from typing import Any
 
 from memstrata.storage.strata_store import JSON
 
-from .strata_engine import EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, handler, page
+from .strata_engine import EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, handler, page, take
 from .strata_errors import StrataError
 
-_NAME = re.compile(r"[A-Za-z0-9_-]+")
+U64_MAX = 2**64 - 1
 _INDEX = re.compile(r"[0-9]+")
 _MISSING = object()
 
@@ -32,22 +31,23 @@ def parse_path(path: str) -> list[str | int]:
     if path in ("", "$", "$."):
         return []
     if not path.startswith("$"):
-        path = "$." + path
+        path = ("$" if path.startswith("[") else "$.") + path
+    if path.startswith("$.."):
+        raise _path_error("recursive descent is not supported in JSON path")
     segments: list[str | int] = []
     i, n = 1, len(path)
     while i < n:
         ch = path[i]
-        if ch == ".":
-            i += 1
-            if i < n and path[i] == ".":
-                raise _path_error("recursive descent is not supported in JSON path")
-            m = _NAME.match(path, i)
-            if m is None:
+        if ch == "." or (ch != "[" and i > 1 and path[i - 1] == "]"):
+            # A key: after a dot, or straight after a bracket.
+            i += ch == "."
+            name = _name_at(path, i)
+            if not name:
                 if i >= n or path[i] in ".[":
                     raise _path_error("empty key in JSON path")
                 raise _unsupported_character()
-            segments.append(m.group())
-            i = m.end()
+            segments.append(name)
+            i += len(name)
         elif ch == "[":
             close = path.find("]", i)
             if i + 1 < n and path[i + 1] in "'\"":
@@ -57,19 +57,28 @@ def parse_path(path: str) -> list[str | int]:
                     raise _path_error("unclosed quoted key in JSON path")
                 if end + 1 >= n or path[end + 1] != "]":
                     raise _path_error("unclosed bracket in JSON path")
+                if end == i + 2:
+                    raise _path_error("empty key in JSON path")
                 segments.append(path[i + 2:end])
                 i = end + 2
             else:
                 if close < 0:
                     raise _path_error("unclosed bracket in JSON path")
                 inner = path[i + 1:close]
-                if not _INDEX.fullmatch(inner):
+                if not _INDEX.fullmatch(inner) or int(inner) > U64_MAX:
                     raise _path_error("invalid array index in JSON path")
                 segments.append(int(inner))
                 i = close + 1
         else:
             raise _unsupported_character()
     return segments
+
+
+def _name_at(path: str, i: int) -> str:
+    end = i
+    while end < len(path) and (path[end].isalnum() or path[end] in "_-"):
+        end += 1
+    return path[i:end]
 
 
 def _unsupported_character() -> StrataError:
@@ -191,9 +200,9 @@ def _document(e: Engine, view, space: str, key: bytes) -> tuple[Any, int, int]:
 
 @handler("json_set")
 def json_set(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     key = check_doc_id(a["key"])
     segments = parse_path(a["path"])
+    b, space = e.scope(a)
     view = e.store.view(b)
     doc, _, revision = _document(e, view, space, key)
     created = doc is _MISSING
@@ -207,9 +216,9 @@ def json_set(e: Engine, a: dict) -> dict:
 
 @handler("json_get")
 def json_get(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     key = check_doc_id(a["key"])
     segments = parse_path(a["path"])
+    b, space = e.scope(a)
     doc, version, revision = _document(e, e.read_view(b, a), space, key)
     value = _MISSING if doc is _MISSING else get_at(doc, segments)
     if value is _MISSING:
@@ -220,9 +229,9 @@ def json_get(e: Engine, a: dict) -> dict:
 
 @handler("json_delete")
 def json_delete(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     key = check_doc_id(a["key"])
     segments = parse_path(a["path"])
+    b, space = e.scope(a)
     view = e.store.view(b)
     doc, _, revision = _document(e, view, space, key)
     missing = {"type": "json_delete_result", "data": {"key": a["key"], "effect": dict(EFFECT_NOT_FOUND)}}
@@ -244,8 +253,8 @@ def json_delete(e: Engine, a: dict) -> dict:
 
 @handler("json_exists")
 def json_exists(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     key = check_doc_id(a["key"])
+    b, space = e.scope(a)
     entry = e.store.get(e.store.view(b), space, JSON, key)
     return {"type": "bool", "data": entry is not None and entry.value is not None}
 
@@ -265,10 +274,8 @@ def json_list(e: Engine, a: dict) -> dict:
     view = e.read_view(b, a)
     cursor = a.get("cursor")
     entries = _doc_keys(e, a, view, space, cursor or "", cursor is not None)
-    limit = a.get("limit")
-    keys = [x.key.decode("utf-8") for x in (entries if limit is None else islice(entries, limit + 1))]
-    has_more = limit is not None and len(keys) > limit
-    keys = keys[:limit] if limit is not None else keys
+    rows, has_more = take(entries, a.get("limit"))
+    keys = [x.key.decode("utf-8") for x in rows]
     return {"type": "json_list_result", "data": page(keys, has_more, keys[-1] if has_more else None)}
 
 
@@ -281,8 +288,8 @@ def json_count(e: Engine, a: dict) -> dict:
 
 @handler("json_history")
 def json_history(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     key = check_doc_id(a["key"])
+    b, space = e.scope(a)
     rows = e.store.history(e.store.view(b), space, JSON, key)
     if not rows:
         return {"type": "json_version_history", "data": None}

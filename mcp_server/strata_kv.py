@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
+import sys
 from itertools import islice
 
 from memstrata.storage.strata_store import KV, prefix_end
 
-from .strata_engine import EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, effect, handler, page
+from .strata_engine import EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, batch_for, effect, handler, page, take
 from .strata_errors import StrataError
 
 # The engine refuses a key whose storage encoding exceeds 64 KiB: the key
@@ -43,9 +44,9 @@ def _live(e: Engine, view, space: str, key: bytes):
 
 @handler("kv_put")
 def kv_put(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     key = a["key"]
     check_key(key)
+    b, space = e.scope(a)
     check_key_size(key, space)
     view = e.store.view(b)
     created = _live(e, view, space, key) is None
@@ -58,8 +59,8 @@ def kv_put(e: Engine, a: dict) -> dict:
 
 @handler("kv_get")
 def kv_get(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     check_key(a["key"])
+    b, space = e.scope(a)
     entry = _live(e, e.read_view(b, a), space, a["key"])
     if entry is None:
         return {"type": "kv_versioned_value", "data": {"found": False, "value": None}}
@@ -69,9 +70,9 @@ def kv_get(e: Engine, a: dict) -> dict:
 
 @handler("kv_delete")
 def kv_delete(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     key = a["key"]
     check_key(key)
+    b, space = e.scope(a)
     view = e.store.view(b)
     if _live(e, view, space, key) is None:
         return {"type": "delete_result", "data": {"key": b64(key), "effect": dict(EFFECT_NOT_FOUND)}}
@@ -83,15 +84,15 @@ def kv_delete(e: Engine, a: dict) -> dict:
 
 @handler("kv_exists")
 def kv_exists(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     check_key(a["key"])
+    b, space = e.scope(a)
     return {"type": "bool", "data": _live(e, e.store.view(b), space, a["key"]) is not None}
 
 
 @handler("kv_history")
 def kv_history(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     check_key(a["key"])
+    b, space = e.scope(a)
     rows = e.store.history(e.store.view(b), space, KV, a["key"])
     if not rows:
         return {"type": "version_history", "data": None}
@@ -114,8 +115,8 @@ def _prefix(a: dict) -> bytes:
 
 @handler("kv_list")
 def kv_list(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     prefix = _prefix(a)
+    b, space = e.scope(a)
     view = e.read_view(b, a)
     limit = a.get("limit")
     cursor = a.get("cursor")
@@ -124,20 +125,16 @@ def kv_list(e: Engine, a: dict) -> dict:
     else:
         start, after = prefix, False
     entries = e.store.scan(view, space, KV, start, prefix_end(prefix) if prefix else None, after=after,
-                           batch=min(limit + 1, 4096) if limit is not None else 256)
-    if limit is None:
-        keys = [x.key for x in entries]
-        return {"type": "keys_page", "data": page([b64(k) for k in keys], False, None)}
-    keys = [x.key for x in islice(entries, limit + 1)] if limit else []
-    has_more = len(keys) > limit
-    keys = keys[:limit]
+                           batch=batch_for(limit))
+    rows, has_more = take(entries, limit)
+    keys = [x.key for x in rows]
     return {"type": "keys_page", "data": page([b64(k) for k in keys], has_more, b64(keys[-1]) if has_more else None)}
 
 
 @handler("kv_count")
 def kv_count(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     prefix = _prefix(a)
+    b, space = e.scope(a)
     view = e.read_view(b, a)
     return {"type": "uint", "data": e.store.count(view, space, KV, prefix, prefix_end(prefix) if prefix else None)}
 
@@ -147,13 +144,16 @@ def kv_scan(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     start = a.get("start") or b""
     limit = a.get("limit")
-    entries = e.store.scan(e.store.view(b), space, KV, start,
-                           batch=min(limit + 1, 4096) if limit is not None else 256)
-    rows = list(entries) if limit is None else list(islice(entries, limit + 1))
-    has_more = limit is not None and len(rows) > limit
-    # The scan cursor names the next key to read (inclusive), unlike kv_list's.
-    cursor = b64(rows[limit].key) if has_more else None
-    rows = rows[:limit] if limit is not None else rows
+    entries = e.store.scan(e.store.view(b), space, KV, start, batch=batch_for(limit))
+    if limit is None:
+        rows, has_more, cursor = list(entries), False, None
+    else:
+        # The scan cursor names the next key to read (inclusive), unlike
+        # kv_list's; even a zero limit reports it.
+        rows = list(islice(entries, min(limit, sys.maxsize - 1) + 1))
+        has_more = len(rows) > limit
+        cursor = b64(rows[limit].key) if has_more else None
+        rows = rows[:limit]
     items = [{"key": b64(x.key), "value": b64(x.value), "version": x.version, "timestamp": x.version}
              for x in rows]
     return {"type": "kv_scan_result", "data": page(items, has_more, cursor)}

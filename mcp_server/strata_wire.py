@@ -156,9 +156,13 @@ def byte_string(v: Any) -> bytes:
 
 def decode_base64(text: str) -> bytes:
     try:
-        return base64.b64decode(text, validate=True)
+        data = base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
         pass
+    else:
+        # Canonical only: padding present and unused trailing bits zero.
+        if base64.b64encode(data).decode("ascii") == text:
+            return data
     raise WireError(f"invalid base64 bytes: {_base64_problem(text)}")
 
 

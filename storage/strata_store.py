@@ -307,14 +307,14 @@ class StrataStore:
         self._remember(created)
         return created
 
-    def delete_branch(self, b: Branch) -> Branch:
+    def delete_branch(self, b: Branch, state_revision: int) -> Branch:
         with self._db_lock, self.store.write() as c:
             first = self.head + 1
             at = self._clock()
             c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, NULL, ?)",
                           [(first + i, at) for i in range(DELETE_VERSIONS)])
-            c.execute("UPDATE strata_branches SET status = 'deleted', deleted_at = ?, state_revision = 3"
-                      " WHERE id = ?", (first, b.id))
+            c.execute("UPDATE strata_branches SET status = 'deleted', deleted_at = ?, state_revision = ?"
+                      " WHERE id = ?", (first, state_revision, b.id))
             # A fork of this branch reads through to its rows: keep them for it.
             if c.execute("SELECT 1 FROM strata_branches WHERE parent = ? LIMIT 1", (b.id,)).fetchone() is None:
                 c.execute("DELETE FROM strata_entries WHERE branch = ?", (b.id,))
@@ -322,7 +322,7 @@ class StrataStore:
         self.head = first + DELETE_VERSIONS - 1
         self._last_committed_at = at
         gone = Branch(b.id, b.name, b.generation, "deleted", b.parent, b.fork_version, b.fork_timestamp,
-                      b.created_at, first, 3)
+                      b.created_at, first, state_revision)
         self._remember(gone)
         self._spaces = {s for s in self._spaces if s[0] != b.id}
         return gone
