@@ -206,6 +206,9 @@ class Engine:
             version = self.store.timeline_version_at(b, as_of_time, by_time=True)
             if version is None:
                 raise errors.history("wall-clock instant is before the first dated commit")
+            newest = self.store.commit_of(self.store.latest(b.id))
+            if newest is not None and as_of_time > newest.committed_at:
+                raise errors.history("wall-clock instant is after the latest dated commit")
             return self.store.view(b, version)
         if as_of is None:
             return self.store.view(b)

@@ -108,47 +108,27 @@ def get_at(doc: Any, segments: list[str | int]) -> Any:
 
 
 def set_at(doc: Any, segments: list[str | int], value: Any) -> Any:
-    """``doc`` with ``value`` at the path (``doc`` is _MISSING for a new document)."""
+    """``doc`` with ``value`` at the path (``doc`` is _MISSING for a new document).
+
+    A missing key, or a null where an object is needed, becomes an object on
+    the way down; arrays are never created or extended.
+    """
     if not segments:
         return value
-    if doc is _MISSING:
-        if isinstance(segments[0], int):
-            raise _type_error("array")
-        doc = {}
-    node = doc
-    for seg, nxt in zip(segments, segments[1:]):
-        node = _step_for_write(node, seg, create=nxt)
-    _assign(node, segments[-1], value)
-    return doc
-
-
-def _step_for_write(node: Any, seg: str | int, create: str | int) -> Any:
+    seg, rest = segments[0], segments[1:]
     if isinstance(seg, str):
-        if not isinstance(node, dict):
+        if doc is _MISSING or doc is None:
+            doc = {}
+        elif not isinstance(doc, dict):
             raise _type_error("object")
-        if seg not in node:
-            if isinstance(create, int):
-                raise _type_error("array")
-            node[seg] = {}
-        return node[seg]
-    if not isinstance(node, list):
+        doc[seg] = set_at(doc.get(seg, _MISSING), rest, value) if rest else value
+        return doc
+    if not isinstance(doc, list):
         raise _type_error("array")
-    if seg >= len(node):
+    if seg >= len(doc):
         raise _not_found()
-    return node[seg]
-
-
-def _assign(node: Any, seg: str | int, value: Any) -> None:
-    if isinstance(seg, str):
-        if not isinstance(node, dict):
-            raise _type_error("object")
-        node[seg] = value
-    else:
-        if not isinstance(node, list):
-            raise _type_error("array")
-        if seg >= len(node):
-            raise _not_found()
-        node[seg] = value
+    doc[seg] = set_at(doc[seg], rest, value) if rest else value
+    return doc
 
 
 def delete_at(doc: Any, segments: list[str | int]) -> bool:

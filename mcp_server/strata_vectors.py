@@ -365,10 +365,12 @@ def vector_delete(e: Engine, a: dict) -> dict:
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
     base = {"collection": coll.name, "key": a["key"]}
-    if _live_record(e, view, space, coll, a["key"]) is None:
+    rec = _live_record(e, view, space, coll, a["key"])
+    if rec is None:
         return {"type": "vector_delete_result", "data": {**base, "effect": dict(EFFECT_NOT_FOUND)}}
     with e.store.commit(b) as tx:
-        tx.delete(space, VECTOR, tuple_key(coll.name, a["key"]))
+        # The revision counter survives the deletion: a re-insert continues it.
+        tx.delete(space, VECTOR, tuple_key(coll.name, a["key"]), json.dumps({"r": rec.revision}))
         coll.count -= 1
         tx.put(space, VECTOR_COLLECTION, coll.name.encode("utf-8"), b"", coll.aux())
     index = _cached(e, b.id, space, coll.name)

@@ -516,10 +516,11 @@ class Transaction:
             "INSERT OR REPLACE INTO strata_entries(branch, space, kind, key, version, value, aux)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)", (self.branch.id, space, kind, key, self.version, value, aux))
 
-    def delete(self, space: str, kind: int, key: bytes) -> None:
+    def delete(self, space: str, kind: int, key: bytes, aux: str | None = None) -> None:
+        """A deletion row (``aux`` may carry what outlives it, e.g. a revision counter)."""
         self._c.execute(
             "INSERT OR REPLACE INTO strata_entries(branch, space, kind, key, version, value, aux)"
-            " VALUES (?, ?, ?, ?, ?, NULL, NULL)", (self.branch.id, space, kind, key, self.version))
+            " VALUES (?, ?, ?, ?, ?, NULL, ?)", (self.branch.id, space, kind, key, self.version, aux))
 
     def append_event(self, space: str, event: Event) -> None:
         self._c.execute(

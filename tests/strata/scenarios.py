@@ -555,3 +555,23 @@ SCRIPTS = {
     "kv": KV, "kv_pages": KV_PAGES, "json": JSON, "vectors": VECTORS, "events": EVENTS,
     "graphs": GRAPHS, "branches": BRANCHES, "spaces": SPACES, "raw_commands": RAW, "tool_layer": TOOL_LAYER,
 }
+
+WALL_CLOCK = [
+    ("strata_kv_put", {"key": "k", "value": "one"}, {"w1": "data.commit.committed_at", "t1": "data.commit.timestamp"}),
+    ("strata_kv_put", {"key": "k", "value": "two"}, {"w2": "data.commit.committed_at"}),
+    ("strata_kv_get", {"key": "k", "as_of_time": "$w1"}),
+    ("strata_kv_get", {"key": "k", "as_of_time": "$w2"}),
+    ("strata_kv_get", {"key": "k", "as_of_time": 4102444800000000}),
+    ("strata_kv_get", {"key": "k", "as_of_time": 1}),
+    ("strata_json_set", {"key": "d", "path": "$", "value": {"a": 1}}, {"w3": "data.commit.committed_at"}),
+    ("strata_json_get", {"key": "d", "path": "$.a", "as_of_time": "$w3"}),
+    ("strata_json_get", {"key": "d", "path": "$.a", "as_of_time": "$w2"}),
+    ("strata_event_append", {"event_type": "t", "payload": {}}),
+    ("strata_event_list", {"as_of_time": "$w1"}),
+    ("strata_branch_fork", {"source": "default", "branch": "f", "timestamp": "$t1"}),
+    ("strata_kv_get", {"key": "k", "branch": "f", "as_of_time": "$w2"}),
+    cmd(type="kv_list", as_of_time="$w1"),
+    cmd(type="kv_count", as_of_time="$w1", as_of=3),
+]
+
+SCRIPTS["wall_clock"] = WALL_CLOCK
