@@ -53,11 +53,20 @@ def parse_line(raw: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise ValueError(f"invalid UTF-8 at byte {exc.start}") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise ValueError("nesting too deep") from None
+    if "\\u" in text:
+        # A \uD800-style escape without its pair is valid to Python, not to JSON.
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("lone surrogate in a string escape") from None
+        except RecursionError:
+            raise ValueError("nesting too deep") from None
+    return value
 
 
 def rpc_result(id_: Any, result: Any) -> dict:

@@ -339,14 +339,17 @@ def branch_delete(e: Engine, a: dict) -> dict:
         raise StrataError("invalid_argument.engine.branch_delete", "default branch cannot be deleted")
     own_writes = e.store.latest(b.id) > (b.created_at or 0) + 1
     gone = e.store.delete_branch(b, state_revision=3 if own_writes else 2)
+    gone_kept = e.store.has_forks(b)
     for cache in e.caches.values():
         for key in [k for k in cache if k[0] == b.id]:
             del cache[key]
     return {"type": "branch_delete_result", "data": {
         "deleted": True, "effect": dict(EFFECT_DELETED), "branch": branch_json(e, gone),
         "generation_before": b.generation, "generation_after": b.generation,
-        # A branch that never wrote holds only references to its parent's storage.
-        "cleanup": {"removed_refs": 1, "releasable_tables": int(own_writes), "protected_tables": int(not own_writes)}}}
+        # What the deletion freed in this store: the branch's rows, unless a
+        # fork of it still reads through to them.
+        "cleanup": {"removed_refs": 1, "releasable_tables": int(not gone_kept),
+                    "protected_tables": int(gone_kept)}}}
 
 
 @handler("space_list")

@@ -316,7 +316,7 @@ class StrataStore:
             c.execute("UPDATE strata_branches SET status = 'deleted', deleted_at = ?, state_revision = ?"
                       " WHERE id = ?", (first, state_revision, b.id))
             # A fork of this branch reads through to its rows: keep them for it.
-            if c.execute("SELECT 1 FROM strata_branches WHERE parent = ? LIMIT 1", (b.id,)).fetchone() is None:
+            if not self.has_forks(b):
                 c.execute("DELETE FROM strata_entries WHERE branch = ?", (b.id,))
                 c.execute("DELETE FROM strata_events WHERE branch = ?", (b.id,))
         self.head = first + DELETE_VERSIONS - 1
@@ -326,6 +326,9 @@ class StrataStore:
         self._remember(gone)
         self._spaces = {s for s in self._spaces if s[0] != b.id}
         return gone
+
+    def has_forks(self, b: Branch) -> bool:
+        return any(x.parent == b.id for x in self._branches.values())
 
     def burn_versions(self, count: int) -> None:
         """Consume versions no timeline holds (what a refused fork costs the real engine)."""
