@@ -33,6 +33,7 @@ from .strata_errors import StrataError
 from .strata_wire import SPECS, NumberRangeError, WireError, check_number_range, command_type
 
 log = logging.getLogger("memstrata.strata")
+_KNOWN = frozenset(WIRE_TYPES)
 
 NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
@@ -42,9 +43,13 @@ NIL_UUID = "00000000-0000-0000-0000-000000000000"
 _EXP = re.compile(r"e-0+(?=\d)")
 
 
+_ENCODERS = {flag: json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=flag)
+             for flag in (False, True)}
+
+
 def dumps(value: Any, *, sort_keys: bool = False) -> str:
     """Compact JSON, non-ASCII kept, floats as the engine prints them (``1e-7``, not ``1e-07``)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
+    text = _ENCODERS[sort_keys].encode(value)
     if "e-0" not in text:
         return text
     # Only Python's two-digit negative exponents differ; re-encode with those
@@ -65,7 +70,7 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
             return [mark(x) for x in v]
         return v
 
-    text = json.dumps(mark(value), ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys)
+    text = _ENCODERS[sort_keys].encode(mark(value))
     for marker, number in fixed.items():
         text = text.replace(marker, number)
     return text
@@ -153,7 +158,7 @@ class Engine:
     def run(self, command: Any) -> Outcome:
         try:
             check_number_range(command)
-            wire = command_type(command, WIRE_TYPES)
+            wire = command_type(command, _KNOWN, WIRE_TYPES)
             spec = SPECS.get(wire)
             if spec is None:
                 raise errors.unsupported_command(wire)

@@ -12,7 +12,6 @@ Each command is a :class:`Spec`: its fields in the engine's declaration order
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 import math
@@ -33,6 +32,19 @@ I64_MIN = -(2**63)
 
 
 def check_number_range(value: Any) -> None:
+    if isinstance(value, dict):
+        # Most commands are flat strings and small ints: check those without a stack.
+        nested = []
+        for v in value.values():
+            t = type(v)
+            if t is int:
+                if v > U64_MAX or v < I64_MIN:
+                    raise NumberRangeError
+            elif t is dict or t is list:
+                nested.append(v)
+        if not nested:
+            return
+        value = nested
     stack = [value]
     while stack:
         v = stack.pop()
@@ -156,12 +168,13 @@ def byte_string(v: Any) -> bytes:
 
 def decode_base64(text: str) -> bytes:
     try:
-        data = base64.b64decode(text, validate=True)
+        raw = text.encode("ascii")
+        data = binascii.a2b_base64(raw, strict_mode=True)
     except (binascii.Error, ValueError):
         pass
     else:
         # Canonical only: padding present and unused trailing bits zero.
-        if base64.b64encode(data).decode("ascii") == text:
+        if binascii.b2a_base64(data, newline=False) == raw:
             return data
     raise WireError(f"invalid base64 bytes: {_base64_problem(text)}")
 
@@ -279,21 +292,25 @@ class Field:
     required: bool = False
 
 
-@dataclass(slots=True, frozen=True)
 class Spec:
-    wire: str
-    fields: tuple[Field, ...]
+    __slots__ = ("wire", "fields", "by_name", "expected")
+
+    def __init__(self, wire: str, fields: tuple[Field, ...]):
+        self.wire = wire
+        self.fields = fields
+        self.by_name = {f.name: f for f in fields}
+        self.expected = expected_list([f.name for f in fields])
 
     def decode(self, command: dict) -> dict[str, Any]:
         """Checked arguments (absent and null optional fields are None), or WireError."""
-        by_name = {f.name: f for f in self.fields}
+        by_name = self.by_name
         out: dict[str, Any] = {}
         for name, value in command.items():
             if name == "type":
                 continue
             f = by_name.get(name)
             if f is None:
-                raise WireError(f"unknown field `{name}`, {expected_list([x.name for x in self.fields])}")
+                raise WireError(f"unknown field `{name}`, {self.expected}")
             if value is None and not f.required:
                 out[name] = None
                 continue
@@ -381,7 +398,7 @@ SPECS: dict[str, Spec] = {s.wire: s for s in (
 )}
 
 
-def command_type(command: Any, all_types: tuple[str, ...]) -> str:
+def command_type(command: Any, known: frozenset[str], all_types: tuple[str, ...]) -> str:
     """The command's ``type`` tag, checked the way the engine's internally tagged enum checks it."""
     if isinstance(command, list):
         if not command:
@@ -395,7 +412,7 @@ def command_type(command: Any, all_types: tuple[str, ...]) -> str:
         raise invalid_type(command, "internally tagged enum Command")
     if not isinstance(tag, str):
         raise invalid_type(tag, "variant identifier")
-    if tag not in all_types:
+    if tag not in known:
         raise WireError(f"unknown variant `{tag}`, {_variants(all_types)}")
     if not isinstance(command, dict):
         raise invalid_type(command, "internally tagged enum Command")

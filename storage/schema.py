@@ -210,8 +210,13 @@ MIGRATIONS: list[str] = [
         version  INTEGER NOT NULL,
         value    BLOB,
         aux      TEXT,
+        committed_at INTEGER,                    -- the commit's time (see the trigger below)
         PRIMARY KEY (branch, space, kind, key, version)
     ) WITHOUT ROWID;
+    -- A commit of one row is one INSERT; this records the commit with it, in
+    -- the same statement (and so atomically).  Larger commits insert their
+    -- commit row themselves, which this then leaves alone.
+    CREATE TRIGGER strata_entries_commit AFTER INSERT ON strata_entries WHEN NEW.committed_at IS NOT NULL BEGIN INSERT OR IGNORE INTO strata_commits(version, branch, committed_at) VALUES (NEW.version, NEW.branch, NEW.committed_at); END;
 
     -- Append-only event logs, dense sequences per branch and space, each
     -- event chained to the previous one by its SHA-256 hash.

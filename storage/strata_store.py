@@ -31,6 +31,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from .db import Store, StoreError
@@ -55,6 +56,14 @@ FORK_OWN_VERSIONS = 2
 FAILED_FORK_VERSIONS = 2
 DELETE_VERSIONS = 2
 
+# Remembered point reads (see StrataStore.get): how many, and the largest value kept.
+_MEMO_ENTRIES = 100_000
+_MEMO_VALUE_BYTES = 16_384
+_NO_ENTRY = object()
+
+# The bound of a view at the head (greater than any version ever handed out).
+HEAD = 2**62
+
 _SCAN_BATCH = 64
 _MAX_SCAN_BATCH = 4096
 
@@ -77,8 +86,7 @@ class Branch:
     state_revision: int
 
 
-@dataclass(slots=True, frozen=True)
-class Level:
+class Level(NamedTuple):
     branch: int
     bound: int  # newest version visible on this level
 
@@ -159,6 +167,8 @@ class StrataStore:
         self._active: dict[str, int] = {}
         self._latest: dict[int, int] = {}
         self._spaces: set[tuple[int, str]] = set()
+        self._head_views: dict[int, View] = {}
+        self._memo: dict[tuple, Entry | None] = {}
         self._setup()
 
     # -- opening ----------------------------------------------------------------
@@ -254,7 +264,16 @@ class StrataStore:
         return self._latest.get(bid, 0)
 
     def view(self, b: Branch, as_of: int | None = None) -> View:
-        bound = self.head if as_of is None else as_of
+        if as_of is None:
+            # The head of a branch is "everything on it": no bound to move,
+            # so the view is built once per branch.
+            cached = self._head_views.get(b.id)
+            if cached is None:
+                cached = self._head_views[b.id] = self._view(b, HEAD)
+            return cached
+        return self._view(b, as_of)
+
+    def _view(self, b: Branch, bound: int) -> View:
         levels = [Level(b.id, bound)]
         while b.parent is not None:
             bound = min(bound, b.fork_version)
@@ -348,13 +367,38 @@ class StrataStore:
 
     @contextlib.contextmanager
     def commit(self, b: Branch) -> Iterator["Transaction"]:
-        """One commit on ``b``: everything written inside lands at one new version, or nothing does."""
+        """One commit on ``b``: everything written inside lands at one new version, or nothing does.
+
+        Rows are buffered and written when the block ends, so reads inside it
+        see the committed state.  A commit of a single row is a single
+        INSERT (atomic on its own; a trigger records the commit with it),
+        the common case of every put; larger ones run in one transaction.
+        """
         with self._db_lock:
             tx = Transaction(self, b, self.head + 1, self._clock())
-            with self.store.write() as c:
-                yield tx
-                c.execute("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, ?, ?)",
-                          (tx.version, b.id, tx.committed_at))
+            yield tx
+            c = self._conn
+            try:
+                if len(tx.entries) == 1 and not tx.events:
+                    c.execute(_INSERT_ENTRY, tx.entries[0])
+                else:
+                    c.execute("BEGIN IMMEDIATE")
+                    try:
+                        c.executemany(_INSERT_ENTRY, tx.entries)
+                        c.executemany(_INSERT_EVENT, tx.events)
+                        c.execute("INSERT OR IGNORE INTO strata_commits(version, branch, committed_at)"
+                                  " VALUES (?, ?, ?)", (tx.version, b.id, tx.committed_at))
+                    except BaseException:
+                        c.execute("ROLLBACK")
+                        raise
+                    c.execute("COMMIT")
+            finally:
+                self._forget(tx.written)
+            # What this commit wrote is what the head now reads.
+            memo = self._memo
+            if len(memo) < _MEMO_ENTRIES:
+                for key, entry in tx.rows:
+                    memo[key] = entry
             self.head = tx.version
             self._last_committed_at = tx.committed_at
             self._latest[b.id] = tx.version
@@ -367,16 +411,36 @@ class StrataStore:
 
     # -- entries ------------------------------------------------------------------
 
+    _GET = ("SELECT version, value, aux FROM strata_entries WHERE branch = ? AND space = ? AND kind = ?"
+            " AND key = ? AND version <= ? ORDER BY version DESC LIMIT 1")
+
     def get(self, view: View, space: str, kind: int, key: bytes) -> Entry | None:
-        """The newest row for ``key`` visible in ``view`` (a deletion included), or None."""
-        sql = ("SELECT version, value, aux FROM strata_entries WHERE branch = ? AND space = ? AND kind = ?"
-               " AND key = ? AND version <= ? ORDER BY version DESC LIMIT 1")
+        """The newest row for ``key`` visible in ``view`` (a deletion included), or None.
+
+        Answers are remembered: a read as of a past version can never change,
+        and a read at a branch head changes only when that branch writes the
+        key, which :class:`Transaction` reports back (see ``_forget``).
+        """
+        memo = (view.levels, space, kind, key)
+        hit = self._memo.get(memo, _NO_ENTRY)
+        if hit is not _NO_ENTRY:
+            return hit
+        found = None
         with self._db_lock:
             for level in view.levels:
-                row = self._conn.execute(sql, (level.branch, space, kind, key, level.bound)).fetchone()
+                row = self._conn.execute(self._GET, (level.branch, space, kind, key, level.bound)).fetchone()
                 if row is not None:
-                    return Entry(key, row[0], row[1], row[2])
-        return None
+                    found = Entry(key, row[0], row[1], row[2])
+                    break
+        if found is None or found.value is None or len(found.value) <= _MEMO_VALUE_BYTES:
+            if len(self._memo) >= _MEMO_ENTRIES:
+                self._memo.clear()  # cheap and rare: the working set refills it
+            self._memo[memo] = found
+        return found
+
+    def _forget(self, keys: list[tuple]) -> None:
+        for key in keys:
+            self._memo.pop(key, None)
 
     def history(self, view: View, space: str, kind: int, key: bytes) -> list[Entry]:
         """Every visible version of ``key``, newest first (deletions included)."""
@@ -433,10 +497,14 @@ class StrataStore:
     # -- spaces -------------------------------------------------------------------
 
     def space_known(self, view: View, space: str) -> bool:
-        if (view.leaf, space) in self._spaces:
+        at_head = view.levels[0].bound == HEAD
+        if at_head and (view.leaf, space) in self._spaces:
             return True
         entry = self.get(view, REGISTRY_SPACE, SPACE, space.encode("utf-8"))
-        return entry is not None and entry.value is not None
+        known = entry is not None and entry.value is not None
+        if known and at_head:
+            self._spaces.add((view.leaf, space))  # spaces are never removed here
+        return known
 
     def spaces(self, view: View) -> list[str]:
         return [e.key.decode("utf-8") for e in self.scan(view, REGISTRY_SPACE, SPACE)]
@@ -496,15 +564,20 @@ class StrataStore:
 class Transaction:
     """The rows of one commit (see :meth:`StrataStore.commit`)."""
 
-    __slots__ = ("_s", "_c", "branch", "version", "committed_at", "new_spaces")
+    __slots__ = ("_s", "_head", "branch", "version", "committed_at", "new_spaces", "written", "rows",
+                 "entries", "events")
 
     def __init__(self, s: StrataStore, branch: Branch, version: int, committed_at: int):
         self._s = s
-        self._c: sqlite3.Connection = s._conn  # noqa: SLF001
+        self._head = s.view(branch).levels
         self.branch = branch
         self.version = version
         self.committed_at = committed_at
         self.new_spaces: list[tuple[int, str]] = []
+        self.written: list[tuple] = []  # head reads this commit changes
+        self.rows: list[tuple[tuple, Entry]] = []  # ... and what they read once it is committed
+        self.entries: list[tuple] = []
+        self.events: list[tuple] = []
 
     def register_space(self, view: View, space: str) -> bool:
         """Record ``space`` on this branch unless it is known; True when this commit created it."""
@@ -515,22 +588,28 @@ class Transaction:
         return True
 
     def put(self, space: str, kind: int, key: bytes, value: bytes, aux: str | None = None) -> None:
-        self._c.execute(
-            "INSERT OR REPLACE INTO strata_entries(branch, space, kind, key, version, value, aux)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)", (self.branch.id, space, kind, key, self.version, value, aux))
+        memo = (self._head, space, kind, key)
+        self.written.append(memo)
+        if len(value) <= _MEMO_VALUE_BYTES:
+            self.rows.append((memo, Entry(key, self.version, value, aux)))
+        self.entries.append((self.branch.id, space, kind, key, self.version, value, aux, self.committed_at))
 
     def delete(self, space: str, kind: int, key: bytes, aux: str | None = None) -> None:
         """A deletion row (``aux`` may carry what outlives it, e.g. a revision counter)."""
-        self._c.execute(
-            "INSERT OR REPLACE INTO strata_entries(branch, space, kind, key, version, value, aux)"
-            " VALUES (?, ?, ?, ?, ?, NULL, ?)", (self.branch.id, space, kind, key, self.version, aux))
+        memo = (self._head, space, kind, key)
+        self.written.append(memo)
+        self.rows.append((memo, Entry(key, self.version, None, aux)))
+        self.entries.append((self.branch.id, space, kind, key, self.version, None, aux, self.committed_at))
 
     def append_event(self, space: str, event: Event) -> None:
-        self._c.execute(
-            "INSERT INTO strata_events(branch, space, sequence, version, event_type, payload, timestamp,"
-            " previous_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (self.branch.id, space, event.sequence, event.version, event.event_type, event.payload,
-             event.timestamp, event.previous_hash, event.hash))
+        self.events.append((self.branch.id, space, event.sequence, event.version, event.event_type,
+                            event.payload, event.timestamp, event.previous_hash, event.hash))
+
+
+_INSERT_ENTRY = ("INSERT OR REPLACE INTO strata_entries(branch, space, kind, key, version, value, aux, committed_at)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_EVENT = ("INSERT INTO strata_events(branch, space, sequence, version, event_type, payload, timestamp,"
+                 " previous_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
 def _take_lock(path: Path) -> int:
