@@ -293,33 +293,37 @@ class Field:
 
 
 class Spec:
-    __slots__ = ("wire", "fields", "by_name", "expected")
+    __slots__ = ("wire", "fields", "by_name", "expected", "defaults", "required")
 
     def __init__(self, wire: str, fields: tuple[Field, ...]):
         self.wire = wire
         self.fields = fields
-        self.by_name = {f.name: f for f in fields}
+        self.by_name = {f.name: (f.decode, f.required) for f in fields}
         self.expected = expected_list([f.name for f in fields])
+        self.defaults = {f.name: None for f in fields if not f.required}
+        self.required = tuple(f.name for f in fields if f.required)
 
     def decode(self, command: dict) -> dict[str, Any]:
         """Checked arguments (absent and null optional fields are None), or WireError."""
         by_name = self.by_name
-        out: dict[str, Any] = {}
+        out = self.defaults.copy()
+        seen = 0
         for name, value in command.items():
-            if name == "type":
-                continue
-            f = by_name.get(name)
-            if f is None:
+            known = by_name.get(name)
+            if known is None:
+                if name == "type":
+                    continue
                 raise WireError(f"unknown field `{name}`, {self.expected}")
-            if value is None and not f.required:
-                out[name] = None
+            decode, required = known
+            if required:
+                seen += 1
+            elif value is None:
                 continue
-            out[name] = f.decode(value)
-        for f in self.fields:
-            if f.name not in out:
-                if f.required:
-                    raise WireError(f"missing field `{f.name}`")
-                out[f.name] = None
+            out[name] = decode(value)
+        if seen < len(self.required):
+            for name in self.required:
+                if name not in out:
+                    raise WireError(f"missing field `{name}`")
         return out
 
 

@@ -169,6 +169,11 @@ class StrataStore:
         self._spaces: set[tuple[int, str]] = set()
         self._head_views: dict[int, View] = {}
         self._memo: dict[tuple, Entry | None] = {}
+        if durable:
+            # Only this process opens the folder (the record lock above), so
+            # SQLite may keep its file locks for the whole session instead of
+            # taking and dropping them around every commit.
+            self._conn.execute("PRAGMA locking_mode = EXCLUSIVE")
         self._setup()
 
     # -- opening ----------------------------------------------------------------
