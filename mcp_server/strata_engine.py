@@ -115,6 +115,18 @@ def page(items: list, has_more: bool, cursor: Any) -> dict:
     return {"items": items, "has_more": has_more, "cursor": cursor if has_more else None}
 
 
+def found(kind: str, value: Any) -> dict:
+    """A point read's envelope: ``{"found": false, "value": null}`` on a miss, never an error."""
+    return {"type": kind, "data": {"found": value is not None, "value": value}}
+
+
+def name_page(kind: str, entries: Iterable, limit: int | None) -> dict:
+    """A page of names (the decoded keys of ``entries``); the cursor is the last name returned."""
+    rows, has_more = take(entries, limit)
+    names = [x.key.decode("utf-8") for x in rows]
+    return {"type": kind, "data": page(names, has_more, names[-1] if has_more else None)}
+
+
 def take(items: Iterable, limit: int | None) -> tuple[list, bool]:
     """The first ``limit`` items (all when None) and whether more follow, reading one extra at most."""
     if limit is None:
@@ -297,15 +309,24 @@ def _new_branch_name(e: Engine, name: str) -> None:
 @handler("branch_create")
 def branch_create(e: Engine, a: dict) -> dict:
     _new_branch_name(e, a["branch"])
-    return {"type": "branch", "data": branch_json(e, e.store.create_branch(a["branch"], None, None, None))}
+    return _fork(e, a, None, None)
+
+
+def _fork(e: Engine, a: dict, source: Branch, version: int, stamp: int | None = None) -> dict:
+    return {"type": "branch", "data": branch_json(e, e.store.create_branch(a["branch"], source, version, stamp))}
+
+
+def _refused_anchor(e: Engine, reason: str) -> StrataError:
+    # The real engine spends versions on a fork it then refuses for its anchor.
+    e.store.burn_versions(FAILED_FORK_VERSIONS)
+    return errors.history(reason)
 
 
 @handler("branch_fork_current")
 def branch_fork_current(e: Engine, a: dict) -> dict:
     _new_branch_name(e, a["branch"])
     source = e.branch(a["source"], source=True)
-    fork_at = e.store.latest(source.id)
-    return {"type": "branch", "data": branch_json(e, e.store.create_branch(a["branch"], source, fork_at, None))}
+    return _fork(e, a, source, e.store.latest(source.id))
 
 
 @handler("branch_fork_at_version")
@@ -314,12 +335,10 @@ def branch_fork_at_version(e: Engine, a: dict) -> dict:
     source = e.branch(a["source"], source=True)
     version = a["version"]
     if version == 0 or version > e.store.latest(source.id):
-        e.store.burn_versions(FAILED_FORK_VERSIONS)
-        raise errors.history("commit version is outside retained branch history")
+        raise _refused_anchor(e, "commit version is outside retained branch history")
     if not e.store.in_timeline(source, version):
-        e.store.burn_versions(FAILED_FORK_VERSIONS)
-        raise errors.history("commit version is outside retained timeline history")
-    return {"type": "branch", "data": branch_json(e, e.store.create_branch(a["branch"], source, version, None))}
+        raise _refused_anchor(e, "commit version is outside retained timeline history")
+    return _fork(e, a, source, version)
 
 
 @handler("branch_fork_at_timestamp")
@@ -328,13 +347,11 @@ def branch_fork_at_timestamp(e: Engine, a: dict) -> dict:
     source = e.branch(a["source"], source=True)
     stamp = a["timestamp"]
     if stamp > e.store.latest(source.id):
-        e.store.burn_versions(FAILED_FORK_VERSIONS)
-        raise errors.history("timestamp is newer than retained timeline history")
+        raise _refused_anchor(e, "timestamp is newer than retained timeline history")
     version = e.store.timeline_version_at(source, stamp, by_time=False) if stamp else None
     if version is None:
-        e.store.burn_versions(FAILED_FORK_VERSIONS)
-        raise errors.history("timestamp is outside retained timeline history")
-    return {"type": "branch", "data": branch_json(e, e.store.create_branch(a["branch"], source, version, stamp))}
+        raise _refused_anchor(e, "timestamp is outside retained timeline history")
+    return _fork(e, a, source, version, stamp)
 
 
 @handler("branch_delete")

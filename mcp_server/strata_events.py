@@ -14,7 +14,7 @@ import struct
 
 from memstrata.storage.strata_store import Event, View
 
-from .strata_engine import EFFECT_CREATED, Engine, batch_for, canonical, handler, page, take
+from .strata_engine import EFFECT_CREATED, Engine, batch_for, canonical, found, handler, page, take
 from .strata_errors import StrataError
 
 GENESIS = bytes(32)
@@ -75,9 +75,7 @@ def event_list(e: Engine, a: dict) -> dict:
 def event_get(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     ev = e.store.event(e.read_view(b, a), space, a["sequence"])
-    if ev is None:
-        return {"type": "event_record", "data": {"found": False, "value": None}}
-    return {"type": "event_record", "data": {"found": True, "value": record(ev)}}
+    return found("event_record", ev and record(ev))
 
 
 @handler("event_count")

@@ -20,7 +20,8 @@ from memstrata.storage.strata_store import (
 )
 
 from .strata_engine import (
-    EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, handler, page, take,
+    EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, found, handler, name_page, page,
+    take,
 )
 from .strata_errors import StrataError
 
@@ -66,8 +67,8 @@ def check_properties(properties: Any) -> Any:
 
 
 def load_graph(e: Engine, view: View, space: str, name: str) -> Graph | None:
-    entry = e.store.get(view, space, GRAPH, name.encode("utf-8"))
-    if entry is None or entry.value is None:
+    entry = e.store.live(view, space, GRAPH, name.encode("utf-8"))
+    if entry is None:
         return None
     meta = json.loads(entry.aux)
     return Graph(name, meta["nodes"], meta["edges"], meta["created"], entry.version)
@@ -113,8 +114,8 @@ class Edge:
 
 
 def load_node(e: Engine, view: View, space: str, graph: str, node_id: str) -> Node | None:
-    entry = e.store.get(view, space, GRAPH_NODE, tuple_key(graph, node_id))
-    if entry is None or entry.value is None:
+    entry = e.store.live(view, space, GRAPH_NODE, tuple_key(graph, node_id))
+    if entry is None:
         return None
     return Node(node_id, json.loads(entry.aux) if entry.aux else None, entry.version)
 
@@ -125,8 +126,8 @@ def _edge_from(aux: str, src: str, edge_type: str, dst: str, version: int) -> Ed
 
 
 def load_edge(e: Engine, view: View, space: str, graph: str, src: str, edge_type: str, dst: str) -> Edge | None:
-    entry = e.store.get(view, space, GRAPH_OUT, tuple_key(graph, src, edge_type, dst))
-    if entry is None or entry.value is None:
+    entry = e.store.live(view, space, GRAPH_OUT, tuple_key(graph, src, edge_type, dst))
+    if entry is None:
         return None
     return _edge_from(entry.aux, src, edge_type, dst, entry.version)
 
@@ -203,9 +204,7 @@ def graph_list(e: Engine, a: dict) -> dict:
     view = e.read_view(b, a)
     cursor = a.get("cursor")
     names = e.store.scan(view, space, GRAPH, (cursor or "").encode("utf-8"), after=cursor is not None)
-    rows, has_more = take(names, a.get("limit"))
-    items = [x.key.decode("utf-8") for x in rows]
-    return {"type": "graph_name_page", "data": page(items, has_more, items[-1] if has_more else None)}
+    return name_page("graph_name_page", names, a.get("limit"))
 
 
 @handler("graph_get_meta")
@@ -240,9 +239,7 @@ def graph_get_node(e: Engine, a: dict) -> dict:
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     node = load_node(e, view, space, g.name, a["node_id"])
-    if node is None:
-        return {"type": "graph_node_result", "data": {"found": False, "value": None}}
-    return {"type": "graph_node_result", "data": {"found": True, "value": node.json(g.name)}}
+    return found("graph_node_result", node and node.json(g.name))
 
 
 @handler("graph_remove_node")
@@ -297,9 +294,7 @@ def graph_get_edge(e: Engine, a: dict) -> dict:
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     edge = load_edge(e, view, space, g.name, a["src"], a["edge_type"], a["dst"])
-    if edge is None:
-        return {"type": "graph_edge_result", "data": {"found": False, "value": None}}
-    return {"type": "graph_edge_result", "data": {"found": True, "value": edge.json(g.name)}}
+    return found("graph_edge_result", edge and edge.json(g.name))
 
 
 @handler("graph_remove_edge")

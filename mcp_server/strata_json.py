@@ -13,9 +13,11 @@ import json
 import re
 from typing import Any
 
-from memstrata.storage.strata_store import JSON
+from memstrata.storage.strata_store import JSON, prefix_end
 
-from .strata_engine import EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, handler, page, take
+from .strata_engine import (
+    EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, found, handler, name_page,
+)
 from .strata_errors import StrataError
 
 U64_MAX = 2**64 - 1
@@ -172,8 +174,8 @@ def check_doc_id(key: str) -> bytes:
 
 def _document(e: Engine, view, space: str, key: bytes) -> tuple[Any, int, int]:
     """(document or _MISSING, its version, its document_version)."""
-    entry = e.store.get(view, space, JSON, key)
-    if entry is None or entry.value is None:
+    entry = e.store.live(view, space, JSON, key)
+    if entry is None:
         return _MISSING, 0, 0
     return json.loads(entry.value), entry.version, int(entry.aux)
 
@@ -201,10 +203,8 @@ def json_get(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     doc, version, revision = _document(e, e.read_view(b, a), space, key)
     value = _MISSING if doc is _MISSING else get_at(doc, segments)
-    if value is _MISSING:
-        return {"type": "json_versioned_value", "data": {"found": False, "value": None}}
-    return {"type": "json_versioned_value", "data": {"found": True, "value": {
-        "value": value, "version": version, "timestamp": version, "document_version": revision}}}
+    return found("json_versioned_value", None if value is _MISSING else {
+        "value": value, "version": version, "timestamp": version, "document_version": revision})
 
 
 @handler("json_delete")
@@ -235,13 +235,11 @@ def json_delete(e: Engine, a: dict) -> dict:
 def json_exists(e: Engine, a: dict) -> dict:
     key = check_doc_id(a["key"])
     b, space = e.scope(a)
-    entry = e.store.get(e.store.view(b), space, JSON, key)
-    return {"type": "bool", "data": entry is not None and entry.value is not None}
+    return {"type": "bool", "data": e.store.live(e.store.view(b), space, JSON, key) is not None}
 
 
 def _doc_keys(e: Engine, a: dict, view, space: str, start: str, after: bool):
     prefix = (a.get("prefix") or "").encode("utf-8")
-    from memstrata.storage.strata_store import prefix_end
     lower = max(prefix, start.encode("utf-8")) if start else prefix
     if start and start.encode("utf-8") < prefix:
         after = False
@@ -253,10 +251,8 @@ def json_list(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     view = e.read_view(b, a)
     cursor = a.get("cursor")
-    entries = _doc_keys(e, a, view, space, cursor or "", cursor is not None)
-    rows, has_more = take(entries, a.get("limit"))
-    keys = [x.key.decode("utf-8") for x in rows]
-    return {"type": "json_list_result", "data": page(keys, has_more, keys[-1] if has_more else None)}
+    return name_page("json_list_result", _doc_keys(e, a, view, space, cursor or "", cursor is not None),
+                     a.get("limit"))
 
 
 @handler("json_count")

@@ -8,7 +8,7 @@ from itertools import islice
 
 from memstrata.storage.strata_store import KV, prefix_end
 
-from .strata_engine import EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, batch_for, effect, handler, page, take
+from .strata_engine import EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, batch_for, effect, found, handler, page, take
 from .strata_errors import StrataError
 
 # The engine refuses a key whose storage encoding exceeds 64 KiB: the key
@@ -38,8 +38,7 @@ def check_key_size(key: bytes, space: str) -> None:
 
 
 def _live(e: Engine, view, space: str, key: bytes):
-    entry = e.store.get(view, space, KV, key)
-    return entry if entry is not None and entry.value is not None else None
+    return e.store.live(view, space, KV, key)
 
 
 @handler("kv_put")
@@ -62,10 +61,8 @@ def kv_get(e: Engine, a: dict) -> dict:
     check_key(a["key"])
     b, space = e.scope(a)
     entry = _live(e, e.read_view(b, a), space, a["key"])
-    if entry is None:
-        return {"type": "kv_versioned_value", "data": {"found": False, "value": None}}
-    return {"type": "kv_versioned_value", "data": {"found": True, "value": {
-        "value": b64(entry.value), "version": entry.version, "timestamp": entry.version}}}
+    return found("kv_versioned_value", entry and {
+        "value": b64(entry.value), "version": entry.version, "timestamp": entry.version})
 
 
 @handler("kv_delete")

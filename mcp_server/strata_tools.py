@@ -128,7 +128,8 @@ TOOLS: list[dict] = [
     {"name": "strata_kv_put",
      "description": "Stores a text value under a text key and returns the commit receipt (version, "
                     "timestamp). Example: {\"key\":\"greeting\",\"value\":\"hello\"}.",
-     "inputSchema": _scoped([("key", _s("Key (text)")), ("value", _s("Value (text); binary values go through strata_command"))],
+     "inputSchema": _scoped([("key", _s("Key (text)")),
+                             ("value", _s("Value (text); binary values go through strata_command"))],
                             ["key", "value"])},
     {"name": "strata_kv_get",
      "description": "Reads one key; data.value is base64. Pass as_of to read an earlier state. "
@@ -162,14 +163,16 @@ TOOLS: list[dict] = [
                             ["collection", "dimension"])},
     {"name": "strata_vector_upsert",
      "description": "Inserts or replaces one vector with optional metadata. Example: "
-                    "{\"collection\":\"docs\",\"key\":\"doc-1\",\"vector\":[0.1,0.9],\"metadata\":{\"kind\":\"note\"}}.",
+                    "{\"collection\":\"docs\",\"key\":\"doc-1\",\"vector\":[0.1,0.9],"
+                    "\"metadata\":{\"kind\":\"note\"}}.",
      "inputSchema": _scoped([("collection", _s("Collection name")), ("key", _s("Vector key")),
                              ("vector", _numbers("The vector (collection dimension)")),
                              ("metadata", {"type": "object", "description": "Optional metadata object"})],
                             ["collection", "key", "vector"])},
     {"name": "strata_vector_query",
      "description": "Finds the k most similar vectors (default 10), optionally filtered by metadata "
-                    "equalities: {\"conditions\":[{\"field\":\"kind\",\"op\":\"eq\",\"value\":{\"type\":\"string\",\"value\":\"note\"}}]}.",
+                    "equalities: {\"conditions\":[{\"field\":\"kind\",\"op\":\"eq\","
+                    "\"value\":{\"type\":\"string\",\"value\":\"note\"}}]}.",
      "inputSchema": _scoped([("collection", _s("Collection name")), ("query", _numbers("Query vector")),
                              ("k", _i("Most matches to return (default 10)")),
                              ("filter", {"type": "object", "description": "Metadata filter; conditions are AND-ed"}),

@@ -17,10 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from memstrata.storage.strata_store import VECTOR, VECTOR_COLLECTION, View, split_tuple_key, tuple_key
+from memstrata.storage.strata_store import (
+    VECTOR, VECTOR_COLLECTION, View, prefix_end, split_tuple_key, tuple_key,
+)
 
 from .strata_engine import (
-    EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, handler,
+    EFFECT_DELETED, EFFECT_NOT_FOUND, Engine, canonical, effect, found, handler,
 )
 from .strata_errors import StrataError
 from .strata_wire import Condition
@@ -67,8 +69,8 @@ def _missing() -> StrataError:
 
 
 def load_collection(e: Engine, view: View, space: str, name: str) -> Collection | None:
-    entry = e.store.get(view, space, VECTOR_COLLECTION, name.encode("utf-8"))
-    if entry is None or entry.value is None:
+    entry = e.store.live(view, space, VECTOR_COLLECTION, name.encode("utf-8"))
+    if entry is None:
         return None
     meta = json.loads(entry.aux)
     return Collection(name, meta["dimension"], meta["metric"], meta["count"], entry.version)
@@ -145,7 +147,8 @@ class Index:
             norms[:self.size] = self.norms[:self.size]
             self.matrix, self.norms = matrix, norms
 
-    def search(self, metric: str, query: np.ndarray, k: int, conditions: list[Condition]) -> list[tuple[float, str, Any]]:
+    def search(self, metric: str, query: np.ndarray, k: int,
+               conditions: list[Condition]) -> list[tuple[float, str, Any]]:
         if self.size == 0 or k == 0:
             return []
         rows = np.fromiter((i for i in range(self.size) if self.alive[i]
@@ -209,7 +212,6 @@ def _index_key(b_id: int, space: str, name: str) -> tuple:
 def build_index(e: Engine, view: View, space: str, coll: Collection) -> Index:
     index = Index(coll.dimension)
     prefix = tuple_key(coll.name)
-    from memstrata.storage.strata_store import prefix_end
     for entry in e.store.scan(view, space, VECTOR, prefix, prefix_end(prefix), batch=4096):
         rec = decode_record(split_tuple_key(entry.key)[1], entry.value, entry.aux, entry.version)
         index.set(rec.key, rec.embedding, rec.metadata)
@@ -337,8 +339,8 @@ def vector_query(e: Engine, a: dict) -> dict:
 
 
 def _live_record(e: Engine, view: View, space: str, coll: Collection, key: str) -> Record | None:
-    entry = e.store.get(view, space, VECTOR, tuple_key(coll.name, key))
-    if entry is None or entry.value is None:
+    entry = e.store.live(view, space, VECTOR, tuple_key(coll.name, key))
+    if entry is None:
         return None
     return decode_record(key, entry.value, entry.aux, entry.version)
 
@@ -350,13 +352,12 @@ def vector_get(e: Engine, a: dict) -> dict:
     coll = require_collection(e, view, space, a["collection"])
     rec = _live_record(e, view, space, coll, a["key"])
     if rec is None:
-        return {"type": "vector_data", "data": {"found": False, "value": None}}
+        return found("vector_data", None)
     data: dict = {"embedding": [f32_text(x) for x in rec.embedding.tolist()]}
     if rec.metadata is not None:
         data["metadata"] = rec.metadata
-    return {"type": "vector_data", "data": {"found": True, "value": {
-        "key": rec.key, "data": data, "version": rec.version, "timestamp": rec.version,
-        "vector_revision": rec.revision}}}
+    return found("vector_data", {"key": rec.key, "data": data, "version": rec.version,
+                                 "timestamp": rec.version, "vector_revision": rec.revision})
 
 
 @handler("vector_delete")
@@ -415,7 +416,6 @@ def vector_delete_collection(e: Engine, a: dict) -> dict:
         raise StrataError("failed_precondition.engine.vector_collection_not_empty",
                           f"vector collection `{coll.name}` contains visible data; retry with force=true to delete it")
     prefix = tuple_key(coll.name)
-    from memstrata.storage.strata_store import prefix_end
     keys = [x.key for x in e.store.scan(view, space, VECTOR, prefix, prefix_end(prefix))]
     with e.store.commit(b) as tx:
         for key in keys:
@@ -424,5 +424,3 @@ def vector_delete_collection(e: Engine, a: dict) -> dict:
     e.caches.setdefault("vectors", {}).pop(_index_key(b.id, space, coll.name), None)
     return {"type": "bool", "data": True}
 
-
-__all__ = ["EFFECT_CREATED"]

@@ -27,7 +27,6 @@ import contextlib
 import fcntl
 import heapq
 import os
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -230,8 +229,8 @@ class StrataStore:
                     " VALUES (1, ?, 1, 'active', 0)", (DEFAULT_BRANCH,))
                 c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, 1, ?)",
                               [(v, at) for v in range(1, SETUP_VERSIONS + 1)])
-                c.execute("INSERT INTO strata_entries(branch, space, kind, key, version, value) VALUES (1, ?, ?, ?, 1, x'')",
-                          (REGISTRY_SPACE, SPACE, DEFAULT_SPACE.encode()))
+                c.execute("INSERT INTO strata_entries(branch, space, kind, key, version, value)"
+                          " VALUES (1, ?, ?, ?, 1, x'')", (REGISTRY_SPACE, SPACE, DEFAULT_SPACE.encode()))
         self.head = c.execute("SELECT max(version) FROM strata_commits").fetchone()[0]
         self._last_committed_at = c.execute(
             "SELECT committed_at FROM strata_commits WHERE version = ?", (self.head,)).fetchone()[0]
@@ -442,6 +441,11 @@ class StrataStore:
                 self._memo.clear()  # cheap and rare: the working set refills it
             self._memo[memo] = found
         return found
+
+    def live(self, view: View, space: str, kind: int, key: bytes) -> Entry | None:
+        """The visible row for ``key`` unless it is absent or deleted."""
+        entry = self.get(view, space, kind, key)
+        return entry if entry is not None and entry.value is not None else None
 
     def _forget(self, keys: list[tuple]) -> None:
         for key in keys:

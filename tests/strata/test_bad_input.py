@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import resource
 
-import pytest
 
 from memstrata.mcp_server.strata_errors import known_codes
 
