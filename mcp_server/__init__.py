@@ -15,10 +15,22 @@ Stdio serving is ``anyio.run(server.run_stdio_async)`` (``memstrata mcp`` in
 :mod:`harness.cmd_mcp` adds logging and stdout hygiene around it).
 """
 
-from .http import MCPHttp, mcp_http_app, transport_security
-from .server import TOOL_NAMES, build_server
-from .tools import SavingsProvider
-from .warmup import IndexWarmup
+import importlib
+
+# Loaded on first use: the SDK takes a second or more to import, and the
+# surfaces that do not use it (the Strata server) should not pay for it.
+_EXPORTS = {
+    "MCPHttp": ".http", "mcp_http_app": ".http", "transport_security": ".http",
+    "TOOL_NAMES": ".server", "build_server": ".server",
+    "SavingsProvider": ".tools", "IndexWarmup": ".warmup",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "build_server", "TOOL_NAMES", "SavingsProvider",

@@ -25,9 +25,14 @@ class StoreError(Exception):
 
 
 class Store:
+    # ``Store(MEMORY)`` is a private in-memory database (gone when closed),
+    # for surfaces that offer an ephemeral mode (``strata --cache``).
+    MEMORY = ":memory:"
+
     def __init__(self, path: str | Path, *, readonly: bool = False):
         self.path = Path(path)
         self.readonly = readonly
+        self.memory = str(path) == self.MEMORY
         self._lock = threading.RLock()
         try:
             if readonly:
@@ -37,7 +42,8 @@ class Store:
                     timeout=BUSY_TIMEOUT_MS / 1000,
                 )
             else:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if not self.memory:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._conn = sqlite3.connect(
                     str(self.path), check_same_thread=False, isolation_level=None,
                     timeout=BUSY_TIMEOUT_MS / 1000,
@@ -55,7 +61,7 @@ class Store:
     def _configure(self) -> None:
         c = self._conn
         c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if not self.readonly:
+        if not self.readonly and not self.memory:
             mode = self._retry_locked(lambda: c.execute("PRAGMA journal_mode = WAL").fetchone()[0])
             if mode.lower() != "wal":
                 raise StoreError(f"cannot switch {self.path.name} to WAL mode (got {mode})")

@@ -1,0 +1,1 @@
+"""The ``strata`` command: a Strata-compatible MCP server on MemStrata's store."""

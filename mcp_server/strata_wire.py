@@ -1,0 +1,427 @@
+"""Strata's command wire: decoding a command object into checked arguments.
+
+The real engine deserializes every command with serde (``deny_unknown_fields``)
+and its error text is what clients are taught by, so this module reproduces
+the same checks and the same sentences: fields are read in the order they
+appear, an unknown or duplicate field or an ill-typed value fails at once,
+then missing required fields are reported in declaration order.
+
+Each command is a :class:`Spec`: its fields in the engine's declaration order
+(which is also the order serde lists them in "expected one of ...").
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+class WireError(Exception):
+    """The command does not deserialize; the message is serde's sentence."""
+
+
+class NumberRangeError(Exception):
+    """An integer outside i64/u64 somewhere in the command (the executor rejects it before decoding)."""
+
+
+U64_MAX = 2**64 - 1
+I64_MIN = -(2**63)
+
+
+def check_number_range(value: Any) -> None:
+    if isinstance(value, dict):
+        # Most commands are flat strings and small ints: check those without a stack.
+        nested = []
+        for v in value.values():
+            t = type(v)
+            if t is int:
+                if v > U64_MAX or v < I64_MIN:
+                    raise NumberRangeError
+            elif t is dict or t is list:
+                nested.append(v)
+        if not nested:
+            return
+        value = nested
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if type(v) is int:
+            if v > U64_MAX or v < I64_MIN:
+                raise NumberRangeError
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+
+
+# -- how serde names an unexpected value ---------------------------------------
+
+
+def unexpected(v: Any) -> str:
+    if v is None:
+        return "null"
+    if v is True or v is False:
+        return f"boolean `{'true' if v else 'false'}`"
+    if isinstance(v, int):
+        return f"integer `{v}`"
+    if isinstance(v, float):
+        return f"floating point `{_float_text(v)}`"
+    if isinstance(v, str):
+        return f"string {json.dumps(v, ensure_ascii=False)}"
+    if isinstance(v, list):
+        return "sequence"
+    return "map"
+
+
+def _float_text(v: float) -> str:
+    return repr(v)
+
+
+def invalid_type(v: Any, expected: str) -> WireError:
+    return WireError(f"invalid type: {unexpected(v)}, expected {expected}")
+
+
+def expected_list(names: list[str] | tuple[str, ...]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    if not quoted:
+        return "there are no fields"
+    if len(quoted) == 1:
+        return f"expected {quoted[0]}"
+    if len(quoted) == 2:
+        return f"expected {quoted[0]} or {quoted[1]}"
+    return "expected one of " + ", ".join(quoted)
+
+
+def _variants(names: tuple[str, ...]) -> str:
+    quoted = [f"`{n}`" for n in names]
+    if len(quoted) == 1:
+        return f"expected {quoted[0]}"
+    if len(quoted) == 2:
+        return f"expected {quoted[0]} or {quoted[1]}"
+    return "expected one of " + ", ".join(quoted)
+
+
+# -- value decoders ---------------------------------------------------------------
+
+Decoder = Callable[[Any], Any]
+
+
+def string(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    raise invalid_type(v, "a string")
+
+
+def u64(v: Any) -> int:
+    if type(v) is int:
+        if 0 <= v <= U64_MAX:
+            return v
+        raise WireError(f"invalid value: integer `{v}`, expected u64")
+    raise invalid_type(v, "u64")
+
+
+def u8(v: Any) -> int:
+    if type(v) is int:
+        if 0 <= v <= 255:
+            return v
+        raise WireError(f"invalid value: integer `{v}`, expected u8")
+    raise invalid_type(v, "u8")
+
+
+def f64(v: Any) -> float:
+    if type(v) is int or type(v) is float:
+        return float(v)
+    raise invalid_type(v, "f64")
+
+
+def boolean(v: Any) -> bool:
+    if v is True or v is False:
+        return v
+    raise invalid_type(v, "a boolean")
+
+
+def any_json(v: Any) -> Any:
+    return v
+
+
+def f32_list(v: Any) -> list[float]:
+    if not isinstance(v, list):
+        raise invalid_type(v, "a sequence")
+    return [f64(x) for x in v]
+
+
+_B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_B64_INDEX = {c: i for i, c in enumerate(_B64)}
+
+
+def byte_string(v: Any) -> bytes:
+    """A ``Bytes`` field: standard padded base64 text, or an array of byte values."""
+    if isinstance(v, str):
+        return decode_base64(v)
+    if isinstance(v, list):
+        return bytes(u8(x) for x in v)
+    raise invalid_type(v, "a base64 string or an array of byte values")
+
+
+def decode_base64(text: str) -> bytes:
+    try:
+        raw = text.encode("ascii")
+        data = binascii.a2b_base64(raw, strict_mode=True)
+    except (binascii.Error, ValueError):
+        pass
+    else:
+        # Canonical only: padding present and unused trailing bits zero.
+        if binascii.b2a_base64(data, newline=False) == raw:
+            return data
+    raise WireError(f"invalid base64 bytes: {_base64_problem(text)}")
+
+
+def _base64_problem(text: str) -> str:
+    body = text.rstrip("=")
+    pad = len(text) - len(body)
+    for offset, ch in enumerate(body):
+        if ch not in _B64_INDEX:
+            return f"Invalid symbol {ord(ch.encode('utf-8')[:1])}, offset {offset}."
+    rem = len(body) % 4
+    if rem == 1:
+        return f"Invalid input length: {len(body)}"
+    if pad != (4 - rem) % 4 or pad > 2:
+        return "Invalid padding"
+    last = _B64_INDEX[body[-1]]
+    if (rem == 2 and last & 0x0F) or (rem == 3 and last & 0x03):
+        return f"Invalid last symbol {ord(body[-1])}, offset {len(body) - 1}."
+    return "Invalid padding"
+
+
+def enum(*names: str) -> Decoder:
+    def decode(v: Any) -> str:
+        if isinstance(v, str):
+            if v in names:
+                return v
+            raise WireError(f"unknown variant `{v}`, {_variants(names)}")
+        if isinstance(v, dict):
+            if len(v) != 1:
+                raise WireError("invalid value: map, expected map with a single key")
+            (name,) = v
+            if name in names:
+                return name
+            raise WireError(f"unknown variant `{name}`, {_variants(names)}")
+        raise invalid_type(v, "string or map")
+    return decode
+
+
+metric = enum("cosine", "euclidean", "dot_product")
+direction = enum("outgoing", "incoming", "both")
+
+
+@dataclass(slots=True, frozen=True)
+class Condition:
+    field: str
+    kind: str  # null | bool | number | string
+    value: Any
+
+
+_SCALARS = ("null", "bool", "number", "string")
+
+
+def _scalar(v: Any) -> tuple[str, Any]:
+    if not isinstance(v, dict):
+        raise invalid_type(v, "adjacently tagged enum VectorScalar")
+    if "type" not in v:
+        raise WireError("missing field `type`")
+    tag = v["type"]
+    if not isinstance(tag, str):
+        raise invalid_type(tag, "variant identifier")
+    if tag not in _SCALARS:
+        raise WireError(f"unknown variant `{tag}`, {_variants(_SCALARS)}")
+    if tag == "null":
+        return tag, None
+    if "value" not in v:
+        raise WireError("missing field `value`")
+    decode = {"bool": boolean, "number": f64, "string": string}[tag]
+    return tag, decode(v["value"])
+
+
+def _condition(v: Any) -> Condition:
+    if not isinstance(v, dict):
+        raise invalid_type(v, "struct VectorFilterCondition")
+    field = op = value = None
+    seen = set()
+    for name, item in v.items():
+        if name == "field":
+            field = string(item)
+        elif name == "op":
+            op = enum("eq")(item)
+        elif name == "value":
+            value = _scalar(item)
+        else:
+            continue  # the engine ignores extra keys inside a condition
+        seen.add(name)
+    for name in ("field", "op", "value"):
+        if name not in seen:
+            raise WireError(f"missing field `{name}`")
+    return Condition(field, value[0], value[1])
+
+
+def vector_filter(v: Any) -> list[Condition]:
+    if isinstance(v, list):
+        if not v:
+            raise WireError("invalid length 0, expected struct VectorMetadataFilter with 1 element")
+        conditions = v[0]
+    elif isinstance(v, dict):
+        if "conditions" not in v:
+            raise WireError("missing field `conditions`")
+        conditions = v["conditions"]
+    else:
+        raise invalid_type(v, "struct VectorMetadataFilter")
+    if not isinstance(conditions, list):
+        raise invalid_type(conditions, "a sequence")
+    return [_condition(c) for c in conditions]
+
+
+# -- command specs ------------------------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class Field:
+    name: str
+    decode: Decoder
+    required: bool = False
+
+
+class Spec:
+    __slots__ = ("wire", "fields", "by_name", "expected", "defaults", "required")
+
+    def __init__(self, wire: str, fields: tuple[Field, ...]):
+        self.wire = wire
+        self.fields = fields
+        self.by_name = {f.name: (f.decode, f.required) for f in fields}
+        self.expected = expected_list([f.name for f in fields])
+        self.defaults = {f.name: None for f in fields if not f.required}
+        self.required = tuple(f.name for f in fields if f.required)
+
+    def decode(self, command: dict) -> dict[str, Any]:
+        """Checked arguments (absent and null optional fields are None), or WireError."""
+        by_name = self.by_name
+        out = self.defaults.copy()
+        seen = 0
+        for name, value in command.items():
+            known = by_name.get(name)
+            if known is None:
+                if name == "type":
+                    continue
+                raise WireError(f"unknown field `{name}`, {self.expected}")
+            decode, required = known
+            if required:
+                seen += 1
+            elif value is None:
+                continue
+            out[name] = decode(value)
+        if seen < len(self.required):
+            for name in self.required:
+                if name not in out:
+                    raise WireError(f"missing field `{name}`")
+        return out
+
+
+def _spec(wire: str, *fields: tuple) -> Spec:
+    return Spec(wire, tuple(Field(*f) for f in fields))
+
+
+R = True
+BRANCH = ("branch", string)
+SPACE = ("space", string)
+AS_OF = ("as_of", u64)
+AS_OF_TIME = ("as_of_time", u64)
+SCOPE = (BRANCH, SPACE)
+
+SPECS: dict[str, Spec] = {s.wire: s for s in (
+    _spec("ping"),
+    _spec("kv_put", *SCOPE, ("key", byte_string, R), ("value", byte_string, R)),
+    _spec("kv_get", *SCOPE, ("key", byte_string, R), AS_OF, AS_OF_TIME),
+    _spec("kv_delete", *SCOPE, ("key", byte_string, R)),
+    _spec("kv_exists", *SCOPE, ("key", byte_string, R)),
+    _spec("kv_history", *SCOPE, ("key", byte_string, R)),
+    _spec("kv_list", *SCOPE, ("prefix", byte_string), ("cursor", byte_string), ("limit", u64), AS_OF, AS_OF_TIME),
+    _spec("kv_count", *SCOPE, ("prefix", byte_string), AS_OF, AS_OF_TIME),
+    _spec("kv_scan", *SCOPE, ("start", byte_string), ("limit", u64)),
+    _spec("json_set", *SCOPE, ("key", string, R), ("path", string, R), ("value", any_json, R)),
+    _spec("json_get", *SCOPE, ("key", string, R), ("path", string, R), AS_OF, AS_OF_TIME),
+    _spec("json_delete", *SCOPE, ("key", string, R), ("path", string, R)),
+    _spec("json_exists", *SCOPE, ("key", string, R)),
+    _spec("json_list", *SCOPE, ("prefix", string), ("cursor", string), ("limit", u64), AS_OF, AS_OF_TIME),
+    _spec("json_count", *SCOPE, ("prefix", string), AS_OF, AS_OF_TIME),
+    _spec("json_history", *SCOPE, ("key", string, R)),
+    _spec("vector_create_collection", *SCOPE, ("collection", string, R), ("dimension", u64, R),
+          ("metric", metric, R), ("embedding_model", string)),
+    _spec("vector_upsert", *SCOPE, ("collection", string, R), ("key", string, R), ("vector", f32_list),
+          ("text", string), ("metadata", any_json)),
+    _spec("vector_query", *SCOPE, ("collection", string, R), ("query", f32_list), ("text", string),
+          ("k", u64, R), ("filter", vector_filter), AS_OF, AS_OF_TIME),
+    _spec("vector_get", *SCOPE, ("collection", string, R), ("key", string, R), AS_OF, AS_OF_TIME),
+    _spec("vector_delete", *SCOPE, ("collection", string, R), ("key", string, R)),
+    _spec("vector_exists", *SCOPE, ("collection", string, R), ("key", string, R)),
+    _spec("vector_count", *SCOPE, ("collection", string, R), AS_OF, AS_OF_TIME),
+    _spec("vector_list_collections", *SCOPE),
+    _spec("vector_delete_collection", *SCOPE, ("collection", string, R), ("force", boolean)),
+    _spec("event_append", *SCOPE, ("event_type", string, R), ("payload", any_json, R)),
+    _spec("event_list", *SCOPE, ("event_type", string), ("limit", u64), ("after_sequence", u64),
+          ("cursor", u64), AS_OF, AS_OF_TIME),
+    _spec("event_get", *SCOPE, ("sequence", u64, R), AS_OF, AS_OF_TIME),
+    _spec("event_count", *SCOPE, AS_OF, AS_OF_TIME),
+    _spec("event_verify_chain", *SCOPE),
+    _spec("graph_create", *SCOPE, ("graph", string, R)),
+    _spec("graph_delete", *SCOPE, ("graph", string, R), ("force", boolean)),
+    _spec("graph_list", *SCOPE, ("cursor", string), ("limit", u64), AS_OF, AS_OF_TIME),
+    _spec("graph_get_meta", *SCOPE, ("graph", string, R), AS_OF, AS_OF_TIME),
+    _spec("graph_add_node", *SCOPE, ("graph", string, R), ("node_id", string, R), ("properties", any_json),
+          ("binding", any_json), ("object_type", string)),
+    _spec("graph_get_node", *SCOPE, ("graph", string, R), ("node_id", string, R), AS_OF, AS_OF_TIME),
+    _spec("graph_remove_node", *SCOPE, ("graph", string, R), ("node_id", string, R)),
+    _spec("graph_add_edge", *SCOPE, ("graph", string, R), ("src", string, R), ("edge_type", string, R),
+          ("dst", string, R), ("weight", f64), ("properties", any_json)),
+    _spec("graph_get_edge", *SCOPE, ("graph", string, R), ("src", string, R), ("edge_type", string, R),
+          ("dst", string, R), AS_OF, AS_OF_TIME),
+    _spec("graph_remove_edge", *SCOPE, ("graph", string, R), ("src", string, R), ("edge_type", string, R),
+          ("dst", string, R)),
+    _spec("graph_neighbors", *SCOPE, ("graph", string, R), ("node_id", string, R), ("direction", direction, R),
+          ("edge_type", string), ("cursor", string), ("limit", u64), AS_OF, AS_OF_TIME),
+    _spec("branch_list"),
+    _spec("branch_get", ("branch", string, R)),
+    _spec("branch_create", ("branch", string, R)),
+    _spec("branch_delete", ("branch", string, R)),
+    _spec("branch_fork_current", ("source", string, R), ("branch", string, R)),
+    _spec("branch_fork_at_version", ("source", string, R), ("branch", string, R), ("version", u64, R)),
+    _spec("branch_fork_at_timestamp", ("source", string, R), ("branch", string, R), ("timestamp", u64, R)),
+    _spec("space_list", BRANCH),
+    _spec("space_exists", *SCOPE),
+    _spec("space_create", *SCOPE),
+)}
+
+
+def command_type(command: Any, known: frozenset[str], all_types: tuple[str, ...]) -> str:
+    """The command's ``type`` tag, checked the way the engine's internally tagged enum checks it."""
+    if isinstance(command, list):
+        if not command:
+            raise WireError("missing field `type`")
+        tag = command[0]
+    elif isinstance(command, dict):
+        if "type" not in command:
+            raise WireError("missing field `type`")
+        tag = command["type"]
+    else:
+        raise invalid_type(command, "internally tagged enum Command")
+    if not isinstance(tag, str):
+        raise invalid_type(tag, "variant identifier")
+    if tag not in known:
+        raise WireError(f"unknown variant `{tag}`, {_variants(all_types)}")
+    if not isinstance(command, dict):
+        raise invalid_type(command, "internally tagged enum Command")
+    return tag
+
+
+def is_finite(values: list[float]) -> bool:
+    return all(math.isfinite(x) for x in values)

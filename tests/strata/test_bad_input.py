@@ -1,0 +1,133 @@
+"""Bad input that breaks the real engine, or that the differential suite cannot send it, answered cleanly here."""
+
+from __future__ import annotations
+
+import json
+import resource
+
+
+from memstrata.mcp_server.strata_errors import known_codes
+
+from .differential import parse
+from .random_scripts import random_script
+from .scenarios import SCRIPTS
+
+
+def call(server, name, arguments):
+    text, is_error = server.call_tool(name, arguments)
+    return parse(text), is_error
+
+
+def command(server, **cmd):
+    return call(server, "strata_command", {"command": cmd})
+
+
+def test_huge_limits_do_not_exhaust_memory(server):
+    """limit 10^12 aborts the real engine (allocation); here it is just "everything"."""
+    for i in range(300):
+        server.call_tool("strata_kv_put", {"key": f"k{i:03d}", "value": "v"})
+        server.call_tool("strata_event_append", {"event_type": "t", "payload": {"i": i}})
+    server.call_tool("strata_graph_create", {"graph": "g"})
+    server.call_tool("strata_graph_add_node", {"graph": "g", "node_id": "a"})
+    server.call_tool("strata_vector_create_collection", {"collection": "c", "dimension": 2})
+    server.call_tool("strata_vector_upsert", {"collection": "c", "key": "a", "vector": [1, 0]})
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for huge in (10**12, 2**64 - 1):
+        out, err = call(server, "strata_kv_list", {"limit": huge})
+        assert not err and len(out["data"]["items"]) == 300 and out["data"]["has_more"] is False
+        out, err = command(server, type="kv_scan", limit=huge)
+        assert not err and len(out["data"]["items"]) == 300
+        out, err = call(server, "strata_event_list", {"limit": huge})
+        assert not err and len(out["data"]["items"]) == 300
+        out, err = call(server, "strata_graph_neighbors", {"graph": "g", "node_id": "a", "limit": huge})
+        assert not err and out["data"]["items"] == []
+        out, err = call(server, "strata_vector_query", {"collection": "c", "query": [1, 0], "k": huge})
+        assert not err and len(out["data"]) == 1
+        out, err = command(server, type="json_list", limit=huge)
+        assert not err
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 200_000
+
+
+def test_kv_list_with_a_cursor_and_no_limit(server):
+    """This panics inside the real engine (capacity overflow); here it lists the rest."""
+    for key in ("a", "b", "c"):
+        server.call_tool("strata_kv_put", {"key": key, "value": "v"})
+    cursor = json.loads(server.call_tool("strata_kv_list", {"limit": 1})[0])["data"]["cursor"]
+    out, err = call(server, "strata_kv_list", {"cursor": cursor})
+    assert not err and out["data"] == {"items": ["Yg==", "Yw=="], "has_more": False, "cursor": None}
+
+
+def test_wrong_types_get_one_plain_sentence(server):
+    cases = {
+        ("strata_kv_list", json.dumps({"limit": "ten"})): "invalid arguments for `strata_kv_list`: invalid type: "
+                                                          'string "ten", expected u64',
+        ("strata_vector_query", json.dumps({"collection": "c", "query": "abc"})):
+            'invalid arguments for `strata_vector_query`: invalid type: string "abc", expected a sequence',
+        ("strata_json_get", json.dumps({"key": "k"})): "invalid arguments for `strata_json_get`: missing field `path`",
+        ("strata_kv_put", json.dumps({"key": {"a": 1}, "value": "v"})): "`key` must be a string",
+        ("strata_branch_fork", json.dumps({"source": "default", "branch": "x", "version": 1, "timestamp": 1})):
+            "pass either `version` or `timestamp`, not both",
+        ("strata_command", json.dumps({})): 'strata_command requires `command`: a serialized command object like '
+                                           '{"type":"kv_scan","limit":10}',
+    }
+    for (name, args), sentence in cases.items():
+        text, is_error = server.call_tool(name, json.loads(args))
+        assert is_error and text == sentence
+        assert "\n" not in text and "pydantic" not in text.lower() and "Traceback" not in text
+
+
+def test_unsupported_cataloged_command_is_a_clear_envelope(server):
+    out, err = command(server, type="branch_merge", source="a", target="b")
+    assert err
+    status = out["error"]
+    assert status["code"] == "unsupported.server.command" and status["class"] == "unsupported"
+    assert "`branch_merge`" in status["message"] and status["retryable"] is False
+    out, err = call(server, "strata_command", {"command": {"type": "inference_generate"}})
+    assert out["error"]["code"] == "unsupported.server.command"
+
+
+def test_large_and_deep_values(server):
+    big = "x" * 2_000_000
+    out, err = call(server, "strata_kv_put", {"key": "big", "value": big})
+    assert not err
+    out, err = call(server, "strata_json_set", {"key": "deep", "path": "$", "value": {"a": [[[[{"b": 1}]]]]}})
+    assert not err
+    out, err = call(server, "strata_kv_put", {"key": "k" * 70_000, "value": "v"})
+    assert err and out["error"]["code"] == "invalid_argument.engine.persistence"
+    assert out["error"]["details"][2] == {"key": "actual_bytes", "value": "70043"}
+
+
+def test_nesting_and_surrogates_are_parse_errors(server):
+    deep = ("[" * 100_000 + "]" * 100_000).encode()
+    assert json.loads(server.handle_line(deep))["error"]["code"] == -32700
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "strata_kv_put", "arguments": {"key": "x", "value": "y"}}})
+    answer = json.loads(server.handle_line(line.replace('"x"', '"\\ud800"').encode()))
+    assert answer["error"]["code"] == -32700 and answer["id"] is None
+
+
+def test_every_engine_code_is_covered_by_the_differential_scripts(server):
+    """Each error code this server can produce (bar its own `server` codes) occurs in a compared script."""
+    from memstrata.mcp_server.strata import StrataServer
+    from memstrata.mcp_server.strata_engine import Engine
+    from memstrata.storage.strata_store import StrataStore
+
+    seen = set()
+    scripts = [*SCRIPTS.values(), random_script(0, 250)]
+    for script in scripts:
+        store = StrataStore.memory()
+        s = StrataServer(Engine(store))
+        from .differential import Side, pick, resolve
+        side = Side()
+        for step in script:
+            text, is_error = s.call_tool(step[0], resolve(step[1], side))
+            value = parse(text)
+            for name, path in (step[2] if len(step) > 2 else {}).items():
+                if not is_error:
+                    side.saved[name] = pick(value, path)
+            if is_error and isinstance(value, dict):
+                seen.add(value["error"]["code"])
+        store.close()
+    engine_codes = {c for c in known_codes() if ".server." not in c}
+    assert engine_codes - seen == set()
