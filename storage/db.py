@@ -24,6 +24,26 @@ class StoreError(Exception):
     """The store cannot be opened or used (corrupt, newer schema, locked)."""
 
 
+class StoreFull(StoreError):
+    """A write failed because the disk (or the file-size limit) is full; nothing of it was kept."""
+
+
+class StoreReadOnly(StoreError):
+    """A write failed because the index file or its folder is read-only; nothing was changed."""
+
+
+def write_error(exc: sqlite3.Error, name: str) -> sqlite3.Error | StoreError:
+    """The typed error for a failed write, or ``exc`` itself when it is another kind."""
+    text = str(exc).lower()
+    if "disk is full" in text or "database or disk is full" in text:
+        return StoreFull(f"the disk is full: {name} could not be written (the index is as it was "
+                         "before this change; free some space and run it again)")
+    if "readonly" in text or "read-only" in text:
+        return StoreReadOnly(f"{name} is read-only: nothing was changed (make it and its folder "
+                             "writable to update the index)")
+    return exc
+
+
 class Store:
     def __init__(self, path: str | Path, *, readonly: bool = False):
         self.path = Path(path)
@@ -116,17 +136,35 @@ class Store:
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: everything inside commits together or not at all."""
         if self.readonly:
-            raise StoreError("store opened read-only")
+            raise StoreReadOnly("store opened read-only")
         with self._lock:
             c = self._conn
-            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._typed(exc) from exc
             try:
                 yield c
-            except BaseException:
-                c.execute("ROLLBACK")
+            except BaseException as exc:
+                # SQLite may already have rolled back (a full disk does): a second ROLLBACK
+                # would fail and hide the error that matters.
+                if c.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        c.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise self._typed(exc) from exc
                 raise
             else:
-                c.execute("COMMIT")
+                try:
+                    c.execute("COMMIT")
+                except sqlite3.OperationalError as exc:
+                    if c.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            c.execute("ROLLBACK")
+                    raise self._typed(exc) from exc
+
+    def _typed(self, exc: sqlite3.OperationalError) -> Exception:
+        return write_error(exc, f"{self.path.parent.name}/{self.path.name}")
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

@@ -94,8 +94,10 @@ def test_serve_sigterm_keeps_ledger_and_port_taken(project, env):
     res = memstrata("savings", "--project", str(project), "--json", env=env)
     assert res.returncode == 0, res.stderr
     summary = json.loads(res.stdout)
-    assert summary["session_tokens_saved"] == sum(r.tokens_saved for r in rows)
-    assert summary["cycle_tokens_saved"] == summary["session_tokens_saved"]
+    assert summary["session_tokens_saved"] == 0  # no serve runs now: no session figures...
+    assert summary["cycle_tokens_saved"] == sum(r.tokens_saved for r in rows) > 0  # ...the cycle has them
+    text = memstrata("savings", str(project), env=env).stdout
+    assert "memstrata serve: not running; last session" in text and "(stopped)" in text
 
 
 def test_config_show_and_set(env, memstrata_home):
@@ -124,4 +126,5 @@ def test_savings_on_a_fresh_project(project, env):
         "session_tokens_saved": 0, "session_dollar_saved": 0.0, "cycle_tokens_saved": 0,
         "cycle_dollar_saved": 0.0, "provider_rate_per_token": None, "recall": None, "precision": None}
     res = memstrata("savings", "--project", str(project), env=env)
-    assert res.returncode == 0 and "n/a" in res.stdout
+    assert res.returncode == 0 and "not indexed yet (run memstrata index)" in res.stdout
+    assert not (project / ".memstrata").exists()  # a read-only command created nothing
