@@ -41,9 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse, letting the project folder come after options too (``query TEXT --json PATH``):
+    argparse fills an optional positional in the same stretch as the one before it."""
+    args, extra = parser.parse_known_args(argv)
+    if len(extra) == 1 and not extra[0].startswith("-") and getattr(args, "path", "") is None:
+        args.path = extra[0]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if args.verbose else logging.WARNING,

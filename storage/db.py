@@ -9,9 +9,11 @@ A per-instance lock makes one ``Store`` safe to share between threads.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,11 +53,7 @@ class Store:
         self._lock = threading.RLock()
         try:
             if readonly:
-                uri = f"file:{self.path}?mode=ro"
-                self._conn = sqlite3.connect(
-                    uri, uri=True, check_same_thread=False, isolation_level=None,
-                    timeout=BUSY_TIMEOUT_MS / 1000,
-                )
+                self._conn = _connect_readonly(self.path)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._conn = sqlite3.connect(
@@ -68,6 +66,13 @@ class Store:
         except sqlite3.DatabaseError as exc:
             with contextlib.suppress(Exception):
                 self._conn.close()
+            name = f"{self.path.parent.name}/{self.path.name}"
+            if not readonly and not _writable(self.path):
+                raise StoreReadOnly(f"{name} is read-only: nothing was changed (make it and its folder "
+                                    "writable to update the index)") from exc
+            typed = write_error(exc, name) if isinstance(exc, sqlite3.OperationalError) else exc
+            if isinstance(typed, StoreError):
+                raise typed from exc
             raise StoreError(f"cannot open index {self.path.name}: {exc}") from exc
 
     # -- connection -----------------------------------------------------------
@@ -222,6 +227,41 @@ class Store:
     def integrity_ok(self) -> bool:
         with self._lock:
             return self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection.  A WAL database on a read-only filesystem has no ``-shm``
+    file and none can be made; there nobody can change the file either, so it is
+    opened as immutable."""
+    def connect(query: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?{query}", uri=True, check_same_thread=False,
+                               isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    try:
+        return connect("mode=ro")
+    except sqlite3.OperationalError:
+        if _writable_fs(path.parent):
+            raise
+        return connect("mode=ro&immutable=1")
+
+
+def _writable_fs(folder: Path) -> bool:
+    try:
+        return not os.statvfs(folder).f_flag & os.ST_RDONLY
+    except OSError:
+        return True
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the database and the journal files beside it."""
+    folder_ok = os.access(path.parent, os.W_OK)
+    return folder_ok and (not path.exists() or os.access(path, os.W_OK))
 
 
 def _split_sql(script: str) -> list[str]:

@@ -66,7 +66,7 @@ def test_the_running_session_is_reported_not_the_latest(project, env, upstream):
         assert detail["session"]["requests"] == 3
         assert detail["cycle"]["requests"] == 4
         text = memstrata("savings", "--project", str(project), env=env).stdout
-        assert text.count(f"running since") == 1 and f"pid {main.proc.pid}" in text
+        assert text.count("running since") == 1 and f"pid {main.proc.pid}" in text
         assert main.url in text
         for figure in ("tokens saved:", "dollars saved:"):
             assert text.count(figure) == 2  # once for the session, once for the cycle
