@@ -241,16 +241,6 @@ class Recorder:
             e.answer_symbols, e.slice_symbols, e.symbol_hits = symbol_overlap(
                 ans.text, comp.slice_symbols, lambda name: bool(graph.definitions(name)))
 
-    def entry(self, it: Finished) -> LedgerEntry:
-        """The complete row for ``it`` (counting its tokens here if needed)."""
-        if it.counting is None:
-            it.counting = Counting(it.body, it.compression, it.api)
-        if not it.counting.done:
-            it.counting.run()
-        e = self._entry(it)
-        self._fill(e, it)
-        return e
-
     # -- metrics -------------------------------------------------------------------------------
 
     def providers(self) -> Providers | None:
@@ -278,10 +268,8 @@ class Recorder:
         if m is None:
             return
         project = m.project
-        providers = None
-        for e in entries:
-            if e.status is None or not 200 <= e.status < 300:
-                continue
+        ok = [e for e in entries if e.status is not None and 200 <= e.status < 300]
+        for e in ok:
             if e.counted:
                 m.tokens_sent.labels(project=project).inc(e.tokens_forwarded)
                 m.tokens_saved.labels(project=project).inc(max(e.tokens_saved, 0))
@@ -293,26 +281,13 @@ class Recorder:
                 m.compactions.labels(project=project).inc()
             if e.prefix_invalidated_tokens:
                 m.invalidated_tokens.labels(project=project).inc(e.prefix_invalidated_tokens)
-            providers = providers or self.providers()
-            rate = providers.rate(e.model, e.provider) if providers is not None else None
+        providers = self.providers() if ok else None
+        if providers is None:
+            return
+        # Priced from the rows just written, with the very sums the savings figures use.
+        for t in ledger.totals(self.store, row_ids=[e.id for e in ok if e.id is not None and e.counted]):
+            rate = providers.rate(t.model, t.provider)
             if rate is not None:
-                dollars = price(ledger_totals_of(e), rate)
+                dollars = price(t, rate)
                 m.dollars_saved.labels(project=project).inc(max(dollars.gross_saved, 0.0))
                 m.cache_miss_dollars.labels(project=project).inc(dollars.miss_cost)
-
-
-def ledger_totals_of(e: LedgerEntry) -> ledger.ModelTotals:
-    """One row as the aggregate the pricing works on (the same arithmetic as the SQL sums)."""
-    billed = (e.input_tokens or 0) + (e.cache_read_tokens or 0) + (e.cache_write_tokens or 0)
-    saved = e.tokens_saved if e.counted else 0
-    t = ledger.ModelTotals(e.provider, e.model, requests=1, ok_requests=1, tokens_saved=saved,
-                           input_tokens=e.input_tokens or 0, output_tokens=e.output_tokens or 0,
-                           cache_read_tokens=e.cache_read_tokens or 0, cache_write_tokens=e.cache_write_tokens or 0,
-                           miss_write_tokens=e.miss_write_tokens, miss_input_tokens=e.miss_input_tokens)
-    if billed > 0:
-        t.saved_fresh = saved * ((e.input_tokens or 0) - e.miss_input_tokens) / billed
-        t.saved_read = saved * ((e.cache_read_tokens or 0) + e.miss_input_tokens + e.miss_write_tokens) / billed
-        t.saved_write = saved * ((e.cache_write_tokens or 0) - e.miss_write_tokens) / billed
-    else:
-        t.saved_fresh = float(saved)
-    return t

@@ -157,22 +157,20 @@ def _row(e: LedgerEntry) -> tuple:
 
 
 def record(store: Store, entries: Iterable[LedgerEntry]) -> int:
-    """Append complete entries in one transaction; returns how many were written."""
-    rows = [_row(e) for e in entries]
-    if not rows:
+    """Append complete entries in one transaction (setting their ``id``); returns how many."""
+    entries = list(entries)
+    if not entries:
         return 0
-    marks = ",".join("?" * len(_COLUMNS))
+    sql = f"INSERT INTO ledger({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})"
     with store.write() as conn:
-        conn.executemany(f"INSERT INTO ledger({','.join(_COLUMNS)}) VALUES ({marks})", rows)
-    return len(rows)
+        for e in entries:
+            e.id = int(conn.execute(sql, _row(e)).lastrowid)
+    return len(entries)
 
 
 def insert(store: Store, entry: LedgerEntry) -> int:
     """Write one entry now (its own transaction) and return its row id."""
-    marks = ",".join("?" * len(_COLUMNS))
-    with store.write() as conn:
-        cur = conn.execute(f"INSERT INTO ledger({','.join(_COLUMNS)}) VALUES ({marks})", _row(entry))
-        entry.id = int(cur.lastrowid)
+    record(store, [entry])
     return entry.id
 
 
@@ -333,26 +331,29 @@ def latest_session(store: Store) -> tuple[int, float, float | None] | None:
 # -- aggregates ---------------------------------------------------------------------
 
 
-def _where(since: float | None, until: float | None, session_ids: Iterable[int] | None) -> tuple[str, list]:
+def _where(since: float | None, until: float | None, session_ids: Iterable[int] | None,
+           row_ids: Iterable[int] | None = None) -> tuple[str, list]:
     clauses, params = [], []
+    for column, ids in (("session_id", session_ids), ("id", row_ids)):
+        if ids is not None:
+            ids = [int(i) for i in ids]
+            clauses.append(f"{column} IN ({','.join('?' * len(ids))})" if ids else "0")
+            params.extend(ids)
     if since is not None:
         clauses.append("time >= ?")
         params.append(since)
     if until is not None:
         clauses.append("time < ?")
         params.append(until)
-    if session_ids is not None:
-        ids = [int(i) for i in session_ids]
-        clauses.append(f"session_id IN ({','.join('?' * len(ids))})" if ids else "0")
-        params.extend(ids)
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
 def totals(store: Store, since: float | None = None, until: float | None = None, *,
-           session_ids: Iterable[int] | None = None, by_day: bool = False) -> list[ModelTotals]:
+           session_ids: Iterable[int] | None = None, row_ids: Iterable[int] | None = None,
+           by_day: bool = False) -> list[ModelTotals]:
     """Per-(provider, model) sums over rows with ``since <= time < until`` (and in
-    ``session_ids`` when given); with ``by_day``, per UTC day as well."""
-    where, params = _where(since, until, session_ids)
+    ``session_ids`` / ``row_ids`` when given); with ``by_day``, per UTC day as well."""
+    where, params = _where(since, until, session_ids, row_ids)
     day = "date(time, 'unixepoch')" if by_day else "NULL"
     sql = f"""
         SELECT provider, model, {day} AS day,

@@ -21,7 +21,7 @@ from memstrata.harness.compress_request import CompressionResult, CompressionSet
 from memstrata.harness.providers import Providers
 from memstrata.harness.proxy import ProxyConfig
 from memstrata.harness.recorder import Counting, Finished, Recorder, miss_split
-from memstrata.harness.savings import savings_report
+from memstrata.harness.savings import savings_report, window
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import Store, ledger
 from memstrata.storage.ledger import LedgerEntry
@@ -169,6 +169,9 @@ def test_openai_cached_tokens_recorded(ws, server, stub, stream):
 
 
 def test_status_and_metrics_report_cache_figures(ws, server):
+    code = "\n".join((Path(ws.root) / p).read_text() for p in ("app/auth/service.py", "app/reports.py"))
+    openai.OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": f"```python\n{code}\n```\nWhat does AuthService.logout do?"}])
     server.harness.flush()
     st = httpx.get(server.url + "/status").json()
     rows = ledger.entries(ws.store, limit=10_000, session_ids=[server.harness.session_id])
@@ -192,6 +195,10 @@ def test_status_and_metrics_report_cache_figures(ws, server):
     assert metric("memstrata_provider_tokens_total", kind="cache_write", project=project) == \
         session["cache_write_tokens"]
     assert metric("memstrata_tokens_sent_total", project=project) == session["tokens_forwarded"]
+    assert session["compressed_requests"] == 1 and session["dollar_saved_gross"] > 0
+    assert metric("memstrata_dollars_saved_total", project=project) == pytest.approx(session["dollar_saved_gross"],
+                                                                                     abs=1e-6)
+    assert metric("memstrata_cache_miss_dollars_total", project=project) == session["cache_miss_dollars"] == 0
 
 
 # -- dollars ------------------------------------------------------------------------------
@@ -256,7 +263,7 @@ def test_compaction_miss_is_subtracted(ws):
     assert (row.mode, row.conversation, row.compaction) == ("safe", "conv-1", True)
     assert (row.prefix_invalidated_tokens, row.miss_write_tokens, row.miss_input_tokens) == (2000, 2000, 0)
     assert row.counted and row.tokens_saved == prompt_tokens(body, "anthropic") - prompt_tokens(fwd, "anthropic")
-    w = savings_report(store, since=999.0, now=1001.0, providers=Providers.defaults()).session
+    w = window(store, 999.0, Providers.defaults(), until=1001.0)  # that one row
     rate = Providers.defaults().rate("claude-sonnet-4-6", "anthropic")
     miss = 2000 * (rate.cache_write_per_token - rate.cache_read_per_token)
     billed = 10 + 0 + 2500
