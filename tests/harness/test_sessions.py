@@ -114,3 +114,24 @@ def test_two_serves_at_once_are_two_sessions(project, env, upstream):
             assert {s.id for s in ledger.running_sessions(store)} == {sa["id"], sb["id"]}
             both = savings_report(store).session
             assert both.requests == 3 and both.tokens_saved == sa["tokens_saved"] + sb["tokens_saved"]
+
+
+def test_memstrata_mcp_reports_the_running_serve_session(project, env, upstream, memstrata_exe):
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    async def summary() -> dict:
+        params = StdioServerParameters(command=memstrata_exe, args=["mcp", str(project), "--no-watch"], env=env)
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            return (await s.call_tool("savings_summary", {})).structured_content
+
+    with serve(project, env, upstream) as running:
+        traffic(running, project, 2)
+        expected = running.status()["savings"]
+        got = anyio.run(summary)
+        assert got["session_tokens_saved"] == expected["session_tokens_saved"] > 0
+        assert got["session_dollar_saved"] == pytest.approx(expected["session_dollar_saved"])
+    stopped = anyio.run(summary)
+    assert stopped["session_tokens_saved"] == 0 and stopped["cycle_tokens_saved"] == expected["cycle_tokens_saved"]
