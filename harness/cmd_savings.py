@@ -82,9 +82,11 @@ def report_lines(report: SavingsReport, last: ledger.Session | None) -> list[str
 
 
 def _ended(s: ledger.Session) -> str:
-    how = "crashed; closed by a later start" if s.crashed else "stopped"
-    end = iso(s.ended) if s.ended is not None else "never closed"
-    return f"last session {s.id} ran {iso(s.started)} to {end} ({how})"
+    if s.ended is None:  # its process is gone (running_sessions said so) and nothing closed it yet
+        return (f"last session {s.id} started {iso(s.started)} and died without stopping "
+                "(the next memstrata serve closes it)")
+    how = "died; closed by a later start" if s.crashed else "stopped"
+    return f"last session {s.id} ran {iso(s.started)} to {iso(s.ended)} ({how})"
 
 
 def _window_lines(w: WindowSavings, answers: bool) -> list[str]:
@@ -107,12 +109,18 @@ def _window_lines(w: WindowSavings, answers: bool) -> list[str]:
     return lines
 
 
+def usd(v: float) -> str:
+    """Dollars with the digits that matter: cents above $1, more below (a session's savings are often tiny)."""
+    a = abs(v)
+    return ("-" if v < 0 else "") + f"${a:.{2 if a >= 1 else 4 if a >= 0.01 else 6}f}"
+
+
 def _dollars(w: WindowSavings) -> str:
     if w.dollar_saved is None:
         return "unknown (no rate for the models used)"
-    text = f"${w.dollar_saved:.4f}"
+    text = usd(w.dollar_saved)
     if w.cache_miss_dollars:
-        text += f" (${w.dollar_saved_gross:.4f} saved, ${w.cache_miss_dollars:.4f} lost to cache misses)"
+        text += f" ({usd(w.dollar_saved_gross)} saved, {usd(w.cache_miss_dollars)} lost to cache misses)"
     if w.unpriced_tokens_saved:
         text += f"; {w.unpriced_tokens_saved:,} tokens saved on models without a rate"
     return text

@@ -89,7 +89,7 @@ def test_killed_session_is_closed_by_the_next_start(project, env, upstream):
         assert ledger.running_sessions(store) == []      # ...but it is known not to run
         last_time = max(e.time for e in ledger.entries(store, session_ids=[first_id]))
     text = memstrata("savings", str(project), env=env).stdout
-    assert "not running" in text
+    assert f"not running; last session {first_id} started" in text and "died without stopping" in text
     with serve(project, env, upstream) as second:
         second_id = second.status()["session"]["id"]
         with Store(db) as store:
@@ -98,6 +98,8 @@ def test_killed_session_is_closed_by_the_next_start(project, env, upstream):
             running = ledger.running_sessions(store)
             assert [r.id for r in running] == [second_id]
             assert not ledger.session(store, second_id).crashed
+    text = memstrata("savings", str(project), env=env).stdout
+    assert f"last session {second_id} ran" in text and "(stopped)" in text
     with Store(db) as store:
         stopped = ledger.session(store, second_id)
         assert stopped.ended is not None and not stopped.crashed
