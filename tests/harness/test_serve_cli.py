@@ -110,6 +110,13 @@ def test_config_show_and_set(env, memstrata_home):
     assert data["providers"]["openai"]["models"]["gpt-4o"]["input_cost_per_mtok"] == 3.5
     res = memstrata("config", "set", "provider-rate", "my-local-model", "0", "--provider", "ollama", env=env)
     assert res.returncode == 0
+    res = memstrata("config", "set", "provider-rate", "claude-x", "2", "--output", "10", "--cache-read", "0.2",
+                    env=env)
+    assert res.returncode == 0 and "cache read $0.2, cache write $2.5" in res.stdout  # write derived: 1.25x
+    entry = json.loads((memstrata_home / "providers.json").read_text())["providers"]["anthropic"]["models"]["claude-x"]
+    assert entry == {"input_cost_per_mtok": 2.0, "output_cost_per_mtok": 10.0, "cache_read_cost_per_mtok": 0.2}
+    shown = memstrata("config", "show", env=env).stdout
+    assert any(line.startswith("anthropic  claude-x") and line.endswith("*") for line in shown.splitlines())
     res = memstrata("config", "set", "provider-rate", "gpt-4o", "-1", env=env)
     assert res.returncode == 2 and "non-negative" in res.stderr
     res = memstrata("config", "set", "provider-rate", "mystery", "1", env=env)
