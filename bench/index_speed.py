@@ -3,9 +3,12 @@
 Corpus: the sympy source from its PyPI wheel, e.g.
 
     pip download --no-deps sympy==1.14.0 -d /tmp/wheels
-    mkdir -p /tmp/corpora/sympy_wheel && unzip -q /tmp/wheels/sympy-1.14.0-py3-none-any.whl -d /tmp/corpora/sympy_wheel
+    mkdir -p CORPORA/sympy_wheel && unzip -q /tmp/wheels/sympy-1.14.0-py3-none-any.whl -d CORPORA/sympy_wheel
 
-    python bench/index_speed.py /tmp/corpora/sympy_wheel
+    python bench/index_speed.py CORPORA/sympy_wheel
+
+(``CORPORA/`` stands for wherever you keep benchmark corpora, outside this
+repository.)
 
 The corpus is copied to a scratch folder first, so its own tree is never
 indexed or edited.  Printed, all measured in this one run:

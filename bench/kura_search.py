@@ -3,11 +3,13 @@ against the original Kura method (``LIKE '%kw%'`` hit counting) on the same
 chunks, in the same run.
 
 Corpus: the sympy source from its PyPI wheel plus the Markdown of the git
-repositories under /work/corpora/repos.  The files are gathered into a
-staging folder of symlinks (so the production path — ``sync_folder`` over one
-folder — indexes them) and the database is written under /work/bench_tmp.
+repositories under ``CORPORA/repos`` (``CORPORA/`` stands for wherever you keep
+benchmark corpora, outside this repository; see docs/benchmarks.md for the
+download commands).  The files are gathered into a staging folder of
+symlinks (so the production path — ``sync_folder`` over one folder — indexes
+them) and the database is written under a scratch folder (``KURA_BENCH_DIR``).
 
-    /work/venv/bin/python bench/kura_search.py [--queries 200] [--keep]
+    python bench/kura_search.py [--queries 200] [--keep]
 """
 
 from __future__ import annotations

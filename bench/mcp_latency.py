@@ -2,8 +2,9 @@
 
     python bench/mcp_latency.py [CORPUS] [--rounds N] [--max-tokens N]
 
-CORPUS defaults to /work/corpora/sympy_wheel (sympy 1.14.0 unpacked from its
-PyPI wheel; see /work/corpora/README.txt).  Its index lives in
+CORPUS defaults to CORPORA/sympy_wheel (sympy 1.14.0 unpacked from its PyPI
+wheel; ``CORPORA/`` stands for wherever you keep benchmark corpora, and
+docs/benchmarks.md gives the download commands).  Its index lives in
 CORPUS/.memstrata/ and is built on first use.  The script starts
 `memstrata mcp --project CORPUS` as a subprocess, talks to it with the SDK's
 own stdio client, and calls context_query with the same queries, rounds

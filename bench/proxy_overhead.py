@@ -12,11 +12,12 @@ it prints p50/p95 total latency and time to first byte, the added
 milliseconds and the ratio to direct, and error counts.
 
 The indexed project defaults to a temporary copy of the sympy wheel corpus
-(/work/corpora/sympy_wheel, with its index if it has one) or, without it, of
+(CORPORA/sympy_wheel, with its index if it has one; see docs/benchmarks.md for
+the download command) or, without it, of
 fixtures/python_project.  The request pastes one project file and asks about
 a function in it, so compression has something real to replace.
 
-    /work/venv/bin/python bench/proxy_overhead.py [--project PATH] [--requests 200]
+    python bench/proxy_overhead.py [--project PATH] [--requests 200]
 """
 
 from __future__ import annotations

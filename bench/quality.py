@@ -40,8 +40,11 @@ with queries made from its docstrings' first lines and
 
 Example::
 
-    python bench/quality.py --repos /work/corpora/repos/{click,starlette,rich,attrs,ky,cobra} \\
-        --latency-index /work/corpora/sympy_wheel --json /tmp/quality.json
+    python bench/quality.py --repos CORPORA/repos/{click,starlette,rich,attrs,ky,cobra} \\
+        --latency-index CORPORA/sympy_wheel --json /tmp/quality.json
+
+``CORPORA/`` stands for wherever you keep benchmark corpora, outside this
+repository; docs/benchmarks.md gives the download commands.
 """
 
 from __future__ import annotations

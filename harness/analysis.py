@@ -1,10 +1,12 @@
-"""Counting a request's prompt tokens and reading what the provider answered.
+"""Counting a whole request's tokens and reading what the provider answered.
 
-Prompt tokens are cl100k counts (the offline tiktoken encoding the
-compressor uses) summed over every text piece of the request: the system
-prompt, message text, tool results and tool-call arguments.  Images are not
-counted.  This is MemStrata's own yardstick — the provider's tokenizer may
-differ; the provider's reported counts are kept beside it in the ledger.
+Request tokens are cl100k counts (the offline tiktoken encoding the
+compressor uses) summed over every text piece the model is sent: the system
+prompt, the tool definitions (each as compact JSON), message text, tool
+results, tool-call names and arguments, and thinking text.  Images and other
+binary parts are not counted.  This is MemStrata's own yardstick — the
+provider's tokenizer differs; the provider's reported usage is kept beside it
+in the ledger.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from .compress_request import ANTHROPIC, OPENAI
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
 
+def _compact(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
 def _texts(value) -> Iterator[str]:
     """Text pieces in a content value (string, list of parts, nested tool results)."""
     if isinstance(value, str):
@@ -34,24 +40,55 @@ def _texts(value) -> Iterator[str]:
                     yield part["text"]
                 elif t == "tool_result":
                     yield from _texts(part.get("content"))
-                elif t == "tool_use":
+                elif t in ("tool_use", "server_tool_use"):
+                    if isinstance(part.get("name"), str):
+                        yield part["name"]
                     yield json.dumps(part.get("input"), ensure_ascii=False)
+                elif t == "thinking" and isinstance(part.get("thinking"), str):
+                    yield part["thinking"]
+                elif t == "document":
+                    source = part.get("source") if isinstance(part.get("source"), dict) else {}
+                    if source.get("type") == "text" and isinstance(source.get("data"), str):
+                        yield source["data"]
+                    elif source.get("type") == "content":
+                        yield from _texts(source.get("content"))
+                elif isinstance(part.get("refusal"), str):
+                    yield part["refusal"]
             elif isinstance(part, str):
                 yield part
 
 
+def _tool_definitions(body: dict, api: str) -> Iterator[str]:
+    tools = body.get("tools")
+    for tool in tools if isinstance(tools, list) else ():
+        if api == OPENAI and isinstance(tool, dict) and isinstance(tool.get("function"), dict):
+            yield _compact(tool["function"])
+        elif tool is not None:
+            yield _compact(tool)
+    functions = body.get("functions")  # OpenAI's legacy function definitions
+    for fn in functions if api == OPENAI and isinstance(functions, list) else ():
+        yield _compact(fn)
+
+
 def prompt_texts(body: dict, api: str) -> Iterator[str]:
+    """Every text piece of the request the model reads: system, tools, messages."""
     if api == ANTHROPIC:
         yield from _texts(body.get("system"))
+    yield from _tool_definitions(body, api)
     for m in body.get("messages") or []:
         if not isinstance(m, dict):
             continue
         yield from _texts(m.get("content"))
         if api == OPENAI:
-            for call in m.get("tool_calls") or []:
+            calls = list(m.get("tool_calls") or [])
+            if isinstance(m.get("function_call"), dict):
+                calls.append({"function": m["function_call"]})
+            for call in calls:
                 fn = call.get("function") if isinstance(call, dict) else None
-                if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-                    yield fn["arguments"]
+                if isinstance(fn, dict):
+                    for key in ("name", "arguments"):
+                        if isinstance(fn.get(key), str):
+                            yield fn[key]
 
 
 _CACHE_MIN_CHARS = 512
@@ -81,9 +118,39 @@ def prompt_tokens(body: dict, api: str) -> int:
 
 @dataclass
 class Answer:
+    """The answer text and the provider's usage, in provider-neutral terms.
+
+    ``input_tokens`` are the prompt tokens billed at the full input rate:
+    Anthropic's ``input_tokens`` as reported; OpenAI's ``prompt_tokens`` minus
+    its ``prompt_tokens_details.cached_tokens``.  ``cache_read_tokens`` are
+    Anthropic's ``cache_read_input_tokens`` / OpenAI's ``cached_tokens``;
+    ``cache_write_tokens`` Anthropic's ``cache_creation_input_tokens``
+    (OpenAI reports none: ``None``).
+    """
+
     text: str = ""
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+    def merge_anthropic(self, usage: dict) -> None:
+        """Anthropic usage: ``message_start`` carries the input side, ``message_delta``
+        the final output count (and, in newer streams, the input side again)."""
+        for attr, key in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                          ("cache_read_tokens", "cache_read_input_tokens"),
+                          ("cache_write_tokens", "cache_creation_input_tokens")):
+            v = _int(usage.get(key))
+            if v is not None:
+                setattr(self, attr, v)
+
+    def set_openai(self, usage: dict) -> None:
+        prompt = _int(usage.get("prompt_tokens"))
+        details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+        cached = _int(details.get("cached_tokens"))
+        self.cache_read_tokens = cached
+        self.input_tokens = None if prompt is None else max(prompt - (cached or 0), 0)
+        self.output_tokens = _int(usage.get("completion_tokens"))
 
 
 def parse_answer(api: str, stream: bool, raw: bytes) -> Answer:
@@ -115,7 +182,7 @@ def _from_json(api: str, data: dict) -> Answer:
                     fn = call.get("function") if isinstance(call, dict) else None
                     if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
                         parts.append(fn["arguments"])
-        ans.input_tokens, ans.output_tokens = _int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))
+        ans.set_openai(usage)
     else:
         for block in data.get("content") or []:
             if isinstance(block, dict):
@@ -123,7 +190,7 @@ def _from_json(api: str, data: dict) -> Answer:
                     parts.append(block["text"])
                 elif block.get("type") == "tool_use":
                     parts.append(json.dumps(block.get("input"), ensure_ascii=False))
-        ans.input_tokens, ans.output_tokens = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+        ans.merge_anthropic(usage)
     ans.text = "\n".join(parts)
     return ans
 
@@ -158,27 +225,21 @@ def _from_sse(api: str, raw: bytes) -> Answer:
                         fn = call.get("function") if isinstance(call, dict) else None
                         if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
                             parts.append(fn["arguments"])
-            usage = ev.get("usage")
-            if isinstance(usage, dict):
-                ans.input_tokens = _int(usage.get("prompt_tokens"))
-                ans.output_tokens = _int(usage.get("completion_tokens"))
+            if isinstance(ev.get("usage"), dict):
+                ans.set_openai(ev["usage"])
         else:
             t = ev.get("type")
             if t == "message_start":
-                usage = (ev.get("message") or {}).get("usage") or {}
-                ans.input_tokens = _int(usage.get("input_tokens"))
-                ans.output_tokens = _int(usage.get("output_tokens"))
+                message = ev.get("message") if isinstance(ev.get("message"), dict) else {}
+                if isinstance(message.get("usage"), dict):
+                    ans.merge_anthropic(message["usage"])
             elif t == "content_block_delta":
                 delta = ev.get("delta") or {}
                 for key in ("text", "partial_json"):
                     if isinstance(delta.get(key), str):
                         parts.append(delta[key])
-            elif t == "message_delta":
-                usage = ev.get("usage") or {}
-                if _int(usage.get("output_tokens")) is not None:
-                    ans.output_tokens = usage["output_tokens"]
-                if _int(usage.get("input_tokens")) is not None:
-                    ans.input_tokens = usage["input_tokens"]
+            elif t == "message_delta" and isinstance(ev.get("usage"), dict):
+                ans.merge_anthropic(ev["usage"])
     ans.text = "".join(parts)
     return ans
 

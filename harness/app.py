@@ -1,4 +1,4 @@
-"""The harness's FastAPI app: proxy, /health, /status, /metrics and /mcp.
+"""The harness's FastAPI app: proxy, dashboard (/), /health, /status, /metrics and /mcp.
 
 :func:`build_app` wires one open :class:`~indexer.workspace.Workspace` (the
 caller indexes, watches and closes it) to the proxy, the ledger recorder,
@@ -24,13 +24,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from memstrata import __version__
-from memstrata.storage import ledger
+from memstrata.storage import Store, ledger
 
+from . import dashboard
+from .accesslog import AccessLog
 from .metrics import Metrics
-from .providers import Providers, ProvidersError
 from .proxy import Proxy, ProxyConfig
 from .recorder import Recorder
-from .savings import savings_report
+from .savings import WindowSavings, iso, load_providers, savings_report
 from .upstream import ANTHROPIC, OPENAI, api_for_path, error_body
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ class HarnessConfig:
     proxy: ProxyConfig = field(default_factory=ProxyConfig)
     allowed_hosts: tuple[str, ...] = ()  # extra Host names to accept (e.g. a non-loopback --host)
     mount_mcp: bool = True
+    access_log: bool = False              # one stderr line per request (harness/accesslog.py)
+    address: str | None = None            # the URL served, recorded with the ledger session
 
 
 @dataclass
@@ -116,12 +119,17 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
 
     mcp_http = None
     if config.mount_mcp:
-        mcp_http = _build_mcp(ws, started, config.allowed_hosts)
+        mcp_http = _build_mcp(ws, harness, config.allowed_hosts)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
-        harness.session_id = await anyio.to_thread.run_sync(ledger.start_session, ws.store, started, os.getpid())
-        harness.recorder = Recorder(ws, metrics, harness.session_id)
+        # Starting a session first closes the sessions of serve processes that died.
+        harness.session_id = await anyio.to_thread.run_sync(
+            lambda: ledger.start_session(ws.store, started, os.getpid(), address=config.address))
+        # The recorder writes on a connection of its own, so its commit at the end of
+        # each answer never queues behind this process's readers.
+        ledger_store = await anyio.to_thread.run_sync(Store, ws.store.path)
+        harness.recorder = Recorder(ws, metrics, harness.session_id, store=ledger_store)
         proxy.recorder = harness.recorder
         proxy.session_id = harness.session_id
         await proxy.start()
@@ -134,12 +142,15 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
             await proxy.aclose()
             # Drain what finished before the server stopped, then close the session.
             await anyio.to_thread.run_sync(harness.recorder.close)
+            await anyio.to_thread.run_sync(ledger_store.close)
             with contextlib.suppress(Exception):
                 await anyio.to_thread.run_sync(ledger.end_session, ws.store, harness.session_id, time.time())
 
     app = FastAPI(title="MemStrata", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.harness = harness
     app.add_middleware(HostGuard, allowed=config.allowed_hosts)
+    if config.access_log:  # outermost, so refused requests get their line too
+        app.add_middleware(AccessLog)
 
     # -- harness endpoints ---------------------------------------------------------
 
@@ -152,9 +163,18 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
     async def metrics_endpoint(request: Request) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
 
+    async def dashboard_page(request: Request) -> Response:
+        return dashboard.page_response()
+
+    async def dashboard_api(request: Request) -> Response:
+        return JSONResponse(await anyio.to_thread.run_sync(dashboard.data, harness),
+                            headers={"cache-control": "no-store"})
+
     app.add_route("/health", health, methods=["GET"])
     app.add_route("/status", status, methods=["GET"])
     app.add_route("/metrics", metrics_endpoint, methods=["GET"])
+    app.add_route("/", dashboard_page, methods=["GET"])
+    app.add_route("/api/dashboard", dashboard_api, methods=["GET"])
 
     # -- proxy -------------------------------------------------------------------------
 
@@ -198,7 +218,7 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
     return app
 
 
-def _build_mcp(ws, started: float, extra_hosts: Iterable[str]):
+def _build_mcp(ws, harness: Harness, extra_hosts: Iterable[str]):
     try:
         from memstrata.mcp_server import MCPHttp, build_server
     except ImportError:  # the MCP package is optional for the proxy
@@ -206,41 +226,58 @@ def _build_mcp(ws, started: float, extra_hosts: Iterable[str]):
         return None
 
     def savings() -> dict:
-        return savings_report(ws.store, started).summary()
+        ids = [harness.session_id] if harness.session_id is not None else []
+        return savings_report(ws.store, session_ids=ids).summary()
 
     return MCPHttp(build_server(ws, savings=savings), extra_hosts=[h for h in extra_hosts])
 
 
+_WINDOW_FIELDS = (
+    "requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded", "tokens_saved",
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "compactions",
+    "prefix_invalidated_tokens", "dollar_saved_gross", "cache_miss_dollars", "dollar_saved", "dollar_spent",
+    "unpriced_tokens_saved", "top_model",
+)
+
+
+def window_fields(w) -> dict:
+    return {k: getattr(w, k) for k in _WINDOW_FIELDS}
+
+
 def status_payload(harness: Harness) -> dict:
-    """``index_status`` fields at the top level, then the session's proxy and savings figures."""
+    """``index_status`` fields at the top level, then this serve session's and the cycle's figures."""
     st = harness.ws.status()
     out = st.api_fields()
     if st.message:
         out["message"] = st.message
     out["symbols"] = st.symbols
+    out["languages"] = st.languages
     out["watching"] = bool(getattr(harness.ws, "watching", False))
-    try:
-        providers = Providers.load(create=False)
-        error = None
-    except ProvidersError as exc:
-        providers, error = None, str(exc)
-    report = savings_report(harness.ws.store, harness.started, providers=providers)
+    providers, error = load_providers()
+    ids = [harness.session_id] if harness.session_id is not None else []
+    report = savings_report(harness.ws.store, session_ids=ids, providers=providers)
+    session = report.session if report.session is not None else WindowSavings(since=harness.started)
     out["session"] = {
-        "started": report.session.as_dict()["since_iso"],
+        "id": harness.session_id,
+        "started": iso(harness.started),
         "uptime_seconds": int(harness.uptime()),
-        "requests": report.session.requests,
-        "compressed_requests": report.session.compressed_requests,
-        "tokens_original": report.session.tokens_original,
-        "tokens_forwarded": report.session.tokens_forwarded,
-        "tokens_saved": report.session.tokens_saved,
-        "unpriced_tokens_saved": report.session.unpriced_tokens_saved,
-        "top_model": report.session.top_model,
-        "compression": harness.config.proxy.compress,
+        "pid": os.getpid(),
+        **window_fields(session),
+        "compression": _compression_mode(harness.config.proxy),
     }
+    out["cycle"] = {"started": report.cycle.as_dict()["since_iso"], **window_fields(report.cycle)}
     out["savings"] = report.summary()
     if error:
         out["providers_error"] = "providers.json is invalid; rates are unknown until it is fixed"
     return out
+
+
+def _compression_mode(proxy_config) -> str:
+    """safe | aggressive | off, from the proxy's settings (a bool before modes existed)."""
+    mode = getattr(proxy_config, "mode", None) or getattr(getattr(proxy_config, "compression", None), "mode", None)
+    if isinstance(mode, str):
+        return mode
+    return "safe" if proxy_config.compress else "off"
 
 
 def dumps(obj) -> str:

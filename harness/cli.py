@@ -7,11 +7,15 @@ its parser and sets ``func=handler`` (``handler(args) -> int`` exit code).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import logging
+import os
 import sys
 
 from memstrata import __version__
+from memstrata.storage import StoreError
 
 COMMAND_MODULES = [
     "memstrata.harness.cmd_index",
@@ -37,9 +41,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse, letting the project folder come after options too (``query TEXT --json PATH``):
+    argparse fills an optional positional in the same stretch as the one before it."""
+    args, extra = parser.parse_known_args(argv)
+    if len(extra) == 1 and not extra[0].startswith("-") and getattr(args, "path", "") is None:
+        args.path = extra[0]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse(parser, argv)
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -50,6 +65,27 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return _broken_pipe()
+    except StoreError as exc:  # a command that did not say it itself (full disk, read-only index)
+        print(f"memstrata: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+            raise
+        print(f"memstrata: {exc.strerror}: nothing more could be written", file=sys.stderr)
+        return 2
+
+
+def _broken_pipe() -> int:
+    """The reader of our output went away (``memstrata index --json | head``)."""
+    # Point stdout at /dev/null so the interpreter's final flush cannot fail a second time.
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    print("memstrata: output closed before it was all written (broken pipe)", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -25,12 +25,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     ssub.required = True
     rate = ssub.add_parser("provider-rate", help="set a model's input rate in USD per million tokens",
                            description="Set MODEL's input_cost_per_mtok (USD per million input tokens, as in "
-                           "providers.json). MODEL may be an exact name, a pattern such as 'claude-sonnet-4*', "
-                           "or '*' for every model of a provider.")
+                           "providers.json) and, optionally, its output and prompt-cache rates. MODEL may be an "
+                           "exact name, a pattern such as 'claude-sonnet-4*', or '*' for every model of a "
+                           "provider. A model without cache rates is priced with its provider family's "
+                           "multipliers (Anthropic: reads 0.1x, writes 1.25x the input rate; others: reads "
+                           "0.5x, writes 1x).")
     rate.add_argument("model")
     rate.add_argument("rate", type=argtypes.non_negative, help="USD per million input tokens, e.g. 3.00")
     rate.add_argument("--provider", default=None,
                       help="provider to file it under (default: the one listing MODEL, else guessed from the name)")
+    rate.add_argument("--output", type=argtypes.non_negative, default=None, metavar="RATE",
+                      help="USD per million output tokens")
+    rate.add_argument("--cache-read", type=argtypes.non_negative, default=None, metavar="RATE",
+                      help="USD per million prompt tokens read from the provider's cache")
+    rate.add_argument("--cache-write", type=argtypes.non_negative, default=None, metavar="RATE",
+                      help="USD per million prompt tokens written to the provider's cache")
     rate.set_defaults(func=cmd_set_rate)
     day = ssub.add_parser("billing-day", help="day of the month your billing cycle starts (1-31, default 1)")
     day.add_argument("day", type=int)
@@ -55,11 +64,15 @@ def cmd_show(args) -> int:
     print(f"providers file: {display_path(p.path)}")
     print(f"billing cycle starts on day {p.billing_cycle_start_day} of the month (UTC)")
     rows = p.rows()
-    w_p = max([len("provider")] + [len(r[0]) for r in rows])
-    w_m = max([len("model")] + [len(r[1]) for r in rows])
-    print(f"{'provider':<{w_p}}  {'model':<{w_m}}  {'input $/Mtok':>12}  {'output $/Mtok':>13}")
-    for provider, model, inp, out in rows:
-        print(f"{provider:<{w_p}}  {model:<{w_m}}  {inp:>12.2f}  {'-' if out is None else f'{out:.2f}':>13}")
+    w_p = max([len("provider")] + [len(r.provider) for r in rows])
+    w_m = max([len("model")] + [len(r.model_key) for r in rows])
+    print(f"{'provider':<{w_p}}  {'model':<{w_m}}  {'input':>8}  {'output':>8}  {'cache read':>10}  "
+          f"{'cache write':>11}   (USD per million tokens; * = derived from the input rate)")
+    for r in rows:
+        out = "-" if r.output_cost_per_mtok is None else f"{r.output_cost_per_mtok:.2f}"
+        mark = " " if r.cache_rates_listed else "*"
+        print(f"{r.provider:<{w_p}}  {r.model_key:<{w_m}}  {r.input_cost_per_mtok:>8.2f}  {out:>8}  "
+              f"{r.cache_read_cost_per_mtok:>10.3f}  {r.cache_write_cost_per_mtok:>11.3f}{mark}")
     for name in p.providers:
         if p.base_url(name):
             print(f"{name} upstream: {p.base_url(name)}")
@@ -69,11 +82,19 @@ def cmd_show(args) -> int:
 def cmd_set_rate(args) -> int:
     try:
         p = Providers.load()
-        provider = p.set_rate(args.model, args.rate, provider=args.provider)
+        provider = p.set_rate(args.model, args.rate, provider=args.provider, output=args.output,
+                              cache_read=args.cache_read, cache_write=args.cache_write)
         p.save()
     except ProvidersError as exc:
         return _fail(str(exc))
-    print(f"{provider} / {args.model}: input ${args.rate:g} per million tokens ({display_path(p.path)})")
+    rate = p.rate(args.model, provider)
+    parts = [f"input ${args.rate:g}"]
+    if rate is not None and rate.model_key == args.model:
+        if rate.output_cost_per_mtok is not None:
+            parts.append(f"output ${rate.output_cost_per_mtok:g}")
+        parts.append(f"cache read ${rate.cache_read_cost_per_mtok:g}")
+        parts.append(f"cache write ${rate.cache_write_cost_per_mtok:g}")
+    print(f"{provider} / {args.model}: {', '.join(parts)} per million tokens ({display_path(p.path)})")
     return 0
 
 

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
+from pathlib import Path
 
-from memstrata.indexer.project import ProjectError
+from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, open_store, resolve_root
 from memstrata.indexer.run import IndexSummary
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreError
+
+from . import argtypes
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
 
@@ -34,38 +38,73 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="index a project (first run: full index; later: only what changed)",
                        description="Index the project at PATH (default: the current directory) into "
                        "PATH/.memstrata/index.db. Unchanged files are skipped, deleted ones removed.")
-    p.add_argument("path", nargs="?", default=None, help="project folder (default: current directory)")
+    argtypes.add_project(p)
     p.add_argument("--max-file-size", type=parse_size, default=None, metavar="SIZE",
                    help="skip files larger than SIZE (default 1MiB; remembered for the project)")
     p.add_argument("--workers", type=int, default=None, help="parse processes for a cold index (default: CPU count)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.set_defaults(func=cmd_index)
 
-    p = sub.add_parser("watch", help="index, then keep the index fresh while files change (Ctrl-C stops)")
-    p.add_argument("path", nargs="?", default=None, help="project folder (default: current directory)")
+    p = sub.add_parser("watch", help="index, then keep the index fresh while files change (Ctrl-C stops)",
+                       description="Index the project (catching up on changes), then re-index files as they "
+                       "change until Ctrl-C or SIGTERM.")
+    argtypes.add_project(p)
     p.add_argument("--debounce", type=float, default=0.05, metavar="SECONDS",
                    help="quiet time before a burst of changes is applied (default 0.05)")
     p.set_defaults(func=cmd_watch)
 
-    p = sub.add_parser("status", help="show the index state (the index_status fields)")
-    p.add_argument("path", nargs="?", default=None, help="project folder (default: current directory)")
+    p = sub.add_parser("status", help="show the index state (the index_status fields)",
+                       description="Show the state of the project's index: ready, indexing, stale (files "
+                       "changed since the last run, or a run was interrupted) or error; files and symbols "
+                       "per language, skipped files and the index size. Reads only: a folder that was never "
+                       "indexed is reported as such and nothing is created.")
+    argtypes.add_project(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("query", help="print the context slice for a question",
                        description="Build the token-budgeted context slice for QUERY. Plain output prints "
                        "the slice and a one-line summary; --json prints exactly context, tokens, "
-                       "baseline_tokens and sources.")
+                       "baseline_tokens and sources. Reads only: index the project first.")
     p.add_argument("query", help='natural language or a symbol name, e.g. "AuthService.login and its callers"')
-    p.add_argument("--project", default=None, metavar="PATH", help="project folder (default: current directory)")
+    argtypes.add_project(p)
     p.add_argument("--max-tokens", default="4096", metavar="N", help="token budget of the slice (default 4096)")
     p.add_argument("--include-tests", action="store_true", help="let test code into the slice")
     p.add_argument("--json", action="store_true", help="print the four API fields as JSON")
     p.set_defaults(func=cmd_query)
 
 
+NOT_INDEXED = "not indexed yet (run memstrata index)"
+
+
+class NotIndexed(Exception):
+    """A read-only command found no index (and created none)."""
+
+    def __init__(self, root: Path):
+        super().__init__(f"{root}: {NOT_INDEXED}")
+        self.root = root
+
+
 def open_workspace(path: str | None, **kw) -> Workspace:
+    """The project's workspace, creating its index folder if needed (commands that write)."""
     return Workspace.open(path, **kw)
+
+
+def open_indexed(path: str | None) -> Workspace:
+    """The project's workspace for a command that only reads: never creates ``.memstrata/``.
+
+    Raises :class:`NotIndexed` when the project has no index; opens the index
+    read-only when it cannot be written.
+    """
+    root = resolve_root(path)
+    if not (index_dir(root) / INDEX_FILE).is_file():
+        raise NotIndexed(root)
+    try:
+        return Workspace.open(root)
+    except (ProjectError, StoreError):
+        if os.access(index_dir(root) / INDEX_FILE, os.W_OK) and os.access(index_dir(root), os.W_OK):
+            raise
+        return Workspace(root, open_store(root, readonly=True))
 
 
 def fail(message: str, code: int = 2) -> int:
@@ -96,7 +135,8 @@ def summary_line(s: IndexSummary) -> str:
 
 def cmd_index(args) -> int:
     try:
-        with open_workspace(args.path, max_file_bytes=args.max_file_size, workers=args.workers) as ws:
+        with open_workspace(argtypes.project_of(args), max_file_bytes=args.max_file_size,
+                            workers=args.workers) as ws:
             summary = ensure_indexed(ws, quiet=args.json)
             if args.json:
                 out = {k: v for k, v in vars(summary).items() if k not in ("changed_paths", "removed_paths")}
@@ -111,7 +151,7 @@ def cmd_index(args) -> int:
 
 def cmd_watch(args) -> int:
     try:
-        ws = open_workspace(args.path)
+        ws = open_workspace(argtypes.project_of(args))
     except (ProjectError, StoreError) as exc:
         return fail(str(exc))
     stop = threading.Event()
@@ -121,7 +161,10 @@ def cmd_watch(args) -> int:
 
     old = signal.signal(signal.SIGTERM, on_signal)
     try:
-        print(summary_line(ensure_indexed(ws)), flush=True)
+        try:
+            print(summary_line(ensure_indexed(ws)), flush=True)
+        except StoreError as exc:
+            return fail(str(exc))
 
         def report(s: IndexSummary) -> None:
             if s.parsed or s.removed:
@@ -145,8 +188,10 @@ def cmd_watch(args) -> int:
 
 def cmd_status(args) -> int:
     try:
-        with open_workspace(args.path) as ws:
+        with open_indexed(argtypes.project_of(args)) as ws:
             st = ws.status()
+    except NotIndexed as exc:
+        return _print_not_indexed(exc.root, args.json)
     except (ProjectError, StoreError) as exc:
         return fail(str(exc))
     if args.json:
@@ -164,16 +209,29 @@ def cmd_status(args) -> int:
     return 0
 
 
+def _print_not_indexed(root: Path, as_json: bool) -> int:
+    """A never-indexed project is a state, not an error: say so and create nothing."""
+    if as_json:
+        print(json.dumps({"project": str(root), "files_indexed": 0, "last_indexed": None, "index_size_mb": 0.0,
+                          "status": "stale", "message": NOT_INDEXED}, indent=2))
+    else:
+        print(f"project:       {root}")
+        print(f"status:        {NOT_INDEXED}")
+    return 0
+
+
 def cmd_query(args) -> int:
     from memstrata.compressor import QueryError, context_query
 
     try:
-        ws = open_workspace(args.project)
+        ws = open_indexed(argtypes.project_of(args))
+    except NotIndexed as exc:
+        return fail(str(exc))
     except (ProjectError, StoreError) as exc:
         return fail(str(exc))
     try:
         if ws.store.get_meta("last_indexed") is None:
-            ensure_indexed(ws)
+            return fail(f"{ws.root}: the first index run has not finished (run memstrata index)")
         result = context_query(ws, args.query, max_tokens=args.max_tokens, include_tests=args.include_tests)
     except QueryError as exc:
         return fail(str(exc))

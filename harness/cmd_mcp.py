@@ -13,12 +13,12 @@ import io
 import logging
 import signal
 import sys
-import time
 
 from memstrata.indexer.project import ProjectError
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreError
 
+from . import argtypes
 from .progress import ProgressBar
 from .savings import savings_summary
 
@@ -32,8 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(e.g. `claude mcp add memstrata -- memstrata mcp`). Opens the project's index (building it "
         "on first use), catches up with changes since the last run and keeps it fresh while it runs. "
         "Works side by side with a `memstrata serve` on the same project.")
-    p.add_argument("--project", default=None, metavar="PATH",
-                   help="project folder (default: the current directory, or the nearest parent with an index)")
+    argtypes.add_project(p)
     p.add_argument("--no-watch", action="store_true",
                    help="do not follow file changes while serving (index_status then checks the disk)")
     # SUPPRESS keeps `memstrata -v mcp` working: a subparser default would overwrite it.
@@ -54,13 +53,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     from memstrata.mcp_server import IndexWarmup, build_server
 
-    started = time.time()
     _unbuffered_stdout()
     # Clients stop servers with SIGTERM: unwind like Ctrl-C so the watcher stops
     # and the store closes cleanly.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        ws = Workspace.open(args.project)
+        ws = Workspace.open(argtypes.project_of(args))
     except (ProjectError, StoreError) as exc:
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2
@@ -68,7 +66,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     first_build = ws.files_indexed() == 0
     warmup = IndexWarmup(ws, watch=not args.no_watch,
                          progress=ProgressBar("memstrata: indexing") if first_build else None)
-    server = build_server(ws, savings=lambda: savings_summary(ws, since=started), warmup=warmup)
+    # The session figures are those of the serve processes running on this project now.
+    server = build_server(ws, savings=lambda: savings_summary(ws), warmup=warmup)
     log.info("serving MCP over stdio for %s", ws.root)
     try:
         anyio.run(server.run_stdio_async)

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "http://HOST:PORT: /v1/chat/completions (OpenAI), /anthropic/v1/messages (Anthropic), /health, "
         "/status, /metrics and /mcp. Point tools at it with OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or "
         "ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/anthropic.")
-    p.add_argument("--project", default=None, metavar="PATH", help="project folder (default: current directory)")
+    argtypes.add_project(p)
     p.add_argument("--port", type=argtypes.port, default=8080, help="port (default 8080)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1; anything else exposes your proxy to the network)")
@@ -57,7 +57,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="longest wait to connect to the upstream (default 10)")
     p.add_argument("--no-watch", dest="watch", action="store_false", help="do not watch files for changes")
     p.add_argument("--no-mcp", dest="mcp", action="store_false", help="do not mount the MCP transports at /mcp")
-    p.add_argument("--access-log", action="store_true", help="log each request line (method, path, status)")
+    p.add_argument("--access-log", action="store_true",
+                   help="print one line per request on stderr: method, path, status, duration, and the "
+                   "request's tokens before -> after when it was compressed (never headers or keys)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -107,7 +109,7 @@ def cmd_serve(args) -> int:
               f"your proxy", file=sys.stderr)
     started = time.time()
     try:
-        ws = open_workspace(args.project)
+        ws = open_workspace(argtypes.project_of(args))
     except (ProjectError, StoreError) as exc:
         sock.close()
         return fail(str(exc))
@@ -147,17 +149,20 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
         connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
     )
     extra_hosts = () if is_loopback(args.host) or args.host in ("0.0.0.0", "::") else (args.host,)
-    app = build_app(ws, HarnessConfig(proxy=proxy, allowed_hosts=extra_hosts, mount_mcp=args.mcp),
-                    started=started)
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     base = f"http://{shown}:{port}"
+    app = build_app(ws, HarnessConfig(proxy=proxy, allowed_hosts=extra_hosts, mount_mcp=args.mcp,
+                                      access_log=args.access_log, address=base), started=started)
     print(f"memstrata serving {ws.root} on {base}\n"
+          f"  dashboard: {base}/\n"
           f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {_origin(proxy.openai_base)}\n"
           f"  Anthropic: ANTHROPIC_BASE_URL={base}/anthropic  -> {_origin(proxy.anthropic_base)}\n"
           f"  MCP:       {base}/mcp    status: {base}/status    metrics: {base}/metrics\n"
           f"  compression {'on' if args.compress else 'off'}; Ctrl-C stops", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=args.access_log, timeout_graceful_shutdown=10,
+    # uvicorn's own access log stays off: --access-log is MemStrata's (harness/accesslog.py),
+    # which never prints a query string and adds token counts.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
                             lifespan="on")
     server = uvicorn.Server(config)
     # uvicorn turns SIGINT/SIGTERM into a graceful shutdown (stop accepting,

@@ -27,6 +27,21 @@ class Metrics:
                                    ["project"], registry=r)
         self.tokens_saved = Counter("memstrata_tokens_saved", "Prompt tokens removed by compression (2xx answers)",
                                     ["project"], registry=r)
+        self.provider_tokens = Counter("memstrata_provider_tokens",
+                                       "Tokens the provider reported billing (2xx answers), by kind: input (full "
+                                       "rate), output, cache_read, cache_write", ["project", "kind"], registry=r)
+        self.compactions = Counter("memstrata_compactions",
+                                   "Requests whose forwarded prefix the proxy changed (compaction steps)",
+                                   ["project"], registry=r)
+        self.invalidated_tokens = Counter("memstrata_prefix_invalidated_tokens",
+                                          "Tokens of already-forwarded content whose forwarded form changed",
+                                          ["project"], registry=r)
+        self.dollars_saved = Counter("memstrata_dollars_saved",
+                                     "USD saved by compression before cache-miss costs (cache-aware rates)",
+                                     ["project"], registry=r)
+        self.cache_miss_dollars = Counter("memstrata_cache_miss_dollars",
+                                          "USD the proxy's prefix changes cost in lost provider cache hits",
+                                          ["project"], registry=r)
         self.requests = Counter("memstrata_requests", "Proxied model requests by the status returned to the client",
                                 ["status"], registry=r)
         self.upstream_errors = Counter("memstrata_upstream_errors",
@@ -42,8 +57,11 @@ class Metrics:
                                              "Time spent finding and replacing code context", buckets=_LATENCY_BUCKETS,
                                              registry=r)
         # Make the documented series visible from the first scrape.
-        self.tokens_sent.labels(project=project)
-        self.tokens_saved.labels(project=project)
+        for series in (self.tokens_sent, self.tokens_saved, self.compactions, self.invalidated_tokens,
+                       self.dollars_saved, self.cache_miss_dollars):
+            series.labels(project=project)
+        for kind in ("input", "output", "cache_read", "cache_write"):
+            self.provider_tokens.labels(project=project, kind=kind)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

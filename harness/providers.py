@@ -3,9 +3,12 @@
 The file has the documented shape::
 
     {"providers": {"<provider>": {"models": {"<model>": {
-        "input_cost_per_mtok": 3.0, "output_cost_per_mtok": 15.0}}}}}
+        "input_cost_per_mtok": 3.0, "output_cost_per_mtok": 15.0,
+        "cache_read_cost_per_mtok": 0.3, "cache_write_cost_per_mtok": 3.75}}}}}
 
-plus two optional keys MemStrata understands: ``base_url`` inside a provider
+(the two cache rates are MemStrata's addition and optional: a model without
+them gets its provider family's multipliers of the input rate, see
+:func:`cache_factors`), plus two optional keys MemStrata understands: ``base_url`` inside a provider
 (the upstream the proxy forwards to) and a top-level
 ``billing_cycle_start_day`` (1–31; default 1).
 
@@ -31,34 +34,50 @@ PROVIDERS_FILE = "providers.json"
 WILDCARD = "*"
 
 # List prices (USD per million tokens) when this file was written; edit the
-# file or use `memstrata config set provider-rate` when they change.
+# file or use `memstrata config set provider-rate` when they change.  Cache
+# rates: Anthropic bills prompt-cache reads at 0.1x and 5-minute cache writes at
+# 1.25x the input rate; OpenAI bills cached input at a discount and writes at
+# the plain input rate.
+def _m(inp: float, out: float, read: float, write: float) -> dict:
+    return {"input_cost_per_mtok": inp, "output_cost_per_mtok": out,
+            "cache_read_cost_per_mtok": read, "cache_write_cost_per_mtok": write}
+
+
 DEFAULT_PROVIDERS: dict = {
     "billing_cycle_start_day": 1,
     "providers": {
         "anthropic": {
             "models": {
-                "claude-3-7-sonnet-20250219": {"input_cost_per_mtok": 3.00, "output_cost_per_mtok": 15.00},
-                "claude-sonnet-4*": {"input_cost_per_mtok": 3.00, "output_cost_per_mtok": 15.00},
-                "claude-opus-4*": {"input_cost_per_mtok": 15.00, "output_cost_per_mtok": 75.00},
-                "claude-3-5-haiku*": {"input_cost_per_mtok": 0.80, "output_cost_per_mtok": 4.00},
+                "claude-3-7-sonnet-20250219": _m(3.00, 15.00, 0.30, 3.75),
+                "claude-sonnet-4*": _m(3.00, 15.00, 0.30, 3.75),
+                "claude-opus-4*": _m(15.00, 75.00, 1.50, 18.75),
+                "claude-opus-4-5*": _m(5.00, 25.00, 0.50, 6.25),
+                "claude-haiku-4-5*": _m(1.00, 5.00, 0.10, 1.25),
+                "claude-3-5-haiku*": _m(0.80, 4.00, 0.08, 1.00),
             }
         },
         "openai": {
             "models": {
-                "gpt-4o": {"input_cost_per_mtok": 2.50, "output_cost_per_mtok": 10.00},
-                "gpt-4o-mini": {"input_cost_per_mtok": 0.15, "output_cost_per_mtok": 0.60},
-                "gpt-4.1": {"input_cost_per_mtok": 2.00, "output_cost_per_mtok": 8.00},
-                "gpt-4.1-mini": {"input_cost_per_mtok": 0.40, "output_cost_per_mtok": 1.60},
+                "gpt-4o": _m(2.50, 10.00, 1.25, 2.50),
+                "gpt-4o-mini": _m(0.15, 0.60, 0.075, 0.15),
+                "gpt-4.1": _m(2.00, 8.00, 0.50, 2.00),
+                "gpt-4.1-mini": _m(0.40, 1.60, 0.10, 0.40),
             }
         },
         "ollama": {
             "base_url": "http://127.0.0.1:11434/v1",
             "models": {
-                "*": {"input_cost_per_mtok": 0.0, "output_cost_per_mtok": 0.0},
+                "*": _m(0.0, 0.0, 0.0, 0.0),
             },
         },
     },
 }
+
+# A model listed without cache rates: derive them from its input rate the way
+# its provider family bills caching (Anthropic-style for Claude models or the
+# "anthropic" entry, OpenAI-style otherwise).
+ANTHROPIC_CACHE_FACTORS = (0.10, 1.25)  # (read, write) x input rate
+OPENAI_CACHE_FACTORS = (0.50, 1.00)
 
 # Which provider a model name most likely belongs to, for `config set` when
 # the file does not list the model yet.
@@ -72,14 +91,31 @@ class ProvidersError(Exception):
 
 @dataclass(frozen=True)
 class Rate:
+    """USD per million tokens for one model; cache rates are never None (derived when unlisted)."""
+
     provider: str
     model_key: str  # the key that matched (exact name, pattern or '*')
     input_cost_per_mtok: float
     output_cost_per_mtok: float | None
+    cache_read_cost_per_mtok: float = 0.0
+    cache_write_cost_per_mtok: float = 0.0
+    cache_rates_listed: bool = True  # False: derived from the input rate
 
     @property
     def input_per_token(self) -> float:
         return self.input_cost_per_mtok / 1_000_000
+
+    @property
+    def output_per_token(self) -> float | None:
+        return None if self.output_cost_per_mtok is None else self.output_cost_per_mtok / 1_000_000
+
+    @property
+    def cache_read_per_token(self) -> float:
+        return self.cache_read_cost_per_mtok / 1_000_000
+
+    @property
+    def cache_write_per_token(self) -> float:
+        return self.cache_write_cost_per_mtok / 1_000_000
 
 
 def memstrata_home() -> Path:
@@ -185,30 +221,33 @@ class Providers:
                 return _rate(provider, WILDCARD, models[WILDCARD])
         return None
 
-    def rows(self) -> list[tuple[str, str, float, float | None]]:
-        """(provider, model key, input $/Mtok, output $/Mtok) for display."""
-        out = []
-        for name, p in self.providers.items():
-            for key, r in p.get("models", {}).items():
-                out.append((name, key, float(r["input_cost_per_mtok"]),
-                            None if r.get("output_cost_per_mtok") is None else float(r["output_cost_per_mtok"])))
-        return out
+    def rows(self) -> list[Rate]:
+        """Every listed model's rate, in file order, for display."""
+        return [_rate(name, key, r) for name, p in self.providers.items() for key, r in p.get("models", {}).items()]
 
     # -- changes ----------------------------------------------------------------
 
-    def set_rate(self, model: str, input_cost_per_mtok: float, provider: str | None = None) -> str:
-        """Set a model's input rate (USD per million tokens); returns the provider it was filed under."""
+    def set_rate(self, model: str, input_cost_per_mtok: float, provider: str | None = None, *,
+                 output: float | None = None, cache_read: float | None = None,
+                 cache_write: float | None = None) -> str:
+        """Set a model's input rate (USD per million tokens) and, when given, its
+        output and cache rates; returns the provider it was filed under."""
         model = model.strip()
         if not model:
             raise ProvidersError("model name is empty")
-        if not _valid_cost(input_cost_per_mtok):
-            raise ProvidersError(f"rate must be a non-negative number of USD per million tokens, got {input_cost_per_mtok!r}")
+        for value in (input_cost_per_mtok, output, cache_read, cache_write):
+            if value is not None and not _valid_cost(value):
+                raise ProvidersError(f"rate must be a non-negative number of USD per million tokens, got {value!r}")
         if provider is None:
             provider = self._provider_for(model)
         models = self.providers.setdefault(provider, {}).setdefault("models", {})
         entry = models.setdefault(model, {})
         entry["input_cost_per_mtok"] = float(input_cost_per_mtok)
         entry.setdefault("output_cost_per_mtok", None)
+        for key, value in (("output_cost_per_mtok", output), ("cache_read_cost_per_mtok", cache_read),
+                           ("cache_write_cost_per_mtok", cache_write)):
+            if value is not None:
+                entry[key] = float(value)
         _validate(self.data)
         return provider
 
@@ -237,9 +276,22 @@ def _valid_cost(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
+def cache_factors(provider: str, model_key: str) -> tuple[float, float]:
+    """(read, write) multipliers of the input rate for a model listed without cache rates."""
+    if provider == "anthropic" or model_key.startswith("claude"):
+        return ANTHROPIC_CACHE_FACTORS
+    return OPENAI_CACHE_FACTORS
+
+
 def _rate(provider: str, key: str, entry: dict) -> Rate:
     out = entry.get("output_cost_per_mtok")
-    return Rate(provider, key, float(entry["input_cost_per_mtok"]), None if out is None else float(out))
+    inp = float(entry["input_cost_per_mtok"])
+    read, write = entry.get("cache_read_cost_per_mtok"), entry.get("cache_write_cost_per_mtok")
+    f_read, f_write = cache_factors(provider, key)
+    return Rate(provider, key, inp, None if out is None else float(out),
+                cache_read_cost_per_mtok=inp * f_read if read is None else float(read),
+                cache_write_cost_per_mtok=inp * f_write if write is None else float(write),
+                cache_rates_listed=read is not None and write is not None)
 
 
 def _validate(data: object) -> None:
@@ -257,6 +309,7 @@ def _validate(data: object) -> None:
         for key, r in p.get("models", {}).items():
             if not isinstance(r, dict) or not _valid_cost(r.get("input_cost_per_mtok")):
                 raise ProvidersError(f'{name} / {key}: input_cost_per_mtok must be a non-negative number')
-            out = r.get("output_cost_per_mtok")
-            if out is not None and not _valid_cost(out):
-                raise ProvidersError(f'{name} / {key}: output_cost_per_mtok must be a non-negative number or null')
+            for field_name in ("output_cost_per_mtok", "cache_read_cost_per_mtok", "cache_write_cost_per_mtok"):
+                v = r.get(field_name)
+                if v is not None and not _valid_cost(v):
+                    raise ProvidersError(f'{name} / {key}: {field_name} must be a non-negative number or null')

@@ -3,7 +3,8 @@
 A model call is read whole (it is JSON), compressed on a worker thread,
 forwarded with httpx, and the upstream's response is streamed back chunk by
 chunk as it arrives — status, headers (minus per-hop ones) and body bytes
-unchanged.  The ledger row is written afterwards by the :class:`Recorder`.
+unchanged.  The :class:`Recorder` counts tokens off the request path and
+writes the ledger row just before the answer's last bytes go out.
 Other paths under ``/v1`` and ``/anthropic`` (``/v1/models``,
 ``messages/count_tokens``, ...) are passed through untouched and unrecorded.
 """
@@ -118,14 +119,24 @@ class Proxy:
                 content = json.dumps(comp.body, ensure_ascii=False).encode("utf-8")
                 self.stats["compressed"] += 1
 
-        def finish(status: int | None, error: str | None, captured: bytes | None) -> None:
+        # Token counting starts now, on the recorder's thread, while the upstream answers;
+        # the access log reads the counts from request.state.
+        counting = self.recorder.begin(body, comp, api) if self.recorder is not None else None
+        request.state.counting = counting
+
+        def finish(status: int | None, error: str | None, captured: bytes | None, completed: bool = False) -> None:
+            """Hand the request to the recorder; ``completed``: write its row now (blocking)."""
             if self.recorder is None:
                 return
-            self.recorder.submit(Finished(
+            item = Finished(
                 time=arrived, endpoint=endpoint, api=api, provider=upstream.provider, model=model, stream=stream,
                 status=status, error=error, body=body, compression=comp, response=captured,
-                duration_ms=(time.perf_counter() - t0) * 1000, session_id=self.session_id,
-            ))
+                duration_ms=(time.perf_counter() - t0) * 1000, session_id=self.session_id, counting=counting,
+            )
+            if completed:
+                self.recorder.commit(item)
+            else:
+                self.recorder.submit(item)
 
         return await self._forward(request, api, upstream.url(rest, request.url.query), content, endpoint, t0,
                                    finish)
@@ -177,11 +188,19 @@ class Proxy:
         is_sse = "text/event-stream" in resp.headers.get("content-type", "")
         metrics = self.metrics
 
+        async def record_completed() -> None:
+            # Before the client can see the end of the answer, so a crash never loses a row it saw.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(finish, status, None, b"".join(captured), True)
+
+        captured: list[bytes] = []
+
         async def body_iter():
-            captured: list[bytes] = []
             size = 0
             error = None
             first = True
+            recorded = finish is None
+            tail = b""
             try:
                 async for chunk in resp.aiter_bytes():
                     if first:
@@ -190,7 +209,14 @@ class Proxy:
                     if finish is not None and size < ANSWER_CAPTURE_BYTES:
                         captured.append(chunk)
                         size += len(chunk)
+                    if not recorded and is_sse and ends_stream(tail + chunk):
+                        recorded = True  # the SDKs stop reading at this event
+                        await record_completed()
+                    tail = chunk[-32:]
                     yield chunk
+                if not recorded:
+                    recorded = True
+                    await record_completed()
             except httpx.TimeoutException:
                 error = "timeout"
             except httpx.HTTPError:
@@ -202,7 +228,7 @@ class Proxy:
                 metrics.request_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
                 if error is not None:
                     metrics.upstream_errors.labels(kind=error).inc()
-                if finish is not None:
+                if not recorded:  # cut off: the client never had the whole answer
                     finish(status, error, b"".join(captured))
                 with anyio.CancelScope(shield=True):  # also when the client went away mid-stream
                     await resp.aclose()
@@ -236,6 +262,14 @@ class Proxy:
         self.metrics.requests.labels(status=str(status)).inc()
         self.metrics.request_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
         return JSONResponse(error_body(api, status, message), status_code=status)
+
+
+_STREAM_ENDS = (b"data: [DONE]", b"event: message_stop")
+
+
+def ends_stream(data: bytes) -> bool:
+    """True when ``data`` holds the final event of an OpenAI or Anthropic stream."""
+    return any(marker in data for marker in _STREAM_ENDS)
 
 
 class _TooLarge(Exception):

@@ -1,25 +1,71 @@
-"""Turns finished proxy requests into ledger rows, off the request path.
+"""Turns proxied requests into ledger rows: counted off the request path,
+written before the client has its last byte.
 
-Counting tokens, reading the answer and the SQLite write happen on one
-background thread, so a busy index writer never stalls a response.  Shutdown
-drains the queue before the store closes: nothing accepted is lost.
+* :meth:`Recorder.begin` (when the request is forwarded) hands the token
+  counting of the original and forwarded bodies to the recorder's thread, so
+  it runs while the upstream works on the answer.
+* :meth:`Recorder.commit` (when the response is complete, just before its
+  last bytes go out) inserts the row in its own transaction, with the usage
+  the provider reported and the counts if they are ready (``counted = 0``
+  otherwise).  A crash after that point loses nothing the client has seen.
+* The recorder's thread then fills in what is still missing (counts, the
+  answer's symbol overlap), moves the metrics and drains at shutdown.
+
+Requests that did not complete (upstream errors, clients that went away) go
+through :meth:`Recorder.submit` and are written by the thread alone.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from memstrata.storage import ledger
+from memstrata.storage import Store, ledger
 from memstrata.storage.ledger import LedgerEntry
 
-from .analysis import parse_answer, prompt_tokens, symbol_overlap
-from .compress_request import CompressionResult
+from .analysis import Answer, parse_answer, prompt_tokens, symbol_overlap
+from .compress_request import ANTHROPIC, CompressionResult
+from .providers import Providers, ProvidersError
+from .savings import price
 
 log = logging.getLogger(__name__)
 _STOP = object()
+
+
+class Counting:
+    """The whole-request token counts of one request, filled in by the recorder's thread."""
+
+    def __init__(self, body: dict, compression: CompressionResult | None, api: str):
+        self.body = body
+        self.compression = compression
+        self.api = api
+        self.original: int | None = None
+        self.forwarded: int | None = None
+        self._done = threading.Event()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.compression is not None and self.compression.changed)
+
+    def run(self) -> None:
+        try:
+            self.original = prompt_tokens(self.body, self.api)
+            self.forwarded = prompt_tokens(self.compression.body, self.api) if self.changed else self.original
+        finally:
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set() and self.original is not None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._done.wait(timeout) and self.original is not None
+
+    def tokens(self) -> tuple[int, int] | None:
+        return (self.original, self.forwarded) if self.done else None
 
 
 @dataclass
@@ -37,39 +83,90 @@ class Finished:
     response: bytes | None
     duration_ms: float
     session_id: int | None
+    counting: Counting | None = None
+    entry: LedgerEntry | None = field(default=None, repr=False)   # set once committed
+    answer: Answer | None = field(default=None, repr=False)
+
+
+def miss_split(invalidated: int, api: str, ans: Answer) -> tuple[int, int]:
+    """(miss_write, miss_input): how the provider re-billed the ``invalidated`` prefix tokens.
+
+    Written back to the cache when the provider reports cache writes, else at
+    the full input rate -- except on Anthropic when the request used no
+    caching at all (zero reads and zero writes reported): nothing was cached,
+    so nothing was missed.  Bounded by what the provider reports it billed.
+    """
+    if invalidated <= 0:
+        return 0, 0
+    if ans.cache_write_tokens:
+        return min(invalidated, ans.cache_write_tokens), 0
+    if api == ANTHROPIC and ans.cache_read_tokens == 0 and ans.cache_write_tokens == 0:
+        return 0, 0
+    bound = invalidated if ans.input_tokens is None else min(invalidated, ans.input_tokens)
+    return 0, bound
 
 
 class Recorder:
-    def __init__(self, ws, metrics=None, session_id: int | None = None):
+    def __init__(self, ws, metrics=None, session_id: int | None = None, *, store: Store | None = None,
+                 providers: Providers | None = None):
         self.ws = ws
         self.metrics = metrics
         self.session_id = session_id
+        self.store = store if store is not None else ws.store
+        self._providers = providers
+        self._providers_fixed = providers is not None
+        self._providers_stamp: tuple | None = None
         self._q: queue.Queue = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="memstrata-ledger", daemon=True)
         self._thread.start()
 
+    # -- the request path's hand-offs -----------------------------------------------------
+
+    def begin(self, body: dict, compression: CompressionResult | None, api: str) -> Counting:
+        counting = Counting(body, compression, api)
+        self._q.put(counting)
+        return counting
+
     def submit(self, item: Finished) -> None:
+        """Record a request that did not complete; written by the recorder's thread."""
+        self._q.put(item)
+
+    def commit(self, item: Finished) -> None:
+        """Write a completed request's row now (blocking; run it off the event loop)."""
+        entry = self._entry(item)
+        try:
+            ledger.insert(self.store, entry)
+        except Exception as exc:  # the thread tries again with the rest of the row
+            log.warning("could not record a ledger row at completion: %s", type(exc).__name__)
+            entry.id = None
+        else:
+            item.entry = entry
         self._q.put(item)
 
     def flush(self) -> None:
-        """Block until everything submitted so far is written."""
+        """Block until everything handed over so far is written."""
         self._q.join()
 
     def close(self) -> None:
         self._q.put(_STOP)
         self._thread.join()
 
+    # -- the recorder's thread -------------------------------------------------------------
+
     def _run(self) -> None:
         while True:
-            item = self._q.get()
-            batch = [item]
-            while item is not _STOP:
+            batch = [self._q.get()]
+            while batch[-1] is not _STOP:
                 try:
-                    item = self._q.get_nowait()
+                    batch.append(self._q.get_nowait())
                 except queue.Empty:
                     break
-                batch.append(item)
-            work = [b for b in batch if b is not _STOP]
+            work = []
+            for item in batch:
+                if isinstance(item, Counting):
+                    self._count(item)
+                elif isinstance(item, Finished):
+                    work.append(item)
             try:
                 if work:
                     self._write(work)
@@ -78,38 +175,119 @@ class Recorder:
             finally:
                 for _ in batch:
                     self._q.task_done()
-            if len(work) != len(batch):
+            if batch[-1] is _STOP:
                 return
 
-    def _write(self, items: list[Finished]) -> None:
-        entries = [self.entry(it) for it in items]
-        ledger.record(self.ws.store, entries)
-        if self.metrics is not None:
-            project = self.metrics.project
-            for e in entries:
-                if e.status is not None and 200 <= e.status < 300:
-                    self.metrics.tokens_sent.labels(project=project).inc(e.tokens_forwarded)
-                    self.metrics.tokens_saved.labels(project=project).inc(max(e.tokens_saved, 0))
+    @staticmethod
+    def _count(counting: Counting) -> None:
+        try:
+            counting.run()
+        except Exception as exc:
+            log.warning("could not count a request's tokens: %s", type(exc).__name__)
 
-    def entry(self, it: Finished) -> LedgerEntry:
+    def _write(self, items: list[Finished]) -> None:
+        fresh, updates = [], []
+        for it in items:
+            if it.counting is not None and not it.counting.done:
+                self._count(it.counting)  # begin() was skipped or failed: count now
+            if it.entry is None:
+                fresh.append(self._entry(it))
+            else:
+                self._fill(it.entry, it)
+                updates.append(it.entry)
+        ledger.record(self.store, fresh)
+        ledger.complete(self.store, updates)
+        self._count_metrics(fresh + updates)
+
+    # -- building rows ---------------------------------------------------------------------
+
+    def _answer(self, it: Finished) -> Answer:
+        if it.answer is None:
+            it.answer = parse_answer(it.api, it.stream, it.response) if it.response else Answer()
+        return it.answer
+
+    def _entry(self, it: Finished) -> LedgerEntry:
         comp = it.compression
-        original = prompt_tokens(it.body, it.api)
-        forwarded = prompt_tokens(comp.body, it.api) if comp is not None and comp.changed else original
+        changed = bool(comp is not None and comp.changed)
+        ans = self._answer(it)
+        invalidated = int(getattr(comp, "prefix_invalidated_tokens", 0) or 0) if comp is not None else 0
+        miss_write, miss_input = miss_split(invalidated, it.api, ans)
         e = LedgerEntry(
             time=it.time, endpoint=it.endpoint, provider=it.provider, model=it.model, stream=it.stream,
-            status=it.status, error=it.error, compressed=bool(comp and comp.changed),
-            tokens_original=original, tokens_forwarded=forwarded, duration_ms=round(it.duration_ms, 3),
+            status=it.status, error=it.error, compressed=changed, tokens_original=0, tokens_forwarded=0,
+            duration_ms=round(it.duration_ms, 3),
             session_id=it.session_id if it.session_id is not None else self.session_id,
+            input_tokens=ans.input_tokens, output_tokens=ans.output_tokens,
+            cache_read_tokens=ans.cache_read_tokens, cache_write_tokens=ans.cache_write_tokens,
+            mode=getattr(comp, "mode", None), conversation=getattr(comp, "conversation", None),
+            compaction=bool(getattr(comp, "compaction", False)), prefix_invalidated_tokens=invalidated,
+            miss_write_tokens=miss_write, miss_input_tokens=miss_input,
+            sources=list(comp.sources) if changed else [], counted=False,
         )
-        if it.response:
-            ans = parse_answer(it.api, it.stream, it.response)
-            e.input_tokens, e.output_tokens = ans.input_tokens, ans.output_tokens
-            if comp is not None and comp.changed:
-                e.sources = list(comp.sources)
-                if it.status is not None and 200 <= it.status < 300 and ans.text:
-                    graph = self.ws.graph
-                    e.answer_symbols, e.slice_symbols, e.symbol_hits = symbol_overlap(
-                        ans.text, comp.slice_symbols, lambda name: bool(graph.definitions(name)))
-        elif comp is not None and comp.changed:
-            e.sources = list(comp.sources)
+        if it.counting is not None and it.counting.done:
+            e.tokens_original, e.tokens_forwarded = it.counting.original, it.counting.forwarded
+            e.counted = True
         return e
+
+    def _fill(self, e: LedgerEntry, it: Finished) -> None:
+        """What the thread adds to a row: the counts if still missing, the answer's overlap."""
+        if not e.counted and it.counting is not None and it.counting.done:
+            e.tokens_original, e.tokens_forwarded = it.counting.original, it.counting.forwarded
+            e.counted = True
+        comp = it.compression
+        ans = self._answer(it)
+        if comp is not None and comp.changed and it.status is not None and 200 <= it.status < 300 and ans.text:
+            graph = self.ws.graph
+            e.answer_symbols, e.slice_symbols, e.symbol_hits = symbol_overlap(
+                ans.text, comp.slice_symbols, lambda name: bool(graph.definitions(name)))
+
+    # -- metrics -------------------------------------------------------------------------------
+
+    def providers(self) -> Providers | None:
+        """providers.json as it is now (re-read when the file changes; None when invalid)."""
+        if self._providers_fixed:
+            return self._providers
+        from .providers import providers_path
+
+        path = providers_path()
+        try:
+            st = os.stat(path)
+            stamp = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = ("missing",)
+        if stamp != self._providers_stamp:
+            try:
+                self._providers = Providers.load(path, create=False)
+            except ProvidersError:
+                self._providers = None
+            self._providers_stamp = stamp
+        return self._providers
+
+    def _count_metrics(self, entries: list[LedgerEntry]) -> None:
+        m = self.metrics
+        if m is None:
+            return
+        project = m.project
+        ok = [e for e in entries if e.status is not None and 200 <= e.status < 300]
+        for e in ok:
+            if e.counted:
+                m.tokens_sent.labels(project=project).inc(e.tokens_forwarded)
+                m.tokens_saved.labels(project=project).inc(max(e.tokens_saved, 0))
+            for kind, value in (("input", e.input_tokens), ("output", e.output_tokens),
+                                ("cache_read", e.cache_read_tokens), ("cache_write", e.cache_write_tokens)):
+                if value:
+                    m.provider_tokens.labels(project=project, kind=kind).inc(value)
+            if e.compaction:
+                m.compactions.labels(project=project).inc()
+            if e.prefix_invalidated_tokens:
+                m.invalidated_tokens.labels(project=project).inc(e.prefix_invalidated_tokens)
+        providers = self.providers() if ok else None
+        if providers is None:
+            return
+        # Priced from the rows just written, with the very sums the savings figures use.
+        for t in ledger.totals(self.store, row_ids=[e.id for e in ok if e.id is not None and e.counted]):
+            rate = providers.rate(t.model, t.provider)
+            if rate is not None:
+                dollars = price(t, rate)
+                m.dollars_saved.labels(project=project).inc(max(dollars.gross_saved, 0.0))
+                m.cache_miss_dollars.labels(project=project).inc(dollars.miss_cost)

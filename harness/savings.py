@@ -2,17 +2,28 @@
 
 Windows:
 
-* **session** — ledger rows with ``time >= since`` (the caller's process start:
-  ``memstrata serve`` passes its own start, the MCP server its own, the CLI the
-  start of the latest serve session);
+* **session** — the rows of one or more ``memstrata serve`` processes (ledger
+  sessions).  ``memstrata serve`` reports its own; the CLI and ``memstrata
+  mcp`` the serve sessions running now on the project (none: no session
+  figures);
 * **cycle** — the current billing month in UTC, starting on
   ``billing_cycle_start_day`` (clamped to the month's length).
 
-Token sums cover requests the provider answered with 2xx.  Dollars = tokens
-saved × the model's input rate; tokens saved on a model with no known rate are
-not priced (if no saved token can be priced the dollar figure is null).
-``recall``/``precision`` are micro-averaged over the session's measured
-requests (see docs/proxy.md) and null until there is one.
+Token sums cover requests the provider answered with 2xx.  Dollars are
+cache-aware (docs/proxy.md defines each figure):
+
+* **gross saved** — each request's tokens saved, priced in the proportions the
+  provider billed that request (full input rate, cache read, cache write),
+  with the tokens the proxy made it re-bill moved back to cache reads;
+* **cache-miss cost** — tokens of an already-forwarded prefix that the proxy
+  changed, re-billed as cache writes or full input instead of cache reads:
+  ``tokens × (write or input rate − cache read rate)``;
+* **saved** (``*_dollar_saved``) — gross saved minus cache-miss cost.
+
+Tokens saved on a model with no known rate are not priced (if nothing can be
+priced the dollar figures are null).  ``recall``/``precision`` are
+micro-averaged over the measured requests of the session (of the cycle when
+no session is given) and null until there is one.
 """
 
 from __future__ import annotations
@@ -23,8 +34,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from memstrata.storage import ledger
+from memstrata.storage.ledger import ModelTotals, Session
 
-from .providers import Providers, ProvidersError
+from .providers import Providers, ProvidersError, Rate
 
 SUMMARY_FIELDS = (
     "session_tokens_saved", "session_dollar_saved", "cycle_tokens_saved", "cycle_dollar_saved",
@@ -33,15 +45,56 @@ SUMMARY_FIELDS = (
 
 
 @dataclass
+class Dollars:
+    gross_saved: float = 0.0
+    miss_cost: float = 0.0
+    spent: float | None = 0.0   # None when an output rate is unknown
+
+    @property
+    def saved(self) -> float:
+        return self.gross_saved - self.miss_cost
+
+
+def price(t: ModelTotals, rate: Rate) -> Dollars:
+    """The dollar figures of ``t``'s token sums at ``rate``."""
+    gross = (t.saved_fresh * rate.input_per_token + t.saved_read * rate.cache_read_per_token
+             + t.saved_write * rate.cache_write_per_token)
+    miss = (t.miss_write_tokens * max(rate.cache_write_per_token - rate.cache_read_per_token, 0.0)
+            + t.miss_input_tokens * max(rate.input_per_token - rate.cache_read_per_token, 0.0))
+    out = rate.output_per_token
+    spent = None if out is None and t.output_tokens else (
+        t.input_tokens * rate.input_per_token + t.cache_read_tokens * rate.cache_read_per_token
+        + t.cache_write_tokens * rate.cache_write_per_token + t.output_tokens * (out or 0.0))
+    return Dollars(gross, miss, spent)
+
+
+_SUMMED = ("requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded", "tokens_saved",
+           "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "usage_requests",
+           "compactions", "prefix_invalidated_tokens", "miss_write_tokens", "miss_input_tokens", "measured")
+
+
+@dataclass
 class WindowSavings:
-    since: float
+    since: float | None
     requests: int = 0
     ok_requests: int = 0
     compressed_requests: int = 0
     tokens_original: int = 0
     tokens_forwarded: int = 0
     tokens_saved: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    usage_requests: int = 0
+    compactions: int = 0
+    prefix_invalidated_tokens: int = 0
+    miss_write_tokens: int = 0
+    miss_input_tokens: int = 0
     dollar_saved: float | None = 0.0
+    dollar_saved_gross: float | None = 0.0
+    cache_miss_dollars: float | None = 0.0
+    dollar_spent: float | None = 0.0
     unpriced_tokens_saved: int = 0
     top_model: str | None = None
     top_provider: str | None = None
@@ -52,10 +105,11 @@ class WindowSavings:
     models: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in (
-            "since", "requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded",
-            "tokens_saved", "dollar_saved", "unpriced_tokens_saved", "top_model", "rate_per_token",
-            "recall", "precision", "measured", "models")} | {"since_iso": _iso(self.since)}
+        d = {k: getattr(self, k) for k in (
+            "since", *_SUMMED, "dollar_saved", "dollar_saved_gross", "cache_miss_dollars", "dollar_spent",
+            "unpriced_tokens_saved", "top_model", "rate_per_token", "recall", "precision", "models")}
+        d["since_iso"] = iso(self.since) if self.since is not None else None
+        return d
 
 
 def cycle_start(now: float, start_day: int = 1) -> float:
@@ -73,41 +127,57 @@ def cycle_start(now: float, start_day: int = 1) -> float:
     return start.timestamp()
 
 
-def window(store, since: float, providers: Providers | None, until: float | None = None) -> WindowSavings:
+def _rate(providers: Providers | None, t: ModelTotals) -> Rate | None:
+    return providers.rate(t.model, t.provider) if providers is not None else None
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 6)
+
+
+def window(store, since: float | None, providers: Providers | None, until: float | None = None, *,
+           session_ids: list[int] | None = None) -> WindowSavings:
     w = WindowSavings(since=since)
     priced_any = False
+    spent_known = True
     hits = answer = sliced = 0
-    for t in ledger.totals(store, since, until):
-        w.requests += t.requests
-        w.ok_requests += t.ok_requests
-        w.compressed_requests += t.compressed_requests
-        w.tokens_original += t.tokens_original
-        w.tokens_forwarded += t.tokens_forwarded
-        w.tokens_saved += t.tokens_saved
-        w.measured += t.measured
+    gross = miss = spent = 0.0
+    for t in ledger.totals(store, since, until, session_ids=session_ids):
+        for name in _SUMMED:
+            setattr(w, name, getattr(w, name) + getattr(t, name))
         hits += t.symbol_hits
         answer += t.answer_symbols
         sliced += t.slice_symbols
-        rate = providers.rate(t.model, t.provider) if providers is not None else None
-        dollars = None
-        if rate is not None:
-            dollars = t.tokens_saved * rate.input_per_token
-            w.dollar_saved = (w.dollar_saved or 0.0) + dollars
+        rate = _rate(providers, t)
+        dollars = price(t, rate) if rate is not None else None
+        if dollars is not None:
+            gross += dollars.gross_saved
+            miss += dollars.miss_cost
+            if dollars.spent is None:
+                spent_known = False
+            else:
+                spent += dollars.spent
             priced_any = True
-        elif t.tokens_saved:
+        else:
+            spent_known = False
             w.unpriced_tokens_saved += t.tokens_saved
         if w.top_model is None and t.model is not None:
             w.top_model, w.top_provider = t.model, t.provider
             w.rate_per_token = rate.input_per_token if rate is not None else None
         w.models.append({
-            "provider": t.provider, "model": t.model, "requests": t.requests,
-            "tokens_saved": t.tokens_saved, "input_cost_per_mtok": rate.input_cost_per_mtok if rate else None,
-            "dollar_saved": None if dollars is None else round(dollars, 6),
+            "provider": t.provider, "model": t.model, "requests": t.requests, "tokens_saved": t.tokens_saved,
+            "cache_read_tokens": t.cache_read_tokens, "cache_write_tokens": t.cache_write_tokens,
+            "input_cost_per_mtok": rate.input_cost_per_mtok if rate else None,
+            "cache_read_cost_per_mtok": rate.cache_read_cost_per_mtok if rate else None,
+            "cache_write_cost_per_mtok": rate.cache_write_cost_per_mtok if rate else None,
+            "dollar_saved": None if dollars is None else _round(dollars.saved),
+            "cache_miss_dollars": None if dollars is None else _round(dollars.miss_cost),
         })
-    if w.unpriced_tokens_saved and not priced_any:
-        w.dollar_saved = None
-    if w.dollar_saved is not None:
-        w.dollar_saved = round(w.dollar_saved, 6)
+    nothing_priced = w.unpriced_tokens_saved and not priced_any
+    w.dollar_saved_gross = None if nothing_priced else _round(gross)
+    w.cache_miss_dollars = None if nothing_priced else _round(miss)
+    w.dollar_saved = None if nothing_priced else _round(gross - miss)
+    w.dollar_spent = _round(spent) if spent_known else None
     w.recall = round(hits / answer, 4) if answer else None
     w.precision = round(hits / sliced, 4) if sliced else None
     return w
@@ -115,55 +185,96 @@ def window(store, since: float, providers: Providers | None, until: float | None
 
 @dataclass
 class SavingsReport:
-    session: WindowSavings
+    session: WindowSavings | None      # None: no session (no serve runs)
     cycle: WindowSavings
+    sessions: list[Session] = field(default_factory=list)   # the sessions the session window covers
     providers_error: str | None = None
 
     def summary(self) -> dict:
         """Exactly the seven ``savings_summary`` fields of the API reference."""
-        rate = self.session.rate_per_token if self.session.top_model else self.cycle.rate_per_token
+        s = self.session
+        measured = s if s is not None else self.cycle
+        rate = s.rate_per_token if s is not None and s.top_model else self.cycle.rate_per_token
         return {
-            "session_tokens_saved": self.session.tokens_saved,
-            "session_dollar_saved": self.session.dollar_saved,
+            "session_tokens_saved": s.tokens_saved if s is not None else 0,
+            "session_dollar_saved": s.dollar_saved if s is not None else 0.0,
             "cycle_tokens_saved": self.cycle.tokens_saved,
             "cycle_dollar_saved": self.cycle.dollar_saved,
             "provider_rate_per_token": rate,
-            "recall": self.session.recall,
-            "precision": self.session.precision,
+            "recall": measured.recall,
+            "precision": measured.precision,
         }
 
     def as_dict(self) -> dict:
-        d = {"summary": self.summary(), "session": self.session.as_dict(), "cycle": self.cycle.as_dict()}
+        d = {"summary": self.summary(),
+             "session": self.session.as_dict() if self.session is not None else None,
+             "sessions": [session_dict(x) for x in self.sessions],
+             "cycle": self.cycle.as_dict()}
         if self.providers_error:
             d["providers_error"] = self.providers_error
         return d
 
 
-def savings_report(store, since: float, *, now: float | None = None,
-                   providers: Providers | None = None) -> SavingsReport:
-    error = None
-    if providers is None:
-        try:
-            providers = Providers.load(create=False)
-        except ProvidersError as exc:  # rates unknown rather than a failed summary
-            providers, error = None, str(exc)
+def session_dict(s: Session) -> dict:
+    return {"id": s.id, "started": iso(s.started), "ended": iso(s.ended) if s.ended is not None else None,
+            "running": s.running, "crashed": s.crashed, "pid": s.pid, "address": s.address}
+
+
+def load_providers(providers: Providers | None = None) -> tuple[Providers | None, str | None]:
+    """The provider rates, or (None, why) when providers.json is invalid."""
+    if providers is not None:
+        return providers, None
+    try:
+        return Providers.load(create=False), None
+    except ProvidersError as exc:  # rates unknown rather than a failed summary
+        return None, str(exc)
+
+
+def savings_report(store, since: float | None = None, *, session_ids: list[int] | None = None,
+                   now: float | None = None, providers: Providers | None = None) -> SavingsReport:
+    """``since``: a time window for the session (rows from then on); ``session_ids``: those
+    sessions' rows; neither: the serve sessions running now on this project."""
+    providers, error = load_providers(providers)
     now = _time.time() if now is None else now
     day = providers.billing_cycle_start_day if providers is not None else 1
-    return SavingsReport(
-        session=window(store, since, providers),
-        cycle=window(store, cycle_start(now, day), providers),
-        providers_error=error,
-    )
+    shown: list[Session] = []
+    if since is None and session_ids is None:
+        shown = ledger.running_sessions(store)
+        session_ids = [s.id for s in shown]
+    elif session_ids is not None:
+        shown = [s for s in (ledger.session(store, i) for i in session_ids) if s is not None]
+    if since is not None:
+        session = window(store, since, providers)
+    elif session_ids:
+        session = window(store, None, providers, session_ids=session_ids)
+    else:
+        session = None
+    return SavingsReport(session=session, cycle=window(store, cycle_start(now, day), providers),
+                         sessions=shown, providers_error=error)
 
 
-def savings_summary(ws, since: float) -> dict:
+def daily(store, providers: Providers | None, since: float) -> list[dict]:
+    """Tokens and dollars saved per UTC day and model since ``since`` (for the dashboard)."""
+    out = []
+    for t in ledger.totals(store, since, by_day=True):
+        rate = _rate(providers, t)
+        dollars = price(t, rate) if rate is not None else None
+        out.append({"day": t.day, "provider": t.provider, "model": t.model, "requests": t.requests,
+                    "tokens_saved": t.tokens_saved, "tokens_forwarded": t.tokens_forwarded,
+                    "dollar_saved": None if dollars is None else _round(dollars.saved)})
+    return out
+
+
+def savings_summary(ws, since: float | None = None, *, session_ids: list[int] | None = None) -> dict:
     """The ``savings_summary`` MCP tool's result for workspace ``ws``.
 
-    ``since``: unix time the caller's session began.  Returns exactly the
-    seven documented fields; null where a figure has no data.
+    ``session_ids``: the serve sessions to report (``memstrata serve`` passes
+    its own); ``since``: rows from that time on instead; neither: the serve
+    sessions running now.  Returns exactly the seven documented fields.
     """
-    return savings_report(ws.store, since).summary()
+    return savings_report(ws.store, since, session_ids=session_ids).summary()
 
 
-def _iso(t: float) -> str:
+def iso(t: float) -> str:
+    """Unix time as an ISO 8601 UTC timestamp (seconds, Z)."""
     return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")

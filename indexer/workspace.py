@@ -99,7 +99,10 @@ class Workspace:
             self._error = None
         except Exception as exc:
             self._error = f"indexing failed: {type(exc).__name__}"
-            self.store.set_meta("status", "error")
+            try:
+                self.store.set_meta("status", "error")
+            except Exception:  # a full disk or read-only index: the first error is the one to report
+                log.debug("could not mark the index as failed", exc_info=True)
             raise
         finally:
             self._indexing = False

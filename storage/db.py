@@ -9,9 +9,11 @@ A per-instance lock makes one ``Store`` safe to share between threads.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,26 @@ BUSY_TIMEOUT_MS = 30_000
 
 class StoreError(Exception):
     """The store cannot be opened or used (corrupt, newer schema, locked)."""
+
+
+class StoreFull(StoreError):
+    """A write failed because the disk (or the file-size limit) is full; nothing of it was kept."""
+
+
+class StoreReadOnly(StoreError):
+    """A write failed because the index file or its folder is read-only; nothing was changed."""
+
+
+def write_error(exc: sqlite3.Error, name: str) -> sqlite3.Error | StoreError:
+    """The typed error for a failed write, or ``exc`` itself when it is another kind."""
+    text = str(exc).lower()
+    if "disk is full" in text or "database or disk is full" in text:
+        return StoreFull(f"the disk is full: {name} could not be written (the index is as it was "
+                         "before this change; free some space and run it again)")
+    if "readonly" in text or "read-only" in text:
+        return StoreReadOnly(f"{name} is read-only: nothing was changed (make it and its folder "
+                             "writable to update the index)")
+    return exc
 
 
 class Store:
@@ -36,11 +58,7 @@ class Store:
         self._lock = threading.RLock()
         try:
             if readonly:
-                uri = f"file:{self.path}?mode=ro"
-                self._conn = sqlite3.connect(
-                    uri, uri=True, check_same_thread=False, isolation_level=None,
-                    timeout=BUSY_TIMEOUT_MS / 1000,
-                )
+                self._conn = _connect_readonly(self.path)
             else:
                 if not self.memory:
                     self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -54,6 +72,13 @@ class Store:
         except sqlite3.DatabaseError as exc:
             with contextlib.suppress(Exception):
                 self._conn.close()
+            name = f"{self.path.parent.name}/{self.path.name}"
+            if not readonly and not _writable(self.path):
+                raise StoreReadOnly(f"{name} is read-only: nothing was changed (make it and its folder "
+                                    "writable to update the index)") from exc
+            typed = write_error(exc, name) if isinstance(exc, sqlite3.OperationalError) else exc
+            if isinstance(typed, StoreError):
+                raise typed from exc
             raise StoreError(f"cannot open index {self.path.name}: {exc}") from exc
 
     # -- connection -----------------------------------------------------------
@@ -122,17 +147,35 @@ class Store:
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction: everything inside commits together or not at all."""
         if self.readonly:
-            raise StoreError("store opened read-only")
+            raise StoreReadOnly("store opened read-only")
         with self._lock:
             c = self._conn
-            c.execute("BEGIN IMMEDIATE")
+            try:
+                c.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise self._typed(exc) from exc
             try:
                 yield c
-            except BaseException:
-                c.execute("ROLLBACK")
+            except BaseException as exc:
+                # SQLite may already have rolled back (a full disk does): a second ROLLBACK
+                # would fail and hide the error that matters.
+                if c.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        c.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError):
+                    raise self._typed(exc) from exc
                 raise
             else:
-                c.execute("COMMIT")
+                try:
+                    c.execute("COMMIT")
+                except sqlite3.OperationalError as exc:
+                    if c.in_transaction:
+                        with contextlib.suppress(sqlite3.Error):
+                            c.execute("ROLLBACK")
+                    raise self._typed(exc) from exc
+
+    def _typed(self, exc: sqlite3.OperationalError) -> Exception:
+        return write_error(exc, f"{self.path.parent.name}/{self.path.name}")
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -190,6 +233,41 @@ class Store:
     def integrity_ok(self) -> bool:
         with self._lock:
             return self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection.  A WAL database on a read-only filesystem has no ``-shm``
+    file and none can be made; there nobody can change the file either, so it is
+    opened as immutable."""
+    def connect(query: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?{query}", uri=True, check_same_thread=False,
+                               isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    try:
+        return connect("mode=ro")
+    except sqlite3.OperationalError:
+        if _writable_fs(path.parent):
+            raise
+        return connect("mode=ro&immutable=1")
+
+
+def _writable_fs(folder: Path) -> bool:
+    try:
+        return not os.statvfs(folder).f_flag & os.ST_RDONLY
+    except OSError:
+        return True
+
+
+def _writable(path: Path) -> bool:
+    """Whether this process may write the database and the journal files beside it."""
+    folder_ok = os.access(path.parent, os.W_OK)
+    return folder_ok and (not path.exists() or os.access(path, os.W_OK))
 
 
 def _split_sql(script: str) -> list[str]:

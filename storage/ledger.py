@@ -3,16 +3,31 @@
 Rows hold counts and names only (model, endpoint, token counts, the slice's
 source paths) — never headers, keys or message bodies.  Reads aggregate by
 (provider, model) so that callers can price each model at its own rate.
+
+A row is written in two steps so that a crash loses nothing the client has
+seen: :func:`insert` at the moment the response completes (with whatever is
+known then; ``counted = 0`` while the token counts are pending), then
+:func:`complete` once the counts are in.  Sessions are ``memstrata serve``
+processes; each holds a byte-range lock while it runs (see
+:class:`SessionLocks`), so a later start can tell a crashed session from a
+running one and close it.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
+import os
 import sqlite3
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 from .db import Store
+
+SESSION_LOCK_FILE = "sessions.lock"
 
 
 @dataclass
@@ -27,80 +42,284 @@ class LedgerEntry:
     status: int | None = None
     error: str | None = None
     compressed: bool = False
-    input_tokens: int | None = None
+    input_tokens: int | None = None       # billed at the full input rate, as the provider reported
     output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
     sources: list[str] = field(default_factory=list)
     slice_symbols: int | None = None
     answer_symbols: int | None = None
     symbol_hits: int | None = None
     duration_ms: float | None = None
     session_id: int | None = None
+    mode: str | None = None
+    conversation: str | None = None
+    compaction: bool = False
+    prefix_invalidated_tokens: int = 0
+    miss_write_tokens: int = 0   # re-billed as cache writes because the proxy changed the prefix
+    miss_input_tokens: int = 0   # re-billed at the full input rate for the same reason
+    counted: bool = True
+    id: int | None = None
 
     @property
     def tokens_saved(self) -> int:
         return self.tokens_original - self.tokens_forwarded
 
+    @property
+    def prompt_tokens_reported(self) -> int | None:
+        """Every prompt token the provider billed: full-rate input, cache reads and cache writes."""
+        if self.input_tokens is None:
+            return None
+        return self.input_tokens + (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+
 
 @dataclass
 class ModelTotals:
-    """Aggregates for one (provider, model) over a time window.
+    """Aggregates for one (provider, model) — and one UTC day when asked — over a window.
 
     Token sums cover requests the provider accepted (2xx); a refused request
-    saved nothing because nothing was billed.  The symbol sums cover requests
-    whose answer was measured against a slice.
+    saved nothing because nothing was billed.  ``saved_fresh/_read/_write``
+    split each request's tokens saved in the proportions the provider would
+    have billed the request had the proxy not broken its cached prefix (the
+    reported mix with the ``miss_*`` tokens moved back to cache reads), so
+    that pricing them is a sum of rate × tokens.  The symbol sums cover
+    requests whose answer was measured against a slice.
     """
 
     provider: str | None
     model: str | None
+    day: str | None = None
     requests: int = 0
     ok_requests: int = 0
     compressed_requests: int = 0
     tokens_original: int = 0
     tokens_forwarded: int = 0
     tokens_saved: int = 0
+    input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    usage_requests: int = 0
+    saved_fresh: float = 0.0
+    saved_read: float = 0.0
+    saved_write: float = 0.0
+    compactions: int = 0
+    prefix_invalidated_tokens: int = 0
+    miss_write_tokens: int = 0
+    miss_input_tokens: int = 0
     measured: int = 0
     slice_symbols: int = 0
     answer_symbols: int = 0
     symbol_hits: int = 0
 
 
+@dataclass
+class Session:
+    id: int
+    started: float
+    ended: float | None
+    pid: int | None
+    kind: str = "serve"
+    address: str | None = None
+    crashed: bool = False
+
+    @property
+    def running(self) -> bool:
+        return self.ended is None
+
+
 _COLUMNS = (
     "session_id", "time", "endpoint", "provider", "model", "stream", "status", "error", "compressed",
     "tokens_original", "tokens_forwarded", "tokens_saved", "input_tokens", "output_tokens", "sources",
-    "slice_symbols", "answer_symbols", "symbol_hits", "duration_ms",
+    "slice_symbols", "answer_symbols", "symbol_hits", "duration_ms", "cache_read_tokens", "cache_write_tokens",
+    "mode", "conversation", "compaction", "prefix_invalidated_tokens", "miss_write_tokens", "miss_input_tokens",
+    "counted",
 )
+_BOOLS = ("stream", "compressed", "compaction", "counted")
+# What complete() may fill in once the counts are known.
+_COMPLETED = ("tokens_original", "tokens_forwarded", "tokens_saved", "sources", "slice_symbols",
+              "answer_symbols", "symbol_hits", "counted")
+
+
+def _value(e: LedgerEntry, col: str):
+    if col == "tokens_saved":
+        return e.tokens_saved
+    v = getattr(e, col)
+    if col in _BOOLS:
+        return int(bool(v))
+    if col == "sources":
+        return json.dumps(v) if v else None
+    return v
 
 
 def _row(e: LedgerEntry) -> tuple:
-    return (
-        e.session_id, e.time, e.endpoint, e.provider, e.model, int(e.stream), e.status, e.error,
-        int(e.compressed), e.tokens_original, e.tokens_forwarded, e.tokens_saved, e.input_tokens,
-        e.output_tokens, json.dumps(e.sources) if e.sources else None, e.slice_symbols,
-        e.answer_symbols, e.symbol_hits, e.duration_ms,
-    )
+    return tuple(_value(e, c) for c in _COLUMNS)
 
 
 def record(store: Store, entries: Iterable[LedgerEntry]) -> int:
-    """Append entries in one transaction; returns how many were written."""
-    rows = [_row(e) for e in entries]
+    """Append complete entries in one transaction (setting their ``id``); returns how many."""
+    entries = list(entries)
+    if not entries:
+        return 0
+    sql = f"INSERT INTO ledger({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})"
+    with store.write() as conn:
+        for e in entries:
+            e.id = int(conn.execute(sql, _row(e)).lastrowid)
+    return len(entries)
+
+
+def insert(store: Store, entry: LedgerEntry) -> int:
+    """Write one entry now (its own transaction) and return its row id."""
+    record(store, [entry])
+    return entry.id
+
+
+def complete(store: Store, entries: Iterable[LedgerEntry]) -> int:
+    """Fill in the counts of rows written by :func:`insert` (entries carry their ``id``)."""
+    rows = [(*(_value(e, c) for c in _COMPLETED), e.id) for e in entries if e.id is not None]
     if not rows:
         return 0
-    marks = ",".join("?" * len(_COLUMNS))
+    sets = ", ".join(f"{c} = ?" for c in _COMPLETED)
     with store.write() as conn:
-        conn.executemany(f"INSERT INTO ledger({','.join(_COLUMNS)}) VALUES ({marks})", rows)
+        conn.executemany(f"UPDATE ledger SET {sets} WHERE id = ?", rows)
     return len(rows)
 
 
-def start_session(store: Store, started: float, pid: int | None = None) -> int:
+# -- sessions -------------------------------------------------------------------------
+
+
+class SessionLocks:
+    """Which serve sessions are alive, told by POSIX record locks on one file.
+
+    A running session holds the one-byte range at offset ``session id`` of
+    ``.memstrata/sessions.lock``.  The kernel drops a process's record locks
+    when it dies, however it dies, so "nobody holds byte N" means session N is
+    gone.  Closing *any* descriptor of the file drops every lock the process
+    holds on it, so each process keeps one descriptor per file for good.
+    """
+
+    _registry: dict[Path, "SessionLocks"] = {}
+    _registry_lock = threading.Lock()
+
+    def __new__(cls, path: Path):
+        path = Path(path).resolve()
+        with cls._registry_lock:
+            inst = cls._registry.get(path)
+            if inst is None:
+                inst = super().__new__(cls)
+                inst.path = path
+                inst._fd = None
+                inst._held = set()
+                inst._lock = threading.Lock()
+                cls._registry[path] = inst
+            return inst
+
+    @classmethod
+    def for_store(cls, store: Store) -> "SessionLocks":
+        return cls(store.path.parent / SESSION_LOCK_FILE)
+
+    def _descriptor(self) -> int:
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except PermissionError:  # a reader without write access can still test the locks
+                self._fd = os.open(self.path, os.O_RDONLY)
+        return self._fd
+
+    def hold(self, session_id: int) -> bool:
+        with self._lock:
+            try:
+                fcntl.lockf(self._descriptor(), fcntl.LOCK_EX | fcntl.LOCK_NB, 1, session_id)
+            except OSError:
+                return False
+            self._held.add(session_id)
+            return True
+
+    def release(self, session_id: int) -> None:
+        with self._lock:
+            if session_id in self._held and self._fd is not None:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, session_id)
+                self._held.discard(session_id)
+
+    def alive(self, session_id: int) -> bool:
+        """True while the process that started the session still runs it."""
+        with self._lock:
+            if session_id in self._held:
+                return True
+            try:
+                fd = self._descriptor()
+            except OSError:
+                return False  # no lock file and none can be made: nobody holds a lock in it
+            try:
+                # A shared lock conflicts with the holder's exclusive one and needs only read access.
+                fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB, 1, session_id)
+            except OSError as exc:
+                return exc.errno in (errno.EAGAIN, errno.EACCES)
+            fcntl.lockf(fd, fcntl.LOCK_UN, 1, session_id)
+            return False
+
+
+def start_session(store: Store, started: float, pid: int | None = None, *, address: str | None = None,
+                  kind: str = "serve") -> int:
+    """Record a new session and hold its lock; first close sessions whose process died."""
+    close_dead_sessions(store)
     with store.write() as conn:
-        cur = conn.execute("INSERT INTO ledger_sessions(started, pid) VALUES (?, ?)", (started, pid))
-        return int(cur.lastrowid)
+        cur = conn.execute("INSERT INTO ledger_sessions(started, pid, kind, address) VALUES (?, ?, ?, ?)",
+                           (started, pid, kind, address))
+        session_id = int(cur.lastrowid)
+    SessionLocks.for_store(store).hold(session_id)
+    return session_id
 
 
 def end_session(store: Store, session_id: int, ended: float) -> None:
     with store.write() as conn:
-        conn.execute("UPDATE ledger_sessions SET ended = ? WHERE id = ?", (ended, session_id))
+        conn.execute("UPDATE ledger_sessions SET ended = ? WHERE id = ? AND ended IS NULL", (ended, session_id))
+    SessionLocks.for_store(store).release(session_id)
+
+
+def close_dead_sessions(store: Store) -> list[int]:
+    """End every unended session whose process is gone, at its last recorded request.
+
+    Returns the ids closed.  Their rows stay as they were written: a row whose
+    counts were still pending keeps ``counted = 0``.
+    """
+    locks = SessionLocks.for_store(store)
+    open_ids = [int(r[0]) for r in store.execute("SELECT id FROM ledger_sessions WHERE ended IS NULL")]
+    dead = [sid for sid in open_ids if not locks.alive(sid)]
+    if not dead or store.readonly:
+        return []
+    with store.write() as conn:
+        for sid in dead:
+            conn.execute(
+                """UPDATE ledger_sessions
+                   SET ended = max(started, coalesce((SELECT max(time) FROM ledger WHERE session_id = ?), started)),
+                       crashed = 1
+                   WHERE id = ? AND ended IS NULL""", (sid, sid))
+    return dead
+
+
+def _session(r) -> Session:
+    return Session(int(r[0]), float(r[1]), r[2], r[3], r[4], r[5], bool(r[6]))
+
+
+_SESSION_SQL = "SELECT id, started, ended, pid, kind, address, crashed FROM ledger_sessions"
+
+
+def sessions(store: Store, limit: int = 20) -> list[Session]:
+    """The most recent sessions, newest first."""
+    return [_session(r) for r in store.execute(f"{_SESSION_SQL} ORDER BY started DESC, id DESC LIMIT ?", (limit,))]
+
+
+def session(store: Store, session_id: int) -> Session | None:
+    rows = store.execute(f"{_SESSION_SQL} WHERE id = ?", (session_id,))
+    return _session(rows[0]) if rows else None
+
+
+def running_sessions(store: Store) -> list[Session]:
+    """Sessions whose serve process is alive now, newest first."""
+    locks = SessionLocks.for_store(store)
+    rows = store.execute(f"{_SESSION_SQL} WHERE ended IS NULL ORDER BY started DESC, id DESC")
+    return [s for s in map(_session, rows) if locks.alive(s.id)]
 
 
 def latest_session(store: Store) -> tuple[int, float, float | None] | None:
@@ -109,17 +328,60 @@ def latest_session(store: Store) -> tuple[int, float, float | None] | None:
     return (int(rows[0][0]), float(rows[0][1]), rows[0][2]) if rows else None
 
 
-def totals(store: Store, since: float, until: float | None = None) -> list[ModelTotals]:
-    """Per-(provider, model) sums over rows with ``since <= time < until``."""
-    sql = """
-        SELECT provider, model,
+# -- aggregates ---------------------------------------------------------------------
+
+
+def _where(since: float | None, until: float | None, session_ids: Iterable[int] | None,
+           row_ids: Iterable[int] | None = None) -> tuple[str, list]:
+    clauses, params = [], []
+    for column, ids in (("session_id", session_ids), ("id", row_ids)):
+        if ids is not None:
+            ids = [int(i) for i in ids]
+            clauses.append(f"{column} IN ({','.join('?' * len(ids))})" if ids else "0")
+            params.extend(ids)
+    if since is not None:
+        clauses.append("time >= ?")
+        params.append(since)
+    if until is not None:
+        clauses.append("time < ?")
+        params.append(until)
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def totals(store: Store, since: float | None = None, until: float | None = None, *,
+           session_ids: Iterable[int] | None = None, row_ids: Iterable[int] | None = None,
+           by_day: bool = False) -> list[ModelTotals]:
+    """Per-(provider, model) sums over rows with ``since <= time < until`` (and in
+    ``session_ids`` / ``row_ids`` when given); with ``by_day``, per UTC day as well."""
+    where, params = _where(since, until, session_ids, row_ids)
+    day = "date(time, 'unixepoch')" if by_day else "NULL"
+    sql = f"""
+        SELECT provider, model, {day} AS day,
                count(*),
                sum(ok),
                sum(CASE WHEN ok THEN compressed ELSE 0 END),
                sum(CASE WHEN ok THEN tokens_original ELSE 0 END),
                sum(CASE WHEN ok THEN tokens_forwarded ELSE 0 END),
                sum(CASE WHEN ok THEN tokens_saved ELSE 0 END),
+               sum(CASE WHEN ok THEN coalesce(input_tokens, 0) ELSE 0 END),
                sum(CASE WHEN ok THEN coalesce(output_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok THEN coalesce(cache_read_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok THEN coalesce(cache_write_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok AND input_tokens IS NOT NULL THEN 1 ELSE 0 END),
+               sum(CASE WHEN NOT ok THEN 0
+                        WHEN billed > 0 THEN tokens_saved * (coalesce(input_tokens, 0) - miss_input_tokens) / billed
+                        ELSE tokens_saved END),
+               sum(CASE WHEN ok AND billed > 0
+                        THEN tokens_saved * (coalesce(cache_read_tokens, 0) + miss_input_tokens
+                                             + miss_write_tokens) / billed
+                        ELSE 0 END),
+               sum(CASE WHEN ok AND billed > 0
+                        THEN tokens_saved * (coalesce(cache_write_tokens, 0) - miss_write_tokens) / billed
+                        ELSE 0 END),
+               sum(CASE WHEN ok THEN compaction ELSE 0 END),
+               sum(CASE WHEN ok THEN prefix_invalidated_tokens ELSE 0 END),
+               sum(CASE WHEN ok THEN miss_write_tokens ELSE 0 END),
+               sum(CASE WHEN ok THEN miss_input_tokens ELSE 0 END),
                sum(measured),
                sum(CASE WHEN measured THEN slice_symbols ELSE 0 END),
                sum(CASE WHEN measured THEN answer_symbols ELSE 0 END),
@@ -127,39 +389,55 @@ def totals(store: Store, since: float, until: float | None = None) -> list[Model
         FROM (
             SELECT *,
                    (status BETWEEN 200 AND 299) AS ok,
+                   CAST(coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0)
+                        + coalesce(cache_write_tokens, 0) AS REAL) AS billed,
                    (slice_symbols IS NOT NULL AND answer_symbols IS NOT NULL
                     AND symbol_hits IS NOT NULL) AS measured
-            FROM ledger
-            WHERE time >= ? AND (? IS NULL OR time < ?)
+            FROM ledger{where}
         )
-        GROUP BY provider, model
-        ORDER BY count(*) DESC, sum(tokens_original) DESC
+        GROUP BY provider, model, day
+        ORDER BY day, count(*) DESC, sum(tokens_original) DESC
     """
     out = []
-    for r in store.execute(sql, (since, until, until)):
-        out.append(ModelTotals(r[0], r[1], *(int(v or 0) for v in r[2:])))
+    names = [f.name for f in fields(ModelTotals)][3:]
+    for r in store.execute(sql, tuple(params)):
+        values = {n: (float(v or 0) if n.startswith("saved_") else int(v or 0)) for n, v in zip(names, r[3:])}
+        out.append(ModelTotals(r[0], r[1], r[2], **values))
     return out
 
 
-def entries(store: Store, since: float | None = None, limit: int = 100) -> list[LedgerEntry]:
-    """The most recent rows, newest last (for the CLI and tests)."""
-    rows = store.execute(
-        f"SELECT {','.join(_COLUMNS)} FROM ledger WHERE (? IS NULL OR time >= ?) ORDER BY id DESC LIMIT ?",
-        (since, since, limit),
-    )
-    out = []
-    for r in reversed(rows):
-        d = dict(zip(_COLUMNS, r))
-        d.pop("tokens_saved")
-        d["stream"] = bool(d["stream"])
-        d["compressed"] = bool(d["compressed"])
-        d["sources"] = json.loads(d["sources"]) if d["sources"] else []
-        out.append(LedgerEntry(**d))
-    return out
+def _entry(d: dict) -> LedgerEntry:
+    d.pop("tokens_saved")
+    for k in _BOOLS:
+        d[k] = bool(d[k])
+    d["sources"] = json.loads(d["sources"]) if d["sources"] else []
+    return LedgerEntry(**d)
 
 
-def count(store: Store) -> int:
+def entries(store: Store, since: float | None = None, limit: int = 100, *,
+            session_ids: Iterable[int] | None = None) -> list[LedgerEntry]:
+    """The most recent rows, newest last (for the CLI, the dashboard and tests)."""
+    where, params = _where(since, None, session_ids)
+    rows = store.execute(f"SELECT id, {','.join(_COLUMNS)} FROM ledger{where} ORDER BY id DESC LIMIT ?",
+                         (*params, limit))
+    return [_entry(dict(zip(("id", *_COLUMNS), r))) for r in reversed(rows)]
+
+
+def top_sources(store: Store, since: float | None = None, limit: int = 10) -> list[tuple[str, int]]:
+    """Files most often in the slices sent upstream: (path, requests), most first."""
+    where, params = _where(since, None, None)
+    sql = f"""
+        SELECT j.value, count(*) FROM (SELECT sources FROM ledger{where}) AS l, json_each(l.sources) AS j
+        WHERE l.sources IS NOT NULL
+        GROUP BY j.value ORDER BY count(*) DESC, j.value LIMIT ?
+    """
+    return [(str(r[0]), int(r[1])) for r in store.execute(sql, (*params, limit))]
+
+
+def count(store: Store, *, uncounted: bool = False) -> int:
+    """Rows in the ledger (``uncounted``: only rows whose token counts never arrived)."""
     try:
-        return int(store.execute("SELECT count(*) FROM ledger")[0][0])
+        sql = "SELECT count(*) FROM ledger" + (" WHERE counted = 0" if uncounted else "")
+        return int(store.execute(sql)[0][0])
     except sqlite3.OperationalError:  # read-only store of an older schema
         return 0

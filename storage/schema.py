@@ -233,6 +233,27 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (branch, space, sequence)
     ) WITHOUT ROWID;
     CREATE INDEX strata_events_type ON strata_events(branch, space, event_type, sequence);
+    # 5: ledger accounting (storage/ledger.py): the provider's cache usage, what the
+    # proxy's compression did to the forwarded prefix, rows written before their
+    # token counts (crash safety), and sessions that record how they ended.
+    """
+    -- input_tokens now means tokens billed at the full input rate (OpenAI's
+    -- prompt_tokens minus its cached_tokens); older rows never had cache figures,
+    -- so the two readings agree for them.
+    ALTER TABLE ledger ADD COLUMN cache_read_tokens INTEGER;       -- provider-reported cache hits
+    ALTER TABLE ledger ADD COLUMN cache_write_tokens INTEGER;      -- provider-reported cache writes
+    ALTER TABLE ledger ADD COLUMN mode TEXT;                       -- safe | aggressive | off
+    ALTER TABLE ledger ADD COLUMN conversation TEXT;               -- stable conversation id
+    ALTER TABLE ledger ADD COLUMN compaction INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE ledger ADD COLUMN prefix_invalidated_tokens INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE ledger ADD COLUMN miss_write_tokens INTEGER NOT NULL DEFAULT 0;  -- re-billed as cache writes
+    ALTER TABLE ledger ADD COLUMN miss_input_tokens INTEGER NOT NULL DEFAULT 0;  -- re-billed at the input rate
+    ALTER TABLE ledger ADD COLUMN counted INTEGER NOT NULL DEFAULT 1;  -- 0: token counts not (yet) written
+    CREATE INDEX ledger_session ON ledger(session_id);
+
+    ALTER TABLE ledger_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'serve';
+    ALTER TABLE ledger_sessions ADD COLUMN address TEXT;           -- http://host:port it served
+    ALTER TABLE ledger_sessions ADD COLUMN crashed INTEGER NOT NULL DEFAULT 0;  -- closed by a later start
     """,
 ]
 

@@ -16,6 +16,15 @@ assert what was forwarded.  The request's ``model`` picks a behaviour:
 anything else   a normal answer with :attr:`StubUpstream.answer` as its text
 ==============  ===============================================================
 
+Usage carries the providers' cache fields (Anthropic ``cache_read_input_tokens``
+/ ``cache_creation_input_tokens``, OpenAI ``prompt_tokens_details.cached_tokens``),
+zero by default so identical requests get identical bytes.  With
+``prompt_cache=True`` the stub keeps the prompts it answered and reports the
+longest prefix a new one shares with them as cached (1024 tokens at least),
+as the providers do: Anthropic only for requests carrying a ``cache_control``
+marker (the rest of the prompt is then reported as written to the cache),
+OpenAI automatically, in steps of 128.
+
 It is test support, so it lives under ``tests/`` and is not shipped; the
 ``bench/`` scripts use this very module (run from the repository root).  Run
 it alone with ``python -m tests.stub_provider --port 0``.
@@ -59,8 +68,10 @@ class _Dropped(Exception):
 class StubUpstream:
     def __init__(self, answer: str = DEFAULT_ANSWER, *, record: bool = True, chunks: int = 8,
                  slow_delay: float = 0.05, hang_seconds: float = 30.0, gate_timeout: float = 20.0,
-                 created: int = 1_700_000_000):
+                 created: int = 1_700_000_000, prompt_cache: bool = False):
         self.answer = answer
+        self.prompt_cache = prompt_cache
+        self._prompts: dict[str, list[str]] = {"openai": [], "anthropic": []}
         self.created = created  # fixed, so identical requests get identical bytes
         self.record = record
         self.chunks = chunks
@@ -124,6 +135,39 @@ class StubUpstream:
         elif model == "stub-drop" and i == 2:
             raise _Dropped()
 
+    def _cached_chars(self, api: str, prompt_text: str) -> int:
+        """Characters of ``prompt_text`` a previous prompt shares (0 without prompt_cache); remembers it."""
+        if not self.prompt_cache:
+            return 0
+        best = 0
+        for seen in self._prompts[api]:
+            n = 0
+            for a, b in zip(seen, prompt_text):
+                if a != b:
+                    break
+                n += 1
+            best = max(best, n)
+        self._prompts[api] = (self._prompts[api] + [prompt_text])[-32:]
+        return best
+
+    def _openai_usage(self, data: dict, completion: int) -> dict:
+        text = json.dumps(data.get("messages", ""))
+        prompt = len(text) // 4
+        cached = min(self._cached_chars("openai", text) // 4, prompt)
+        cached = cached // 128 * 128 if prompt >= 1024 and cached >= 1024 else 0
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+                "prompt_tokens_details": {"cached_tokens": cached}}
+
+    def _anthropic_usage(self, data: dict, output: int) -> dict:
+        text = json.dumps(data.get("messages", ""))
+        prompt = len(text) // 4
+        marked = "cache_control" in json.dumps([data.get("system"), data.get("tools"), data.get("messages")])
+        read = min(self._cached_chars("anthropic", text) // 4, prompt) if marked else 0
+        read = read if read >= 1024 else 0  # the providers cache nothing shorter
+        write = prompt - read if marked else 0
+        return {"input_tokens": prompt - read - write, "output_tokens": output,
+                "cache_read_input_tokens": read, "cache_creation_input_tokens": write}
+
     # -- OpenAI ---------------------------------------------------------------------
 
     async def _openai(self, request: Request) -> Response:
@@ -135,12 +179,11 @@ class StubUpstream:
             return err
         if model == "stub-hang":
             await asyncio.sleep(self.hang_seconds)
-        prompt = len(json.dumps(data.get("messages", ""))) // 4
-        completion = len(self.answer.split())
+        usage = self._openai_usage(data, len(self.answer.split()))
         created = self.created
         if data.get("stream") is True:
             include_usage = bool((data.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(self._openai_stream(model, created, prompt, completion, include_usage),
+            return StreamingResponse(self._openai_stream(model, created, usage, include_usage),
                                      media_type="text/event-stream", headers={"x-request-id": "req_stub"})
         if model == "stub-drop":
             return StreamingResponse(self._drop_json(), media_type="application/json")
@@ -148,11 +191,10 @@ class StubUpstream:
             "id": "chatcmpl-stub", "object": "chat.completion", "created": created, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": self.answer, "refusal": None},
                          "finish_reason": "stop", "logprobs": None}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                      "total_tokens": prompt + completion},
+            "usage": usage,
         }, headers={"x-request-id": "req_stub"})
 
-    async def _openai_stream(self, model, created, prompt, completion, include_usage):
+    async def _openai_stream(self, model, created, usage, include_usage):
         def chunk(delta, finish=None, usage=None, choices=True):
             obj = {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": created, "model": model,
                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}] if choices
@@ -167,8 +209,7 @@ class StubUpstream:
             yield chunk({"content": piece})
         yield chunk({}, "stop")
         if include_usage:
-            yield chunk(None, usage={"prompt_tokens": prompt, "completion_tokens": completion,
-                                     "total_tokens": prompt + completion}, choices=False)
+            yield chunk(None, usage=usage, choices=False)
         yield b"data: [DONE]\n\n"
 
     async def _drop_json(self):
@@ -186,26 +227,26 @@ class StubUpstream:
             return err
         if model == "stub-hang":
             await asyncio.sleep(self.hang_seconds)
-        prompt = len(json.dumps(data.get("messages", ""))) // 4
         completion = len(self.answer.split())
         if data.get("stream") is True:
-            return StreamingResponse(self._anthropic_stream(model, prompt, completion),
+            usage = self._anthropic_usage(data, 1)
+            return StreamingResponse(self._anthropic_stream(model, usage, completion),
                                      media_type="text/event-stream", headers={"request-id": "req_stub"})
         if model == "stub-drop":
             return StreamingResponse(self._drop_json(), media_type="application/json")
         return JSONResponse({
             "id": "msg_stub", "type": "message", "role": "assistant", "model": model,
             "content": [{"type": "text", "text": self.answer}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": prompt, "output_tokens": completion},
+            "usage": self._anthropic_usage(data, completion),
         }, headers={"request-id": "req_stub"})
 
-    async def _anthropic_stream(self, model, prompt, completion):
+    async def _anthropic_stream(self, model, usage, completion):
         def event(kind, obj):
             return f"event: {kind}\ndata: {json.dumps(obj)}\n\n".encode()
 
         yield event("message_start", {"type": "message_start", "message": {
             "id": "msg_stub", "type": "message", "role": "assistant", "model": model, "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": prompt, "output_tokens": 1}}})
+            "stop_reason": None, "stop_sequence": None, "usage": usage}})
         yield event("content_block_start", {"type": "content_block_start", "index": 0,
                                             "content_block": {"type": "text", "text": ""}})
         yield event("ping", {"type": "ping"})
@@ -275,8 +316,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Serve the stand-in model provider (for tests and benchmarks).")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--chunks", type=int, default=8)
+    p.add_argument("--prompt-cache", action="store_true", help="report shared prompt prefixes as cached")
+    p.add_argument("--slow-delay", type=float, default=0.05, help="seconds between chunks of stub-slow")
     args = p.parse_args(argv)
-    stub = StubUpstream(record=False, chunks=args.chunks)
+    stub = StubUpstream(record=False, chunks=args.chunks, prompt_cache=args.prompt_cache,
+                        slow_delay=args.slow_delay)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))

@@ -104,8 +104,12 @@ def test_defaults_written_on_first_run(memstrata_home):
     p = Providers.load()
     assert providers_path() == memstrata_home / "providers.json"
     data = json.loads(providers_path().read_text())
-    assert data["providers"]["openai"]["models"]["gpt-4o"] == {"input_cost_per_mtok": 2.5, "output_cost_per_mtok": 10.0}
+    assert data["providers"]["openai"]["models"]["gpt-4o"] == {
+        "input_cost_per_mtok": 2.5, "output_cost_per_mtok": 10.0,
+        "cache_read_cost_per_mtok": 1.25, "cache_write_cost_per_mtok": 2.5}
     assert p.rate("gpt-4o", "openai").input_per_token == pytest.approx(2.5e-6)
+    claude = p.rate("claude-sonnet-4-5", "anthropic")
+    assert (claude.cache_read_cost_per_mtok, claude.cache_write_cost_per_mtok) == (0.30, 3.75)
 
 
 def test_rate_lookup_order():

@@ -94,8 +94,10 @@ def test_serve_sigterm_keeps_ledger_and_port_taken(project, env):
     res = memstrata("savings", "--project", str(project), "--json", env=env)
     assert res.returncode == 0, res.stderr
     summary = json.loads(res.stdout)
-    assert summary["session_tokens_saved"] == sum(r.tokens_saved for r in rows)
-    assert summary["cycle_tokens_saved"] == summary["session_tokens_saved"]
+    assert summary["session_tokens_saved"] == 0  # no serve runs now: no session figures...
+    assert summary["cycle_tokens_saved"] == sum(r.tokens_saved for r in rows) > 0  # ...the cycle has them
+    text = memstrata("savings", str(project), env=env).stdout
+    assert "memstrata serve: not running; last session" in text and "(stopped)" in text
 
 
 def test_config_show_and_set(env, memstrata_home):
@@ -108,6 +110,13 @@ def test_config_show_and_set(env, memstrata_home):
     assert data["providers"]["openai"]["models"]["gpt-4o"]["input_cost_per_mtok"] == 3.5
     res = memstrata("config", "set", "provider-rate", "my-local-model", "0", "--provider", "ollama", env=env)
     assert res.returncode == 0
+    res = memstrata("config", "set", "provider-rate", "claude-x", "2", "--output", "10", "--cache-read", "0.2",
+                    env=env)
+    assert res.returncode == 0 and "cache read $0.2, cache write $2.5" in res.stdout  # write derived: 1.25x
+    entry = json.loads((memstrata_home / "providers.json").read_text())["providers"]["anthropic"]["models"]["claude-x"]
+    assert entry == {"input_cost_per_mtok": 2.0, "output_cost_per_mtok": 10.0, "cache_read_cost_per_mtok": 0.2}
+    shown = memstrata("config", "show", env=env).stdout
+    assert any(line.startswith("anthropic  claude-x") and line.endswith("*") for line in shown.splitlines())
     res = memstrata("config", "set", "provider-rate", "gpt-4o", "-1", env=env)
     assert res.returncode == 2 and "non-negative" in res.stderr
     res = memstrata("config", "set", "provider-rate", "mystery", "1", env=env)
@@ -124,4 +133,5 @@ def test_savings_on_a_fresh_project(project, env):
         "session_tokens_saved": 0, "session_dollar_saved": 0.0, "cycle_tokens_saved": 0,
         "cycle_dollar_saved": 0.0, "provider_rate_per_token": None, "recall": None, "precision": None}
     res = memstrata("savings", "--project", str(project), env=env)
-    assert res.returncode == 0 and "n/a" in res.stdout
+    assert res.returncode == 0 and "not indexed yet (run memstrata index)" in res.stdout
+    assert not (project / ".memstrata").exists()  # a read-only command created nothing

@@ -1,0 +1,61 @@
+"""``memstrata serve --access-log``: one line per request, never a header or a key."""
+
+import re
+
+import httpx
+import openai
+import pytest
+
+from tests.stub_provider import ServerThread, StubUpstream
+
+from .serve_helpers import Serve, cli_env, copy_project
+
+SENTINEL = "sk-SENTINEL-access-log-5a1e"
+LINE = re.compile(r"^memstrata: (GET|POST) (\S+) (\d{3}|-) (\d+\.\d) ms(?: tokens (\d+) -> (\d+) \(saved (-?\d+)\))?$")
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    stub = StubUpstream(record=False)
+    with ServerThread(stub.app) as server:
+        yield server.url
+
+
+def access_lines(serve: Serve) -> list[re.Match]:
+    return [m for m in map(LINE.match, serve.lines) if m]
+
+
+def test_one_line_per_request_with_tokens_when_compressed(tmp_path, memstrata_home, upstream, wait_until):
+    project = copy_project(tmp_path / "proj")
+    env = cli_env(memstrata_home)
+    with Serve(project, env, "--openai-upstream", upstream + "/v1", "--min-tokens", "50", "--no-watch",
+               "--access-log") as serve:
+        startup = len(access_lines(serve))  # the helper's own readiness probes
+        client = openai.OpenAI(base_url=serve.url + "/v1", api_key=SENTINEL, max_retries=0)
+        code = (project / "app/auth/service.py").read_text() + "\n" + (project / "app/reports.py").read_text()
+        client.chat.completions.create(model="gpt-4o", messages=[
+            {"role": "user", "content": f"```python\n{code}\n```\nWhat does AuthService.logout do?"}])
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hello"}])
+        httpx.get(serve.url + "/health?api_key=" + SENTINEL, headers={"x-api-key": SENTINEL})
+        httpx.get(serve.url + "/nowhere")
+        httpx.get(serve.url + "/status", headers={"host": "evil.example"})
+        wait_until(lambda: len(access_lines(serve)) >= startup + 5, message="five access-log lines")
+    lines = access_lines(serve)[startup:]  # serve has stopped: nothing more can arrive
+    requests = [(m[1], m[2], m[3]) for m in lines]
+    assert requests == [("POST", "/v1/chat/completions", "200"), ("POST", "/v1/chat/completions", "200"),
+                        ("GET", "/health", "200"), ("GET", "/nowhere", "404"), ("GET", "/status", "421")]
+    compressed, plain = lines[:2]
+    before, after, saved = int(compressed[5]), int(compressed[6]), int(compressed[7])
+    assert before > after > 0 and saved == before - after
+    assert plain[5] is None  # not compressed: no token figures
+    text = "\n".join(serve.lines)
+    assert SENTINEL not in text and "api_key" not in text and "x-api-key" not in text.lower()
+    assert "uvicorn" not in text.lower()
+
+
+def test_no_access_log_without_the_flag(tmp_path, memstrata_home, upstream):
+    project = copy_project(tmp_path / "proj")
+    with Serve(project, cli_env(memstrata_home), "--no-watch", "--no-mcp") as serve:
+        for _ in range(3):
+            httpx.get(serve.url + "/health")
+    assert access_lines(serve) == []

@@ -1,0 +1,310 @@
+"""Honest accounting (issue 9 rule 6): whole-request counts, the provider's usage with its
+cache fields in both wire formats, cache-aware dollars net of the misses the proxy caused.
+
+The official SDKs talk to the app on real uvicorn, which forwards to the stand-in
+provider with its prompt cache on.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from memstrata.compressor.tokens import count_tokens
+from memstrata.harness.analysis import parse_answer, prompt_tokens
+from memstrata.harness.app import HarnessConfig, build_app
+from memstrata.harness.compress_request import CompressionResult, CompressionSettings
+from memstrata.harness.providers import Providers
+from memstrata.harness.proxy import ProxyConfig
+from memstrata.harness.recorder import Counting, Finished, Recorder, miss_split
+from memstrata.harness.savings import savings_report, window
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import Store, ledger
+from memstrata.storage.ledger import LedgerEntry
+from tests.stub_provider import ServerThread, StubUpstream
+
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
+TOOLS_OPENAI = [{"type": "function", "function": {
+    "name": "read_file", "description": "Read a file of the project and return its text.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+TOOLS_ANTHROPIC = [{"name": "read_file", "description": "Read a file of the project and return its text.",
+                    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}},
+                                     "required": ["path"]}}]
+CACHED = {"type": "ephemeral"}
+
+
+def compact(v) -> str:
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("acct") / "proj"
+    shutil.copytree(FIXTURE, root)
+    w = Workspace.open(root)
+    w.index()
+    yield w
+    w.close()
+
+
+@pytest.fixture(scope="module")
+def stub():
+    s = StubUpstream(answer="Use AuthService.login.", prompt_cache=True)
+    with ServerThread(s.app) as server:
+        s.url = server.url
+        yield s
+
+
+@pytest.fixture(scope="module")
+def server(ws, stub):
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False,
+                      compression=CompressionSettings(min_tokens=50, budget_ratio=0.5))
+    app = build_app(ws, HarnessConfig(proxy=cfg))
+    with ServerThread(app) as srv:
+        srv.harness = app.state.harness
+        yield srv
+
+
+def new_rows(ws, server, before: int) -> list[LedgerEntry]:
+    server.harness.flush()
+    return ledger.entries(ws.store, limit=10_000)[before:]
+
+
+def nrows(ws, server) -> int:
+    server.harness.flush()
+    return ledger.count(ws.store)
+
+
+# -- whole request ------------------------------------------------------------------------
+
+
+def test_tokens_original_counts_system_tools_and_messages(ws, server):
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0)
+    system = "You are a careful reviewer of Python code. Answer in one sentence."
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "What does login return?"}]
+    before = nrows(ws, server)
+    client.chat.completions.create(model="gpt-4o", messages=messages, tools=TOOLS_OPENAI)
+    (row,) = new_rows(ws, server, before)
+    expected = (count_tokens(system) + count_tokens("What does login return?")
+                + count_tokens(compact(TOOLS_OPENAI[0]["function"])))
+    assert row.tokens_original == row.tokens_forwarded == expected
+
+    aclient = anthropic.Anthropic(base_url=server.url + "/anthropic", api_key="k", max_retries=0)
+    before = nrows(ws, server)
+    aclient.messages.create(model="claude-sonnet-4-6", max_tokens=50, tools=TOOLS_ANTHROPIC,
+                            system=[{"type": "text", "text": system}],
+                            messages=[{"role": "user", "content": "What does login return?"},
+                                      {"role": "assistant", "content": [
+                                          {"type": "tool_use", "id": "t1", "name": "read_file",
+                                           "input": {"path": "app/auth/service.py"}}]},
+                                      {"role": "user", "content": [
+                                          {"type": "tool_result", "tool_use_id": "t1", "content": "no such file"}]}])
+    (row,) = new_rows(ws, server, before)
+    expected = (count_tokens(system) + count_tokens(compact(TOOLS_ANTHROPIC[0])) + count_tokens("What does login return?")
+                + count_tokens("read_file") + count_tokens(json.dumps({"path": "app/auth/service.py"}))
+                + count_tokens("no such file"))
+    assert row.tokens_original == expected
+
+
+# -- the provider's usage -----------------------------------------------------------------
+
+
+def long_text(n_words: int) -> str:
+    return " ".join(f"word{i % 97}" for i in range(n_words))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_anthropic_cache_usage_recorded(ws, server, stub, stream):
+    client = anthropic.Anthropic(base_url=server.url + "/anthropic", api_key="k", max_retries=0)
+    prefix = ("streamed " if stream else "json ") + long_text(3000)
+    usages = []
+    before = nrows(ws, server)
+    for turn in ("first question?", "second question?"):
+        kw = dict(model="claude-sonnet-4-6", max_tokens=50, system=[{"type": "text", "text": "terse",
+                                                                     "cache_control": CACHED}],
+                  messages=[{"role": "user", "content": [{"type": "text", "text": prefix, "cache_control": CACHED},
+                                                         {"type": "text", "text": turn}]}])
+        if stream:
+            with client.messages.stream(**kw) as s:
+                usages.append(s.get_final_message().usage)
+        else:
+            usages.append(client.messages.create(**kw).usage)
+    rows = new_rows(ws, server, before)
+    assert len(rows) == 2
+    for row, usage in zip(rows, usages):
+        assert row.stream is stream
+        assert (row.input_tokens, row.cache_read_tokens, row.cache_write_tokens) == (
+            usage.input_tokens, usage.cache_read_input_tokens, usage.cache_creation_input_tokens)
+        assert row.output_tokens == usage.output_tokens
+    assert rows[0].cache_read_tokens == 0 and rows[0].cache_write_tokens > 0  # first: written to the cache
+    assert rows[1].cache_read_tokens > 0                                       # second: the prefix hits
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_openai_cached_tokens_recorded(ws, server, stub, stream):
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0)
+    prefix = ("streamed " if stream else "json ") + long_text(3000)
+    usages = []
+    before = nrows(ws, server)
+    for turn in ("first question?", "second question?"):
+        messages = [{"role": "user", "content": prefix}, {"role": "user", "content": turn}]
+        if stream:
+            chunks = list(client.chat.completions.create(model="gpt-4o", messages=messages, stream=True,
+                                                         stream_options={"include_usage": True}))
+            usages.append(chunks[-1].usage)
+        else:
+            usages.append(client.chat.completions.create(model="gpt-4o", messages=messages).usage)
+    rows = new_rows(ws, server, before)
+    for row, usage in zip(rows, usages):
+        cached = usage.prompt_tokens_details.cached_tokens
+        # provider-neutral: input_tokens are the ones billed at the full rate
+        assert (row.input_tokens, row.cache_read_tokens) == (usage.prompt_tokens - cached, cached)
+        assert row.cache_write_tokens is None and row.output_tokens == usage.completion_tokens
+        assert row.prompt_tokens_reported == usage.prompt_tokens
+    assert rows[0].cache_read_tokens == 0 and rows[1].cache_read_tokens >= 1024
+
+
+def test_status_and_metrics_report_cache_figures(ws, server):
+    code = "\n".join((Path(ws.root) / p).read_text() for p in ("app/auth/service.py", "app/reports.py"))
+    openai.OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0).chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": f"```python\n{code}\n```\nWhat does AuthService.logout do?"}])
+    server.harness.flush()
+    st = httpx.get(server.url + "/status").json()
+    rows = ledger.entries(ws.store, limit=10_000, session_ids=[server.harness.session_id])
+    ok = [r for r in rows if r.status == 200]
+    session = st["session"]
+    assert session["id"] == server.harness.session_id
+    assert session["cache_read_tokens"] == sum(r.cache_read_tokens or 0 for r in ok) > 0
+    assert session["cache_write_tokens"] == sum(r.cache_write_tokens or 0 for r in ok) > 0
+    assert session["input_tokens"] == sum(r.input_tokens or 0 for r in ok)
+    assert session["requests"] == len(rows)
+    assert st["cycle"]["requests"] >= len(rows)
+    text = httpx.get(server.url + "/metrics").text
+    project = Path(ws.root).name
+
+    def metric(name, **labels):
+        want = name + "{" + ",".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+        return next(float(line.split()[-1]) for line in text.splitlines() if line.startswith(want + " "))
+
+    assert metric("memstrata_provider_tokens_total", kind="cache_read", project=project) == \
+        session["cache_read_tokens"]
+    assert metric("memstrata_provider_tokens_total", kind="cache_write", project=project) == \
+        session["cache_write_tokens"]
+    assert metric("memstrata_tokens_sent_total", project=project) == session["tokens_forwarded"]
+    assert session["compressed_requests"] == 1 and session["dollar_saved_gross"] > 0
+    assert metric("memstrata_dollars_saved_total", project=project) == pytest.approx(session["dollar_saved_gross"],
+                                                                                     abs=1e-6)
+    assert metric("memstrata_cache_miss_dollars_total", project=project) == session["cache_miss_dollars"] == 0
+
+
+# -- dollars ------------------------------------------------------------------------------
+
+
+def test_saved_tokens_priced_at_the_billed_mix(tmp_path):
+    """1000 tokens saved on a request billed 100 fresh / 800 cache read / 100 cache write."""
+    p = Providers.defaults()
+    rate = p.rate("claude-sonnet-4-6", "anthropic")
+    e = LedgerEntry(time=10.0, endpoint="anthropic.messages", provider="anthropic", model="claude-sonnet-4-6",
+                    tokens_original=3000, tokens_forwarded=2000, status=200, compressed=True,
+                    input_tokens=100, cache_read_tokens=800, cache_write_tokens=100, output_tokens=10)
+    with Store(tmp_path / "index.db") as store:
+        ledger.record(store, [e])
+        w = savings_report(store, since=0, now=20.0, providers=p).session
+    # the 1000 saved tokens split like the 1000 billed ones: 100 fresh, 800 read, 100 written
+    expected = 100 * rate.input_per_token + 800 * rate.cache_read_per_token + 100 * rate.cache_write_per_token
+    assert w.dollar_saved == pytest.approx(expected, abs=1e-9)
+    assert w.dollar_saved < 1000 * rate.input_per_token  # cheaper than pricing every token at the input rate
+    assert w.cache_miss_dollars == 0.0
+    spent = 100 * 3e-6 + 800 * 0.3e-6 + 100 * 3.75e-6 + 10 * 15e-6
+    assert w.dollar_spent == pytest.approx(spent, abs=1e-9)
+
+
+def test_miss_split_rules():
+    from memstrata.harness.analysis import Answer
+
+    assert miss_split(0, "anthropic", Answer(cache_write_tokens=50)) == (0, 0)
+    assert miss_split(500, "anthropic", Answer(input_tokens=5, cache_read_tokens=10, cache_write_tokens=400)) == (400, 0)
+    assert miss_split(500, "anthropic", Answer(input_tokens=900, cache_read_tokens=0, cache_write_tokens=0)) == (0, 0)
+    assert miss_split(500, "openai", Answer(input_tokens=300, cache_read_tokens=0)) == (0, 300)
+    assert miss_split(500, "openai", Answer()) == (0, 500)  # no usage reported: assume the miss
+
+
+def anthropic_json(usage: dict) -> bytes:
+    return json.dumps({"id": "m", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                       "usage": usage}).encode()
+
+
+def test_compaction_miss_is_subtracted(ws):
+    """A request on which the proxy rewrote 2,000 already-forwarded tokens: the provider
+    wrote them to its cache again (cache write) where they would have been cache reads."""
+    store = ws.store
+    rec = Recorder(ws, None, None, providers=Providers.defaults())
+    try:
+        body = {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "x " * 3000}]}
+        fwd = {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "x " * 1000}]}
+        comp = CompressionResult(body=fwd, reason="compaction", sources=["app/auth/service.py"])
+        comp.mode, comp.conversation, comp.compaction, comp.prefix_invalidated_tokens = "safe", "conv-1", True, 2000
+        before = ledger.count(store)
+        counting = rec.begin(body, comp, "anthropic")
+        usage = {"input_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 2500,
+                 "output_tokens": 5}
+        rec.commit(Finished(time=1000.0, endpoint="anthropic.messages", api="anthropic", provider="anthropic",
+                            model="claude-sonnet-4-6", stream=False, status=200, error=None, body=body,
+                            compression=comp, response=anthropic_json(usage), duration_ms=5.0, session_id=None,
+                            counting=counting))
+        rec.flush()
+    finally:
+        rec.close()
+    (row,) = ledger.entries(store, limit=10_000)[before:]
+    assert (row.mode, row.conversation, row.compaction) == ("safe", "conv-1", True)
+    assert (row.prefix_invalidated_tokens, row.miss_write_tokens, row.miss_input_tokens) == (2000, 2000, 0)
+    assert row.counted and row.tokens_saved == prompt_tokens(body, "anthropic") - prompt_tokens(fwd, "anthropic")
+    w = window(store, 999.0, Providers.defaults(), until=1001.0)  # that one row
+    rate = Providers.defaults().rate("claude-sonnet-4-6", "anthropic")
+    miss = 2000 * (rate.cache_write_per_token - rate.cache_read_per_token)
+    billed = 10 + 0 + 2500
+    # without the proxy's change those 2,000 written tokens would have been cache reads
+    gross = row.tokens_saved * (10 * rate.input_per_token + 2000 * rate.cache_read_per_token
+                                + 500 * rate.cache_write_per_token) / billed
+    assert w.cache_miss_dollars == pytest.approx(miss, abs=1e-6)
+    assert w.dollar_saved_gross == pytest.approx(gross, abs=1e-6)
+    assert w.dollar_saved == pytest.approx(gross - miss, abs=1e-6)
+    assert w.compactions == 1 and w.prefix_invalidated_tokens == 2000
+
+
+def test_row_written_at_completion_before_its_counts(ws):
+    """commit() writes the row at once; counts still pending are filled in afterwards."""
+    store = ws.store
+    rec = Recorder(ws, None, None)
+    try:
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hello there"}]}
+        counting = Counting(body, None, "openai")  # not handed to the thread yet: counts pending
+        before = ledger.count(store)
+        item = Finished(time=2000.0, endpoint="openai.chat", api="openai", provider="openai", model="gpt-4o",
+                        stream=False, status=200, error=None, body=body, compression=None,
+                        response=b'{"choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2}}',
+                        duration_ms=1.0, session_id=None, counting=counting)
+        rec.commit(item)
+        (row,) = ledger.entries(store, limit=10_000)[before:]  # on disk before the thread ran
+        assert not row.counted and row.input_tokens == 9 and row.output_tokens == 2
+        rec.flush()
+    finally:
+        rec.close()
+    (row,) = ledger.entries(store, limit=10_000)[before:]
+    assert row.counted and row.tokens_original == row.tokens_forwarded == count_tokens("hello there")
+    assert ledger.count(store) == before + 1
+
+
+def test_parse_answer_cache_fields():
+    sse = (b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":3,'
+           b'"cache_read_input_tokens":400,"cache_creation_input_tokens":20,"output_tokens":1}}}\n\n'
+           b'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":9}}\n\n')
+    a = parse_answer("anthropic", True, sse)
+    assert (a.input_tokens, a.cache_read_tokens, a.cache_write_tokens, a.output_tokens) == (3, 400, 20, 9)
+    o = parse_answer("openai", False, json.dumps({"choices": [], "usage": {
+        "prompt_tokens": 2000, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 1536}}}).encode())
+    assert (o.input_tokens, o.cache_read_tokens, o.cache_write_tokens, o.output_tokens) == (464, 1536, None, 4)

@@ -1,0 +1,122 @@
+"""One way to name the project on every command, helps that describe, and read-only
+commands that create nothing (issue 14).  The real console script in subprocesses."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from memstrata.harness.argtypes import project_of
+from memstrata.harness.cli import build_parser, parse
+
+from .serve_helpers import copy_project
+
+PROJECT_COMMANDS = {  # command -> (the arguments it needs besides the project, one of its options)
+    "index": ([], ["--json"]), "watch": ([], ["--debounce", "1"]), "status": ([], ["--json"]),
+    "query": (["login"], ["--json"]), "serve": ([], ["--no-watch"]), "mcp": ([], ["--no-watch"]),
+    "savings": ([], ["--json"]),
+}
+
+
+@pytest.mark.parametrize("command", sorted(PROJECT_COMMANDS))
+def test_every_command_takes_a_path_and_project_wins(command):
+    parser = build_parser()
+    extra, option = PROJECT_COMMANDS[command]
+    assert project_of(parse(parser, [command, *extra, "some/dir"])) == "some/dir"
+    assert project_of(parse(parser, [command, *extra, *option, "some/dir"])) == "some/dir"  # after an option too
+    assert project_of(parse(parser, [command, *extra, "--project", "other"])) == "other"
+    assert project_of(parse(parser, [command, *extra, "some/dir", "--project", "other"])) == "other"
+    assert project_of(parse(parser, [command, *extra])) is None
+
+
+@pytest.mark.parametrize("command", sorted(PROJECT_COMMANDS) + ["config"])
+def test_every_command_help_has_a_description(run_cli, command):
+    out = run_cli(command, "--help").stdout
+    usage, _, rest = out.partition("\n\n")
+    description = rest.split("\n\n")[0]
+    assert description and not description.lstrip().startswith(("positional arguments", "options")), out
+
+
+def test_status_help_describes_the_states(run_cli):
+    out = run_cli("status", "--help").stdout
+    assert "ready" in out and "stale" in out and "never indexed" in out
+
+
+@pytest.mark.parametrize("args", [("status",), ("status", "--json"), ("query", "login"), ("query", "login", "--json"),
+                                  ("savings",), ("savings", "--json"), ("savings", "--json", "--detail")])
+def test_read_only_commands_create_nothing(run_cli, tmp_path, args):
+    project = copy_project(tmp_path / "never_indexed")
+    before = sorted(p.relative_to(project) for p in project.rglob("*"))
+    res = run_cli(*args, str(project), check=False)
+    assert "Traceback" not in res.stderr
+    assert not (project / ".memstrata").exists()
+    assert sorted(p.relative_to(project) for p in project.rglob("*")) == before
+    if args[0] == "savings" and "--json" in args:
+        data = json.loads(res.stdout)
+        assert data.get("summary", data)["session_tokens_saved"] == 0
+    else:
+        assert "not indexed yet (run memstrata index)" in res.stdout + res.stderr
+    if args[0] == "query":
+        assert res.returncode == 2 and res.stderr.count("memstrata:") == 1
+    else:
+        assert res.returncode == 0
+
+
+def test_status_json_for_a_never_indexed_folder(run_cli, tmp_path):
+    project = copy_project(tmp_path / "p")
+    st = json.loads(run_cli("status", "--json", "--project", str(project)).stdout)
+    assert st == {"project": str(project), "files_indexed": 0, "last_indexed": None, "index_size_mb": 0.0,
+                  "status": "stale", "message": "not indexed yet (run memstrata index)"}
+
+
+def test_both_forms_name_the_same_project_end_to_end(run_cli, tmp_path):
+    a = copy_project(tmp_path / "a")
+    b = copy_project(tmp_path / "b")
+    run_cli("index", str(a))
+    run_cli("index", "--project", str(b))
+    assert json.loads(run_cli("status", str(a), "--json").stdout)["project"] == str(a)
+    # --project wins over the positional folder
+    assert json.loads(run_cli("status", str(a), "--project", str(b), "--json").stdout)["project"] == str(b)
+    sl = json.loads(run_cli("query", "AuthService.login", str(b), "--json").stdout)
+    assert "app/auth/service.py" in sl["sources"]
+    assert json.loads(run_cli("savings", str(a), "--json").stdout)["cycle_tokens_saved"] == 0
+
+
+def test_mcp_takes_the_positional_folder(tmp_path, cli_env, memstrata_exe):
+    import anyio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    project = copy_project(tmp_path / "m")
+
+    async def probe():
+        params = StdioServerParameters(command=memstrata_exe, args=["mcp", str(project), "--no-watch"], env=cli_env)
+        async with stdio_client(params) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            res = await s.call_tool("index_status", {})
+            return res.structured_content
+
+    st = anyio.run(probe)
+    assert st["project"] == str(project)
+
+
+def test_broken_pipe_is_one_line_and_nonzero(tmp_path, cli_env, memstrata_exe):
+    """``memstrata index --json | head``: the reader goes away before the summary is printed."""
+    project = copy_project(tmp_path / "pipe")
+    proc = subprocess.Popen([memstrata_exe, "index", "--json", str(project)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli_env)
+    proc.stdout.close()  # like `head` exiting at once
+    _, err = proc.communicate(timeout=120)
+    err = err.decode()
+    assert proc.returncode != 0
+    assert err.count("memstrata:") == 1 and "broken pipe" in err and "Traceback" not in err, err
+    # the index itself was written before the summary: it is complete
+    st = json.loads(subprocess.run([memstrata_exe, "status", "--json", str(project)], capture_output=True,
+                                   text=True, env=cli_env, timeout=60).stdout)
+    assert (st["status"], st["files_indexed"]) == ("ready", 10)
+
+
+def test_version_flag():
+    out = subprocess.run([sys.executable, "-m", "memstrata", "--version"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.startswith("memstrata ")

@@ -1,0 +1,191 @@
+"""The dashboard at ``GET /`` of a real ``memstrata serve``, loaded in a real headless Chromium.
+
+Chromium and its driver come from the OS packages (Debian ``chromium`` and
+``chromium-driver``; ``.ci/run`` installs them when missing) and are driven with
+selenium, which is told exactly which binaries to use so nothing is downloaded.
+The screenshot is kept as a test artifact: ``test-artifacts/dashboard.png`` in
+the repository (or ``$MEMSTRATA_TEST_ARTIFACTS``).
+"""
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from tests.stub_provider import ServerThread, StubUpstream
+
+from .serve_helpers import REPO, Serve, cli_env, copy_project
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+ARTIFACTS = Path(os.environ.get("MEMSTRATA_TEST_ARTIFACTS", REPO / "test-artifacts"))
+
+
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e '.[dev]')")
+    from selenium.webdriver.chrome.service import Service
+
+    if not CHROMIUM or not CHROMEDRIVER:
+        pytest.skip("headless Chromium is not installed (Debian: apt-get install chromium chromium-driver; "
+                    ".ci/run does it)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1400,1300", "--no-first-run", "--disable-extensions"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+@pytest.fixture(scope="module")
+def upstream():
+    stub = StubUpstream(record=False, answer="Use AuthService.login: it calls hash_password.", prompt_cache=True)
+    with ServerThread(stub.app) as server:
+        yield server.url
+
+
+@pytest.fixture
+def serve(tmp_path, memstrata_home, upstream):
+    project = copy_project(tmp_path / "shop")
+    with Serve(project, cli_env(memstrata_home), "--openai-upstream", upstream + "/v1", "--anthropic-upstream",
+               upstream, "--min-tokens", "50", "--no-watch") as s:
+        s.project = project
+        yield s
+
+
+def traffic(serve, n_openai: int = 3, n_anthropic: int = 2) -> None:
+    project = serve.project
+    code = (project / "app/auth/service.py").read_text() + "\n" + (project / "app/reports.py").read_text()
+    client = openai.OpenAI(base_url=serve.url + "/v1", api_key="k", max_retries=0)
+    for _ in range(n_openai):
+        client.chat.completions.create(model="gpt-4o", messages=[
+            {"role": "user", "content": f"```python\n{code}\n```\nWhat does AuthService.logout do?"}])
+    aclient = anthropic.Anthropic(base_url=serve.url + "/anthropic", api_key="k", max_retries=0)
+    notes = " ".join(f"note{i}" for i in range(6000))
+    for i in range(n_anthropic):
+        aclient.messages.create(model="claude-sonnet-4-6", max_tokens=50, messages=[{"role": "user", "content": [
+            {"type": "text", "text": notes, "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": f"```python\n{code}\n```\nquestion {i}: where does AuthService.login "
+                                     f"check the password?"}]}])
+
+
+def wait_for(driver, condition, timeout=30, message="the page"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = driver.execute_script(condition)
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail(f"timed out waiting for {message}")
+
+
+SNAPSHOT = """
+const out = {fields: {}, tables: {}};
+for (const el of document.querySelectorAll("[id]")) {
+  if (el.dataset.value !== undefined) out.fields[el.id] = {value: el.dataset.value, text: el.textContent};
+}
+out.fields["idx-languages"] = {text: document.getElementById("idx-languages").textContent};
+for (const id of ["recent", "top-files"]) {
+  out.tables[id] = [...document.querySelectorAll("#" + id + " tbody tr")].map(
+      (tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent));
+}
+out.bars = document.querySelectorAll("#chart rect").length;
+out.legend = document.getElementById("legend").textContent;
+out.loaded = document.body.dataset.loaded;
+return out;
+"""
+
+
+def snapshot(driver) -> dict:
+    """Everything the page shows, read in one script run (the page redraws every 2 s)."""
+    return driver.execute_script(SNAPSHOT)
+
+
+def number(text: str) -> int:
+    return int(re.sub(r"[^\d]", "", text.split()[0]))
+
+
+def test_dashboard_shows_what_status_says(serve):
+    traffic(serve)
+    driver = browser()
+    try:
+        driver.get(serve.url + "/")
+        wait_for(driver, "return Number(document.body.dataset.loaded || 0) >= 1", message="the first refresh")
+        # /status now, with no traffic in between: the page must show the same figures
+        driver.execute_script("window.__before = document.body.dataset.loaded")
+        wait_for(driver, "return document.body.dataset.loaded !== window.__before", message="a second refresh")
+        page = snapshot(driver)
+        st = serve.status()
+        s, c = st["session"], st["cycle"]
+        f = page["fields"]
+
+        def shows(element_id: str, expected) -> None:
+            assert int(f[element_id]["value"]) == number(f[element_id]["text"]) == expected, element_id
+
+        assert f["idx-status"]["value"] == st["status"] == "ready"
+        shows("idx-files", st["files_indexed"])
+        shows("idx-symbols", st["symbols"])
+        assert "python 10" in f["idx-languages"]["text"]
+        assert f["idx-last"]["value"] == st["last_indexed"]
+        shows("s-tokens-saved", s["tokens_saved"])
+        assert s["tokens_saved"] > 0
+        shows("s-requests", s["requests"])
+        assert s["requests"] == 5
+        shows("s-compressed", s["compressed_requests"])
+        shows("s-cache-read", s["cache_read_tokens"])
+        assert s["cache_read_tokens"] > 0
+        assert float(f["s-dollar-saved"]["value"]) == pytest.approx(s["dollar_saved"])
+        assert float(f["s-cache-miss"]["value"]) == pytest.approx(s["cache_miss_dollars"])
+        shows("c-tokens-saved", c["tokens_saved"])
+        shows("c-requests", c["requests"])
+        assert float(f["c-dollar-saved"]["value"]) == pytest.approx(c["dollar_saved"])
+        assert st["savings"]["session_tokens_saved"] == s["tokens_saved"]
+        # the last requests, newest first, and the files sent most often
+        rows = page["tables"]["recent"]
+        assert [r[1] for r in rows] == ["claude-sonnet-4-6"] * 2 + ["gpt-4o"] * 3
+        assert all(r[5] == "200" for r in rows)
+        assert all(number(r[2]) > number(r[3]) for r in rows)  # tokens before > after: compressed
+        assert number(rows[0][4]) > 0  # the provider's cache hit on the repeated prefix
+        assert "app/auth/service.py" in [r[0] for r in page["tables"]["top-files"]]
+        # the chart: today's bar per model, one colour per model in the legend
+        assert page["bars"] == 2
+        assert "gpt-4o" in page["legend"] and "claude-sonnet-4-6" in page["legend"]
+        driver.find_element("id", "show-dollars").click()
+        assert snapshot(driver)["bars"] == 2
+        driver.find_element("id", "show-tokens").click()
+
+        # live: a new request shows up without a reload
+        traffic(serve, n_openai=1, n_anthropic=0)
+        wait_for(driver, "return document.getElementById('s-requests').dataset.value === '6'", timeout=30,
+                 message="the page to show the new request")
+        assert len(snapshot(driver)["tables"]["recent"]) == 6
+
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / "dashboard.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert severe == [], severe  # no script error, nothing blocked by the page's policy
+    finally:
+        driver.quit()
+
+
+def test_dashboard_is_one_local_page_behind_the_guard(serve):
+    r = httpx.get(serve.url + "/")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    html = r.text
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # no CDN, nothing fetched from elsewhere
+    assert "<script src" not in html and "<link rel=\"stylesheet\"" not in html
+    csp = r.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "connect-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert httpx.get(serve.url + "/", headers={"host": "evil.example"}).status_code == 421
+    assert httpx.get(serve.url + "/api/dashboard", headers={"host": "rebind.example:80"}).status_code == 421
+    assert httpx.get(serve.url + "/api/dashboard", headers={"origin": "https://evil.example"}).status_code == 403
+    assert httpx.get(serve.url + "/", headers={"host": "localhost:1"}).status_code == 200
+    data = httpx.get(serve.url + "/api/dashboard").json()
+    assert set(data) >= {"days", "daily", "recent", "top_files"} and len(data["days"]) == 30
