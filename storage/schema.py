@@ -233,6 +233,7 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (branch, space, sequence)
     ) WITHOUT ROWID;
     CREATE INDEX strata_events_type ON strata_events(branch, space, event_type, sequence);
+    """,
     # 5: ledger accounting (storage/ledger.py): the provider's cache usage, what the
     # proxy's compression did to the forwarded prefix, rows written before their
     # token counts (crash safety), and sessions that record how they ended.
