@@ -9,11 +9,13 @@ A per-instance lock makes one ``Store`` safe to share between threads.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -31,9 +33,8 @@ class Store:
         self._lock = threading.RLock()
         try:
             if readonly:
-                uri = f"file:{self.path}?mode=ro"
                 self._conn = sqlite3.connect(
-                    uri, uri=True, check_same_thread=False, isolation_level=None,
+                    readonly_uri(self.path), uri=True, check_same_thread=False, isolation_level=None,
                     timeout=BUSY_TIMEOUT_MS / 1000,
                 )
             else:
@@ -184,6 +185,20 @@ class Store:
     def integrity_ok(self) -> bool:
         with self._lock:
             return self._conn.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+
+
+def readonly_uri(path: str | Path) -> str:
+    """A ``file:`` URI opening ``path`` read-only, whatever characters it holds.
+
+    SQLite decodes %XX escapes in a URI and treats ``?`` and ``#`` as the start
+    of the query and fragment, so an unquoted path such as ``a%2f..%2fb`` would
+    open another file, and one containing ``?`` or ``#`` would lose
+    ``mode=ro`` (and create a stray database where the path was cut).  The
+    empty authority (``file://`` + an absolute path) keeps a path that begins
+    with ``//`` from being read as a host name.
+    """
+    absolute = os.fsencode(Path(path).absolute())
+    return f"file://{quote(absolute, safe='/')}?mode=ro"
 
 
 def _split_sql(script: str) -> list[str]:

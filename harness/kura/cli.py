@@ -143,9 +143,17 @@ def cmd_add(home: Home, args) -> int:
     if root is None:
         print(f'added "{name}": drop files into {home.inbox(name)}')
     else:
-        skipped = f", {len(report.skipped)} skipped" if report.skipped else ""
-        print(f'added "{name}": {root} ({stats.sources} files, {stats.chunks} chunks{skipped})')
+        print(f'added "{name}": {root} ({stats.sources} files, {stats.chunks} chunks'
+              f'{skipped_suffix(report.skipped_counts())})')
     return 0
+
+
+def skipped_suffix(counts: dict[str, int]) -> str:
+    """``", 3 skipped (2 excluded_dir, 1 symlink_outside_project)"``, or "" when nothing was."""
+    total = sum(counts.values())
+    if not total:
+        return ""
+    return f", {total} skipped (" + ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items())) + ")"
 
 
 def cmd_list(home: Home, _args) -> int:
@@ -166,7 +174,8 @@ def cmd_list(home: Home, _args) -> int:
         rows = [_offline_status(home, e) for e in entries]
     for row in rows:
         if row.get("loaded") or "sources" in row:
-            detail = f"{row['sources']} files, {row['chunks']} chunks  {row.get('root', '')}"
+            detail = (f"{row['sources']} files, {row['chunks']} chunks{skipped_suffix(row.get('skipped') or {})}"
+                      f"  {row.get('root', '')}")
         else:
             detail = f"not loaded: {row.get('problem', 'unknown')}"
         print(f"{row['db']}\t{row['createAt']}\t{detail}")
@@ -182,14 +191,18 @@ def _offline_status(home: Home, entry: Entry) -> dict:
     from .library import database_root
 
     row: dict = entry.as_dict()
-    path = home.db_path(entry.db)
+    try:
+        path = home.db_path(entry.db)
+    except KuraError as exc:  # a registry entry edited by hand
+        row["problem"] = str(exc)
+        return row
     if not path.exists():
         row["problem"] = f"{path} is missing"
         return row
     try:
         with Store(path, readonly=True) as store:
             st = kura_store.stats(store)
-            row.update(sources=st.sources, chunks=st.chunks,
+            row.update(sources=st.sources, chunks=st.chunks, skipped=kura_store.get_skipped(store),
                        root=str(database_root(home, entry.db, store)))
     except Exception as exc:  # noqa: BLE001
         row["problem"] = str(exc)
