@@ -52,7 +52,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     # Imported here so that other commands do not pay for the SDK.
     import anyio
 
-    from memstrata.mcp_server import IndexWarmup, build_server
+    from memstrata.mcp_server import IndexWarmup, build_server, serve_stdio
 
     started = time.time()
     _unbuffered_stdout()
@@ -71,7 +71,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     server = build_server(ws, savings=lambda: savings_summary(ws, since=started), warmup=warmup)
     log.info("serving MCP over stdio for %s", ws.root)
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
     finally:
         ws.stop_watching()
         # A catch-up still running owns the store; the process exit ends it

@@ -11,16 +11,22 @@ Public face:
   one server: mount ``.routes`` and enter ``.lifespan()`` once in the host app's
   lifespan.  :func:`mcp_http_app` wraps that into a standalone Starlette app.
 
-Stdio serving is ``anyio.run(server.run_stdio_async)`` (``memstrata mcp`` in
-:mod:`harness.cmd_mcp` adds logging and stdout hygiene around it).
+- :func:`serve_stdio` — serves any of the project's servers over stdin/stdout:
+  ``anyio.run(serve_stdio, server)``.  Unlike the SDK's own stdio transport it
+  answers malformed input with JSON-RPC errors and, at end of input, answers
+  every request already read before it returns.
+- :class:`PlainMCPServer` — the ``MCPServer`` every server here is built on:
+  tool arguments the SDK rejects are told in one plain sentence.
 """
 
+from .arguments import PlainMCPServer
 from .http import MCPHttp, mcp_http_app, transport_security
 from .server import TOOL_NAMES, build_server
+from .stdio import serve_stdio
 from .tools import SavingsProvider
 from .warmup import IndexWarmup
 
 __all__ = [
     "build_server", "TOOL_NAMES", "SavingsProvider",
-    "IndexWarmup", "MCPHttp", "mcp_http_app", "transport_security",
+    "IndexWarmup", "MCPHttp", "mcp_http_app", "transport_security", "serve_stdio", "PlainMCPServer",
 ]

@@ -21,8 +21,8 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memstrata.mcp_server.kura import DatabaseUnavailable, InvalidArgument, KuraSearch, KuraStreamableHttp, \
-    build_kura_server
+from memstrata.mcp_server.http import MCPHttp
+from memstrata.mcp_server.kura import DatabaseUnavailable, InvalidArgument, KuraSearch, build_kura_server
 from memstrata.storage import kura_store
 
 from .library import Library
@@ -76,7 +76,7 @@ def build_app(library: Library, *, remote: bool, version: str,
               on_started: Callable[[], None] = lambda: None,
               on_stopping: Callable[[], None] = lambda: None) -> FastAPI:
     search = KuraSearch(library)
-    mcp_http = KuraStreamableHttp(build_kura_server(search, version=version)) if remote else None
+    mcp_http = MCPHttp(build_kura_server(search, version=version)) if remote else None
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

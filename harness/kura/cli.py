@@ -22,7 +22,7 @@ kura edit <old> <new>       rename a database
 kura stop                   stop the daemon
 kura port set <1-65535>     pin the daemon's port (restarts a running daemon)
 kura port clear             go back to a random free port (restarts a running daemon)
-kura remote enable|disable  serve MCP over Streamable HTTP at <address>/mcp (restarts a running daemon)
+kura remote enable|disable  serve MCP over HTTP at <address>/mcp (restarts a running daemon)
 kura mcp                    run the MCP server over stdio (for MCP clients)
 kura help                   show this help
 
@@ -99,7 +99,7 @@ def cmd_start(home: Home, _args=None) -> int:
     state = "started" if started.started else "running"
     print(f"kura {state} at {started.url}")
     if home.remote():
-        print(f"MCP (Streamable HTTP) at {started.url}/mcp")
+        print(f"MCP at {started.url}/mcp (Streamable HTTP; SSE clients: {started.url}/sse)")
     return 0
 
 
@@ -308,6 +308,7 @@ def cmd_mcp(home: Home) -> int:
     import anyio
 
     from memstrata.mcp_server.kura import KuraSearch, build_kura_server
+    from memstrata.mcp_server.stdio import serve_stdio
 
     from .library import Library
 
@@ -315,7 +316,7 @@ def cmd_mcp(home: Home) -> int:
     library.reload()  # a database that cannot be opened is logged to stderr and skipped
     server = build_kura_server(KuraSearch(library), version=__version__)
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
     finally:
         library.close()
     return 0
