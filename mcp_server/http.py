@@ -68,7 +68,6 @@ class MCPHttp:
         pairs = [(self.path, self.message_path)]
         if sse_paths is not None:
             pairs.append(("/" + sse_paths[0].strip("/"), "/" + sse_paths[1].strip("/") + "/"))
-        self.urls: list[str] = [self.path, self.message_path]
         # Plain routes, not a Mount: the sub-apps see the path unchanged and
         # POST /mcp is served as is (a Mount would redirect it to /mcp/).
         self.routes = [Route(self.path, endpoint=self, methods=["GET", "POST", "DELETE"])]
@@ -77,10 +76,7 @@ class MCPHttp:
             self._sse[get_path] = (post_path, app)
             if get_path != self.path:
                 self.routes.append(Route(get_path, endpoint=self, methods=["GET"]))
-                self.urls.append(get_path)
             self.routes.append(Route(post_path, endpoint=self, methods=["POST"]))
-            if post_path not in self.urls:
-                self.urls.append(post_path)
 
     @contextlib.asynccontextmanager
     async def lifespan(self, _app: Any = None) -> AsyncIterator[None]:

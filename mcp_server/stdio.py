@@ -174,6 +174,11 @@ class StdioFront:
         self._drained: anyio.Event | None = None
         self._write_lock = anyio.Lock()
         self._broken = False
+        # Own worker threads for the blocking pipe reads and writes, so that a
+        # burst of tool calls on the SDK's shared thread pool can never starve
+        # the wire.
+        self._read_thread = anyio.CapacityLimiter(1)
+        self._write_thread = anyio.CapacityLimiter(1)
 
     async def run(self) -> None:
         lowlevel = getattr(self.server, "_lowlevel_server", None)
@@ -194,7 +199,7 @@ class StdioFront:
     async def _read_requests(self, to_sdk: anyio.abc.ObjectSendStream) -> None:
         while not self._broken:
             line = await anyio.to_thread.run_sync(self.stdin.readline, self.max_message_bytes + 1,
-                                                  abandon_on_cancel=True)
+                                                  abandon_on_cancel=True, limiter=self._read_thread)
             if not line:
                 return  # end of input
             if len(line) > self.max_message_bytes and not line.endswith(b"\n"):
@@ -227,7 +232,7 @@ class StdioFront:
     async def _skip_rest_of_line(self) -> None:
         while True:
             chunk = await anyio.to_thread.run_sync(self.stdin.readline, self.max_message_bytes,
-                                                   abandon_on_cancel=True)
+                                                   abandon_on_cancel=True, limiter=self._read_thread)
             if not chunk or chunk.endswith(b"\n"):
                 return
 
@@ -272,7 +277,8 @@ class StdioFront:
             return  # the client is gone; keep consuming so the SDK never blocks
         async with self._write_lock:
             try:
-                await anyio.to_thread.run_sync(self._write_all, data + b"\n", abandon_on_cancel=True)
+                await anyio.to_thread.run_sync(self._write_all, data + b"\n", abandon_on_cancel=True,
+                                               limiter=self._write_thread)
             except OSError as exc:  # EPIPE: the client closed its end
                 log.info("stdout closed (%s); ending the session", exc.strerror or exc)
                 self._broken = True

@@ -61,3 +61,14 @@ def test_wrong_argument_types_get_one_sentence(server: RawServer):
         assert result["isError"] and text.startswith(sentence), (ident, text)
         assert "\n" not in text and "pydantic" not in text and "validation error" not in text, text
     assert json.loads(server.raw_lines[-1])  # the wire stayed clean JSON
+
+
+def test_oversized_line_is_refused_and_skipped(server: RawServer):
+    server.send(INIT)
+    server.replies_until(0)
+    huge = b'{"jsonrpc": "2.0", "id": "huge", "method": "tools/call", "params": {"name": "context_query", ' \
+           b'"arguments": {"query": "' + b"x" * (5 * 1024 * 1024) + b'"}}}'
+    server.send(huge, {"jsonrpc": "2.0", "id": "after", "method": "ping"})
+    replies = server.replies_until("after")
+    assert [(r["id"], r["error"]["code"]) for r in replies if "error" in r] == [(None, -32600)]
+    assert "larger than 4 MiB" in replies[0]["error"]["message"]
