@@ -3,7 +3,8 @@
 stdout carries the protocol and nothing else: logging goes to stderr (set up
 by the CLI before the SDK is imported), the index progress too, and Python's
 ``sys.stdout`` is made unbuffered so that a stray ``print`` while serving lands
-on the SDK's stderr diversion at once instead of reaching the wire at exit.
+on the stdio front's stderr diversion (:func:`mcp_server.serve_stdio`) at once
+instead of reaching the wire at exit.
 """
 
 from __future__ import annotations

@@ -7,10 +7,10 @@ Public face:
   ``savings`` is a zero-argument callable returning the seven savings fields.
 - :class:`IndexWarmup` — catch-up index + graph load + watcher on a background
   thread, so the server answers at once; pass it to ``build_server``.
-- :class:`MCPHttp` — SSE (``GET /mcp``) and Streamable HTTP (``POST /mcp``) for
-  one server: mount ``.routes`` and enter ``.lifespan()`` once in the host app's
-  lifespan.  :func:`mcp_http_app` wraps that into a standalone Starlette app.
-
+- :class:`MCPHttp` — SSE (``GET /mcp``, and ``GET /sse`` + ``POST /messages/``)
+  and Streamable HTTP (``POST /mcp``) for one server: mount ``.routes`` and
+  enter ``.lifespan()`` once in the host app's lifespan.  :func:`mcp_http_app`
+  wraps that into a standalone Starlette app.
 - :func:`serve_stdio` — serves any of the project's servers over stdin/stdout:
   ``anyio.run(serve_stdio, server)``.  Unlike the SDK's own stdio transport it
   answers malformed input with JSON-RPC errors and, at end of input, answers
