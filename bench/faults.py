@@ -34,10 +34,11 @@ Faults:
   session's ledger does not hold.  The notes say how many killed sessions
   the next start marked as ended.
 * **Malformed JSON-RPC** (``--messages`` per server): each MCP server of the
-  project (:data:`MCP_SERVERS`; a console script that is not installed is
-  skipped) gets that many malformed lines (bad UTF-8, bad JSON, wrong
-  ``jsonrpc``, bad ids, bad params, batches, unknown methods, missing tool
-  arguments) between ``initialize`` and a ``ping``.  A message counts as
+  project (:data:`MCP_SERVERS`; one whose console script is not installed
+  beside the interpreter running the bench is skipped) gets that many
+  malformed lines (bad UTF-8, bad JSON, wrong ``jsonrpc``, bad ids, bad
+  params, batches, unknown methods, missing tool arguments) between
+  ``initialize`` and a ``ping``.  A message counts as
   answered when the reply JSON-RPC 2.0 requires for it came back (an error
   with its id, or with id null where no id can be read; for tool calls, a
   result with ``isError``).  Survived: every message answered and the
@@ -109,8 +110,10 @@ MCP_SERVERS = [
 
 
 def console_script(name: str) -> str | None:
+    """The script installed beside this interpreter (this checkout's environment), if any;
+    never one found on PATH, which may belong to another installation."""
     beside = Path(sys.executable).with_name(name)
-    return str(beside) if beside.exists() else shutil.which(name)
+    return str(beside) if beside.exists() else None
 
 
 # -- bookkeeping ---------------------------------------------------------------------------
@@ -884,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
 
     memstrata = console_script("memstrata")
     if memstrata is None:
-        raise SystemExit("memstrata is not installed beside this interpreter")
+        raise SystemExit("memstrata is not installed beside this interpreter (pip install -e .)")
     scratch = args.scratch.resolve()
     if scratch == REPO or REPO in scratch.parents:
         raise SystemExit("--scratch must be outside the repository")
