@@ -3,7 +3,8 @@
 stdout carries the protocol and nothing else: logging goes to stderr (set up
 by the CLI before the SDK is imported), the index progress too, and Python's
 ``sys.stdout`` is made unbuffered so that a stray ``print`` while serving lands
-on the SDK's stderr diversion at once instead of reaching the wire at exit.
+on the stdio front's stderr diversion (:func:`mcp_server.serve_stdio`) at once
+instead of reaching the wire at exit.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     # Imported here so that other commands do not pay for the SDK.
     import anyio
 
-    from memstrata.mcp_server import IndexWarmup, build_server
+    from memstrata.mcp_server import IndexWarmup, build_server, serve_stdio
 
     _unbuffered_stdout()
     # Clients stop servers with SIGTERM: unwind like Ctrl-C so the watcher stops
@@ -70,7 +71,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     server = build_server(ws, savings=lambda: savings_summary(ws), warmup=warmup)
     log.info("serving MCP over stdio for %s", ws.root)
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
     finally:
         ws.stop_watching()
         # A catch-up still running owns the store; the process exit ends it

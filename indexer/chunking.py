@@ -2,7 +2,9 @@
 
 - Which files: every regular file under the folder except hidden ones,
   vendored/generated directories, ``.gitignore``d paths, known binary
-  extensions, and files whose first 8 KiB hold a NUL byte or invalid UTF-8.
+  extensions, symlinks that lead outside the folder, and files whose first
+  8 KiB hold a NUL byte or invalid UTF-8.  Each one left out is reported
+  with its reason, as MemStrata's scanner does.
 - Prose (Markdown, plain text, anything unrecognised): one chunk per
   paragraph, paragraphs separated by blank lines; a Markdown heading joins
   the paragraph under it, a fenced code block is never cut at its blank
@@ -25,13 +27,13 @@ import codecs
 import csv
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from .languages import language_for_path
 from .parse import parse_source
-from .scan import EXCLUDED, IGNORED, PathFilter, is_excluded_dir
+from .scan import EXCLUDED, IGNORED, OUTSIDE, UNREADABLE, PathFilter, is_excluded_dir
 
 MAX_PROSE_CHARS = 1500
 MAX_CODE_CHARS = 4000
@@ -103,9 +105,16 @@ class DocumentFilter(PathFilter):
             return IGNORED
         return None
 
-    def dir_excluded(self, rel_dir: str) -> bool:
+    def dir_excluded_reason(self, rel_dir: str) -> str | None:
         name = rel_dir.rsplit("/", 1)[-1]
-        return name.startswith(".") or is_excluded_dir(name) or self._ignored(rel_dir, is_dir=True)
+        if name.startswith("."):
+            return HIDDEN
+        if is_excluded_dir(name):
+            return EXCLUDED
+        return IGNORED if self._ignored(rel_dir, is_dir=True) else None
+
+    def dir_excluded(self, rel_dir: str) -> bool:
+        return self.dir_excluded_reason(rel_dir) is not None
 
 
 def _extension(name: str) -> str:
@@ -113,31 +122,62 @@ def _extension(name: str) -> str:
     return name[dot + 1:].lower() if dot > 0 else ""
 
 
-def walk_documents(root: Path, flt: DocumentFilter | None = None) -> Iterator[Document]:
-    """Every document under ``root`` (never following directory symlinks)."""
+OnSkip = Callable[[str, str], None]
+"""Called with (relative path, reason) for each entry a walk leaves out; folders end with "/"."""
+
+
+def walk_documents(root: Path, flt: DocumentFilter | None = None,
+                   on_skip: OnSkip | None = None) -> Iterator[Document]:
+    """Every document under ``root``: directory symlinks are never followed,
+    file symlinks only when they lead to a file inside ``root``."""
     root = root.resolve()
     flt = flt or DocumentFilter(root)
+    skip = on_skip or (lambda _rel, _reason: None)
     stack = [""]
     while stack:
         rel_dir = stack.pop()
         try:
             entries = sorted(os.scandir(root / rel_dir if rel_dir else root), key=lambda e: e.name)
         except OSError:
+            skip(f"{rel_dir}/" if rel_dir else "./", UNREADABLE)
             continue
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    if not flt.dir_excluded(rel):
+                    reason = flt.dir_excluded_reason(rel)
+                    if reason is None:
                         stack.append(rel)
+                    else:
+                        skip(rel + "/", reason)
                     continue
-                if flt.excluded_reason(rel) is not None:
+                reason = flt.excluded_reason(rel)
+                if reason is None and entry.is_symlink() and not is_inside(root, rel):
+                    reason = OUTSIDE
+                if reason is not None:
+                    skip(rel, reason)
                     continue
-                st = entry.stat()  # follows a file symlink
+                st = entry.stat()  # follows a file symlink (to a target inside root)
+                regular = entry.is_file()
             except OSError:
+                skip(rel, UNREADABLE)
                 continue
-            if entry.is_file():
+            if regular:
                 yield Document(rel, st.st_size, st.st_mtime_ns)
+
+
+def is_inside(root: Path, rel: str) -> bool:
+    """Whether ``root/rel``, every symlink on the way resolved, stays inside ``root`` (resolved)."""
+    real = os.path.realpath(root / rel)
+    base = str(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def stat_document(root: Path, rel: str) -> os.stat_result:
+    """The stat of one document; SkipDocument when it resolves outside ``root``."""
+    if not is_inside(root, rel):
+        raise SkipDocument(OUTSIDE)
+    return os.stat(root / rel)
 
 
 def decode_document(data: bytes) -> str:
@@ -338,18 +378,18 @@ def _gap(lines: list[str], start: int, end: int, out: list[str]) -> None:
 
 
 def read_document(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_DOC_BYTES) -> tuple[bytes, os.stat_result]:
-    """The bytes and stat of one document; SkipDocument when it is too large."""
-    full = root / rel
-    st = os.stat(full)
+    """The bytes and stat of one document; SkipDocument when it is too large
+    or resolves outside ``root``."""
+    st = stat_document(root, rel)
     if st.st_size > max_bytes:
         raise SkipDocument(TOO_LARGE)
-    with open(full, "rb") as fh:
+    with open(root / rel, "rb") as fh:
         return fh.read(), st
 
 
 __all__ = [
     "Document", "Chunked", "DocumentFilter", "SkipDocument", "walk_documents", "decode_document",
-    "read_document", "chunk_document", "prose_chunks", "table_chunks", "code_chunks", "paragraphs",
+    "read_document", "stat_document", "is_inside", "OnSkip", "chunk_document", "prose_chunks", "table_chunks", "code_chunks", "paragraphs",
     "split_long", "MAX_PROSE_CHARS", "MAX_CODE_CHARS", "BINARY", "HIDDEN", "TOO_LARGE",
     "BINARY_EXTENSIONS",
 ]

@@ -7,12 +7,16 @@ Public face:
   ``savings`` is a zero-argument callable returning the seven savings fields.
 - :class:`IndexWarmup` — catch-up index + graph load + watcher on a background
   thread, so the server answers at once; pass it to ``build_server``.
-- :class:`MCPHttp` — SSE (``GET /mcp``) and Streamable HTTP (``POST /mcp``) for
-  one server: mount ``.routes`` and enter ``.lifespan()`` once in the host app's
-  lifespan.  :func:`mcp_http_app` wraps that into a standalone Starlette app.
-
-Stdio serving is ``anyio.run(server.run_stdio_async)`` (``memstrata mcp`` in
-:mod:`harness.cmd_mcp` adds logging and stdout hygiene around it).
+- :class:`MCPHttp` — SSE (``GET /mcp``, and ``GET /sse`` + ``POST /messages/``)
+  and Streamable HTTP (``POST /mcp``) for one server: mount ``.routes`` and
+  enter ``.lifespan()`` once in the host app's lifespan.  :func:`mcp_http_app`
+  wraps that into a standalone Starlette app.
+- :func:`serve_stdio` — serves any of the project's servers over stdin/stdout:
+  ``anyio.run(serve_stdio, server)``.  Unlike the SDK's own stdio transport it
+  answers malformed input with JSON-RPC errors and, at end of input, answers
+  every request already read before it returns.
+- :class:`PlainMCPServer` — the ``MCPServer`` every server here is built on:
+  tool arguments the SDK rejects are told in one plain sentence.
 """
 
 import importlib
@@ -23,6 +27,7 @@ _EXPORTS = {
     "MCPHttp": ".http", "mcp_http_app": ".http", "transport_security": ".http",
     "TOOL_NAMES": ".server", "build_server": ".server",
     "SavingsProvider": ".tools", "IndexWarmup": ".warmup",
+    "PlainMCPServer": ".arguments", "serve_stdio": ".stdio",
 }
 
 
@@ -34,5 +39,5 @@ def __getattr__(name: str):
 
 __all__ = [
     "build_server", "TOOL_NAMES", "SavingsProvider",
-    "IndexWarmup", "MCPHttp", "mcp_http_app", "transport_security",
+    "IndexWarmup", "MCPHttp", "mcp_http_app", "transport_security", "serve_stdio", "PlainMCPServer",
 ]

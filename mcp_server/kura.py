@@ -1,8 +1,9 @@
 """The Kura-compatible MCP server (``kuradb``): ``list_rag`` and ``search_rag``.
 
-One definition serves both transports (stdio for ``kura mcp``, Streamable
-HTTP at ``/mcp`` inside the Kura daemon), and the daemon's HTTP API calls the
-same :class:`KuraSearch`, so a search answers identically everywhere.
+One definition serves every transport (stdio for ``kura mcp``; Streamable
+HTTP and SSE inside the Kura daemon, mounted with :class:`~mcp_server.http.MCPHttp`),
+and the daemon's HTTP API calls the same :class:`KuraSearch`, so a search
+answers identically everywhere.
 
 Which databases exist and how they are opened is the host's business: it
 passes a :class:`KuraCatalog` (the daemon's live set of watched databases, or
@@ -11,22 +12,19 @@ the stdio process's read-only set).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import sqlite3
-from collections.abc import AsyncIterator
 from typing import Annotated, Any, Protocol
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import WithJsonSchema
-from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from pydantic import Field, WithJsonSchema
 
 from memstrata.storage import Store
 from memstrata.storage import kura_store
+
+from .arguments import PlainMCPServer
 
 SERVER_NAME = "kuradb"
 DEFAULT_LIMIT = 10
@@ -158,13 +156,15 @@ def group_hits(hits: list[kura_store.Hit]) -> dict[str, Any]:
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                              open_world_hint=False)
-# Arguments are advertised with their documented types but accepted as
-# anything, so a wrong value gets one plain sentence (or, for limit, the
-# documented fallback) instead of the SDK's pydantic dump.
-DbArg = Annotated[Any, WithJsonSchema({"type": "string", "description": "Database name (see list_rag)."})]
-QArg = Annotated[Any, WithJsonSchema({"type": "string", "description": "Space-separated keywords."})]
+# db and q are plain strings: the SDK then passes "2024" through as typed
+# (for other annotations it JSON-decodes string arguments first), and a
+# missing or non-string value is worded by PlainMCPServer in Kura's style.
+# limit and mode are accepted as anything, so a bad value gets the documented
+# fallback or Kura's own sentence.  Defaults are the documented ones, so the
+# schema never says "default": null.
+DbArg = Annotated[str, Field(description="Database name (see list_rag).")]
+QArg = Annotated[str, Field(description="Space-separated keywords.")]
 LimitArg = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
-                                          "default": DEFAULT_LIMIT,
                                           "description": "Most matches to return (1-100, default 10)."})]
 ModeArg = Annotated[Any, WithJsonSchema({"type": "string", "enum": list(MODES),
                                          "description": "Search mode; only \"keyword\"."})]
@@ -182,13 +182,14 @@ def _error(message: str) -> CallToolResult:
 def build_kura_server(search: KuraSearch, *, version: str = "") -> MCPServer:
     """An ``MCPServer`` named ``kuradb`` answering from ``search``.  Configure
     logging before calling this (the SDK configures it otherwise)."""
-    server = MCPServer(SERVER_NAME, version=version, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = PlainMCPServer(SERVER_NAME, version=version, instructions=INSTRUCTIONS, log_level="WARNING",
+                            argument_prefix="invalid argument: ")
 
     def list_rag() -> dict[str, Any]:
         return _result(search.list_rag())  # type: ignore[return-value]
 
-    def search_rag(db: DbArg = None, q: QArg = None, limit: LimitArg = None,
-                   mode: ModeArg = None) -> dict[str, Any]:
+    def search_rag(db: DbArg, q: QArg, limit: LimitArg = DEFAULT_LIMIT,
+                   mode: ModeArg = MODES[0]) -> dict[str, Any]:
         try:
             return _result(search.search_rag(db, q, limit, mode))  # type: ignore[return-value]
         except InvalidArgument as exc:
@@ -199,40 +200,7 @@ def build_kura_server(search: KuraSearch, *, version: str = "") -> MCPServer:
     return server
 
 
-def loopback_security() -> TransportSecuritySettings:
-    """DNS-rebinding protection on: only loopback Host/Origin values pass."""
-    names = ("127.0.0.1", "localhost", "[::1]")
-    hosts = [h for n in names for h in (n, f"{n}:*")]
-    origins = [o for n in names for s in ("http", "https") for o in (f"{s}://{n}", f"{s}://{n}:*")]
-    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
-                                     allowed_hosts=hosts, allowed_origins=origins)
-
-
-class KuraStreamableHttp:
-    """Streamable HTTP for one ``kuradb`` server at exactly ``path``.
-
-    Mount :attr:`routes` in the host app and enter :meth:`lifespan` once in
-    the host's lifespan (a mounted app's own lifespan never runs).
-    """
-
-    def __init__(self, server: MCPServer, path: str = "/mcp"):
-        self.path = path
-        self._app = server.streamable_http_app(streamable_http_path=path,
-                                               transport_security=loopback_security())
-        self._manager = server.session_manager
-        # A plain Route (not a Mount): POST /mcp is served without a redirect.
-        self.routes = [Route(path, endpoint=self, methods=["GET", "POST", "DELETE"])]
-
-    @contextlib.asynccontextmanager
-    async def lifespan(self) -> AsyncIterator[None]:
-        async with self._manager.run():
-            yield
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self._app(scope, receive, send)
-
-
 __all__ = [
     "SERVER_NAME", "INSTRUCTIONS", "InvalidArgument", "DatabaseUnavailable", "KuraCatalog", "KuraSearch", "build_kura_server",
-    "KuraStreamableHttp", "parse_limit", "parse_mode", "group_hits", "DEFAULT_LIMIT", "MAX_LIMIT",
+    "parse_limit", "parse_mode", "group_hits", "DEFAULT_LIMIT", "MAX_LIMIT",
 ]

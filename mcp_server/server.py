@@ -14,6 +14,7 @@ from memstrata import __version__
 from memstrata.indexer.workspace import Workspace
 
 from . import texts
+from .arguments import PlainMCPServer
 from .schemas import ContextQueryResult, IndexStatusResult, SavingsSummaryResult
 from .tools import DEFAULT_READY_TIMEOUT, MemStrataTools, SavingsProvider
 from .warmup import IndexWarmup
@@ -22,9 +23,9 @@ TOOL_NAMES = ("context_query", "index_status", "savings_summary")
 
 # max_tokens and include_tests are advertised with their documented JSON types
 # but accepted as anything: the compressor checks them and says what is wrong
-# in one plain sentence, where the SDK's own validation would answer with a
-# pydantic error dump.  query stays a plain str, which also stops the SDK from
-# JSON-decoding queries that happen to look like JSON ("null", "[1]").
+# ("max_tokens must be at least 1, got 0").  query stays a plain str, which
+# stops the SDK from JSON-decoding queries that happen to look like JSON
+# ("null", "[1]"); a missing or non-string query is worded by PlainMCPServer.
 MaxTokens = Annotated[Any, WithJsonSchema({"type": "integer"}), Field(description=texts.MAX_TOKENS_ARG)]
 IncludeTests = Annotated[Any, WithJsonSchema({"type": "boolean"}), Field(description=texts.INCLUDE_TESTS_ARG)]
 Query = Annotated[str, Field(description=texts.QUERY_ARG)]
@@ -52,7 +53,7 @@ def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
             warmup.start()
         yield {}
 
-    server = MCPServer(
+    server = PlainMCPServer(
         texts.SERVER_NAME,
         version=__version__,
         instructions=texts.INSTRUCTIONS,

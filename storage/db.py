@@ -13,9 +13,9 @@ import os
 import sqlite3
 import threading
 import time
-import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 from .schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -240,7 +240,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
     file and none can be made; there nobody can change the file either, so it is
     opened as immutable."""
     def connect(query: str) -> sqlite3.Connection:
-        conn = sqlite3.connect(f"file:{urllib.parse.quote(str(path))}?{query}", uri=True, check_same_thread=False,
+        conn = sqlite3.connect(readonly_uri(path) + query, uri=True, check_same_thread=False,
                                isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -250,11 +250,11 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         return conn
 
     try:
-        return connect("mode=ro")
+        return connect("")
     except sqlite3.OperationalError:
         if _writable_fs(path.parent):
             raise
-        return connect("mode=ro&immutable=1")
+        return connect("&immutable=1")
 
 
 def _writable_fs(folder: Path) -> bool:
@@ -268,6 +268,20 @@ def _writable(path: Path) -> bool:
     """Whether this process may write the database and the journal files beside it."""
     folder_ok = os.access(path.parent, os.W_OK)
     return folder_ok and (not path.exists() or os.access(path, os.W_OK))
+
+
+def readonly_uri(path: str | Path) -> str:
+    """A ``file:`` URI opening ``path`` read-only, whatever characters it holds.
+
+    SQLite decodes %XX escapes in a URI and treats ``?`` and ``#`` as the start
+    of the query and fragment, so an unquoted path such as ``a%2f..%2fb`` would
+    open another file, and one containing ``?`` or ``#`` would lose
+    ``mode=ro`` (and create a stray database where the path was cut).  The
+    empty authority (``file://`` + an absolute path) keeps a path that begins
+    with ``//`` from being read as a host name.
+    """
+    absolute = os.fsencode(Path(path).absolute())
+    return f"file://{quote(absolute, safe='/')}?mode=ro"
 
 
 def _split_sql(script: str) -> list[str]:

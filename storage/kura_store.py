@@ -15,6 +15,7 @@ it, and a chunk holding the words side by side outranks both.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -30,6 +31,7 @@ MAX_QUERY_TERMS = 32
 # much of the vocabulary to mean anything.
 MIN_PREFIX_LEN = 3
 META_ROOT = "kura.root"
+META_SKIPPED = "kura.skipped"
 _TOKEN = re.compile(r"[^\W_]+")
 
 
@@ -125,6 +127,19 @@ def set_root(store: Store, root: str | None) -> None:
 
 def get_root(store: Store) -> str | None:
     return store.get_meta(META_ROOT)
+
+
+def set_skipped(store: Store, counts: dict[str, int]) -> None:
+    """What the last full walk of the folder left out: {reason: count}."""
+    store.set_meta(META_SKIPPED, json.dumps(counts, sort_keys=True))
+
+
+def get_skipped(store: Store) -> dict[str, int]:
+    try:
+        counts = json.loads(store.get_meta(META_SKIPPED) or "{}")
+    except ValueError:
+        return {}
+    return {str(k): v for k, v in counts.items() if isinstance(v, int)} if isinstance(counts, dict) else {}
 
 
 # -- reads ---------------------------------------------------------------------

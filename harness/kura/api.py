@@ -1,10 +1,12 @@
-"""The Kura daemon's HTTP app: the read-only API and, when enabled, ``/mcp``.
+"""The Kura daemon's HTTP app: the read-only API and, when enabled, MCP
+(Streamable HTTP and SSE at ``/mcp``; SSE also at ``/sse`` + ``/messages/``).
 
 ``GET /api/health``, ``GET /api/list``, ``GET /api/search`` are Kura's API;
 ``POST /api/reload`` (re-read the registry now) and ``GET /api/status``
 (per-database state for ``kura list``) serve the ``kura`` CLI.  Every request
-must name a loopback Host, which keeps DNS-rebinding pages out of the
-documents even though the socket is loopback-only anyway.
+must name a loopback Host and, when it carries an Origin, come from a
+loopback page: that keeps DNS-rebinding and cross-site pages from reading the
+documents or driving the daemon, although the socket is loopback-only anyway.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memstrata.mcp_server.kura import DatabaseUnavailable, InvalidArgument, KuraSearch, KuraStreamableHttp, \
-    build_kura_server
+from memstrata.mcp_server.http import MCPHttp
+from memstrata.mcp_server.kura import DatabaseUnavailable, InvalidArgument, KuraSearch, build_kura_server
 from memstrata.storage import kura_store
 
 from .library import Library
@@ -29,22 +31,43 @@ _LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
 
 
 def _host_name(host: str) -> str:
+    host = host.strip().lower()
     if host.startswith("["):
         return host.split("]", 1)[0] + "]"
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
-class LoopbackHostOnly:
-    """Pure ASGI (not BaseHTTPMiddleware), so MCP's streamed responses pass untouched."""
+def refusal(headers: Headers) -> tuple[int, str] | None:
+    """Why a request must be refused: a Host that is not a loopback name (421,
+    DNS rebinding) or an Origin other than a loopback page (403, a cross-site
+    request from a browser).  ``Origin: null`` (sandboxed frames, ``file:``
+    pages) is foreign too; tools such as curl send no Origin at all."""
+    if _host_name(headers.get("host", "")) not in _LOOPBACK:
+        return 421, "invalid Host header"
+    origin = headers.get("origin")
+    if origin is not None:
+        scheme, sep, netloc = origin.partition("://")
+        if not sep or scheme.lower() not in ("http", "https") or _host_name(netloc) not in _LOOPBACK:
+            return 403, "cross-origin requests are refused"
+    return None
+
+
+class LoopbackOnly:
+    """Host and Origin checks on every route.  Pure ASGI (not BaseHTTPMiddleware),
+    so MCP's streamed responses pass untouched."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            host = Headers(scope=scope).get("host", "")
-            if _host_name(host).lower() not in _LOOPBACK:
-                await JSONResponse({"error": "invalid Host header"}, status_code=421)(scope, receive, send)
+        if scope["type"] in ("http", "websocket"):
+            problem = refusal(Headers(scope=scope))
+            if problem is not None:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                status, message = problem
+                await JSONResponse({"error": message}, status_code=status)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
@@ -53,7 +76,7 @@ def build_app(library: Library, *, remote: bool, version: str,
               on_started: Callable[[], None] = lambda: None,
               on_stopping: Callable[[], None] = lambda: None) -> FastAPI:
     search = KuraSearch(library)
-    mcp_http = KuraStreamableHttp(build_kura_server(search, version=version)) if remote else None
+    mcp_http = MCPHttp(build_kura_server(search, version=version)) if remote else None
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -68,7 +91,7 @@ def build_app(library: Library, *, remote: bool, version: str,
 
     app = FastAPI(title="kura", version=version, lifespan=lifespan, docs_url=None, redoc_url=None,
                   openapi_url=None)
-    app.add_middleware(LoopbackHostOnly)
+    app.add_middleware(LoopbackOnly)
 
     @app.get("/api/health")
     def health() -> dict[str, Any]:
@@ -105,7 +128,7 @@ def build_app(library: Library, *, remote: bool, version: str,
                 try:
                     st = kura_store.stats(store)
                     item.update(loaded=True, sources=st.sources, chunks=st.chunks,
-                                root=str(library.root_of(name)))
+                                skipped=kura_store.get_skipped(store), root=str(library.root_of(name)))
                 except Exception as exc:  # noqa: BLE001 - report, do not fail the listing
                     item["problem"] = str(exc)
             elif name in problems:

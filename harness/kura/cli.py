@@ -22,7 +22,7 @@ kura edit <old> <new>       rename a database
 kura stop                   stop the daemon
 kura port set <1-65535>     pin the daemon's port (restarts a running daemon)
 kura port clear             go back to a random free port (restarts a running daemon)
-kura remote enable|disable  serve MCP over Streamable HTTP at <address>/mcp (restarts a running daemon)
+kura remote enable|disable  serve MCP over HTTP at <address>/mcp (restarts a running daemon)
 kura mcp                    run the MCP server over stdio (for MCP clients)
 kura help                   show this help
 
@@ -99,7 +99,7 @@ def cmd_start(home: Home, _args=None) -> int:
     state = "started" if started.started else "running"
     print(f"kura {state} at {started.url}")
     if home.remote():
-        print(f"MCP (Streamable HTTP) at {started.url}/mcp")
+        print(f"MCP at {started.url}/mcp (Streamable HTTP; SSE clients: {started.url}/sse)")
     return 0
 
 
@@ -143,9 +143,17 @@ def cmd_add(home: Home, args) -> int:
     if root is None:
         print(f'added "{name}": drop files into {home.inbox(name)}')
     else:
-        skipped = f", {len(report.skipped)} skipped" if report.skipped else ""
-        print(f'added "{name}": {root} ({stats.sources} files, {stats.chunks} chunks{skipped})')
+        print(f'added "{name}": {root} ({stats.sources} files, {stats.chunks} chunks'
+              f'{skipped_suffix(report.skipped_counts())})')
     return 0
+
+
+def skipped_suffix(counts: dict[str, int]) -> str:
+    """``", 3 skipped (2 excluded_dir, 1 symlink_outside_project)"``, or "" when nothing was."""
+    total = sum(counts.values())
+    if not total:
+        return ""
+    return f", {total} skipped (" + ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items())) + ")"
 
 
 def cmd_list(home: Home, _args) -> int:
@@ -166,7 +174,8 @@ def cmd_list(home: Home, _args) -> int:
         rows = [_offline_status(home, e) for e in entries]
     for row in rows:
         if row.get("loaded") or "sources" in row:
-            detail = f"{row['sources']} files, {row['chunks']} chunks  {row.get('root', '')}"
+            detail = (f"{row['sources']} files, {row['chunks']} chunks{skipped_suffix(row.get('skipped') or {})}"
+                      f"  {row.get('root', '')}")
         else:
             detail = f"not loaded: {row.get('problem', 'unknown')}"
         print(f"{row['db']}\t{row['createAt']}\t{detail}")
@@ -182,14 +191,18 @@ def _offline_status(home: Home, entry: Entry) -> dict:
     from .library import database_root
 
     row: dict = entry.as_dict()
-    path = home.db_path(entry.db)
+    try:
+        path = home.db_path(entry.db)
+    except KuraError as exc:  # a registry entry edited by hand
+        row["problem"] = str(exc)
+        return row
     if not path.exists():
         row["problem"] = f"{path} is missing"
         return row
     try:
         with Store(path, readonly=True) as store:
             st = kura_store.stats(store)
-            row.update(sources=st.sources, chunks=st.chunks,
+            row.update(sources=st.sources, chunks=st.chunks, skipped=kura_store.get_skipped(store),
                        root=str(database_root(home, entry.db, store)))
     except Exception as exc:  # noqa: BLE001
         row["problem"] = str(exc)
@@ -295,6 +308,7 @@ def cmd_mcp(home: Home) -> int:
     import anyio
 
     from memstrata.mcp_server.kura import KuraSearch, build_kura_server
+    from memstrata.mcp_server.stdio import serve_stdio
 
     from .library import Library
 
@@ -302,7 +316,7 @@ def cmd_mcp(home: Home) -> int:
     library.reload()  # a database that cannot be opened is logged to stderr and skipped
     server = build_kura_server(KuraSearch(library), version=__version__)
     try:
-        anyio.run(server.run_stdio_async)
+        anyio.run(serve_stdio, server)
     finally:
         library.close()
     return 0

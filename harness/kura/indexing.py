@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memstrata.indexer.chunking import (DocumentFilter, SkipDocument, chunk_document, decode_document,
-                              read_document, walk_documents)
+                                        read_document, stat_document, walk_documents)
 from memstrata.storage import Store
 from memstrata.storage import kura_store
 
@@ -31,12 +30,18 @@ class SyncReport:
     updated: int = 0
     removed: int = 0
     unchanged: int = 0
-    skipped: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason); folders end with "/"
     chunks: int = 0
 
     @property
     def changed(self) -> int:
         return self.added + self.updated + self.removed
+
+    def skipped_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for _, reason in self.skipped:
+            counts[reason] = counts.get(reason, 0) + 1
+        return dict(sorted(counts.items()))
 
 
 def sync_folder(store: Store, root: Path, flt: DocumentFilter | None = None) -> SyncReport:
@@ -45,15 +50,17 @@ def sync_folder(store: Store, root: Path, flt: DocumentFilter | None = None) -> 
     flt = flt or DocumentFilter(root)
     known = kura_store.source_states(store)
     seen: set[str] = set()
-    for doc in walk_documents(root, flt):
+    for doc in walk_documents(root, flt, on_skip=lambda rel, reason: report.skipped.append((rel, reason))):
         seen.add(doc.path)
         _index_one(store, root, doc.path, known.get(doc.path), report)
-    gone = [p for p in known if p not in seen]
-    # A file that is now skipped (became binary, grew too large) drops out too.
-    gone += [rel for rel, _ in report.skipped if rel in known]
+    # Whatever the walk did not yield drops out: deleted, now excluded, now a
+    # symlink leading outside, or now skipped at read time (binary, too large).
+    skipped = {rel for rel, _ in report.skipped}
+    gone = [p for p in known if p not in seen or p in skipped]
     if gone:
         with store.write() as conn:
             report.removed += kura_store.delete_sources(conn, gone)
+    kura_store.set_skipped(store, report.skipped_counts())
     return report
 
 
@@ -81,7 +88,7 @@ def update_paths(store: Store, root: Path, paths: Iterable[str], flt: DocumentFi
 def _index_one(store: Store, root: Path, rel: str, known: kura_store.SourceState | None,
                report: SyncReport) -> None:
     try:
-        st = os.stat(root / rel)
+        st = stat_document(root, rel)
         if known is not None and known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
             report.unchanged += 1
             return

@@ -126,7 +126,11 @@ class Library:
                     self._load(entry.db)
 
     def _load(self, name: str) -> None:
-        folder = self.home.db_dir(name)
+        try:
+            folder = self.home.db_dir(name)
+        except KuraError as exc:  # a registry entry edited by hand
+            self._fail(name, str(exc))
+            return
         path = self.home.db_path(name)
         if not folder.is_dir():
             self._fail(name, f"database folder {folder} is missing")

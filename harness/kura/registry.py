@@ -31,6 +31,8 @@ DB_FILE = "data.db"
 INBOX = "inbox"
 _RESERVED = {"db.json", "config.json", "endpoint", "daemon.lock", "registry.lock", "kura.log"}
 MAX_NAME = 100
+MAX_NAME_BYTES = 200  # a folder name must stay well under the 255-byte limit of file systems
+_FORBIDDEN = frozenset("/\\%")
 
 
 class KuraError(Exception):
@@ -51,14 +53,28 @@ def now_rfc3339() -> str:
 
 
 def normalize_name(raw: str) -> str:
-    """Trimmed, inner whitespace -> ``_``; refuses names that are not folder names."""
-    name = re.sub(r"\s", "_", raw.strip())
+    """Trimmed, inner whitespace -> ``_``, then checked by :func:`check_name`."""
+    return check_name(re.sub(r"\s", "_", raw.strip()))
+
+
+def check_name(name: str) -> str:
+    """``name`` if it can only ever mean the folder ``<home>/<name>``, else KuraError.
+
+    The name becomes a path component, so anything that could step outside
+    the home is refused: separators, ``..``, control characters, a leading
+    dot, and ``%`` (a name that reads as another one once percent-decoded, as
+    SQLite URIs and HTTP query strings do, must not exist at all).  Every
+    path of a database goes through :meth:`Home.db_dir`, which applies this,
+    so a registry edited by hand cannot point outside the home either.
+    """
     if not name:
         raise KuraError("database name is empty")
-    if len(name) > MAX_NAME:
-        raise KuraError(f"database name is longer than {MAX_NAME} characters")
-    if name in (".", "..") or name.startswith(".") or any(c in name for c in "/\\\x00"):
-        raise KuraError(f'invalid database name "{name}" (no "/", "\\" or leading ".")')
+    if len(name) > MAX_NAME or len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise KuraError(f"database name is longer than {MAX_NAME} characters ({MAX_NAME_BYTES} bytes in UTF-8)")
+    if any(c in _FORBIDDEN or not c.isprintable() for c in name) or ".." in name or name.startswith("."):
+        shown = "".join(c if c.isprintable() else "?" for c in name)
+        raise KuraError(f'invalid database name "{shown}" (no "/", "\\", "%", "..", control characters '
+                        'or leading ".")')
     if name in _RESERVED:
         raise KuraError(f'"{name}" is reserved by kura; choose another name')
     return name
@@ -94,13 +110,13 @@ class Home:
         return self.root / "kura.log"
 
     def db_dir(self, name: str) -> Path:
-        return self.root / name
+        return self.root / check_name(name)
 
     def db_path(self, name: str) -> Path:
-        return self.root / name / DB_FILE
+        return self.db_dir(name) / DB_FILE
 
     def inbox(self, name: str) -> Path:
-        return self.root / name / INBOX
+        return self.db_dir(name) / INBOX
 
     def ensure(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)

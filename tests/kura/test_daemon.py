@@ -212,3 +212,29 @@ def test_remote_mcp_route_over_streamable_http(kura, docs):
     kura.ok("remote", "disable")
     with httpx.Client(trust_env=False) as c:
         assert c.post(kura.url + "/mcp", json={}).status_code == 404
+
+
+async def _sse_session(url: str):
+    from mcp.client.sse import sse_client
+
+    async with sse_client(url) as (read, write), ClientSession(read, write) as session:
+        init = await session.initialize()
+        found = await session.call_tool("search_rag", {"db": "notes", "q": "backoff"})
+        missing = await session.call_tool("search_rag", {"db": "notes"})
+        return init, found, missing
+
+
+def test_remote_mcp_over_sse_for_inspector(kura, docs):
+    """MCP Inspector's SSE mode asks for GET /sse and posts to /messages/."""
+    kura.ok("add", "notes", str(docs))
+    kura.start()
+    out = kura.ok("remote", "enable")  # restarts the running daemon
+    assert f"{kura.url}/sse" in out
+    for path in ("/sse", "/mcp"):
+        init, found, missing = anyio.run(_sse_session, kura.url + path)
+        assert init.server_info.name == "kuradb"
+        assert found.structured_content["keyword"][0]["source"] == "notes.md"
+        assert missing.is_error and missing.content[0].text == "invalid argument: q is required"
+    kura.ok("remote", "disable")
+    with httpx.Client(trust_env=False) as c:
+        assert c.get(kura.url + "/sse").status_code == 404

@@ -54,6 +54,11 @@ def test_kura_mcp_over_stdio(kura, docs, tmp_path):
     assert set(tools) == {"list_rag", "search_rag"}
     schema = tools["search_rag"].input_schema
     assert schema["properties"]["limit"]["type"] == "integer" and schema["properties"]["q"]["type"] == "string"
+    # db and q are required; no property claims a null default (clients read that as optional).
+    assert schema["required"] == ["db", "q"]
+    assert {name: prop.get("default") for name, prop in schema["properties"].items()} == {
+        "db": None, "q": None, "limit": 10, "mode": "keyword"}
+    assert all("default" not in schema["properties"][name] for name in ("db", "q"))
 
     registry = json.loads((kura.home / "db.json").read_text())
     assert r[0].structured_content == {"loaded": ["notes", "empty"], "registered": registry}

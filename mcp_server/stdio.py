@@ -1,0 +1,302 @@
+"""MCP over stdin/stdout for every server built on the SDK here.
+
+The SDK's own stdio transport drops what it cannot parse without a word and,
+when stdin ends, stops at once, losing the answers to requests it had
+already read.  :func:`serve_stdio` sits in front of the SDK's session loop
+instead and keeps to JSON-RPC 2.0:
+
+- a line that is not UTF-8 or not JSON gets ``-32700`` (id null);
+- a message that is not a JSON-RPC 2.0 request, notification or response
+  (no ``"jsonrpc": "2.0"``, an id that is not a string or an integer, a
+  method that is not a string, params that are not an object, an empty
+  batch) gets ``-32600`` with its id when it has a usable one, else null;
+- a batch is answered, element by element, with ``-32600`` (MCP carries one
+  message per line; the SDK's HTTP transport refuses batches the same way);
+- a line over :data:`MAX_MESSAGE_BYTES` gets ``-32600`` and is skipped;
+- blank lines are not messages and are ignored;
+- at end of input, every request already read is answered (bounded by
+  ``drain_timeout``) before the session closes.
+
+Everything valid goes to the SDK unchanged, so the protocol itself (versions,
+``initialize``, tools, ``-32601`` for unknown methods) stays the SDK's.
+
+While serving, file descriptor 0 reads from ``/dev/null`` and 1 writes to
+stderr; the protocol uses private duplicates.  A library that prints, or a
+child process that inherits the descriptors, can then never corrupt the wire
+or swallow input.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import anyio
+import mcp.types as types
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.shared.message import SessionMessage
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+MAX_MESSAGE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE  # the same cap as one HTTP request body
+DEFAULT_DRAIN_TIMEOUT = 60.0  # longer than a context_query may wait for the index
+
+
+@dataclass(slots=True)
+class Rejection:
+    """A message answered here, never passed to the SDK."""
+
+    id: str | int | None
+    code: int
+    message: str
+
+    def payload(self) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": self.id, "error": {"code": self.code, "message": self.message}}
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_line(line: bytes) -> Any:
+    """Bytes of one line -> a JSON value, or a parse-error Rejection."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Rejection(None, PARSE_ERROR, f"Parse error: the message is not valid UTF-8 (byte {exc.start})")
+    try:
+        return json.loads(text, parse_constant=_no_constants)
+    except RecursionError:
+        return Rejection(None, PARSE_ERROR, "Parse error: the JSON is nested too deeply")
+    except ValueError as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        return Rejection(None, PARSE_ERROR, f"Parse error: {reason}")
+
+
+def check_message(obj: Any) -> SessionMessage | Rejection:
+    """One decoded JSON value -> the message for the SDK, or why it is not one."""
+    if not isinstance(obj, dict):
+        return Rejection(None, INVALID_REQUEST, "Invalid Request: a JSON-RPC message is a JSON object")
+    has_id = "id" in obj
+    ident = obj.get("id")
+    if has_id and not _valid_id(ident):
+        return Rejection(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
+    reply_id = ident if has_id else None
+    if obj.get("jsonrpc") != "2.0":
+        return Rejection(reply_id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
+    if "method" in obj:
+        if not isinstance(obj["method"], str):
+            return Rejection(reply_id, INVALID_REQUEST, "Invalid Request: method must be a string")
+        params = obj.get("params")
+        if isinstance(params, list):
+            return Rejection(reply_id, INVALID_PARAMS, "Invalid params: params must be an object")
+        if params is not None and not isinstance(params, dict):
+            return Rejection(reply_id, INVALID_REQUEST, "Invalid Request: params must be an object")
+    elif not has_id or ("result" in obj) == ("error" in obj):
+        return Rejection(reply_id, INVALID_REQUEST,
+                         "Invalid Request: a message needs a method, or an id with a result or an error")
+    try:
+        message = types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
+    except ValueError:  # pydantic's ValidationError; its text is not for the wire
+        return Rejection(reply_id, INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message")
+    return SessionMessage(message)
+
+
+def classify(line: bytes) -> SessionMessage | Rejection | list[Rejection] | None:
+    """A line of input -> what to do with it (None: nothing, a blank line)."""
+    if not line.strip():
+        return None
+    obj = decode_line(line)
+    if isinstance(obj, Rejection):
+        return obj
+    if isinstance(obj, list):
+        if not obj:
+            return Rejection(None, INVALID_REQUEST, "Invalid Request: empty batch")
+        # One answer per element that expects one (JSON-RPC 2.0, section 6);
+        # notifications get none.
+        return [Rejection(el.get("id") if isinstance(el, dict) and _valid_id(el.get("id")) else None,
+                          INVALID_REQUEST, "Invalid Request: batches are not supported; send one message per line")
+                for el in obj if not (isinstance(el, dict) and "id" not in el and "method" in el)]
+    return check_message(obj)
+
+
+@contextlib.contextmanager
+def _claim_std_streams() -> Iterator[tuple[IO[bytes], IO[bytes]]]:
+    """Private binary handles on the wire; fd 0 reads /dev/null and fd 1 goes to stderr meanwhile."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(devnull, 0)
+        os.dup2(2, 1)
+    finally:
+        os.close(devnull)
+    stdin = os.fdopen(wire_in, "rb", closefd=False)  # buffered: readline() must not read byte by byte
+    stdout = os.fdopen(wire_out, "wb", buffering=0, closefd=False)
+    try:
+        yield stdin, stdout
+    finally:
+        with contextlib.suppress(OSError):
+            sys.stdout.flush()
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+        # A reader thread may still block in read() on wire_in after a signal;
+        # leave the duplicates to the process exit rather than close them
+        # under it (a closed descriptor number could be reused meanwhile).
+
+
+class StdioFront:
+    """One stdio session: the reader, the SDK's session loop and one writer."""
+
+    def __init__(self, server: MCPServer, stdin: IO[bytes], stdout: IO[bytes], *,
+                 drain_timeout: float = DEFAULT_DRAIN_TIMEOUT, max_message_bytes: int = MAX_MESSAGE_BYTES):
+        self.server = server
+        self.stdin = stdin
+        self.stdout = stdout
+        self.drain_timeout = drain_timeout
+        self.max_message_bytes = max_message_bytes
+        self._pending: Counter[str | int] = Counter()  # request ids the SDK has not answered yet
+        self._drained: anyio.Event | None = None
+        self._write_lock = anyio.Lock()
+        self._broken = False
+        # Own worker threads for the blocking pipe reads and writes, so that a
+        # burst of tool calls on the SDK's shared thread pool can never starve
+        # the wire.
+        self._read_thread = anyio.CapacityLimiter(1)
+        self._write_thread = anyio.CapacityLimiter(1)
+
+    async def run(self) -> None:
+        lowlevel = getattr(self.server, "_lowlevel_server", None)
+        if lowlevel is None:
+            raise RuntimeError("this version of the mcp SDK is not supported (MCPServer has no session loop)")
+        to_sdk, sdk_in = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+        sdk_out, from_sdk = anyio.create_memory_object_stream[SessionMessage](16)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lowlevel.run, sdk_in, sdk_out, lowlevel.create_initialization_options())
+            tg.start_soon(self._relay_replies, from_sdk)
+            async with to_sdk:
+                await self._read_requests(to_sdk)
+                await self._drain()
+            # Closing to_sdk ends the SDK's loop, which closes sdk_out and so the relay.
+
+    # -- input -------------------------------------------------------------------
+
+    async def _read_requests(self, to_sdk: anyio.abc.ObjectSendStream) -> None:
+        while not self._broken:
+            line = await anyio.to_thread.run_sync(self.stdin.readline, self.max_message_bytes + 1,
+                                                  abandon_on_cancel=True, limiter=self._read_thread)
+            if not line:
+                return  # end of input
+            if len(line) > self.max_message_bytes and not line.endswith(b"\n"):
+                await self._skip_rest_of_line()
+                await self._reject(Rejection(None, INVALID_REQUEST, "Invalid Request: the message is larger than "
+                                                                  f"{self.max_message_bytes // (1024 * 1024)} MiB"))
+                continue
+            outcome = classify(line)
+            if outcome is None:
+                continue
+            if isinstance(outcome, list):
+                for rejection in outcome:
+                    log.info("refused a JSON-RPC batch element: %s", rejection.message)
+                if outcome:
+                    await self._write([r.payload() for r in outcome])
+                continue
+            if isinstance(outcome, Rejection):
+                await self._reject(outcome)
+                continue
+            message = outcome.message
+            if isinstance(message, types.JSONRPCRequest):
+                self._pending[message.id] += 1
+            elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                # A cancelled request is never answered (MCP): stop waiting for it.
+                request_id = (message.params or {}).get("requestId")
+                if _valid_id(request_id):
+                    self._answered(request_id)
+            await to_sdk.send(outcome)
+
+    async def _skip_rest_of_line(self) -> None:
+        while True:
+            chunk = await anyio.to_thread.run_sync(self.stdin.readline, self.max_message_bytes,
+                                                   abandon_on_cancel=True, limiter=self._read_thread)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    async def _drain(self) -> None:
+        """After end of input: wait (bounded) until every request read has been answered."""
+        if not self._pending or self._broken:
+            return
+        self._drained = anyio.Event()
+        with anyio.move_on_after(self.drain_timeout) as scope:
+            await self._drained.wait()
+        if scope.cancelled_caught:
+            log.warning("stdin closed; %d request(s) still unanswered after %.0fs are dropped",
+                        sum(self._pending.values()), self.drain_timeout)
+
+    # -- output ------------------------------------------------------------------
+
+    async def _relay_replies(self, from_sdk: anyio.abc.ObjectReceiveStream) -> None:
+        async with from_sdk:
+            async for session_message in from_sdk:
+                message = session_message.message
+                await self._write_line(message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8"))
+                if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)) and message.id is not None:
+                    self._answered(message.id)
+
+    def _answered(self, request_id: str | int) -> None:
+        if self._pending[request_id] > 1:
+            self._pending[request_id] -= 1
+        else:
+            self._pending.pop(request_id, None)
+        if not self._pending and self._drained is not None:
+            self._drained.set()
+
+    async def _reject(self, rejection: Rejection) -> None:
+        log.info("refused a JSON-RPC message: %s", rejection.message)
+        await self._write(rejection.payload())
+
+    async def _write(self, payload: Any) -> None:
+        await self._write_line(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
+
+    async def _write_line(self, data: bytes) -> None:
+        if self._broken:
+            return  # the client is gone; keep consuming so the SDK never blocks
+        async with self._write_lock:
+            try:
+                await anyio.to_thread.run_sync(self._write_all, data + b"\n", abandon_on_cancel=True,
+                                               limiter=self._write_thread)
+            except OSError as exc:  # EPIPE: the client closed its end
+                log.info("stdout closed (%s); ending the session", exc.strerror or exc)
+                self._broken = True
+                if self._drained is not None:
+                    self._drained.set()
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = self.stdout.write(view)
+            view = view[written or 0:]
+
+
+async def serve_stdio(server: MCPServer, *, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT) -> None:
+    """Serve ``server`` on this process's stdin/stdout until the input ends
+    and every request read has been answered (see the module docstring)."""
+    with _claim_std_streams() as (stdin, stdout):
+        await StdioFront(server, stdin, stdout, drain_timeout=drain_timeout).run()
+
+
+__all__ = ["serve_stdio", "StdioFront", "classify", "Rejection", "MAX_MESSAGE_BYTES", "DEFAULT_DRAIN_TIMEOUT"]

@@ -1,0 +1,55 @@
+"""``kura mcp`` spoken to in raw JSON-RPC lines: the same answers as
+``memstrata mcp`` (one stdio front serves both), end of input included."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.mcp_server.raw_jsonrpc import INIT, RawServer, call, check_malformed_session
+
+from .conftest import KURA
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def server(kura, docs, tmp_path):
+    kura.ok("add", "notes", str(docs))
+    srv = RawServer([KURA, "mcp"], env=kura.env, stderr=tmp_path / "kura.stderr")
+    yield srv
+    srv.stop()
+    assert "Traceback" not in (tmp_path / "kura.stderr").read_text()
+
+
+def test_malformed_messages_are_answered_and_the_session_lives(server):
+    check_malformed_session(server)
+
+
+def test_eof_right_after_calls_still_answers_them(server):
+    server.send(INIT, *(call(i, "search_rag", {"db": "notes", "q": "backoff"}) for i in range(1, 6)))
+    replies = server.close_and_collect()
+    assert sorted(r["id"] for r in replies) == [0, 1, 2, 3, 4, 5]
+    for r in replies[1:]:
+        assert r["result"]["structuredContent"]["keyword"][0]["source"] == "notes.md"
+    assert server.proc.returncode == 0
+
+
+def test_missing_and_wrong_typed_arguments_get_kuras_sentence(server):
+    server.send(INIT)
+    server.replies_until(0)
+    cases = {
+        "a": ({}, "invalid argument: db is required; q is required"),
+        "b": ({"db": "notes"}, "invalid argument: q is required"),
+        "c": ({"db": 7, "q": "backoff"}, "invalid argument: db must be a string, got an integer"),
+        "d": ({"db": "notes", "q": {"x": 1}}, "invalid argument: q must be a string, got an object"),
+        "e": ({"db": None, "q": "backoff"}, "invalid argument: db is required"),
+        # Strings that look like JSON stay strings (the SDK decodes them for non-str arguments).
+        "f": ({"db": "2024", "q": "[1]"}, 'invalid argument: "2024" not exist'),
+    }
+    server.send(*(call(ident, "search_rag", args) for ident, (args, _) in cases.items()))
+    got = {}
+    while len(got) < len(cases):
+        r = server.reply()
+        got[r["id"]] = r["result"]
+    for ident, (_args, sentence) in cases.items():
+        assert got[ident]["isError"] and got[ident]["content"][0]["text"] == sentence, (ident, got[ident])

@@ -1,0 +1,74 @@
+"""``memstrata mcp`` spoken to in raw JSON-RPC lines (issue 15, item 7): every
+malformed message gets the answer JSON-RPC 2.0 requires, and at end of input
+every request already read is answered before the process exits."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .mcp_helpers import LOGIN_QUERY, child_env, memstrata_command
+from .raw_jsonrpc import INIT, RawServer, call, check_malformed_session
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def server(project: Path, tmp_path: Path):
+    srv = RawServer([*memstrata_command(), "mcp", "--project", str(project), "--no-watch"],
+                    env=child_env(), cwd=str(project), stderr=tmp_path / "mcp.stderr")
+    yield srv
+    srv.stop()
+    assert "Traceback" not in (tmp_path / "mcp.stderr").read_text()
+
+
+def test_malformed_messages_are_answered_and_the_session_lives(server: RawServer):
+    check_malformed_session(server)
+
+
+def test_eof_right_after_a_call_still_answers_it(server: RawServer):
+    """`printf '<initialize>\\n<tools/call>\\n' | memstrata mcp` on a project never indexed:
+    the call waits for the first build, and its answer is written before the exit."""
+    server.send(INIT, call(1, "context_query", {"query": LOGIN_QUERY}))
+    replies = server.close_and_collect()
+    assert [r["id"] for r in replies] == [0, 1]
+    result = replies[1]["result"]
+    assert not result.get("isError"), result
+    assert "def login" in result["structuredContent"]["context"]
+    assert server.proc.returncode == 0
+
+
+def test_wrong_argument_types_get_one_sentence(server: RawServer):
+    server.send(INIT)
+    server.replies_until(0)
+    cases = {
+        "t1": ({"query": 5}, "query must be a string, got an integer"),
+        "t2": ({"query": ["login"]}, "query must be a string, got an array"),
+        "t3": ({}, "query is required"),
+        "t4": ({"query": None, "max_tokens": 100}, "query is required"),
+        "t5": ({"query": "login", "max_tokens": [1]}, "max_tokens must be an integer"),
+    }
+    server.send(*(call(ident, "context_query", args) for ident, (args, _) in cases.items()))
+    got = {}
+    while len(got) < len(cases):
+        r = server.reply()
+        got[r["id"]] = r
+    for ident, (_args, sentence) in cases.items():
+        result = got[ident]["result"]
+        text = result["content"][0]["text"]
+        assert result["isError"] and text.startswith(sentence), (ident, text)
+        assert "\n" not in text and "pydantic" not in text and "validation error" not in text, text
+    assert json.loads(server.raw_lines[-1])  # the wire stayed clean JSON
+
+
+def test_oversized_line_is_refused_and_skipped(server: RawServer):
+    server.send(INIT)
+    server.replies_until(0)
+    huge = b'{"jsonrpc": "2.0", "id": "huge", "method": "tools/call", "params": {"name": "context_query", ' \
+           b'"arguments": {"query": "' + b"x" * (5 * 1024 * 1024) + b'"}}}'
+    server.send(huge, {"jsonrpc": "2.0", "id": "after", "method": "ping"})
+    replies = server.replies_until("after")
+    assert [(r["id"], r["error"]["code"]) for r in replies if "error" in r] == [(None, -32600)]
+    assert "larger than 4 MiB" in replies[0]["error"]["message"]
