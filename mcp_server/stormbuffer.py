@@ -36,6 +36,7 @@ MAX_TOOL_RESULT_BYTES = 245_760
 MAX_URI_BYTES = 4_096
 MAX_RESOURCE_TEXT_BYTES = 122_880
 MAX_LINE_BYTES = 8 * 1024 * 1024
+IDLE_AFTER_S = 30.0
 URI_PREFIX = "stormbuffer://"
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
@@ -340,12 +341,15 @@ def _read_lines(stdin: BinaryIO, limit: int):
 
 
 def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
-                max_line: int = MAX_LINE_BYTES) -> None:
+                max_line: int = MAX_LINE_BYTES, idle: Callable[[], None] | None = None,
+                idle_after: float = IDLE_AFTER_S) -> None:
     """Newline-delimited JSON-RPC until stdin closes; every request read is answered first.
 
     The reading thread (the caller) parses lines and notes cancellations at
     once; one worker thread answers in order, so the store sees one operation
-    at a time and a cancellation can overtake a queued request.
+    at a time and a cancellation can overtake a queued request.  ``idle`` runs
+    on the worker after ``idle_after`` seconds without a message (and then
+    again every ``idle_after`` seconds).
     """
     pending: queue.Queue = queue.Queue()
     cancelled: set[Any] = set()
@@ -366,7 +370,14 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
     def work() -> None:
         alive = True
         while True:
-            item = pending.get()
+            try:
+                item = pending.get(timeout=idle_after if idle is not None else None)
+            except queue.Empty:
+                try:
+                    idle()  # type: ignore[misc]
+                except Exception as exc:  # housekeeping must never end the session
+                    log.warning("idle check failed: %s", type(exc).__name__)
+                continue
             if item is _EOF:
                 return
             if not alive:

@@ -188,8 +188,11 @@ MIGRATIONS: list[str] = [
         inode     INTEGER NOT NULL,
         racy      INTEGER NOT NULL DEFAULT 0,
         hash      TEXT NOT NULL,                -- blake2b of the raw bytes
-        error     TEXT                          -- why the file is invalid; NULL = valid
+        error     TEXT,                         -- why the file is invalid; NULL = valid
+        seq       INTEGER NOT NULL              -- transaction counter: other processes reload only newer rows
     );
+    CREATE INDEX sbuf_files_invalid ON sbuf_files(path) WHERE error IS NOT NULL;
+    CREATE INDEX sbuf_files_seq ON sbuf_files(seq);
 
     -- The parsed record of each valid file.  Lists are JSON arrays; the two
     -- norm_* columns serve the duplicate and conflict checks of proposals.
@@ -233,6 +236,10 @@ MIGRATIONS: list[str] = [
         content = 'sbuf_chunks', content_rowid = 'id',
         tokenize = 'unicode61 remove_diacritics 0'
     );
+    -- Per-token document counts: a query clause whose token is in at least
+    -- half the chunks has its BM25 weight clamped to 1e-6 by FTS5, so search
+    -- need not score it (storage/stormbuffer_store.py).
+    CREATE VIRTUAL TABLE sbuf_fts_vocab USING fts5vocab(sbuf_fts, 'row');
     """,
 ]
 

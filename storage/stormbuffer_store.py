@@ -73,10 +73,13 @@ class ProjectedFile:
 
 @dataclass(slots=True)
 class ChunkHit:
+    """A matching chunk; its ``record`` carries no body and no timestamps."""
+
     record: RecordRow
     ordinal: int
     text: str
     bm25: float
+    chunk_rowid: int = 0
 
 
 @dataclass(slots=True)
@@ -108,15 +111,19 @@ def apply_changes(store: Store, upserts: Sequence[ProjectedFile], touches: Seque
     """One transaction: re-project ``upserts``, refresh the stat of ``touches``
     (same bytes), drop ``deletes``."""
     with store.write() as conn:
+        seq = conn.execute("SELECT coalesce(max(seq), 0) + 1 FROM sbuf_files").fetchone()[0]
+        ids = _file_ids(conn, [f.path for f in upserts])
         for path in deletes:
-            _drop_file(conn, path)
-        for f in touches:
-            s = f.state
-            conn.execute(
-                "UPDATE sbuf_files SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ?, racy = ?"
-                " WHERE path = ?", (s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.racy), f.path))
+            _drop_file(conn, path, ids.get(path) or _file_id(conn, path))
         for f in upserts:
-            _replace_file(conn, f)
+            if f.path in ids:
+                _drop_file(conn, f.path, ids[f.path])
+        conn.executemany(
+            "UPDATE sbuf_files SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ?, racy = ?, seq = ? WHERE path = ?",
+            [(f.state.size, f.state.mtime_ns, f.state.ctime_ns, f.state.inode, int(f.state.racy), seq, f.path)
+             for f in touches])
+        if upserts:
+            _insert_files(conn, upserts, seq)
 
 
 def clear(store: Store) -> None:
@@ -127,40 +134,56 @@ def clear(store: Store) -> None:
         conn.execute("DELETE FROM sbuf_files")
 
 
-def _replace_file(conn: sqlite3.Connection, f: ProjectedFile) -> None:
-    _drop_file(conn, f.path)
-    s = f.state
-    cur = conn.execute(
-        "INSERT INTO sbuf_files(path, size, mtime_ns, ctime_ns, inode, racy, hash, error)"
-        " VALUES (?,?,?,?,?,?,?,?)",
-        (f.path, s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.racy), s.hash, f.error))
-    file_id = cur.lastrowid
-    r = f.record
-    if r is None:
-        return
-    conn.execute(
-        "INSERT INTO sbuf_records(file_id, id, title, kind, scope, status, access, created_at,"
-        " updated_at, tags, aliases, supersedes, sources, body, norm_title, norm_body)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (file_id, r.id, r.title, r.kind, r.scope, r.status, r.access, r.created_at, r.updated_at,
-         _dump(r.tags), _dump(r.aliases), _dump(r.supersedes), _dump([list(s) for s in r.sources]),
-         r.body, r.norm_title, r.norm_body))
-    for chunk in f.chunks:
-        cur = conn.execute("INSERT INTO sbuf_chunks(file_id, ordinal, text, retrieval) VALUES (?,?,?,?)",
-                           (file_id, chunk.ordinal, chunk.text, chunk.retrieval))
-        conn.execute("INSERT INTO sbuf_fts(rowid, retrieval) VALUES (?, ?)", (cur.lastrowid, chunk.retrieval))
+def _file_ids(conn: sqlite3.Connection, paths: Sequence[str]) -> dict[str, int]:
+    if len(paths) > 64:  # a big batch (a rebuild): one scan beats thousands of lookups
+        wanted = set(paths)
+        return {p: i for p, i in conn.execute("SELECT path, id FROM sbuf_files") if p in wanted}
+    return {p: i for p in paths if (i := _file_id(conn, p)) is not None}
 
 
-def _drop_file(conn: sqlite3.Connection, path: str) -> None:
+def _file_id(conn: sqlite3.Connection, path: str) -> int | None:
     row = conn.execute("SELECT id FROM sbuf_files WHERE path = ?", (path,)).fetchone()
-    if row is None:
+    return row[0] if row else None
+
+
+def _insert_files(conn: sqlite3.Connection, files: Sequence[ProjectedFile], seq: int) -> None:
+    file_id = conn.execute("SELECT coalesce(max(id), 0) FROM sbuf_files").fetchone()[0]
+    chunk_id = conn.execute("SELECT coalesce(max(id), 0) FROM sbuf_chunks").fetchone()[0]
+    file_rows, record_rows, chunk_rows = [], [], []
+    for f in files:
+        file_id += 1
+        s = f.state
+        file_rows.append((file_id, f.path, s.size, s.mtime_ns, s.ctime_ns, s.inode, int(s.racy), s.hash, f.error,
+                          seq))
+        r = f.record
+        if r is None:
+            continue
+        record_rows.append((
+            file_id, r.id, r.title, r.kind, r.scope, r.status, r.access, r.created_at, r.updated_at,
+            _dump(r.tags), _dump(r.aliases), _dump(r.supersedes), _dump([list(x) for x in r.sources]), r.body,
+            r.norm_title, r.norm_body))
+        for chunk in f.chunks:
+            chunk_id += 1
+            chunk_rows.append((chunk_id, file_id, chunk.ordinal, chunk.text, chunk.retrieval))
+    conn.executemany("INSERT INTO sbuf_files(id, path, size, mtime_ns, ctime_ns, inode, racy, hash, error, seq)"
+                     " VALUES (?,?,?,?,?,?,?,?,?,?)", file_rows)
+    conn.executemany(
+        "INSERT INTO sbuf_records(file_id, id, title, kind, scope, status, access, created_at, updated_at, tags,"
+        " aliases, supersedes, sources, body, norm_title, norm_body) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        record_rows)
+    conn.executemany("INSERT INTO sbuf_chunks(id, file_id, ordinal, text, retrieval) VALUES (?,?,?,?,?)", chunk_rows)
+    conn.executemany("INSERT INTO sbuf_fts(rowid, retrieval) VALUES (?, ?)", [(c[0], c[4]) for c in chunk_rows])
+
+
+def _drop_file(conn: sqlite3.Connection, path: str, file_id: int | None) -> None:
+    if file_id is None:
         return
     # External-content FTS5 deletes need the exact text that was indexed.
     conn.execute("INSERT INTO sbuf_fts(sbuf_fts, rowid, retrieval)"
-                 " SELECT 'delete', id, retrieval FROM sbuf_chunks WHERE file_id = ?", (row[0],))
-    conn.execute("DELETE FROM sbuf_chunks WHERE file_id = ?", (row[0],))
-    conn.execute("DELETE FROM sbuf_records WHERE file_id = ?", (row[0],))
-    conn.execute("DELETE FROM sbuf_files WHERE id = ?", (row[0],))
+                 " SELECT 'delete', id, retrieval FROM sbuf_chunks WHERE file_id = ?", (file_id,))
+    conn.execute("DELETE FROM sbuf_chunks WHERE file_id = ?", (file_id,))
+    conn.execute("DELETE FROM sbuf_records WHERE file_id = ?", (file_id,))
+    conn.execute("DELETE FROM sbuf_files WHERE id = ?", (file_id,))
 
 
 def _dump(value: object) -> str:
@@ -175,22 +198,52 @@ def data_version(store: Store) -> int:
     return store.execute("PRAGMA data_version")[0][0]
 
 
-def file_states(store: Store) -> dict[str, FileState]:
-    rows = store.execute("SELECT path, size, mtime_ns, ctime_ns, inode, racy, hash FROM sbuf_files")
-    return {path: FileState(size, mtime, ctime, inode, bool(racy), h)
-            for path, size, mtime, ctime, inode, racy, h in rows}
+def file_states(store: Store, since: int = 0) -> tuple[dict[str, FileState], int, int]:
+    """(states of the files changed after transaction ``since``, the latest
+    transaction, how many files the projection holds)."""
+    with store.read() as conn:
+        rows = conn.execute("SELECT path, size, mtime_ns, ctime_ns, inode, racy, hash FROM sbuf_files"
+                            " WHERE seq > ?", (since,)).fetchall()
+        latest, total = conn.execute("SELECT coalesce(max(seq), 0), count(*) FROM sbuf_files").fetchone()
+    states = {path: FileState(size, mtime, ctime, inode, bool(racy), h)
+              for path, size, mtime, ctime, inode, racy, h in rows}
+    return states, latest, total
 
 
 def problems(store: Store) -> Problems:
     invalid = [(p, e) for p, e in store.execute(
         "SELECT path, error FROM sbuf_files WHERE error IS NOT NULL ORDER BY path")]
+    return Problems(invalid, _duplicates(store, "SELECT id FROM sbuf_records GROUP BY id HAVING count(*) > 1", ()))
+
+
+def problems_among(store: Store, paths: Sequence[str]) -> Problems:
+    """The problems a change to ``paths`` can have brought into a store that had none."""
+    if len(paths) > 500:
+        return problems(store)
+    rows = store.execute(
+        "SELECT f.path, f.error, r.id FROM sbuf_files f LEFT JOIN sbuf_records r ON r.file_id = f.id"
+        f" WHERE f.path IN ({','.join('?' * len(paths))}) ORDER BY f.path", tuple(paths))
+    invalid = [(path, error) for path, error, _ in rows if error is not None]
+    return Problems(invalid, duplicates_among(store, [rid for _, _, rid in rows if rid is not None]))
+
+
+def duplicates_among(store: Store, record_ids: Iterable[str]) -> list[tuple[str, list[str]]]:
+    """The ids among ``record_ids`` that more than one file holds (a cheap check after a change)."""
+    ids = sorted(set(record_ids))
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    return _duplicates(store, f"SELECT id FROM sbuf_records WHERE id IN ({marks}) GROUP BY id HAVING count(*) > 1",
+                       tuple(ids))
+
+
+def _duplicates(store: Store, ids_sql: str, params: tuple) -> list[tuple[str, list[str]]]:
     dups: dict[str, list[str]] = {}
     for rid, path in store.execute(
             "SELECT r.id, f.path FROM sbuf_records r JOIN sbuf_files f ON f.id = r.file_id"
-            " WHERE r.id IN (SELECT id FROM sbuf_records GROUP BY id HAVING count(*) > 1)"
-            " ORDER BY r.id, f.path"):
+            f" WHERE r.id IN ({ids_sql}) ORDER BY r.id, f.path", params):
         dups.setdefault(rid, []).append(path)
-    return Problems(invalid, sorted(dups.items()))
+    return sorted(dups.items())
 
 
 def counts(store: Store) -> dict[str, int]:
@@ -247,24 +300,116 @@ def overlapping(store: Store, scope: str, kind: str, norm_title: str, statuses: 
     return [rec for rec in map(_record, rows) if rec.id not in excluded]
 
 
-def search(store: Store, match: str, *, limit: int, statuses: Sequence[str] | None,
+@dataclass(slots=True, frozen=True)
+class Clause:
+    """One OR-ed phrase of a search.  ``floor_token``, when set, is a token every
+    row matching the phrase contains (so its document count bounds the phrase's)."""
+
+    expr: str
+    floor_token: str | None = None
+
+
+# When the selective clauses of a query match too few rows, the rest of the
+# quota comes from rows matching only near-universal tokens; those are ranked
+# among the first FILL_SCAN such matches rather than among all of them.
+FILL_SCAN = 2000
+
+_HIT_COLUMNS = ("c.id, r.id, r.title, r.kind, r.scope, r.status, r.access, r.aliases, r.sources, f.path,"
+                " c.ordinal, c.text")
+
+
+def search(store: Store, clauses: Sequence[Clause], *, limit: int, statuses: Sequence[str] | None,
            accesses: Sequence[str] | None, scopes: Sequence[str] | None) -> list[ChunkHit]:
-    """The ``limit`` best chunks for the FTS5 expression ``match`` among records
-    passing the filters, ordered by bm25 (best first), record id, ordinal."""
-    params: list = [match]
+    """The ``limit`` best chunks for the OR of ``clauses`` among records passing the
+    filters, ordered by bm25 (best first), record id, ordinal.
+
+    FTS5 clamps the BM25 weight (IDF) of a phrase found in at least half of
+    all rows to 1e-6, so such a clause moves no row's score by more than a few
+    millionths; scoring it for every matching row is where the time of a
+    query with common words goes.  Those clauses are left out of the ranking
+    whenever the remaining ones fill the quota; the results are the same up
+    to those millionths.  The document count of each clause's floor token
+    (an exact lookup in the vocabulary table) proves the clause is that common.
+    """
+    params: list = []
     where = (_in("r.status", statuses, params) + _in("r.access", accesses, params)
              + _in("r.scope", scopes, params))
-    params.append(limit)
-    rows = store.execute(
-        f"SELECT {_RECORD_COLUMNS}, c.ordinal, c.text, bm25(sbuf_fts) AS score"
-        " FROM sbuf_fts JOIN sbuf_chunks c ON c.id = sbuf_fts.rowid"
-        " JOIN sbuf_records r ON r.file_id = c.file_id JOIN sbuf_files f ON f.id = c.file_id"
-        f" WHERE sbuf_fts MATCH ?{where} ORDER BY score, r.id, c.ordinal LIMIT ?", tuple(params))
-    return [ChunkHit(_record(row[:16]), row[16], row[17], row[18]) for row in rows]
+    full = " OR ".join(c.expr for c in clauses)
+    with store.read() as conn:
+        rows = conn.execute("SELECT count(*) FROM sbuf_chunks").fetchone()[0]
+        kept = [c for c in clauses if c.floor_token is None or 2 * _doc_count(conn, c.floor_token) < rows]
+        if len(kept) == len(clauses):
+            return _hits(conn, full, where, params, limit)
+        hits = _hits(conn, " OR ".join(c.expr for c in kept), where, params, limit) if kept else []
+        if len(hits) >= limit:
+            return hits
+        seen = [h.chunk_rowid for h in hits]
+        exclude = f" AND c.id NOT IN ({','.join('?' * len(seen))})" if seen else ""
+        fill = _hits(conn, full, where + exclude, params + seen, limit - len(hits), scan=FILL_SCAN)
+        return hits + fill
+
+
+def _doc_count(conn: sqlite3.Connection, token: str) -> int:
+    row = conn.execute("SELECT doc FROM sbuf_fts_vocab WHERE term = ?", (token,)).fetchone()
+    return row[0] if row else 0
+
+
+def _hits(conn: sqlite3.Connection, match: str, where: str, params: list, limit: int,
+          scan: int | None = None) -> list[ChunkHit]:
+    """Rank inside the FTS table first (cheap), then fetch and filter only the
+    leaders; joining every matching row before sorting costs several times more.
+
+    The leaders are exact whenever at least ``limit`` of them pass the filters
+    with a score strictly better than the last leader fetched; otherwise more
+    leaders are fetched, and in the end the one-query join answers.
+    ``scan`` instead ranks the first ``scan`` matches (in index order) only.
+    """
+    if scan is not None:
+        leaders = conn.execute("SELECT rowid, bm25(sbuf_fts) FROM sbuf_fts WHERE sbuf_fts MATCH ? LIMIT ?",
+                               (match, scan)).fetchall()
+        return _fetch(conn, leaders, where, params)[:limit]
+    want = limit + limit // 4 + 16
+    for _ in range(3):
+        leaders = conn.execute("SELECT rowid, bm25(sbuf_fts) AS s FROM sbuf_fts WHERE sbuf_fts MATCH ?"
+                               " ORDER BY s LIMIT ?", (match, want)).fetchall()
+        hits = _fetch(conn, leaders, where, params)
+        if len(leaders) < want:  # every match was ranked
+            return hits[:limit]
+        last = leaders[-1][1]
+        if sum(1 for h in hits if h.bm25 < last) >= limit:
+            return hits[:limit]
+        want *= 4
+    sql = (f"SELECT {_HIT_COLUMNS}, bm25(sbuf_fts) AS score FROM sbuf_fts"
+           " JOIN sbuf_chunks c ON c.id = sbuf_fts.rowid JOIN sbuf_records r ON r.file_id = c.file_id"
+           f" JOIN sbuf_files f ON f.id = c.file_id WHERE sbuf_fts MATCH ?{where}"
+           " ORDER BY score, r.id, c.ordinal LIMIT ?")
+    return [_hit(row[:-1], row[-1]) for row in conn.execute(sql, (match, *params, limit))]
+
+
+def _fetch(conn: sqlite3.Connection, leaders: Sequence[tuple[int, float]], where: str,
+           params: list) -> list[ChunkHit]:
+    """The leaders that pass the filters, ordered by score, record id, ordinal."""
+    scores = dict(leaders)
+    hits: list[ChunkHit] = []
+    ids = list(scores)
+    for start in range(0, len(ids), 500):
+        batch = ids[start:start + 500]
+        sql = (f"SELECT {_HIT_COLUMNS} FROM sbuf_chunks c JOIN sbuf_records r ON r.file_id = c.file_id"
+               f" JOIN sbuf_files f ON f.id = c.file_id WHERE c.id IN ({','.join('?' * len(batch))}){where}")
+        hits += [_hit(row, scores[row[0]]) for row in conn.execute(sql, (*batch, *params))]
+    hits.sort(key=lambda h: (h.bm25, h.record.id, h.ordinal))
+    return hits
+
+
+def _hit(row: Sequence, score: float) -> ChunkHit:
+    rowid, rid, title, kind, scope, status, access, aliases, sources, path, ordinal, text = row
+    rec = RecordRow(rid, title, kind, scope, status, access, "", "", [], json.loads(aliases), [],
+                    [tuple(x) for x in json.loads(sources)], "", "", "", path)
+    return ChunkHit(rec, ordinal, text, score, rowid)
 
 
 __all__ = [
-    "FileState", "RecordRow", "ChunkRow", "ProjectedFile", "ChunkHit", "Problems", "StoreError",
+    "FileState", "RecordRow", "ChunkRow", "ProjectedFile", "ChunkHit", "Clause", "Problems", "StoreError",
     "open_projection", "discard_projection", "apply_changes", "clear", "data_version", "file_states",
-    "problems", "counts", "find_records", "list_records", "overlapping", "search",
+    "problems", "problems_among", "duplicates_among", "counts", "find_records", "list_records", "overlapping", "search",
 ]

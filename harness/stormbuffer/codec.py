@@ -21,6 +21,7 @@ is never written.  Messages never contain a path: callers name the file.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from typing import Any
 
@@ -45,16 +46,65 @@ def parse_record(data: bytes) -> Record:
     except UnicodeDecodeError:
         raise CodecError("record file is not valid UTF-8") from None
     front, body = split_front_matter(text)
-    try:
-        table = tomllib.loads(front)
-    except tomllib.TOMLDecodeError as exc:
-        raise CodecError(f"front matter is not valid TOML: {exc}") from None
+    table = canonical_table(front)
+    if table is None:
+        try:
+            table = tomllib.loads(front)
+        except tomllib.TOMLDecodeError as exc:
+            raise CodecError(f"front matter is not valid TOML: {exc}") from None
     record = _record_from_table(table, body)
     try:
         validate(record)
     except RecordInvalid as exc:
         raise CodecError(str(exc)) from None
     return record
+
+
+# Front matter laid out exactly as render_record writes it is read with one
+# regular expression instead of tomllib (a full reindex parses every file, and
+# tomllib dominated its time).  The grammar is a strict subset of TOML: fixed
+# key order and spacing, basic strings whose only escapes are the ones the
+# renderer emits.  Whatever it accepts tomllib reads identically; anything
+# else (hand edits, other writers) goes through tomllib.
+_STR = r'"((?:[^"\\\x00-\x1f\x7f]|\\[btnfr"\\]|\\u00[01][0-9A-F]|\\u007F)*)"'
+_ITEM = _STR.replace("(", "(?:", 1)
+_ARRAY = rf"\[((?:{_ITEM}(?:, {_ITEM})*)?)\]"
+_SOURCE_TABLE = "\n\\[\\[sources\\]\\]\nkind = {0}\nreference = {0}\nactor = {0}\n"
+_FRONT = re.compile(
+    "format_version = 1\n"
+    + "".join(f"{key} = {_STR}\n" for key in KEYS[1:9])
+    + "".join(f"{key} = {_ARRAY}\n" for key in KEYS[9:12])
+    + f"((?:{_SOURCE_TABLE.format(_ITEM)})*)")
+_SOURCE = re.compile(_SOURCE_TABLE.format(_STR))
+_ITEMS = re.compile(_STR)
+_ESCAPED = re.compile(r'\\(u[0-9A-F]{4}|[btnfr"\\])')
+_UNESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
+
+
+def _unescape_one(match: re.Match) -> str:
+    code = match.group(1)
+    return chr(int(code[1:], 16)) if len(code) == 5 else _UNESCAPES[code]
+
+
+def _unescape(text: str) -> str:
+    return _ESCAPED.sub(_unescape_one, text) if "\\" in text else text
+
+
+def canonical_table(front: str) -> dict[str, Any] | None:
+    """The table of front matter in the canonical layout; None for anything else."""
+    m = _FRONT.fullmatch(front)
+    if m is None:
+        return None
+    groups = m.groups()
+    table: dict[str, Any] = {"format_version": 1}
+    for key, value in zip(KEYS[1:9], groups[:8]):
+        table[key] = _unescape(value)
+    for key, value in zip(KEYS[9:12], groups[8:11]):
+        table[key] = [_unescape(v) for v in _ITEMS.findall(value)]
+    sources = [dict(zip(SOURCE_KEYS, map(_unescape, src))) for src in _SOURCE.findall(groups[11])]
+    if sources:  # no [[sources]] table means no key at all, as tomllib reads it
+        table["sources"] = sources
+    return table
 
 
 def split_front_matter(text: str) -> tuple[str, str]:
@@ -151,44 +201,47 @@ def render_record(record: Record, *, check: bool = True) -> bytes:
     """
     if check:
         validate(record)
-    lines = [
-        f"format_version = {FORMAT_VERSION}",
-        f"id = {toml_string(record.id)}",
-        f"title = {toml_string(record.title)}",
-        f"kind = {toml_string(record.kind)}",
-        f"scope = {toml_string(record.scope)}",
-        f"status = {toml_string(record.status)}",
-        f"access = {toml_string(record.access)}",
-        f"created_at = {toml_string(format_timestamp(record.created_at))}",
-        f"updated_at = {toml_string(format_timestamp(record.updated_at))}",
-        f"tags = {toml_array(record.tags)}",
-        f"aliases = {toml_array(record.aliases)}",
-        f"supersedes = {toml_array(record.supersedes)}",
-    ]
-    for source in record.sources:
-        lines += ["", "[[sources]]", f"kind = {toml_string(source.kind)}",
-                  f"reference = {toml_string(source.reference)}", f"actor = {toml_string(source.actor)}"]
-    return ("+++\n" + "\n".join(lines) + "\n+++\n\n" + record.body).encode("utf-8")
+    table = {
+        "format_version": FORMAT_VERSION, "id": record.id, "title": record.title, "kind": record.kind,
+        "scope": record.scope, "status": record.status, "access": record.access,
+        "created_at": format_timestamp(record.created_at), "updated_at": format_timestamp(record.updated_at),
+        "tags": record.tags, "aliases": record.aliases, "supersedes": record.supersedes,
+        "sources": [{"kind": s.kind, "reference": s.reference, "actor": s.actor} for s in record.sources],
+    }
+    return ("+++\n" + render_front(table) + "+++\n\n" + record.body).encode("utf-8")
+
+
+def render_front(table: dict[str, Any]) -> str:
+    """The front matter (the text between the ``+++`` lines) of a record table, keys in order."""
+    if set(table) - set(KEYS) or any(set(s) != set(SOURCE_KEYS) for s in table.get("sources", [])):
+        raise KeyError("unexpected key")
+    lines = [f"format_version = {table['format_version']}"]
+    for key in KEYS[1:-1]:
+        value = table[key]
+        lines.append(f"{key} = {toml_array(value) if isinstance(value, list) else toml_string(value)}")
+    for source in table.get("sources", []):
+        lines += ["", "[[sources]]", *(f"{key} = {toml_string(source[key])}" for key in SOURCE_KEYS)]
+    return "\n".join(lines) + "\n"
 
 
 _ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
 
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f\x7f"\\]')
+
+
+def _escape_one(match: re.Match) -> str:
+    c = match.group(0)
+    return _ESCAPES.get(c) or f"\\u{ord(c):04X}"
+
+
 def toml_string(value: str) -> str:
-    """A TOML basic string (control characters escaped)."""
-    out = []
-    for c in value:
-        if c in _ESCAPES:
-            out.append(_ESCAPES[c])
-        elif ord(c) < 0x20 or ord(c) == 0x7F:
-            out.append(f"\\u{ord(c):04X}")
-        else:
-            out.append(c)
-    return '"' + "".join(out) + '"'
+    """A TOML basic string (quotes, backslashes and control characters escaped)."""
+    return '"' + _NEEDS_ESCAPE.sub(_escape_one, value) + '"'
 
 
 def toml_array(values: list[str]) -> str:
     return "[" + ", ".join(toml_string(v) for v in values) + "]"
 
 
-__all__ = ["CodecError", "parse_record", "render_record", "split_front_matter", "toml_string", "toml_array"]
+__all__ = ["CodecError", "parse_record", "render_record", "render_front", "canonical_table", "split_front_matter", "toml_string", "toml_array"]

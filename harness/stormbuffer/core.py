@@ -39,14 +39,16 @@ class View:
     mode: str                          # "global" | "project"
     selected: StoreLocation
     global_store: StoreLocation        # the selected store itself in global mode
+    watch: bool = False                # follow file changes with a change feed (long-running hosts)
     _projections: dict[Path, Projection] = field(default_factory=dict)
 
     @classmethod
-    def resolve(cls, mode: str, cwd: Path | None = None, env: Mapping[str, str] = os.environ) -> "View":
+    def resolve(cls, mode: str, cwd: Path | None = None, env: Mapping[str, str] = os.environ,
+                *, watch: bool = False) -> "View":
         """Resolve the store locations (nothing is created).  Raises SbufError(internal_error)."""
         glob = global_location(env)
         selected = project_location(cwd, env) if mode == "project" else glob
-        return cls(mode, selected, glob)
+        return cls(mode, selected, glob, watch)
 
     @property
     def current_scope(self) -> str:
@@ -61,7 +63,7 @@ class View:
     def projection(self, loc: StoreLocation) -> Projection:
         proj = self._projections.get(loc.root)
         if proj is None:
-            proj = self._projections[loc.root] = Projection(loc)
+            proj = self._projections[loc.root] = Projection(loc, watch=self.watch)
         return proj
 
     def repository(self, loc: StoreLocation | None = None) -> Repository:
@@ -83,6 +85,15 @@ class View:
             proj.require_valid(writing=False)
             out.append(proj)
         return out
+
+    def verify(self) -> None:
+        """Stat every file of the projections in use (the idle check behind a change feed)."""
+        for proj in list(self._projections.values()):
+            if proj.loc.initialized():
+                try:
+                    proj.sync(full=True)
+                except SbufError:
+                    pass  # the next read reports it
 
     def close(self) -> None:
         for proj in self._projections.values():
@@ -341,6 +352,10 @@ class Core:
             tags=tags if tags is not None else (list(base.tags) if base else []),
             aliases=aliases if aliases is not None else (list(base.aliases) if base else []),
             supersedes=supersedes or [])
+
+    def idle(self) -> None:
+        """Housekeeping between requests of a long-running host."""
+        self.view.verify()
 
     def close(self) -> None:
         self.view.close()

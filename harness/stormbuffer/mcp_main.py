@@ -97,7 +97,7 @@ def run(mode: str, allow_writes: bool) -> int:
     from .errors import SbufError
 
     try:
-        view = View.resolve(mode)
+        view = View.resolve(mode, watch=True)
         protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
         sys.stdout.flush()
         os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
@@ -108,7 +108,8 @@ def run(mode: str, allow_writes: bool) -> int:
     core = Core(view)
     server = StormbufferMcp(core, store_kind=view.selected.kind, allow_writes=allow_writes, version=__version__)
     try:
-        serve_stdio(server, sys.stdin.buffer, protocol_out)
+        # While idle, every record file is stat-ed now and then, as a check on the change feed.
+        serve_stdio(server, sys.stdin.buffer, protocol_out, idle=core.idle)
     except KeyboardInterrupt:
         pass
     finally:

@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from .codec import CodecError, parse_record
 from .errors import SbufError
 from .records import Record, body_digest, format_timestamp, normalize_text
 from .stores import StoreLocation
+from .watch import ChangeFeed, open_feed
 
 RACY_WINDOW_NS = 2_000_000_000
 # A record file bigger than this is reported invalid without being read.
@@ -103,20 +105,58 @@ def walk_records(records_dir: Path) -> dict[str, os.stat_result]:
 
 
 def _same_stat(old: sb.FileState, st: os.stat_result) -> bool:
-    return (not old.racy and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns
+    return (not old.racy and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size
             and old.ctime_ns == st.st_ctime_ns and old.inode == st.st_ino)
+
+
+def scan_records(records_dir: Path, known: dict[str, sb.FileState]) -> tuple[set[str], list[tuple[str, os.stat_result]]]:
+    """(every ``*.md`` file present, those whose stat differs from ``known``): the
+    no-change path of a sync, so it stats each file once and builds nothing else."""
+    present: set[str] = set()
+    changed: list[tuple[str, os.stat_result]] = []
+    pending = [(records_dir, "")]
+    while pending:
+        folder, prefix = pending.pop()
+        try:
+            entries = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        if entry.is_dir(follow_symlinks=False):
+                            pending.append((Path(entry.path), f"{prefix}{name}/"))
+                        continue
+                    if not name.endswith(".md"):
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                except FileNotFoundError:  # vanished while we looked
+                    continue
+                rel = prefix + name if prefix else name
+                present.add(rel)
+                old = known.get(rel)
+                # _same_stat, inlined: this line runs once per record file on every walk
+                if (old is None or old.racy or old.mtime_ns != st.st_mtime_ns or old.size != st.st_size
+                        or old.ctime_ns != st.st_ctime_ns or old.inode != st.st_ino):
+                    changed.append((rel, st))
+    return present, changed
 
 
 class Projection:
     """The projection of one store; keep one per store per process."""
 
-    def __init__(self, loc: StoreLocation):
+    def __init__(self, loc: StoreLocation, *, watch: bool = False):
         self.loc = loc
+        self._watch = watch
+        self._feed: ChangeFeed | None = None
         self._store: Store | None = None
         self._path: Path | None = None
         self._inode: int | None = None
         self._states: dict[str, sb.FileState] | None = None
         self._version: int | None = None
+        self._seq = 0
         self._problems: sb.Problems | None = None
 
     # -- the index file ------------------------------------------------------------
@@ -143,7 +183,7 @@ class Projection:
                 inode = None
             if inode == self._inode:
                 return self._store
-            self.close()
+            self._close_store()
         try:
             store = sb.open_projection(path)
         except StoreError:
@@ -161,6 +201,12 @@ class Projection:
         return store
 
     def close(self) -> None:
+        if self._feed is not None:
+            self._feed.close()
+            self._feed = None
+        self._close_store()
+
+    def _close_store(self) -> None:
         if self._store is not None:
             with contextlib.suppress(Exception):
                 self._store.close()
@@ -170,12 +216,17 @@ class Projection:
 
     # -- sync ----------------------------------------------------------------------
 
-    def sync(self) -> SyncReport:
-        """Bring the projection in step with the Markdown.  Raises SbufError."""
+    def sync(self, *, full: bool = False) -> SyncReport:
+        """Bring the projection in step with the Markdown.  Raises SbufError.
+
+        With a change feed only the files it reports are looked at, unless
+        ``full``: then every file is stat-ed (a host calls that when idle, as
+        a check on the feed).
+        """
         busy = SbufError("conflict", errors.PROJECTION_BUSY)
         try:
             with locks.exclusive(self.lock_path, wait=locks.PROJECTION_WAIT_S, busy=busy):
-                return self._sync(rebuild=False)
+                return self._sync(full=full)
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise busy from None
@@ -184,61 +235,102 @@ class Projection:
             raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
 
     def rebuild(self) -> SyncReport:
-        """Drop every projected row and project all files again."""
+        """Delete the index file and project every record again."""
         busy = SbufError("conflict", errors.PROJECTION_BUSY)
         try:
             with locks.exclusive(self.lock_path, wait=locks.PROJECTION_WAIT_S, busy=busy):
-                return self._sync(rebuild=True)
+                self._close_store()
+                try:
+                    sb.discard_projection(self._index_path())
+                except OSError:
+                    raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
+                return self._sync(full=True)
         except (sqlite3.Error, StoreError):
             raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
 
     def _known(self, store: Store) -> dict[str, sb.FileState]:
+        """The projected file states, reloading only what another process changed."""
         version = sb.data_version(store)
-        if self._states is None or version != self._version:
-            self._states = sb.file_states(store)
-            self._version = version
-            self._problems = None
+        if self._states is not None and version == self._version:
+            return self._states
+        self._version = version
+        if self._states is not None:
+            changed, latest, total = sb.file_states(store, self._seq)
+            self._states.update(changed)
+            self._seq = latest
+            if len(self._states) == total:  # nothing was deleted meanwhile
+                self._note_changes(changed.keys())
+                return self._states
+        self._states, self._seq, _ = sb.file_states(store)
+        self._problems = None
         return self._states
 
-    def _sync(self, rebuild: bool) -> SyncReport:
+    def _changed_paths(self, full: bool) -> set[str] | None:
+        """Paths the change feed saw since the last sync; None when every file must be stat-ed."""
+        if not self._watch:
+            return None
+        if self._feed is None:
+            self._feed = open_feed(self.loc.records_dir)
+            if self._feed is None:
+                self._watch = False  # not a filesystem whose changes inotify reports
+                return None
+        changed = self._feed.drain()  # always drained, so a full walk resets it too
+        return None if full else changed
+
+    def _sync(self, full: bool = False) -> SyncReport:
         store = self.store()
-        if rebuild:
-            sb.clear(store)
-            self._states = None
         known = self._known(store)
-        seen = walk_records(self.loc.records_dir)
-        report = SyncReport(files=len(seen))
+        changed = self._changed_paths(full)
+        if changed is None:
+            present, candidates = scan_records(self.loc.records_dir, known)
+            gone = [rel for rel in known if rel not in present] if len(present) != len(known) or any(
+                rel not in known for rel, _ in candidates) else []
+        else:
+            candidates, gone = [], []
+            for rel in changed:
+                if not rel.endswith(".md"):
+                    continue
+                try:
+                    st = os.lstat(self.loc.records_dir / rel)
+                except OSError:
+                    st = None
+                if st is not None and stat.S_ISREG(st.st_mode):
+                    candidates.append((rel, st))
+                elif rel in known:
+                    gone.append(rel)
+        report = SyncReport()
         upserts: list[sb.ProjectedFile] = []
         touches: list[sb.ProjectedFile] = []
         now = time.time_ns()
-        for rel, st in seen.items():
+        for rel, st in candidates:
             old = known.get(rel)
             if old is not None and _same_stat(old, st):
-                report.unchanged += 1
                 continue
             projected = self._read(rel, st, now)
             if projected is None:  # vanished between the walk and the read
+                if old is not None:
+                    gone.append(rel)
                 continue
             if old is not None and old.hash == projected.state.hash:
                 if old != projected.state:
                     touches.append(sb.ProjectedFile(rel, projected.state))
-                report.unchanged += 1
             else:
                 upserts.append(projected)
                 if old is None:
                     report.added += 1
                 else:
                     report.updated += 1
-        deletes = [rel for rel in known if rel not in seen]
-        report.removed = len(deletes)
-        if upserts or touches or deletes:
-            sb.apply_changes(store, upserts, touches, deletes)
-            for rel in deletes:
-                del known[rel]
+        report.removed = len(gone)
+        if upserts or touches or gone:
+            sb.apply_changes(store, upserts, touches, gone)
+            for rel in gone:
+                known.pop(rel, None)
             for f in (*touches, *upserts):
                 known[f.path] = f.state
-            if upserts or deletes:
-                self._problems = None
+            if upserts or gone:
+                self._note_changes([f.path for f in upserts])
+        report.files = len(known)
+        report.unchanged = report.files - report.added - report.updated
         report.invalid = len(self.problems().invalid)
         return report
 
@@ -262,6 +354,15 @@ class Projection:
         return project_file(rel, data, state)
 
     # -- validity ------------------------------------------------------------------
+
+    def _note_changes(self, paths) -> None:
+        """Keep the validity verdict current: a clean store stays clean unless a
+        re-projected file is invalid or brought a second copy of an id."""
+        if self._problems is None or self._problems:
+            self._problems = None  # recomputed in full when next asked
+            return
+        if paths:
+            self._problems = sb.problems_among(self.store(), list(paths))
 
     def problems(self) -> sb.Problems:
         if self._problems is None:

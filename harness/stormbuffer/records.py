@@ -14,7 +14,6 @@ import os
 import re
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
@@ -181,8 +180,12 @@ def project_name(folder_name: str) -> str:
 # -- text rules -------------------------------------------------------------------
 
 
+# Unicode category Cc is exactly U+0000-U+001F and U+007F-U+009F.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
 def _is_control(c: str) -> bool:
-    return unicodedata.category(c) == "Cc"
+    return _CONTROL.match(c) is not None
 
 
 def text_problem(value: str) -> str | None:
@@ -191,7 +194,7 @@ def text_problem(value: str) -> str | None:
         return "must not be empty"
     if value != value.strip():
         return "must not start or end with whitespace"
-    if any(_is_control(c) for c in value):
+    if _CONTROL.search(value):
         return "must not contain control characters"
     return None
 

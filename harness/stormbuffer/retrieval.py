@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -50,28 +51,30 @@ CONTRACT = {
 }
 
 
+_TERM = re.compile(r"\w+")  # \w: str.isalnum() characters and "_"
+
+
 def query_terms(query: str) -> list[str]:
-    terms, current = [], []
-    for c in query:
-        if c.isalnum() or c == "_":
-            current.append(c)
-        elif current:
-            terms.append("".join(current).lower())
-            current = []
-    if current:
-        terms.append("".join(current).lower())
-    return terms
+    """Runs of alphanumerics and ``_``, lower-cased."""
+    return [t.lower() for t in _TERM.findall(query)]
+
+
+def fts_clauses(terms: Sequence[str]) -> list[sb.Clause]:
+    """One term is a prefix; several are ``"t1 t2 …" OR t1* OR t2* …``.  Terms hold
+    only word characters, so quoting them is plain."""
+    prefixes = [sb.Clause(f'"{t}"*', _floor_token(t)) for t in terms]
+    if len(terms) == 1:
+        return prefixes
+    return [sb.Clause(f'"{" ".join(terms)}"'), *prefixes]
 
 
 def fts_expression(terms: Sequence[str]) -> str:
-    """The FTS5 MATCH expression (terms hold only alphanumerics and ``_``, so quoting is plain)."""
-    if len(terms) == 1:
-        return f'"{terms[0]}"*'
-    return " OR ".join([f'"{" ".join(terms)}"', *(f'"{t}"*' for t in terms)])
+    return " OR ".join(c.expr for c in fts_clauses(terms))
 
 
-def _words(text: str) -> list[str]:
-    return query_terms(text)
+def _floor_token(term: str) -> str | None:
+    # The tokenizer splits at "_": any one piece is in every row the phrase matches.
+    return next((piece for piece in term.split("_") if piece), None)
 
 
 def match_reason(q: str, terms: Sequence[str], hit: sb.ChunkHit) -> str:
@@ -86,8 +89,8 @@ def match_reason(q: str, terms: Sequence[str], hit: sb.ChunkHit) -> str:
     text = hit.text.lower()
     if " " in q and (q in text or any(q in a for a in aliases)):
         return "phrase"
-    words = _words(hit.text)
-    if any(w.startswith(t) for t in terms for w in words):
+    # A word of the text starts with a term exactly where the term follows a non-word character.
+    if any(re.search(r"(?<!\w)" + re.escape(t), text) for t in set(terms)):
         return "prefix"
     return "term"
 
@@ -120,12 +123,12 @@ def ranked_hits(stores: Sequence[sb.Store], query: str, limit: int, current_scop
     terms = query_terms(query)
     if not terms:
         return [], 0
-    expr = fts_expression(terms)
+    clauses = fts_clauses(terms)
     q = query.strip().lower()
     rows = min(limit * 10, MAX_SEARCH_ROWS)
     merged: list[RankedHit] = []
     for store in stores:
-        hits = sb.search(store, expr, limit=rows, statuses=filters.statuses, accesses=filters.accesses,
+        hits = sb.search(store, clauses, limit=rows, statuses=filters.statuses, accesses=filters.accesses,
                          scopes=filters.scopes)
         ranked = []
         for hit in hits:
@@ -205,5 +208,5 @@ def search_item(ranked: RankedHit) -> dict:
     }
 
 
-__all__ = ["query_terms", "fts_expression", "match_reason", "RankedHit", "Filters", "ranked_hits",
+__all__ = ["query_terms", "fts_clauses", "fts_expression", "match_reason", "RankedHit", "Filters", "ranked_hits",
            "assemble_context", "search_item", "sources_json", "CONTRACT", "INDEX_VERSION"]
