@@ -184,6 +184,10 @@ class Projection:
             if inode == self._inode:
                 return self._store
             self._close_store()
+        if not path.exists():
+            # Side files of a deleted index would be replayed into the new one.
+            with contextlib.suppress(OSError):
+                sb.discard_projection(path)
         try:
             store = sb.open_projection(path)
         except StoreError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import sys
 import tempfile
 import tomllib
@@ -70,13 +71,18 @@ class StoreLocation:
 
     def index_path(self) -> Path:
         """The projection file: the preferred place, or a private temp folder
-        when that folder cannot be written (a read-only store still reads)."""
+        when that folder cannot be written (a read-only store still reads).
+        Raises OSError when neither can be used."""
         preferred = self.preferred_index()
         if _writable_dir(preferred.parent):
             return preferred
         digest = hashlib.blake2b(str(self.root).encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
         fallback = Path(tempfile.gettempdir()) / f"stormbuffer-projection-{digest}"
         fallback.mkdir(mode=0o700, exist_ok=True)
+        st = fallback.lstat()
+        # A shared temp folder: never use a folder someone else made or can read.
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            raise PermissionError("the fallback projection folder is not private")
         return fallback / "index.sqlite3"
 
     def read_config(self) -> StoreConfig:
@@ -110,12 +116,15 @@ def _bad_config(why: str) -> SbufError:
 
 
 def _writable_dir(folder: Path) -> bool:
-    probe = folder
-    while not probe.exists():
-        if probe.parent == probe:
-            return False
-        probe = probe.parent
-    return probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+    """Whether files can be created in ``folder`` (made if missing): tried, not
+    inferred from permission bits, which say nothing of read-only mounts or
+    immutable folders."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 # -- locations ----------------------------------------------------------------------
