@@ -391,7 +391,8 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
     try:
         for line in _read_lines(stdin, max_line):
             if line is None:
-                pending.put(("reply", error_reply(None, INVALID_REQUEST, "Invalid request: line too long")))
+                too_long = f"Invalid request: a message may hold at most {max_line} bytes"
+                pending.put(("reply", error_reply(None, INVALID_REQUEST, too_long)))
                 continue
             if not line.strip():
                 continue

@@ -309,11 +309,6 @@ class Clause:
     floor_token: str | None = None
 
 
-# When the selective clauses of a query match too few rows, the rest of the
-# quota comes from rows matching only near-universal tokens; those are ranked
-# among the first FILL_SCAN such matches rather than among all of them.
-FILL_SCAN = 2000
-
 _HIT_COLUMNS = ("c.id, r.id, r.title, r.kind, r.scope, r.status, r.access, r.aliases, r.sources, f.path,"
                 " c.ordinal, c.text")
 
@@ -325,28 +320,35 @@ def search(store: Store, clauses: Sequence[Clause], *, limit: int, statuses: Seq
 
     FTS5 clamps the BM25 weight (IDF) of a phrase found in at least half of
     all rows to 1e-6, so such a clause moves no row's score by more than a few
-    millionths; scoring it for every matching row is where the time of a
-    query with common words goes.  Those clauses are left out of the ranking
-    whenever the remaining ones fill the quota; the results are the same up
-    to those millionths.  The document count of each clause's floor token
-    (an exact lookup in the vocabulary table) proves the clause is that common.
+    millionths, while scoring it for every row it matches is where the time
+    of a query with common words goes.  So the rows matching the other
+    (selective) clauses are ranked without it, and only when they are fewer
+    than ``limit`` is the quota filled from rows matching nothing but the
+    common clauses, ranked by those clauses alone: for such a row that is its
+    whole score.  The results equal ranking everything at once, up to those
+    millionths.  The document count of each clause's floor token (an exact
+    lookup in the vocabulary table) proves that a clause is that common.
     """
     params: list = []
     where = (_in("r.status", statuses, params) + _in("r.access", accesses, params)
              + _in("r.scope", scopes, params))
-    full = " OR ".join(c.expr for c in clauses)
     with store.read() as conn:
         rows = conn.execute("SELECT count(*) FROM sbuf_chunks").fetchone()[0]
-        kept = [c for c in clauses if c.floor_token is None or 2 * _doc_count(conn, c.floor_token) < rows]
-        if len(kept) == len(clauses):
-            return _hits(conn, full, where, params, limit)
-        hits = _hits(conn, " OR ".join(c.expr for c in kept), where, params, limit) if kept else []
+        common = [c for c in clauses if c.floor_token and 2 * _doc_count(conn, c.floor_token) >= rows]
+        selective = [c for c in clauses if c not in common]
+        if not common:
+            return _hits(conn, _or(selective), where, params, limit)
+        hits = _hits(conn, _or(selective), where, params, limit) if selective else []
         if len(hits) >= limit:
             return hits
+        # Every row the selective clauses match is in hits: the rest match only common clauses.
         seen = [h.chunk_rowid for h in hits]
         exclude = f" AND c.id NOT IN ({','.join('?' * len(seen))})" if seen else ""
-        fill = _hits(conn, full, where + exclude, params + seen, limit - len(hits), scan=FILL_SCAN)
-        return hits + fill
+        return hits + _hits(conn, _or(common), where + exclude, params + seen, limit - len(hits), skip=len(seen))
+
+
+def _or(clauses: Sequence[Clause]) -> str:
+    return " OR ".join(c.expr for c in clauses)
 
 
 def _doc_count(conn: sqlite3.Connection, token: str) -> int:
@@ -355,20 +357,16 @@ def _doc_count(conn: sqlite3.Connection, token: str) -> int:
 
 
 def _hits(conn: sqlite3.Connection, match: str, where: str, params: list, limit: int,
-          scan: int | None = None) -> list[ChunkHit]:
+          skip: int = 0) -> list[ChunkHit]:
     """Rank inside the FTS table first (cheap), then fetch and filter only the
     leaders; joining every matching row before sorting costs several times more.
 
     The leaders are exact whenever at least ``limit`` of them pass the filters
     with a score strictly better than the last leader fetched; otherwise more
-    leaders are fetched, and in the end the one-query join answers.
-    ``scan`` instead ranks the first ``scan`` matches (in index order) only.
+    leaders are fetched, and in the end one query joins and sorts every match.
+    ``skip``: how many of the best matches the filters are known to exclude.
     """
-    if scan is not None:
-        leaders = conn.execute("SELECT rowid, bm25(sbuf_fts) FROM sbuf_fts WHERE sbuf_fts MATCH ? LIMIT ?",
-                               (match, scan)).fetchall()
-        return _fetch(conn, leaders, where, params)[:limit]
-    want = limit + limit // 4 + 16
+    want = skip + limit + limit // 4 + 16
     for _ in range(3):
         leaders = conn.execute("SELECT rowid, bm25(sbuf_fts) AS s FROM sbuf_fts WHERE sbuf_fts MATCH ?"
                                " ORDER BY s LIMIT ?", (match, want)).fetchall()
@@ -403,7 +401,8 @@ def _fetch(conn: sqlite3.Connection, leaders: Sequence[tuple[int, float]], where
 
 def _hit(row: Sequence, score: float) -> ChunkHit:
     rowid, rid, title, kind, scope, status, access, aliases, sources, path, ordinal, text = row
-    rec = RecordRow(rid, title, kind, scope, status, access, "", "", [], json.loads(aliases), [],
+    rec = RecordRow(rid, title, kind, scope, status, access, "", "", [],
+                    json.loads(aliases) if aliases != "[]" else [], [],
                     [tuple(x) for x in json.loads(sources)], "", "", "", path)
     return ChunkHit(rec, ordinal, text, score, rowid)
 

@@ -9,6 +9,7 @@ stdout and leaves stderr empty.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -158,8 +159,12 @@ def cmd_invoke(mode: str, operation: str) -> int:
     finally:
         if core is not None:
             core.close()
-    sys.stdout.buffer.write(line)
-    sys.stdout.buffer.flush()
+    try:
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:  # the caller stopped reading; the exit code still tells
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0 if ok else 1
 
 

@@ -76,6 +76,7 @@ class View:
         self.selected.read_config()
         locs = [self.selected]
         if self.mode == "project" and GLOBAL_SCOPE in scopes and self.global_store.initialized():
+            self.global_store.read_config()
             locs.append(self.global_store)
         out = []
         for loc in locs:

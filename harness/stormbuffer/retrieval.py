@@ -77,7 +77,14 @@ def _floor_token(term: str) -> str | None:
     return next((piece for piece in term.split("_") if piece), None)
 
 
-def match_reason(q: str, terms: Sequence[str], hit: sb.ChunkHit) -> str:
+def word_start_pattern(terms: Sequence[str]) -> re.Pattern:
+    """Matches where a word of a text starts with one of ``terms`` (they hold only
+    word characters, so a match right after a non-word character starts a word)."""
+    alternatives = "|".join(re.escape(t) for t in sorted(set(terms), key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})")
+
+
+def match_reason(q: str, word_start: re.Pattern, hit: sb.ChunkHit) -> str:
     rec = hit.record
     if rec.title.lower() == q:
         return "exact_title"
@@ -89,8 +96,7 @@ def match_reason(q: str, terms: Sequence[str], hit: sb.ChunkHit) -> str:
     text = hit.text.lower()
     if " " in q and (q in text or any(q in a for a in aliases)):
         return "phrase"
-    # A word of the text starts with a term exactly where the term follows a non-word character.
-    if any(re.search(r"(?<!\w)" + re.escape(t), text) for t in set(terms)):
+    if word_start.search(text):
         return "prefix"
     return "term"
 
@@ -125,6 +131,7 @@ def ranked_hits(stores: Sequence[sb.Store], query: str, limit: int, current_scop
         return [], 0
     clauses = fts_clauses(terms)
     q = query.strip().lower()
+    word_start = word_start_pattern(terms)
     rows = min(limit * 10, MAX_SEARCH_ROWS)
     merged: list[RankedHit] = []
     for store in stores:
@@ -132,7 +139,7 @@ def ranked_hits(stores: Sequence[sb.Store], query: str, limit: int, current_scop
                          scopes=filters.scopes)
         ranked = []
         for hit in hits:
-            reason = match_reason(q, terms, hit)
+            reason = match_reason(q, word_start, hit)
             score = 1.0 / (1.0 + abs(hit.bm25)) + BOOSTS[reason]
             rank = 2 if hit.record.scope == current_scope else 1 if hit.record.scope == "global" else 0
             ranked.append(RankedHit(hit, reason, score, rank))

@@ -214,6 +214,15 @@ def test_jsonrpc_errors_for_malformed_lines(sbuf, session):
     assert rest == [] and code == 0 and b"Traceback" not in stderr
 
 
+def test_an_oversized_line_is_answered_and_the_session_goes_on(sbuf, session):
+    s = session()
+    s.initialize()
+    s.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (9 * 1024 * 1024) + b'"}}\n')
+    reply = s.recv()
+    assert reply["id"] is None and reply["error"]["code"] == -32600
+    assert s.request("ping")["result"] == {}
+
+
 def test_protocol_versions(sbuf, session):
     for asked, answered in (("2024-11-05", "2024-11-05"), ("2025-11-25", "2025-11-25"),
                             ("2026-07-28", "2026-07-28"), ("1999-01-01", "2025-06-18")):
