@@ -91,9 +91,29 @@ class Problems:
         return bool(self.invalid or self.duplicates)
 
 
+MARKER_KEY = "sbuf.projection"
+
+
 def open_projection(path: str | Path) -> Store:
-    """Open (creating or migrating) the projection at ``path``.  Raises StoreError."""
-    return Store(path)
+    """Open (creating or migrating) the projection at ``path``.  Raises StoreError.
+
+    A file there that this code did not create (e.g. Stormbuffer's own index,
+    which sits at the same path with another schema) is replaced: it is only
+    a projection of the Markdown.
+    """
+    existed = Path(path).exists()
+    store = Store(path)
+    try:
+        marked = store.get_meta(MARKER_KEY) == "1"
+    except sqlite3.Error:
+        marked = False
+    if existed and not marked:
+        store.close()
+        discard_projection(path)
+        store = Store(path)
+    if not marked:
+        store.set_meta(MARKER_KEY, "1")
+    return store
 
 
 def discard_projection(path: str | Path) -> None:

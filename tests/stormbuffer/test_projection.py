@@ -170,3 +170,14 @@ def test_two_processes_keep_each_other_current(view, sbuf, settled):
     assert core.invoke("get", {"version": 1, "id": ids[1]})["error"]["code"] == "not_found"
     assert "second hand" in core.invoke("get", {"version": 1, "id": ids[0]})["result"]["body"]
     other.close()
+
+
+def test_a_foreign_index_at_the_same_path_is_replaced(view, sbuf):
+    """Stormbuffer itself keeps .sbuf/index.sqlite3 with another schema."""
+    import sqlite3
+    record_id = hand_written(sbuf.records, title="Mine")
+    foreign = sqlite3.connect(sbuf.store / "index.sqlite3")
+    foreign.executescript("CREATE TABLE records (id TEXT); PRAGMA user_version = 4;")
+    foreign.close()
+    core = Core(view)
+    assert core.invoke("get", {"version": 1, "id": record_id})["result"]["title"] == "Mine"
