@@ -118,29 +118,34 @@ def scan_records(records_dir: Path, known: dict[str, sb.FileState]) -> tuple[set
     while pending:
         folder, prefix = pending.pop()
         try:
-            entries = os.scandir(folder)
+            # Listing through a folder descriptor makes each stat a lookup of one
+            # name rather than of the whole path.
+            fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
         except (FileNotFoundError, NotADirectoryError):
             continue
-        with entries:
-            for entry in entries:
-                name = entry.name
-                try:
-                    if not entry.is_file(follow_symlinks=False):
-                        if entry.is_dir(follow_symlinks=False):
-                            pending.append((Path(entry.path), f"{prefix}{name}/"))
+        try:
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    name = entry.name
+                    try:
+                        if not entry.is_file(follow_symlinks=False):
+                            if entry.is_dir(follow_symlinks=False):
+                                pending.append((folder / name, f"{prefix}{name}/"))
+                            continue
+                        if not name.endswith(".md"):
+                            continue
+                        st = entry.stat(follow_symlinks=False)
+                    except FileNotFoundError:  # vanished while we looked
                         continue
-                    if not name.endswith(".md"):
-                        continue
-                    st = entry.stat(follow_symlinks=False)
-                except FileNotFoundError:  # vanished while we looked
-                    continue
-                rel = prefix + name if prefix else name
-                present.add(rel)
-                old = known.get(rel)
-                # _same_stat, inlined: this line runs once per record file on every walk
-                if (old is None or old.racy or old.mtime_ns != st.st_mtime_ns or old.size != st.st_size
-                        or old.ctime_ns != st.st_ctime_ns or old.inode != st.st_ino):
-                    changed.append((rel, st))
+                    rel = prefix + name if prefix else name
+                    present.add(rel)
+                    old = known.get(rel)
+                    # _same_stat, inlined: this line runs once per record file on every walk
+                    if (old is None or old.racy or old.mtime_ns != st.st_mtime_ns or old.size != st.st_size
+                            or old.ctime_ns != st.st_ctime_ns or old.inode != st.st_ino):
+                        changed.append((rel, st))
+        finally:
+            os.close(fd)
     return present, changed
 
 
