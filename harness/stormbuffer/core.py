@@ -252,13 +252,21 @@ class Core:
         body = p.bounded(m, "body")
         now = now_ns()
         record = Record(new_id(), title, kind, scope, "candidate", "agent", now, now, body, sources, tags, aliases)
+        invalid = self._screen(record)
+        if invalid is not None:
+            return invalid
+        with self.view.repository().mutation() as repo:
+            return repo.propose(record).to_json()
+
+    def _screen(self, record: Record) -> dict | None:
+        """The ``invalid`` outcome of a new record that breaks a rule, else None;
+        refuses one that does not carry the selected store's scope."""
         problem = _checked(record)
         if problem is not None:
             return _invalid(record.id, problem)
         if record.scope != self.view.selected.scope:
             raise SbufError("scope_denied", errors.RECORD_OUTSIDE_SCOPE)
-        with self.view.repository().mutation() as repo:
-            return repo.propose(record).to_json()
+        return None
 
     def op_update(self, m: dict) -> dict:
         p.write_guard(m)
@@ -295,11 +303,9 @@ class Core:
             raise SbufError("permission_denied", errors.PROPOSAL_APPROVAL)
         record_id = p.id_field(f, required=False) or new_id()
         record = self._record_from_fields(f, record_id, "candidate", self.view.selected.scope)
-        problem = _checked(record)
-        if problem is not None:
-            return _invalid(record.id, problem)
-        if record.scope != self.view.selected.scope:
-            raise SbufError("scope_denied", errors.RECORD_OUTSIDE_SCOPE)
+        invalid = self._screen(record)
+        if invalid is not None:
+            return invalid
         with self.view.repository().mutation() as repo:
             if repo.find(record.id) is not None:
                 raise SbufError("invalid_state", errors.INVALID_STATE)
