@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memstrata.storage import StoreError
 from memstrata.storage import stormbuffer_store as sb
 
 from . import errors
@@ -164,7 +165,7 @@ class Core:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise SbufError("conflict", errors.PROJECTION_BUSY) from None
             raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
-        except sqlite3.Error:
+        except (sqlite3.Error, StoreError):
             raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
         except OSError:
             raise SbufError("internal_error", errors.STORE_FAILED) from None

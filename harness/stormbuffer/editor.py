@@ -45,7 +45,7 @@ def edit_text(draft: bytes) -> bytes:
         try:
             done = subprocess.run([*command, str(path)])
         except OSError:
-            raise _fail(f"cannot start the editor {command[0]!r}") from None
+            raise _fail(f"cannot start the editor {Path(command[0]).name!r}") from None
         if done.returncode != 0:
             raise _fail(f"the editor exited with status {done.returncode}; nothing was saved")
         return path.read_bytes()
