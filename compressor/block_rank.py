@@ -54,7 +54,9 @@ class Asked:
     about_tests: bool
 
 
+@lru_cache(maxsize=4096)
 def prepare(question: str) -> Asked:
+    """The question's terms and names (cached: agents ask the same question every turn; do not mutate)."""
     code: set[str] = set()
     for m in _CODE_IDENT.finditer(question):
         quoted, dotted, called = m.groups()
@@ -75,6 +77,18 @@ def prepare(question: str) -> Asked:
     code_terms = {t for c in code for t in terms_of(c)}
     terms = Counter(t for t in terms_of(question) if t not in _ACTION_WORDS or t in code_terms)
     return Asked(terms, frozenset(code), frozenset(words), bool(_TESTS.search(question)))
+
+
+def relevant_part(outline: Outline, asked: Asked) -> tuple:
+    """What of ``asked`` can change how ``outline`` is cut: its terms, and only the names that occur
+    in the block.  Two questions with the same relevant part get the same cut."""
+    vocabulary = getattr(outline, "_vocabulary", None)
+    if vocabulary is None:
+        vocabulary = frozenset().union(*(u.idents for u in outline.units),
+                                       *({u.name, u.qualname} for u in outline.units))
+        outline._vocabulary = vocabulary
+    return (tuple(sorted(asked.terms.items())), asked.code_names & vocabulary, asked.words & vocabulary,
+            asked.about_tests)
 
 
 def named_units(outline: Outline, asked: Asked) -> dict[int, bool]:

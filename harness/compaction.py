@@ -32,7 +32,8 @@ import threading
 from collections import OrderedDict
 
 from memstrata.compressor.block import Block, BlockPlan, cut_block, plan_block, points_at
-from memstrata.compressor.block_rank import Asked, prepare
+from memstrata.compressor.block_rank import Asked, prepare, relevant_part
+from memstrata.compressor.outline import outline_of
 from memstrata.compressor.tokens import count_tokens
 
 from .conversation import PieceState, Record, message_key
@@ -50,7 +51,6 @@ from .request_blocks import (
 
 QUESTION_CHARS = 2000
 SAID_CHARS = 4000
-MENTION_CHARS = 12000
 MIN_QUESTION_TERMS = 3
 _BOILERPLATE = re.compile(
     r"<(system-reminder|command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
@@ -115,7 +115,7 @@ class PlanCache:
         self._put(self._blocks, (p.digest, p.lines, p.path), block)
 
     def get(self, settings, block: Block, p: PieceState, asked: Asked) -> BlockPlan | None:
-        key = ("plan", p.digest, p.lines, p.path, _asked_key(asked))
+        key = ("plan", p.digest, p.lines, p.path, _asked_key(block, asked))
         with self._lock:
             if key in self._plans:
                 return self._plans[key]
@@ -124,13 +124,24 @@ class PlanCache:
         return bp
 
     def points_at(self, settings, block: Block, p: PieceState, asked: Asked) -> bool:
-        key = ("points", p.digest, p.lines, p.path, _asked_key(asked))
+        key = ("points", p.digest, p.lines, p.path, _asked_key(block, asked))
         with self._lock:
             if key in self._plans:
                 return self._plans[key]
         hit = points_at(block, asked, settings)
         self._put(self._plans, key, hit)
         return hit
+
+    def cut(self, plan: BlockPlan, settings, elide_unpointed: bool):
+        """cut_block, remembered per plan: a compaction that did not pay is tried again next turn."""
+        key = ("cut", id(plan), elide_unpointed, settings)
+        with self._lock:
+            hit = self._plans.get(key)
+            if hit is not None and hit[0] is plan:
+                return hit[1]
+        cut = cut_block(plan, settings, elide_unpointed)
+        self._put(self._plans, key, (plan, cut))
+        return cut
 
     def _put(self, d: OrderedDict, key, value) -> None:
         with self._lock:
@@ -140,8 +151,8 @@ class PlanCache:
                 d.popitem(last=False)
 
 
-def _asked_key(asked: Asked) -> int:
-    return hash((tuple(sorted(asked.terms.items())), asked.code_names, asked.words, asked.about_tests))
+def _asked_key(block: Block, asked: Asked) -> int:
+    return hash(relevant_part(outline_of(block.code, block.language, block.path), asked))
 
 
 class RequestPass:
@@ -232,7 +243,7 @@ class RequestPass:
         return out
 
     def _cut(self, p: PieceState, plan: BlockPlan, elide_unpointed: bool) -> PieceState:
-        cut = cut_block(plan, self.block_settings, elide_unpointed)
+        cut = self.plans.cut(plan, self.block_settings, elide_unpointed)
         if cut is None:
             return p
         return _with_form(p, cut.text, "compressed", cut.tokens_after, tuple(cut.kept))
@@ -272,12 +283,13 @@ class RequestPass:
         if bound < s.clear_at_least:
             return
         question = self.question()
+        later = self._mentions_after()
         plans: list[tuple[int, int, PieceState, BlockPlan]] = []
         pointed = False
         for ri, pi, p in results:
             if (ri, pi) in plan or p.status == "pointer":
                 continue
-            asked = self._asked_for(ri, p, question)
+            asked = self._asked_for(ri, p, question, later)
             block = self._block_of(ri, p)
             if block is None:
                 continue
@@ -325,15 +337,26 @@ class RequestPass:
                 plan[(ri, pi)] = _with_form(p, form, "pointer", self.tokens.count(form))
         return plan
 
-    def _asked_for(self, ri: int, p: PieceState, question: str) -> Asked:
+    def _asked_for(self, ri: int, p: PieceState, question: str, later: list[tuple]) -> Asked:
         """The question now, the one it was read for, and the names the conversation used since."""
         asked = prepare(question + "\n" + p.asked)
-        later = "\n".join(r.said for r in self.records[ri + 1:] if r.said)[-MENTION_CHARS:]
-        if later:
-            mentioned = prepare(later)
-            asked = dataclasses.replace(asked, code_names=asked.code_names | mentioned.code_names,
-                                        words=asked.words | mentioned.words)
+        code, words = later[ri + 1]
+        if code or words:
+            asked = dataclasses.replace(asked, code_names=asked.code_names | code, words=asked.words | words)
         return asked
+
+    def _mentions_after(self) -> list[tuple[frozenset, frozenset]]:
+        """For each record index, the names said in the records from there on."""
+        out = [(frozenset(), frozenset())] * (len(self.records) + 1)
+        code: frozenset = frozenset()
+        words: frozenset = frozenset()
+        for i in range(len(self.records) - 1, -1, -1):
+            said = self.records[i].said
+            if said:
+                m = prepare(said)
+                code, words = code | m.code_names, words | m.words
+            out[i] = (code, words)
+        return out
 
     def _block_of(self, ri: int, p: PieceState) -> Block | None:
         hit = self.plans.block(p)

@@ -115,7 +115,7 @@ class Compressor:
         self.tokens = TokenCache()
         self.plans = PlanCache()
         self.conversations = store or ConversationStore()
-        self._base: OrderedDict[bytes, int] = OrderedDict()
+        self._base: OrderedDict[int, int] = OrderedDict()
         self._base_lock = threading.Lock()
 
     def compress(self, body: dict, api: str) -> CompressionResult:
@@ -180,7 +180,7 @@ class Compressor:
         system, tools = body.get("system"), body.get("tools")
         if system is None and tools is None:
             return 0
-        key = message_key({"s": system, "t": tools})
+        key = hash(repr(system)) ^ hash(repr(tools)) * 31
         with self._base_lock:
             hit = self._base.get(key)
         if hit is not None:

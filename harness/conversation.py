@@ -181,9 +181,20 @@ class ConversationStore:
 
 def message_key(msg) -> bytes:
     """A digest of a message as sent, ignoring where ``cache_control`` markers sit."""
-    h = hashlib.blake2b(digest_size=16)
-    _feed(h, msg)
-    return h.digest()
+    text = repr(msg)  # walks the message in C; most messages carry no marker
+    if "cache_control" in text:
+        text = repr(_without_markers(msg))
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _without_markers(value, depth: int = 0):
+    if depth > 64:  # the proxy refuses deeper bodies before this runs; stay finite regardless
+        return value
+    if isinstance(value, dict):
+        return {k: _without_markers(v, depth + 1) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_markers(v, depth + 1) for v in value]
+    return value
 
 
 def _feed(h, value) -> None:

@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 ANSWER_CAPTURE_BYTES = 8 * 1024 * 1024  # enough answer to measure; the client still gets everything
 MAX_URL_CHARS = 8192      # path + query; longer gets 414 (the upstream hop could not carry it anyway)
 MAX_JSON_DEPTH = 100      # real requests nest about 10 deep; deeper is refused before anything walks it
+INLINE_BODY_BYTES = 64 * 1024  # smaller bodies are prepared on the event loop (a thread hop costs more)
 
 
 @dataclass
@@ -102,36 +103,21 @@ class Proxy:
             return Response(status_code=499)
         if _url_too_long(request):
             return self._local_error(api, 414, "the request URL is too long", endpoint, t0)
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return self._local_error(api, 400, f"request body is not valid JSON: {_json_reason(exc)}", endpoint, t0)
-        except RecursionError:
-            body = None
-        if body is None or _too_deep(body, MAX_JSON_DEPTH):
-            return self._local_error(api, 400, f"request body is nested more than {MAX_JSON_DEPTH} levels deep",
-                                     endpoint, t0)
-        if not isinstance(body, dict):
-            return self._local_error(api, 400, "request body must be a JSON object", endpoint, t0)
+        # Parsing, compressing and re-serializing a large body runs on a worker thread, so the
+        # event loop keeps relaying other answers meanwhile.
+        if len(raw) > INLINE_BODY_BYTES:
+            prepared = await anyio.to_thread.run_sync(self._prepare, raw, api)
+        else:
+            prepared = self._prepare(raw, api)
+        if prepared.error is not None:
+            return self._local_error(api, 400, prepared.error, endpoint, t0)
+        body, comp, content = prepared.body, prepared.compression, prepared.content
+        if self.compressor.settings.mode != "off":
+            self.metrics.compression_seconds.observe(prepared.compress_seconds)
+        if comp is not None and comp.changed:
+            self.stats["compressed"] += 1
         model = body.get("model") if isinstance(body.get("model"), str) else None
         stream = body.get("stream") is True
-
-        comp: CompressionResult | None = None
-        content = raw
-        c0 = time.perf_counter()
-        try:
-            if self.compressor.settings.mode == "off":
-                comp = self.compressor.compress(body, api)  # cheap: names the conversation, changes nothing
-            else:
-                comp = await anyio.to_thread.run_sync(self.compressor.compress, body, api)
-        except Exception as exc:  # compression is best effort: forward the original
-            log.warning("compression failed (%s); forwarding the request unchanged", type(exc).__name__)
-            comp = None
-        if self.compressor.settings.mode != "off":
-            self.metrics.compression_seconds.observe(time.perf_counter() - c0)
-        if comp is not None and comp.changed:
-            content = json.dumps(comp.body, ensure_ascii=False).encode("utf-8")
-            self.stats["compressed"] += 1
 
         def finish(status: int | None, error: str | None, captured: bytes | None) -> None:
             if self.recorder is None:
@@ -144,6 +130,29 @@ class Proxy:
 
         return await self._forward(request, api, upstream.url(rest, request.url.query), content, endpoint, t0,
                                    finish)
+
+    def _prepare(self, raw: bytes, api: str) -> "_Prepared":
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _Prepared(error=f"request body is not valid JSON: {_json_reason(exc)}")
+        except RecursionError:
+            body = None
+        if body is None or _too_deep(body, MAX_JSON_DEPTH):
+            return _Prepared(error=f"request body is nested more than {MAX_JSON_DEPTH} levels deep")
+        if not isinstance(body, dict):
+            return _Prepared(error="request body must be a JSON object")
+        c0 = time.perf_counter()
+        try:
+            comp = self.compressor.compress(body, api)
+        except Exception as exc:  # compression is best effort: forward the original
+            log.warning("compression failed (%s); forwarding the request unchanged", type(exc).__name__)
+            comp = None
+        seconds = time.perf_counter() - c0
+        content = raw
+        if comp is not None and comp.changed:
+            content = json.dumps(comp.body, ensure_ascii=False).encode("utf-8")
+        return _Prepared(body=body, compression=comp, content=content, compress_seconds=seconds)
 
     # -- other endpoints: pass through ----------------------------------------------
 
@@ -256,6 +265,15 @@ class Proxy:
         self.metrics.requests.labels(status=str(status)).inc()
         self.metrics.request_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
         return JSONResponse(error_body(api, status, message), status_code=status)
+
+
+@dataclass
+class _Prepared:
+    body: dict | None = None
+    compression: CompressionResult | None = None
+    content: bytes = b""
+    compress_seconds: float = 0.0
+    error: str | None = None   # a 400 to answer instead
 
 
 class _TooLarge(Exception):
