@@ -1,19 +1,20 @@
 """Compression inside one block of code: keep what the question points at, elide the rest.
 
 A *block* is one pasted file (or excerpt) or one tool result holding code.
-:func:`compress_block` keeps, verbatim and whole, every unit (see
-:mod:`compressor.outline`) the question names, and the units that rank
-highest for it inside this block while they fit ``ranked_share`` of the
-block; then what those need to read correctly: the enclosing class frames,
-the import statements whose names they use, and small module-level
-definitions they use.  Each run of other lines becomes one marker line
-naming the path and the line range, so the reader can ask for exactly
-those lines.  Kept lines are never altered (a ``cat -n`` prefix stays on
-its line), and nothing from other files is ever put in.
+:func:`plan_block` decides what to keep, :func:`cut_block` renders it:
+verbatim and whole, every unit (see :mod:`compressor.outline`) the question
+names, and the units that rank highest for it inside this block (see
+:mod:`compressor.block_rank`) while they fit ``ranked_share`` of the block
+(the ``min_ranked`` best always); then what those need to read correctly:
+the enclosing class frames, the import statements whose names they use,
+and small module-level definitions they use.  Each run of other lines
+becomes one marker line naming the path and the line range, so the reader
+can ask for exactly those lines.  Kept lines are never altered (a ``cat -n``
+prefix stays on its line), and nothing from other files is ever put in.
 
-It returns ``None`` -- leave the block whole -- when the block is small,
-is a single definition, when the question points at nothing in it, or when
-cutting would save too little.
+A block stays whole (``None``) when it is small, a single definition, when
+the question points at nothing in it (unless the caller knows it points into
+another block sent along), or when cutting would save too little.
 """
 
 from __future__ import annotations
@@ -37,11 +38,11 @@ class BlockSettings:
     rel_score: float = 0.1        # ranked units need this share of the best score
     min_score: float = 1.0        # below this the question points at nothing here
     min_saving: float = 0.2       # cut only when it saves this share of the block
-    min_gap_lines: int = 3        # shorter gaps are shown rather than marked
+    min_gap_lines: int = 3        # shorter gaps are shown rather than marked ...
+    min_gap_chars: int = 160      # ... and so are gaps shorter than this
     dependency_chars: int = 800   # a used module-level definition larger than this stays elided
     whole_class_share: float = 0.25  # a named class larger than this share of the block ...
     whole_class_tokens: int = 4000  # ... or than this is not kept whole
-    min_gap_chars: int = 160      # ... and so are gaps shorter than this
     propagation: float = 0.5      # a unit borrows this share of its best neighbour's score
     min_ranked: int = 5           # the best ranked units kept whatever their size
     fill: bool = False            # spend the rest of the budget on the units next to the kept ones

@@ -4,10 +4,12 @@ and the rare compaction steps that change earlier ones.
 Messages the conversation already forwarded keep their form (see
 :mod:`harness.conversation`).  A new message gets its *arrival form*:
 
-* a pasted block over ``min_tokens`` is cut to what the question points at;
+* a pasted block over ``paste_cap`` (and ``min_tokens``) is cut to what the
+  question points at;
 * a tool result stays whole (it is what the agent works with now), unless it
-  is over ``result_cap``, or it repeats, verbatim, an earlier read that is
-  still forwarded whole: then it becomes a one-line pointer to that read.
+  is over ``result_cap`` (then it keeps ``current_ratio`` of itself), or it
+  repeats, verbatim, an earlier read that is still forwarded whole: then it
+  becomes a one-line pointer to that read.
 
 After each user message the pass checks for a **compaction step**, the way
 Anthropic's context editing (``clear_tool_uses``) does: when the forwarded
@@ -230,7 +232,7 @@ class RequestPass:
                 elif p.tokens >= max(self.s.min_tokens, self.s.result_cap):
                     plan = plan_block(f.block, prepare(p.asked), self.current_settings, p.tokens)
                     if plan is not None:
-                        out[k] = self._cut(p, plan, False)
+                        out[k] = self._cut(p, plan, False, self.current_settings)
             elif p.tokens >= max(self.s.min_tokens, self.s.paste_cap):
                 plan = plan_block(f.block, prepare(p.asked), self.block_settings, p.tokens)
                 if plan is not None:
@@ -242,8 +244,8 @@ class RequestPass:
             out[k] = self._cut(out[k], plan, pointed)
         return out
 
-    def _cut(self, p: PieceState, plan: BlockPlan, elide_unpointed: bool) -> PieceState:
-        cut = self.plans.cut(plan, self.block_settings, elide_unpointed)
+    def _cut(self, p: PieceState, plan: BlockPlan, elide_unpointed: bool, settings=None) -> PieceState:
+        cut = self.plans.cut(plan, settings or self.block_settings, elide_unpointed)
         if cut is None:
             return p
         return _with_form(p, cut.text, "compressed", cut.tokens_after, tuple(cut.kept))
@@ -275,10 +277,10 @@ class RequestPass:
         held = {p.same_as for ri, pi, p in results if (ri, pi) in recent and p.same_as}
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
         plan = self._repeated_reads(results)
-        stale = [(ri, pi, p) for ri, pi, p in results
-                 if (ri, pi) not in recent and (ri, pi) not in plan and p.status == "whole"]
+        stale = {(ri, pi): p for ri, pi, p in results
+                 if (ri, pi) not in recent and (ri, pi) not in plan and p.status == "whole"}
         # What compaction could clear at most; most requests stop here.
-        bound = sum(p.forwarded_tokens for ri, pi, p in stale) + sum(
+        bound = sum(p.forwarded_tokens for p in stale.values()) + sum(
             self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens for (ri, pi), new in plan.items())
         if bound < s.clear_at_least:
             return
@@ -293,7 +295,7 @@ class RequestPass:
             block = self._block_of(ri, p)
             if block is None:
                 continue
-            if (ri, pi, p) in stale:
+            if (ri, pi) in stale:
                 bp = self.plans.get(self.block_settings, block, p, asked)
                 if bp is not None:
                     plans.append((ri, pi, p, bp))
