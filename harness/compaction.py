@@ -7,9 +7,9 @@ Messages the conversation already forwarded keep their form (see
 * a pasted block over ``paste_cap`` (and ``min_tokens``) is cut to what the
   question points at;
 * a tool result stays whole (it is what the agent works with now), unless it
-  is over ``result_cap`` (then it keeps ``current_ratio`` of itself), or it
-  repeats, verbatim, an earlier read that is still forwarded whole: then it
-  becomes a one-line pointer to that read.
+  is over ``result_cap`` (then it is cut down to about that size, the most
+  relevant definitions first), or it repeats, verbatim, an earlier read that
+  is still forwarded whole: then it becomes a one-line pointer to that read.
 
 After each user message the pass checks for a **compaction step**, the way
 Anthropic's context editing (``clear_tool_uses``) does: when the forwarded
@@ -164,9 +164,13 @@ class RequestPass:
         self.plans = plans
         self.cached = cached
         self.block_settings = settings.block_settings()
-        # What the agent works with right now keeps a larger share when it must be cut at all.
-        self.current_settings = dataclasses.replace(self.block_settings, ranked_share=settings.current_ratio,
-                                                    rel_score=0.0, fill=True)
+        # What the agent works with right now is cut only down to the cap (safe): the most
+        # relevant definitions, then their neighbours, until ``result_cap`` tokens are shown.
+        # Without a cap above min_tokens (aggressive) it is cut like any other block.
+        self.current_settings = self.block_settings
+        if settings.result_cap > settings.min_tokens:
+            self.current_settings = dataclasses.replace(self.block_settings, ranked_share=1.0,
+                                                        ranked_cap=settings.result_cap, rel_score=0.0, fill=True)
         self.matcher = matcher
         self.tokens = tokens
         self.api = api

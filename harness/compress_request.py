@@ -53,11 +53,10 @@ class CompressionSettings:
     mode: str = "safe"
     min_tokens: int = 1500          # rule 2: blocks under this are never touched
     paste_cap: int = 10_000         # a pasted block over this is compressed when it arrives (oversized)
-    result_cap: int = 16_000        # so is a newer tool result over this
+    result_cap: int = 16_000        # a newer tool result over this is cut down to about this size
     budget_ratio: float = 0.5       # definitions that rank (beyond the named ones) may fill this share of a block
     budget_cap: int = 6000          # ... and at most this many tokens of it
     rel_score: float = 0.1          # ranked definitions need this share of the best score
-    current_ratio: float = 0.6      # a newer tool result cut for its size keeps this share
     keep_tool_uses: int = 3         # the latest tool results, kept whole
     trigger: int = 24_000           # compaction is considered once the forwarded request reaches this
     clear_at_least: int = 6_000     # a compaction step clears at least this many tokens ...
@@ -81,8 +80,8 @@ class CompressionSettings:
 
 # Aggressive: every paste and every tool result over min_tokens is cut when it arrives, with
 # smaller shares; compaction keeps only the latest result and comes sooner.
-_AGGRESSIVE = dict(paste_cap=0, result_cap=0, budget_ratio=0.25, rel_score=0.3, current_ratio=0.35,
-                   keep_tool_uses=1, trigger=12_000, clear_at_least=3_000, payback=0.25)
+_AGGRESSIVE = dict(paste_cap=0, result_cap=0, budget_ratio=0.25, rel_score=0.3, keep_tool_uses=1, trigger=12_000,
+                   clear_at_least=3_000, payback=0.25)
 
 
 @dataclass
