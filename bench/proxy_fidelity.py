@@ -395,11 +395,11 @@ def measure(case: Case, style: str, api: str, mode: str, ws: Workspace, sent: tu
 
 def row(name: str, t: Tally) -> str:
     ret = t.kept / t.gold if t.gold else float("nan")
-    big = 1 - t.big_out / t.big_in if t.big_in else float("nan")
+    big = f"{1 - t.big_out / t.big_in:>7.1%}" if t.big_in else f"{'-':>7}"
     overall = 1 - t.tokens_out / t.tokens_in if t.tokens_in else float("nan")
     stable = t.stable / t.conversations if t.conversations else float("nan")
     return (f"{name:<10} {t.cases:>5} {t.gold:>5} | {ret:>6.3f} {t.cases_whole / max(t.cases, 1):>6.2f} | "
-            f"{t.big_requests:>4} {big:>7.1%} {overall:>7.1%} | {stable:>7.1%} | "
+            f"{t.big_requests:>4} {big} {overall:>7.1%} | {stable:>7.1%} | "
             f"{pct(t.latency, .5):>7.1f} {pct(t.latency, .95):>7.1f} | {t.mismatched:>3}")
 
 

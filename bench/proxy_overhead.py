@@ -51,7 +51,6 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURE = ROOT / "fixtures" / "python_project"
 LOW, HIGH = 20_000, 60_000          # agent requests measured: this many prompt tokens
 SYSTEM = (
     "You are a coding agent working in the user's repository. Read files before you change them, keep "
@@ -260,8 +259,7 @@ def prepare_project(args, tmp: Path) -> Path:
         return Path(args.project).resolve()
     src = Path(args.corpora) / "sympy_wheel" if args.corpora else None
     if src is None or not (src / "sympy" / "core" / "add.py").is_file():
-        print("no CORPORA/sympy_wheel: using fixtures/python_project (too small for the agent workload)")
-        src = FIXTURE
+        raise SystemExit("give --corpora CORPORA (holding sympy_wheel, see the docstring) or --project PATH")
     dst = tmp / src.name
     print(f"copying {src.name} to a temporary folder (the ledger is written there, not in the corpus)...", flush=True)
     shutil.copytree(src, dst, copy_function=shutil.copy2, ignore=shutil.ignore_patterns(".memstrata"))

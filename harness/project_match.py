@@ -45,7 +45,8 @@ class ProjectMatcher:
         graph = self.ws.graph
         found: dict[str, int] = {}
         by_base = self._basenames(graph)
-        for token in list(hints) + PATHLIKE.findall(text[:4000]) if "." in text[:4000] or hints else hints:
+        head = text[:4000]
+        for token in [*hints, *(PATHLIKE.findall(head) if "." in head else ())]:
             for path in self.resolve_path(token, by_base):
                 found[path] = found.get(path, 0) + 5
         for name in set(_DEFINES.findall(text)):
