@@ -43,14 +43,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="providers.json entry whose rates price /v1 traffic (default openai; e.g. ollama)")
     p.add_argument("--anthropic-provider", default="anthropic", metavar="NAME",
                    help="providers.json entry whose rates price /anthropic traffic (default anthropic)")
-    p.add_argument("--no-compress", dest="compress", action="store_false",
-                   help="forward every request unchanged (still counted in the ledger)")
-    p.add_argument("--budget-ratio", type=argtypes.unit_ratio, default=1.0, metavar="R",
-                   help="slice budget as a share of the code tokens it replaces (default 1.0)")
-    p.add_argument("--budget-cap", type=argtypes.positive_int, default=4096, metavar="N",
-                   help="largest slice budget in tokens (default 4096)")
-    p.add_argument("--min-tokens", type=argtypes.positive_int, default=200, metavar="N",
-                   help="leave requests with less project code than this alone (default 200)")
+    p.add_argument("--compress", choices=("safe", "aggressive", "off"), default="safe",
+                   help="safe (default): compress oversized pastes and older tool results, in rare steps that "
+                   "keep provider prompt caches working; aggressive: also the latest tool results, sooner; "
+                   "off: forward every request unchanged (still counted in the ledger)")
+    p.add_argument("--no-compress", dest="compress", action="store_const", const="off",
+                   help="the same as --compress off")
+    p.add_argument("--budget-ratio", type=argtypes.unit_ratio, default=None, metavar="R",
+                   help="in a compressed block, definitions that rank for the question (beyond the ones it "
+                   "names, always kept) may fill this share of the block (default 0.5 safe, 0.25 aggressive)")
+    p.add_argument("--budget-cap", type=argtypes.positive_int, default=None, metavar="N",
+                   help="... and at most this many tokens of it (default 6000)")
+    p.add_argument("--min-tokens", type=argtypes.positive_int, default=None, metavar="N",
+                   help="pasted blocks and tool results smaller than this are never touched (default 1500)")
     p.add_argument("--read-timeout", type=float, default=600.0, metavar="SECONDS",
                    help="longest wait for the upstream's next bytes (default 600)")
     p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
@@ -129,6 +134,7 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
     # so every other memstrata command starts faster.
     from .app import HarnessConfig, build_app
     from .compress_request import CompressionSettings
+    from .http11 import ProxyH11Protocol
     from .proxy import ProxyConfig
 
     try:
@@ -143,9 +149,9 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
         anthropic_base=args.anthropic_upstream or providers.base_url(args.anthropic_provider)
         or DEFAULT_ANTHROPIC_BASE,
         openai_provider=args.openai_provider, anthropic_provider=args.anthropic_provider,
-        compress=args.compress,
-        compression=CompressionSettings(budget_ratio=args.budget_ratio, budget_cap=args.budget_cap,
-                                        min_tokens=args.min_tokens),
+        compress=args.compress != "off",
+        compression=CompressionSettings.for_mode(args.compress, budget_ratio=args.budget_ratio,
+                                                 budget_cap=args.budget_cap, min_tokens=args.min_tokens),
         connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
     )
     extra_hosts = () if is_loopback(args.host) or args.host in ("0.0.0.0", "::") else (args.host,)
@@ -159,11 +165,11 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
           f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {_origin(proxy.openai_base)}\n"
           f"  Anthropic: ANTHROPIC_BASE_URL={base}/anthropic  -> {_origin(proxy.anthropic_base)}\n"
           f"  MCP:       {base}/mcp    status: {base}/status    metrics: {base}/metrics\n"
-          f"  compression {'on' if args.compress else 'off'}; Ctrl-C stops", file=sys.stderr, flush=True)
+          f"  compression {args.compress}; Ctrl-C stops", file=sys.stderr, flush=True)
     # uvicorn's own access log stays off: --access-log is MemStrata's (harness/accesslog.py),
     # which never prints a query string and adds token counts.
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
-                            lifespan="on")
+                            lifespan="on", http=ProxyH11Protocol)
     server = uvicorn.Server(config)
     # uvicorn turns SIGINT/SIGTERM into a graceful shutdown (stop accepting,
     # finish in-flight requests, run the lifespan's shutdown: ledger drained),

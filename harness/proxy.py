@@ -22,7 +22,7 @@ import httpx
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .compress_request import ANTHROPIC, OPENAI, CompressionResult, CompressionSettings, ProjectMatcher, compress
+from .compress_request import ANTHROPIC, OPENAI, CompressionResult, CompressionSettings, Compressor
 from .metrics import Metrics
 from .recorder import Finished, Recorder
 from .upstream import (
@@ -38,6 +38,9 @@ from .upstream import (
 log = logging.getLogger(__name__)
 
 ANSWER_CAPTURE_BYTES = 8 * 1024 * 1024  # enough answer to measure; the client still gets everything
+MAX_URL_CHARS = 8192      # path + query; longer gets 414 (the upstream hop could not carry it anyway)
+MAX_JSON_DEPTH = 100      # real requests nest about 10 deep; deeper is refused before anything walks it
+INLINE_BODY_BYTES = 64 * 1024  # smaller bodies are prepared on the event loop (a thread hop costs more)
 
 
 @dataclass
@@ -46,7 +49,7 @@ class ProxyConfig:
     anthropic_base: str = DEFAULT_ANTHROPIC_BASE
     openai_provider: str = "openai"
     anthropic_provider: str = "anthropic"
-    compress: bool = True
+    compress: bool = True     # False: forward everything unchanged (the same as compression.mode "off")
     compression: CompressionSettings = field(default_factory=CompressionSettings)
     connect_timeout: float = 10.0
     read_timeout: float = 600.0
@@ -60,7 +63,10 @@ class Proxy:
         self.config = config
         self.metrics = metrics
         self.recorder = recorder
-        self.matcher = ProjectMatcher(ws)
+        settings = config.compression
+        if not config.compress and settings.mode != "off":
+            settings = CompressionSettings.for_mode("off")
+        self.compressor = Compressor(ws, settings)
         self.upstreams = {
             OPENAI: Upstream(OPENAI, config.openai_base, config.openai_provider),
             ANTHROPIC: Upstream(ANTHROPIC, config.anthropic_base, config.anthropic_provider),
@@ -96,28 +102,23 @@ class Proxy:
             return self._local_error(api, 413, "request body is larger than the proxy accepts", endpoint, t0)
         except ClientDisconnect:
             return Response(status_code=499)
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            return self._local_error(api, 400, f"request body is not valid JSON: {_json_reason(exc)}", endpoint, t0)
-        if not isinstance(body, dict):
-            return self._local_error(api, 400, "request body must be a JSON object", endpoint, t0)
+        if _url_too_long(request):
+            return self._local_error(api, 414, "the request URL is too long", endpoint, t0)
+        # Parsing, compressing and re-serializing a large body runs on a worker thread, so the
+        # event loop keeps relaying other answers meanwhile.
+        if len(raw) > INLINE_BODY_BYTES:
+            prepared = await anyio.to_thread.run_sync(self._prepare, raw, api)
+        else:
+            prepared = self._prepare(raw, api)
+        if prepared.error is not None:
+            return self._local_error(api, 400, prepared.error, endpoint, t0)
+        body, comp, content = prepared.body, prepared.compression, prepared.content
+        if self.compressor.settings.mode != "off":
+            self.metrics.compression_seconds.observe(prepared.compress_seconds)
+        if comp is not None and comp.changed:
+            self.stats["compressed"] += 1
         model = body.get("model") if isinstance(body.get("model"), str) else None
         stream = body.get("stream") is True
-
-        comp: CompressionResult | None = None
-        content = raw
-        if self.config.compress:
-            c0 = time.perf_counter()
-            try:
-                comp = await anyio.to_thread.run_sync(compress, body, api, self.matcher, self.config.compression)
-            except Exception as exc:  # compression is best effort: forward the original
-                log.warning("compression failed (%s); forwarding the request unchanged", type(exc).__name__)
-                comp = None
-            self.metrics.compression_seconds.observe(time.perf_counter() - c0)
-            if comp is not None and comp.changed:
-                content = json.dumps(comp.body, ensure_ascii=False).encode("utf-8")
-                self.stats["compressed"] += 1
 
         # Token counting starts now, on the recorder's thread, while the upstream answers;
         # the access log reads the counts from request.state.
@@ -141,10 +142,35 @@ class Proxy:
         return await self._forward(request, api, upstream.url(rest, request.url.query), content, endpoint, t0,
                                    finish)
 
+    def _prepare(self, raw: bytes, api: str) -> "_Prepared":
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return _Prepared(error=f"request body is not valid JSON: {_json_reason(exc)}")
+        except RecursionError:
+            body = None
+        if body is None or _too_deep(body, MAX_JSON_DEPTH):
+            return _Prepared(error=f"request body is nested more than {MAX_JSON_DEPTH} levels deep")
+        if not isinstance(body, dict):
+            return _Prepared(error="request body must be a JSON object")
+        c0 = time.perf_counter()
+        try:
+            comp = self.compressor.compress(body, api)
+        except Exception as exc:  # compression is best effort: forward the original
+            log.warning("compression failed (%s); forwarding the request unchanged", type(exc).__name__)
+            comp = None
+        seconds = time.perf_counter() - c0
+        content = raw
+        if comp is not None and comp.changed:
+            content = json.dumps(comp.body, ensure_ascii=False).encode("utf-8")
+        return _Prepared(body=body, compression=comp, content=content, compress_seconds=seconds)
+
     # -- other endpoints: pass through ----------------------------------------------
 
     async def passthrough(self, request: Request, api: str, rest: str) -> Response:
         t0 = time.perf_counter()
+        if _url_too_long(request):
+            return self._local_error(api, 414, "the request URL is too long", "passthrough", t0)
         try:
             content = await self._read_body(request)
         except _TooLarge:
@@ -196,7 +222,7 @@ class Proxy:
         captured: list[bytes] = []
 
         async def body_iter():
-            size = 0
+            size = relayed = 0
             error = None
             first = True
             recorded = finish is None
@@ -213,6 +239,7 @@ class Proxy:
                         recorded = True  # the SDKs stop reading at this event
                         await record_completed()
                     tail = chunk[-32:]
+                    relayed += len(chunk)
                     yield chunk
                 if not recorded:
                     recorded = True
@@ -236,12 +263,14 @@ class Proxy:
                 # The status line is gone; tell the client in the stream's own terms.
                 message = ("the upstream stopped answering (timeout)" if error == "timeout"
                            else "the upstream closed the connection mid-answer")
+                log.warning("%s: %s (%s, %d bytes relayed); the client %s", endpoint, message, host, relayed,
+                            "got an error event" if is_sse else "sees the response cut off")
                 if is_sse:
                     yield sse_error_event(api, message)
                 else:
                     raise _Aborted(message)
 
-        response = StreamingResponse(body_iter(), status_code=status)
+        response = _RelayResponse(body_iter(), status_code=status)
         response.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
                                 for k, v in response_headers(resp.headers)]
         return response
@@ -272,12 +301,78 @@ def ends_stream(data: bytes) -> bool:
     return any(marker in data for marker in _STREAM_ENDS)
 
 
+@dataclass
+class _Prepared:
+    body: dict | None = None
+    compression: CompressionResult | None = None
+    content: bytes = b""
+    compress_seconds: float = 0.0
+    error: str | None = None   # a 400 to answer instead
+
+
 class _TooLarge(Exception):
     pass
 
 
 class _Aborted(Exception):
-    """Raised inside a JSON body stream so the server drops the connection (the body is incomplete)."""
+    """Raised inside a JSON body stream: the response ends without its last chunk."""
+
+
+class _RelayResponse(StreamingResponse):
+    """A streamed answer that can end cut off: when the upstream dies mid-body, the final
+    empty chunk is never sent, so the server closes the connection and the client sees an
+    incomplete response instead of a truncated success (and no traceback is logged)."""
+
+    async def stream_response(self, send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            async for chunk in self.body_iterator:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except _Aborted:
+            _quiet_incomplete_once()
+            return
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+_INCOMPLETE = "ASGI callable returned without completing response."
+_incomplete_expected = 0
+
+
+def _quiet_incomplete_once() -> None:
+    """The proxy already logged why this response is cut off; uvicorn's own line would repeat it."""
+    global _incomplete_expected
+    _incomplete_expected += 1
+
+
+class _IncompleteFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        global _incomplete_expected
+        if _incomplete_expected > 0 and record.getMessage() == _INCOMPLETE:
+            _incomplete_expected -= 1
+            return False
+        return True
+
+
+logging.getLogger("uvicorn.error").addFilter(_IncompleteFilter())
+
+
+def _url_too_long(request: Request) -> bool:
+    return len(request.url.path) + len(request.url.query) > MAX_URL_CHARS
+
+
+def _too_deep(value, limit: int) -> bool:
+    """Whether ``value`` nests more than ``limit`` containers deep (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            v = v.values()
+        elif not isinstance(v, list):
+            continue
+        if depth > limit:
+            return True
+        stack.extend((x, depth + 1) for x in v if isinstance(x, (dict, list)))
+    return False
 
 
 def _json_reason(exc: Exception) -> str:

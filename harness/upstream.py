@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .compress_request import ANTHROPIC, OPENAI
+from .request_blocks import ANTHROPIC, OPENAI
 
 DEFAULT_OPENAI_BASE = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_BASE = "https://api.anthropic.com"
@@ -44,10 +44,12 @@ def response_headers(headers) -> list[tuple[str, str]]:
 
 
 _OPENAI_TYPES = {400: "invalid_request_error", 404: "not_found_error", 421: "invalid_request_error",
-                 403: "permission_error", 413: "invalid_request_error", 502: "upstream_error",
+                 403: "permission_error", 413: "invalid_request_error", 414: "invalid_request_error",
+                 431: "invalid_request_error", 502: "upstream_error",
                  504: "upstream_timeout", 500: "server_error"}
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error", 421: "invalid_request_error",
-                    403: "permission_error", 413: "request_too_large", 502: "api_error", 504: "timeout_error",
+                    403: "permission_error", 413: "request_too_large", 414: "invalid_request_error",
+                    431: "invalid_request_error", 502: "api_error", 504: "timeout_error",
                     500: "api_error"}
 
 

@@ -13,6 +13,7 @@ assert what was forwarded.  The request's ``model`` picks a behaviour:
 ``stub-drop``   stream (or JSON): a few bytes, then the connection is cut
 ``stub-slow``   stream with ``slow_delay`` seconds between chunks
 ``stub-hang``   accept, then answer nothing for ``hang_seconds``
+``stub-stall``  JSON: the headers and part of the body, then nothing (a test kills the process)
 anything else   a normal answer with :attr:`StubUpstream.answer` as its text
 ==============  ===============================================================
 
@@ -187,6 +188,8 @@ class StubUpstream:
                                      media_type="text/event-stream", headers={"x-request-id": "req_stub"})
         if model == "stub-drop":
             return StreamingResponse(self._drop_json(), media_type="application/json")
+        if model == "stub-stall":
+            return StreamingResponse(self._stall_json(), media_type="application/json")
         return JSONResponse({
             "id": "chatcmpl-stub", "object": "chat.completion", "created": created, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": self.answer, "refusal": None},
@@ -216,6 +219,10 @@ class StubUpstream:
         yield b'{"id": "chatcmpl-stub", "object": "chat.'
         raise _Dropped()
 
+    async def _stall_json(self):
+        yield b'{"id": "stub", "content": "part of an answer'
+        await asyncio.sleep(3600)
+
     # -- Anthropic ------------------------------------------------------------------
 
     async def _anthropic(self, request: Request) -> Response:
@@ -234,6 +241,8 @@ class StubUpstream:
                                      media_type="text/event-stream", headers={"request-id": "req_stub"})
         if model == "stub-drop":
             return StreamingResponse(self._drop_json(), media_type="application/json")
+        if model == "stub-stall":
+            return StreamingResponse(self._stall_json(), media_type="application/json")
         return JSONResponse({
             "id": "msg_stub", "type": "message", "role": "assistant", "model": model,
             "content": [{"type": "text", "text": self.answer}], "stop_reason": "end_turn", "stop_sequence": None,

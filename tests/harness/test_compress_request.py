@@ -1,94 +1,373 @@
-"""What the proxy treats as compressible code context, and what it never touches."""
+"""What the proxy forwards: compression inside blocks, conversation state, prefix stability.
+
+Real parts: an indexed copy of fixtures/proxy_project, real tree-sitter parses,
+real token counts.  The proxy's HTTP side is in test_proxy.py.
+"""
 
 import copy
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from memstrata.harness.analysis import parse_answer, prompt_tokens, symbol_overlap
-from memstrata.harness.compress_request import CompressionSettings, ProjectMatcher, compress, set_path
+from memstrata.harness.compress_request import CompressionSettings, Compressor
+from memstrata.harness.compaction import real_text
+from memstrata.harness.conversation import ConversationStore
 
-LOOSE = CompressionSettings(min_tokens=20, budget_ratio=0.9, min_run_lines=3)
-
-
-@pytest.fixture(scope="module")
-def ws(python_ws):
-    return python_ws
-
-
-@pytest.fixture(scope="module")
-def matcher(ws):
-    return ProjectMatcher(ws)
+# Thresholds scaled to the fixture's files (the defaults are for real projects).
+CUT = CompressionSettings.for_mode("safe", paste_cap=0, min_tokens=400)
+AGENT = CompressionSettings.for_mode("safe", min_tokens=400, trigger=3000, clear_at_least=1200,
+                                     keep_tool_uses=2)
+QUESTION = "Why does Order.refund reject an order that was shipped 31 days ago?"
 
 
 def read(ws, path):
     return (ws.root / path).read_text()
 
 
-def test_fenced_project_code_is_replaced_with_its_fence(ws, matcher):
-    code = read(ws, "app/auth/service.py") + "\n" + read(ws, "app/reports.py")
-    text = f"Please look.\n\n```python\n{code}```\n\nWhy can AuthService.login raise InvalidCredentials?"
-    body = {"model": "m", "messages": [{"role": "user", "content": text}]}
+def cat_n(text, arrow=False):
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    sep = "→" if arrow else "\t"
+    return "\n".join(f"{i:>6}{sep}{line}" for i, line in enumerate(lines, 1))
+
+
+def source_of(ws, path, first_line):
+    """The lines of the definition starting with ``first_line`` (through the next blank-line-separated def)."""
+    lines = read(ws, path).split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.strip().startswith(first_line))
+    indent = len(lines[start]) - len(lines[start].lstrip())
+    end = start + 1
+    while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+        end += 1
+    while not lines[end - 1].strip():
+        end -= 1
+    return "\n".join(lines[start:end])
+
+
+def paste(ws, question, *paths):
+    parts = [question]
+    for p in paths:
+        parts.append(f"{p}:\n```python\n{read(ws, p)}```")
+    return {"model": "gpt-4o", "messages": [{"role": "user", "content": "\n\n".join(parts)}]}
+
+
+def forwarded(res, body):
+    return (res.body or body)["messages"]
+
+
+# -- pastes ---------------------------------------------------------------------------
+
+
+def test_single_function_paste_is_forwarded_unchanged(shop_ws):
+    comp = Compressor(shop_ws, CUT)
+    for first in ("def place_order(", "class Order:"):  # a function, and a whole class: one definition each
+        code = source_of(shop_ws, "shop/orders.py", first)
+        body = {"model": "m", "messages": [{"role": "user", "content": f"```python\n{code}\n```\n{QUESTION}"}]}
+        res = comp.compress(body, "openai")
+        assert res.body is None, res.reason
+
+
+def test_whole_file_paste_keeps_the_asked_function_whole(shop_ws):
+    body = paste(shop_ws, QUESTION, "shop/orders.py")
     original = copy.deepcopy(body)
-    res = compress(body, "openai", matcher, LOOSE)
+    res = Compressor(shop_ws, CUT).compress(body, "openai")
     assert res.changed, res.reason
     assert body == original  # the caller's body is not mutated
-    out = res.body["messages"][0]["content"]
-    assert out.startswith("Please look.\n\n[memstrata: ")
-    assert out.endswith("\n\nWhy can AuthService.login raise InvalidCredentials?")
-    assert out.count("```") == 2  # the slice's own fence; the pasted fence went with the code
-    assert res.question.endswith("raise InvalidCredentials?") and "def login" not in res.question
-    assert "app/auth/service.py" in res.sources and res.slice_symbols
-    assert prompt_tokens(res.body, "openai") < prompt_tokens(body, "openai")
+    text = res.body["messages"][0]["content"]
+    assert text.startswith(QUESTION) and "shop/orders.py:\n```python\n" in text and text.endswith("```")
+    assert source_of(shop_ws, "shop/orders.py", "def refund(") in text   # verbatim and whole
+    assert "class Order:" in text                                        # its class frame
+    assert "REFUND_WINDOW = timedelta(days=30)" in text                  # a module constant it uses
+    assert "def summarize(order: Order) -> str:" not in text             # unrelated code is elided ...
+    markers = [ln for ln in text.split("\n") if "[memstrata:" in ln]
+    assert markers and all("of shop/orders.py elided" in m for m in markers)
+    # ... behind markers naming the exact lines, so the reader can ask for them
+    file_lines = read(shop_ws, "shop/orders.py").split("\n")
+    for m in markers:
+        a, b = (int(x) for x in m.split("lines ", 1)[1].split(" ", 1)[0].split("-"))
+        hidden = [ln for ln in file_lines[a - 1:b] if ln.strip()]
+        assert hidden and not any(ln in text.split("\n") for ln in hidden if len(ln.strip()) > 30)
+    assert res.sources == ["shop/orders.py"] and "shop/orders.py::Order.refund" in res.slice_symbols
+    assert 0 < res.replacement_tokens < res.replaced_tokens
 
 
-def test_small_or_foreign_code_and_other_roles_untouched(ws, matcher):
-    foreign = "```python\n" + "\n".join(f"def helper_{i}(x):\n    return x + {i}" for i in range(40)) + "\n```"
-    service = read(ws, "app/auth/service.py")
-    body = {"model": "m", "messages": [
-        {"role": "system", "content": service},              # system prompt: never touched
-        {"role": "assistant", "content": service},           # assistant turns: never touched
-        {"role": "user", "content": foreign + "\nWhat does AuthService.login do?"},
-    ]}
-    res = compress(body, "openai", matcher, LOOSE)
-    assert not res.changed and res.reason == "no project code in the request"
-    tiny = {"model": "m", "messages": [{"role": "user", "content": read(ws, "app/session.py") + "\nExplain."}]}
-    assert not compress(tiny, "openai", matcher, CompressionSettings(min_tokens=10_000)).changed
+def test_pastes_under_the_cap_stay_whole_by_default_and_aggressive_cuts_them(shop_ws):
+    body = paste(shop_ws, QUESTION, "shop/orders.py")
+    assert Compressor(shop_ws).compress(body, "openai").body is None  # safe: 2k tokens is not oversized
+    res = Compressor(shop_ws, CompressionSettings.for_mode("aggressive", min_tokens=400)).compress(body, "openai")
+    assert res.changed and source_of(shop_ws, "shop/orders.py", "def refund(") in res.body["messages"][0]["content"]
 
 
-def test_openai_tool_message_and_tool_calls_kept(ws, matcher):
-    code = read(ws, "app/auth/service.py") + "\n" + read(ws, "app/routes.py")
-    call = {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path": "app"}'}}
-    body = {"model": "m", "messages": [
-        {"role": "user", "content": "How is login_route wired to AuthService.login?"},
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "call_1", "content": code},
-    ]}
-    res = compress(body, "openai", matcher, LOOSE)
-    assert res.changed, res.reason
-    msgs = res.body["messages"]
-    assert msgs[0] == body["messages"][0] and msgs[1] == body["messages"][1]
-    assert msgs[2]["tool_call_id"] == "call_1" and msgs[2]["role"] == "tool"
-    assert msgs[2]["content"].startswith("[memstrata: ")
+def test_edited_copy_and_vague_questions_leave_pastes_whole(shop_ws):
+    comp = Compressor(shop_ws, CUT)
+    edited = read(shop_ws, "shop/orders.py").replace("REFUND_WINDOW.days}-day", "REFUND_WINDOW.days} day")
+    body = {"model": "m", "messages": [{"role": "user", "content": f"```python\n{edited}```\n{QUESTION}"}]}
+    assert comp.compress(body, "openai").body is None  # not verbatim project code: never touched
+    vague = paste(shop_ws, "Can you explain this to me?", "shop/orders.py")
+    assert comp.compress(vague, "openai").body is None  # it points at nothing: nothing can be elided safely
 
 
-def test_set_path_copies_only_the_path():
-    root = {"a": [{"b": "x"}, {"c": "y"}], "d": {"e": 1}}
-    new = set_path(root, ("a", 0, "b"), "z")
-    assert root["a"][0]["b"] == "x" and new["a"][0]["b"] == "z"
-    assert new["d"] is root["d"] and new["a"][1] is root["a"][1]
+def test_blocks_the_question_does_not_point_at_are_elided_when_another_is(shop_ws):
+    body = paste(shop_ws, "How is the VAT computed in tax_for?", "shop/pricing.py", "shop/inventory.py")
+    res = Compressor(shop_ws, CUT).compress(body, "openai")
+    text = res.body["messages"][0]["content"]
+    assert source_of(shop_ws, "shop/pricing.py", "def tax_for(") in text
+    assert "def reserve(self, sku: str, quantity: int)" not in text
+    assert "of shop/inventory.py elided: OutOfStock" in text
 
 
-def test_answer_parsing_and_overlap():
-    sse = (b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":12,'
-           b'"output_tokens":1}}}\n\nevent: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
-           b'"delta":{"type":"text_delta","text":"call login"}}\n\nevent: message_delta\ndata: {"type":'
-           b'"message_delta","usage":{"output_tokens":7}}\n\n')
-    a = parse_answer("anthropic", True, sse)
-    assert (a.text, a.input_tokens, a.output_tokens) == ("call login", 12, 7)
-    o = parse_answer("openai", True, b'data: {"choices":[{"delta":{"content":"hi "}}]}\n\ndata: {"choices":[],'
-                                      b'"usage":{"prompt_tokens":3,"completion_tokens":2}}\n\ndata: [DONE]\n\n')
-    assert (o.text, o.input_tokens, o.output_tokens) == ("hi ", 3, 2)
-    names = {"login", "logout", "audit", "hash_password"}
-    # answer uses login + audit (project) and print (not project); slice has login, logout, hash_password
-    assert symbol_overlap("Use login() then audit; print it", ["a.py::S.login", "a.py::S.logout", "b.py::hash_password"],
-                          names.__contains__) == (2, 3, 1)
+def test_several_files_in_one_fence(shop_ws):
+    code = "\n".join(f"# {p}\n{read(shop_ws, p)}" for p in ("shop/pricing.py", "shop/inventory.py"))
+    body = {"model": "m", "messages": [{"role": "user", "content": f"```python\n{code}```\nHow does tax_for work?"}]}
+    res = Compressor(shop_ws, CUT).compress(body, "openai")
+    assert res.changed and set(res.sources) == {"shop/pricing.py", "shop/inventory.py"}
+    assert source_of(shop_ws, "shop/pricing.py", "def tax_for(") in res.body["messages"][0]["content"]
+
+
+def test_question_is_the_real_user_text():
+    text = ("<system-reminder>The user opened shop/inventory.py; Inventory.restock</system-reminder>\n"
+            "Why does Order.refund fail?\nshop/orders.py:\n```python\n```")
+    assert real_text(text) == "Why does Order.refund fail?"
+
+
+def test_tests_stay_out_unless_asked(shop_ws):
+    code = read(shop_ws, "shop/orders.py") + (
+        "\n\ndef test_refund_window():\n    order = Order('ana', 'DE')\n    order.state = 'delivered'\n"
+        "    order.shipped_at = datetime(2024, 1, 1, tzinfo=timezone.utc)\n"
+        "    late = order.shipped_at + REFUND_WINDOW + timedelta(days=1)\n"
+        "    with pytest.raises(OrderError):\n        order.refund(now=late)\n")
+    path = shop_ws.root / "shop" / "orders_more.py"
+    path.write_text(code)
+    shop_ws.index()
+    try:
+        comp = Compressor(shop_ws, CUT)
+        ask = paste(shop_ws, "Why does the refund window reject orders after 30 days?", "shop/orders_more.py")
+        text = comp.compress(ask, "openai").body["messages"][0]["content"]
+        assert "def test_refund_window" not in text
+        ask = paste(shop_ws, "Which test covers the refund window?", "shop/orders_more.py")
+        text = comp.compress(ask, "openai").body["messages"][0]["content"]
+        assert "def test_refund_window" in text
+    finally:
+        path.unlink()
+        shop_ws.index()
+
+
+# -- agent conversations ----------------------------------------------------------------
+
+
+class Agent:
+    """Builds an Anthropic conversation the way a coding agent does, one tool call per request."""
+
+    def __init__(self, ws, task):
+        self.ws = ws
+        self.messages = [{"role": "user", "content": [{"type": "text", "text": task}]}]
+        self.n = 0
+
+    def read(self, path, text=None):
+        self.n += 1
+        tid = f"toolu_{self.n:02d}"
+        self.messages.append({"role": "assistant", "content": [
+            {"type": "text", "text": f"Let me look at {path}."},
+            {"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": str(self.ws.root / path)}}]})
+        self.messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tid, "content": cat_n(text or read(self.ws, path), arrow=True)}]})
+        return self.body()
+
+    def say(self, answer, follow_up):
+        self.messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+        self.messages.append({"role": "user", "content": [{"type": "text", "text": follow_up}]})
+        return self.body()
+
+    def body(self):
+        return {"model": "claude-model-for-tests", "max_tokens": 512, "system": "You are a coding agent.",
+                "messages": copy.deepcopy(self.messages)}
+
+
+def result_text(msg):
+    return msg["content"][0]["content"]
+
+
+@pytest.mark.parametrize("settings", [CUT, AGENT], ids=["no-compaction", "compaction"])
+def test_repeated_read_is_deduplicated(shop_ws, settings):
+    comp = Compressor(shop_ws, settings)
+    agent = Agent(shop_ws, QUESTION)
+    agent.read("shop/orders.py")
+    agent.read("shop/pricing.py")
+    body = agent.read("shop/orders.py")  # the same file again, unchanged
+    res = comp.compress(body, "anthropic")
+    msgs = forwarded(res, body)
+    # the first copy stays as sent: the pointer stands for it (even when older results are compacted)
+    assert result_text(msgs[2]) == result_text(body["messages"][2])
+    pointer = result_text(msgs[6])
+    assert pointer.startswith("[memstrata: the same text as the earlier read of ") and "toolu_01" in pointer
+    assert msgs[6]["content"][0]["tool_use_id"] == "toolu_03"
+
+
+def test_a_changed_reread_makes_the_earlier_copy_a_pointer_at_compaction(shop_ws):
+    comp = Compressor(shop_ws, CompressionSettings.for_mode("safe", min_tokens=400, trigger=2000,
+                                                             clear_at_least=1000, keep_tool_uses=3))
+    agent = Agent(shop_ws, QUESTION)
+    agent.read("shop/orders.py")
+    edited = read(shop_ws, "shop/orders.py").replace("timedelta(days=30)", "timedelta(days=45)")
+    body = agent.read("shop/orders.py", edited)
+    res = comp.compress(body, "anthropic")
+    msgs = forwarded(res, body)
+    earlier = result_text(msgs[2])
+    assert earlier.startswith("[memstrata: ") and "read again later (tool use toolu_02)" in earlier
+    assert "timedelta(days=45)" in result_text(msgs[4])
+
+
+def test_ten_turn_transcript_keeps_its_prefix_except_at_compaction_steps(shop_ws):
+    comp = Compressor(shop_ws, AGENT)
+    agent = Agent(shop_ws, QUESTION)
+    files = ["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/shipping.py", "shop/__init__.py"]
+    steps = []
+    for turn in range(10):
+        body = agent.read(files[turn % len(files)]) if turn % 3 != 2 else agent.say(
+            "Noted: Order.refund checks REFUND_WINDOW.", f"Also check the case in turn {turn}.")
+        res = comp.compress(body, "anthropic")
+        steps.append((body, forwarded(res, body), res))
+    compactions = 0
+    for (_, prev, _), (body, now, res) in zip(steps, steps[1:]):
+        if res.compaction:
+            compactions += 1
+            assert now[:len(prev)] != prev and res.prefix_invalidated_tokens > 0
+            # only earlier tool results changed, each into a shorter form with a marker
+            for old, new in zip(prev, now):
+                if old != new:
+                    assert old["role"] == "user" and old["content"][0]["type"] == "tool_result"
+                    assert "[memstrata:" in result_text(new) and len(result_text(new)) < len(result_text(old))
+        else:
+            assert now[:len(prev)] == prev, "the forwarded prefix changed without a compaction step"
+            assert res.prefix_invalidated_tokens == 0
+    assert 1 <= compactions <= 3  # rare, worthwhile steps
+    assert all(r.conversation == steps[0][2].conversation for _, _, r in steps)
+    # The task's own words and the latest tool result are never cut.
+    final = steps[-1][1]
+    assert final[0] == steps[-1][0]["messages"][0]
+
+
+def test_a_restart_forwards_the_same_forms(shop_ws):
+    """A fresh proxy (after a restart, or an evicted conversation) reproduces what was forwarded."""
+    running = Compressor(shop_ws, AGENT)
+    agent = Agent(shop_ws, QUESTION)
+    for path in ["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/orders.py", "shop/shipping.py"]:
+        body = agent.read(path)
+        last = running.compress(body, "anthropic")
+    assert last.body is not None
+    fresh = Compressor(shop_ws, AGENT).compress(body, "anthropic")
+    assert forwarded(fresh, body) == forwarded(last, body)
+    assert not fresh.compaction  # nothing was forwarded before in that process
+
+
+def test_cache_control_stays_where_the_client_puts_it(shop_ws):
+    comp = Compressor(shop_ws, AGENT)
+    agent = Agent(shop_ws, QUESTION)
+    mark = {"type": "ephemeral"}
+    previous = None
+    for path in ["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/shipping.py", "shop/orders.py"]:
+        body = agent.read(path)
+        # as Claude Code does: the marker sits on the newest message only
+        # as Claude Code does: markers on the system prompt and the newest message, which move every
+        # turn; and one that stays on the first tool result
+        body["system"] = [{"type": "text", "text": "You are a coding agent.", "cache_control": mark}]
+        body["messages"][-1]["content"][0]["cache_control"] = mark
+        body["messages"][2]["content"][0]["cache_control"] = mark
+        res = comp.compress(body, "anthropic")
+        msgs = forwarded(res, body)
+        marked = [i for i, m in enumerate(msgs) for part in m["content"] if "cache_control" in part]
+        assert marked == sorted({2, len(msgs) - 1})
+        assert (res.body or body)["system"] == body["system"]
+        if previous is not None and not res.compaction:
+            strip = lambda ms: [{**m, "content": [{k: v for k, v in p.items() if k != "cache_control"}
+                                                  for p in m["content"]]} for m in ms]
+            assert strip(msgs[:len(previous)]) == strip(previous)
+        previous = msgs
+    first = msgs[2]["content"][0]
+    assert first["cache_control"] == mark and "[memstrata:" in first["content"]  # compacted, marker kept
+
+
+def test_openai_tool_messages(shop_ws):
+    comp = Compressor(shop_ws, AGENT)
+    msgs = [{"role": "system", "content": "Agent."}, {"role": "user", "content": QUESTION}]
+    for n, path in enumerate(["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/shipping.py"]):
+        call = {"id": f"call_{n}", "type": "function",
+                "function": {"name": "read_file", "arguments": f'{{"path": "{path}"}}'}}
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        msgs.append({"role": "tool", "tool_call_id": f"call_{n}", "content": read(shop_ws, path)})
+    body = {"model": "gpt-4o", "messages": msgs}
+    res = comp.compress(body, "openai")
+    out = forwarded(res, body)
+    assert res.changed and out[:2] == msgs[:2]
+    assert out[3]["role"] == "tool" and out[3]["tool_call_id"] == "call_0" and "[memstrata:" in out[3]["content"]
+    assert source_of(shop_ws, "shop/orders.py", "def refund(") in out[3]["content"]
+    assert out[-1] == msgs[-1]  # the latest result: whole
+
+
+def test_off_mode_names_the_conversation_and_changes_nothing(shop_ws):
+    body = paste(shop_ws, QUESTION, "shop/orders.py")
+    res = Compressor(shop_ws, CompressionSettings.for_mode("off")).compress(body, "openai")
+    assert res.body is None and res.mode == "off" and res.conversation
+
+
+def test_concurrent_conversations_match_sequential_ones(shop_ws):
+    def conversation(k):
+        agent = Agent(shop_ws, f"{QUESTION} (agent {k})")
+        bodies = []
+        for path in ["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/orders.py"][: 2 + k % 3]:
+            bodies.append(agent.read(path))
+        return bodies
+
+    conversations = [conversation(k) for k in range(12)]
+    sequential = Compressor(shop_ws, AGENT)
+    expected = [[forwarded(sequential.compress(b, "anthropic"), b) for b in bodies] for bodies in conversations]
+    shared = Compressor(shop_ws, AGENT)
+    errors = []
+    lock = threading.Lock()
+    got = {}
+
+    def run(k):
+        try:
+            # every conversation sent twice at once: readers of one conversation take turns
+            for b in conversations[k]:
+                got[(k, id(b))] = forwarded(shared.compress(b, "anthropic"), b)
+        except Exception as exc:  # pragma: no cover - reported below
+            with lock:
+                errors.append(exc)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(run, list(range(12)) * 2))
+    assert not errors
+    for k, bodies in enumerate(conversations):
+        for b, want in zip(bodies, expected[k]):
+            assert got[(k, id(b))] == want
+
+
+def test_conversation_state_is_bounded(shop_ws):
+    store = ConversationStore(max_conversations=3)
+    comp = Compressor(shop_ws, AGENT, store=store)
+    for k in range(6):
+        comp.compress(Agent(shop_ws, f"task {k}: {QUESTION}").read("shop/orders.py"), "anthropic")
+    assert len(store) <= 3
+    small = ConversationStore(max_bytes=2000)
+    comp = Compressor(shop_ws, CompressionSettings.for_mode("aggressive", min_tokens=400), store=small)
+    for k in range(4):
+        comp.compress(Agent(shop_ws, f"task {k}: {QUESTION}").read("shop/orders.py"), "anthropic")
+    assert small.total_bytes() <= 2000 or len(small) <= 1
+
+
+@pytest.mark.parametrize("arrow", [False, True])
+def test_cat_n_prefixes_stay_on_kept_lines(shop_ws, arrow):
+    agent = Agent(shop_ws, QUESTION)
+    agent.messages.append({"role": "assistant", "content": [
+        {"type": "tool_use", "id": "toolu_x", "name": "Read", "input": {"file_path": "shop/orders.py"}}]})
+    agent.messages.append({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_x", "content": cat_n(read(shop_ws, "shop/orders.py"), arrow)}]})
+    body = agent.body()
+    res = Compressor(shop_ws, CompressionSettings.for_mode("aggressive", min_tokens=400)).compress(body, "anthropic")
+    text = result_text(forwarded(res, body)[-1])
+    numbered = cat_n(read(shop_ws, "shop/orders.py"), arrow).split("\n")
+    refund = next(i for i, ln in enumerate(numbered) if "def refund(" in ln)
+    assert "\n".join(numbered[refund:refund + 8]) in text  # kept lines keep their numbers

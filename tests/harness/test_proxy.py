@@ -98,7 +98,8 @@ def stub():
 
 
 def make_app(ws, stub_url, **proxy_kw):
-    settings = CompressionSettings(min_tokens=50, budget_ratio=0.5)
+    # Thresholds scaled to the fixture's small files (the defaults are for real projects).
+    settings = CompressionSettings.for_mode("safe", min_tokens=100, paste_cap=0, result_cap=300)
     cfg = ProxyConfig(openai_base=stub_url + "/v1", anthropic_base=stub_url, compression=settings,
                       trust_env=False, **proxy_kw)
     return build_app(ws, HarnessConfig(proxy=cfg))
@@ -198,7 +199,7 @@ def test_edited_project_code_is_not_touched(project, proxy, fresh):
     assert "return not ok  # my change" in fresh.received[-1].json()["messages"][0]["content"]
 
 
-def test_anthropic_tool_result_compressed_structure_kept(project, proxy, fresh):
+def test_anthropic_tool_result_compressed_structure_kept(project, stub, fresh):
     files = "\n".join((project.root / p).read_text() for p in ("app/billing.py", "app/auth/service.py"))
     numbered = "\n".join(f"{i:>6}\t{line}" for i, line in enumerate(files.splitlines(), 1))
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
@@ -209,8 +210,12 @@ def test_anthropic_tool_result_compressed_structure_kept(project, proxy, fresh):
             {"type": "tool_use", "id": "toolu_01", "name": "read_file", "input": {"path": "app/auth/service.py"}}]},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": numbered}]},
     ]
-    msg = ant(proxy).messages.create(model="claude-3-7-sonnet-20250219", max_tokens=200, system="Be brief.",
-                                     messages=messages)
+    # aggressive: the latest tool result is cut too (safe keeps it whole below result_cap)
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False,
+                      compression=CompressionSettings.for_mode("aggressive", min_tokens=100))
+    with ServerThread(build_app(project, HarnessConfig(proxy=cfg))) as server:
+        msg = ant(server).messages.create(model="claude-3-7-sonnet-20250219", max_tokens=200, system="Be brief.",
+                                          messages=messages)
     assert msg.content[0].text == ANSWER
     fwd = fresh.received[-1].json()
     assert fresh.received[-1].headers["anthropic-version"]
@@ -373,10 +378,11 @@ def test_ledger_and_metrics_move_by_the_right_amounts(project, proxy, fresh):
     assert e.tokens_original == prompt_tokens(body, "openai")
     assert e.tokens_forwarded == prompt_tokens(fresh.received[-1].json(), "openai")
     assert 0 < e.tokens_saved == e.tokens_original - e.tokens_forwarded
-    assert "app/auth/service.py" in e.sources
+    # the files whose code was forwarded in a changed form: the two the question does not point at
+    assert e.sources == ["app/billing.py", "app/reports.py"]
     assert e.output_tokens == len(ANSWER.split())  # as the provider reported
-    # measured recall/precision: the answer names login, hash_password, constant_time_eq, audit, AuthService
-    assert e.answer_symbols >= 4 and e.slice_symbols > 0 and 0 < e.symbol_hits <= e.answer_symbols
+    # measured answer symbols: login, hash_password, constant_time_eq, audit, AuthService
+    assert e.answer_symbols >= 4
     assert metric(proxy, "memstrata_tokens_sent_total", project="shop") - sent0 == e.tokens_forwarded
     assert metric(proxy, "memstrata_tokens_saved_total", project="shop") - saved0 == e.tokens_saved
     assert metric(proxy, "memstrata_requests_total", status="200") - ok0 == 1

@@ -1,0 +1,230 @@
+"""One block of code (a pasted file, a tool result) -> the units it can be cut into.
+
+A *unit* is what block compression keeps or elides as a whole:
+
+* ``def``: an outermost function or method (nested functions stay inside
+  it), or a definition without members (a constant, a type alias, a Go
+  struct), with its decorators and the comment lines right above it;
+* ``frame``: a class (struct, interface, impl, ...) minus its members:
+  header, docstring, attributes, closing brace.  Members are units of
+  their own whose ``parent`` is the frame;
+* ``stmt``: a module-level statement outside every definition (imports,
+  assignments, ``if __name__ == ...``), split at column-0 lines with the
+  brackets balanced, so a multi-line import is one statement.
+
+Definitions come from the indexer's own parse of the block text (the same
+tree-sitter queries the index uses), so every supported language works the
+same way.  Lines are 0-based indices into the block's lines.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from memstrata.indexer.parse import parse_source
+
+CALLABLE = frozenset({"function", "method"})
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_COMMENT = re.compile(r"^\s*(#|//|/\*|\*|\*/|--|;;)")
+_IMPORT = re.compile(r"^\s*(from\s+\S+\s+import\b|import\b|use\s|#include\b|require\b|using\s|package\s)")
+_BINDS = re.compile(r"^\s*(?:export\s+)?(?:const|let|var|type|static|final)?\s*([A-Za-z_$][\w$]*)\s*(?::[^=]*)?=")
+_OPEN, _CLOSE = "([{", ")]}"
+_HASH_COMMENTS = frozenset({"python", "ruby"})
+_STRING = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`(?:\\.|[^`\\])*`")
+
+
+@dataclass
+class Unit:
+    kind: str                               # def | frame | stmt
+    ranges: list[tuple[int, int]]           # inclusive line ranges
+    name: str = ""
+    qualname: str = ""
+    parent: int | None = None               # index of the enclosing frame
+    is_import: bool = False
+    binds: frozenset[str] = frozenset()     # names a statement defines
+    idents: frozenset[str] = frozenset()    # identifiers the unit uses
+    chars: int = 0
+    text: str = ""
+
+    @property
+    def start(self) -> int:
+        return self.ranges[0][0]
+
+    def lines(self):
+        for a, b in self.ranges:
+            yield from range(a, b + 1)
+
+
+@dataclass
+class Outline:
+    units: list[Unit]
+    owner: list[int]                        # line -> unit index, -1 for lines of no unit (blank)
+    top_level: int                          # definitions at the top level of the block
+    members: dict[int, list[int]] = field(default_factory=dict)  # frame -> member units
+
+
+def build_outline(lines: list[str], language: str, path: str = "block") -> Outline:
+    source = "\n".join(lines).encode("utf-8", "replace")
+    parsed = parse_source(path, language, source)
+    n = len(lines)
+    symbols = sorted((s for s in parsed.symbols if 1 <= s.start_line <= n),
+                     key=lambda s: (s.start_line, -s.end_line))
+    owner = [-1] * n
+    units: list[Unit] = []
+    members: dict[int, list[int]] = {}
+    # A symbol with member symbols is a frame; the outermost callable swallows
+    # everything nested in it.
+    spans = [(s.start_line - 1, min(s.end_line, n) - 1, s) for s in symbols]
+    has_members = set()
+    for i, (a, b, s) in enumerate(spans):
+        for a2, b2, s2 in spans[i + 1:]:
+            if a2 > b:
+                break
+            if b2 <= b and (a2, b2) != (a, b):
+                has_members.add(i)
+                break
+    stack: list[tuple[int, int, int | None, bool]] = []  # (end line, unit index, frame?, callable?)
+    top_level = 0
+    for i, (a, b, s) in enumerate(spans):
+        while stack and stack[-1][0] < a:
+            stack.pop()
+        if stack and stack[-1][3]:
+            continue  # inside a callable: part of it
+        if stack and b > stack[-1][0]:
+            continue  # overlaps its container's end: a parse artefact, leave it to the container
+        parent = stack[-1][1] if stack else None
+        if parent is None:
+            top_level += 1
+        a = _with_leading_comments(lines, a, owner)
+        is_frame = i in has_members and s.kind not in CALLABLE
+        unit = Unit("frame" if is_frame else "def", [(a, b)], s.name, s.qualname, parent)
+        idx = len(units)
+        units.append(unit)
+        if parent is not None:
+            members.setdefault(parent, []).append(idx)
+        for ln in range(a, b + 1):
+            owner[ln] = idx
+        stack.append((b, idx, idx if is_frame else None, not is_frame))
+    # Frames own only the lines their members do not.
+    for f, kids in members.items():
+        unit = units[f]
+        mine = [ln for ln in range(unit.ranges[0][0], unit.ranges[0][1] + 1) if owner[ln] == f]
+        unit.ranges = _ranges(mine)
+    _module_statements(lines, owner, units, language in _HASH_COMMENTS)
+    for unit in units:
+        text = "\n".join(lines[ln] for ln in unit.lines())
+        unit.text = text
+        unit.chars = len(text)
+        unit.idents = frozenset(_IDENT.findall(_STRING.sub(" ", text)))
+    for ln in range(n):
+        if not lines[ln].strip() and owner[ln] >= 0 and units[owner[ln]].kind == "frame":
+            owner[ln] = -1  # blank lines between members belong to nobody
+    return Outline(units, owner, top_level, members)
+
+
+def _with_leading_comments(lines: list[str], start: int, owner: list[int]) -> int:
+    while start > 0 and owner[start - 1] < 0 and lines[start - 1].strip() and _COMMENT.match(lines[start - 1]):
+        start -= 1
+    return start
+
+
+def _ranges(lines: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for ln in lines:
+        if out and out[-1][1] == ln - 1:
+            out[-1] = (out[-1][0], ln)
+        else:
+            out.append((ln, ln))
+    return out or [(0, -1)]
+
+
+def _module_statements(lines: list[str], owner: list[int], units: list[Unit], hash_comments: bool) -> None:
+    """Group the lines no definition owns into statements (bracket-balanced, column 0 starts one)."""
+    depth = 0
+    triple: str | None = None
+    current: list[int] = []
+
+    def flush():
+        body = [ln for ln in current if lines[ln].strip()]
+        if body:
+            first = lines[body[0]]
+            is_import = bool(_IMPORT.match(first))
+            unit = Unit("stmt", _ranges(range(body[0], body[-1] + 1)), is_import=is_import)
+            idx = len(units)
+            for ln in range(body[0], body[-1] + 1):
+                if owner[ln] < 0:
+                    owner[ln] = idx
+            text = "\n".join(lines[ln] for ln in range(body[0], body[-1] + 1))
+            if is_import:
+                unit.binds = frozenset(_IDENT.findall(_STRING.sub(" ", text))) - _IMPORT_WORDS
+            else:
+                m = _BINDS.match(first)
+                unit.binds = frozenset({m.group(1)}) if m else frozenset()
+            units.append(unit)
+        current.clear()
+
+    for ln, line in enumerate(lines):
+        if owner[ln] >= 0:
+            if current:
+                flush()
+            depth, triple = 0, None
+            continue
+        stripped = line.strip()
+        starts = (stripped and not line[:1].isspace() and depth <= 0 and triple is None
+                  and stripped[0] not in _CLOSE)
+        if starts and current:
+            flush()
+        if stripped or current:
+            current.append(ln)
+        depth, triple = _scan_brackets(line, depth, triple, hash_comments)
+    if current:
+        flush()
+
+
+def _scan_brackets(line: str, depth: int, triple: str | None, hash_comments: bool) -> tuple[int, str | None]:
+    text = line
+    if triple is not None:
+        end = text.find(triple)
+        if end < 0:
+            return depth, triple
+        text = text[end + 3:]
+        triple = None
+    for q in ('"""', "'''"):
+        if text.count(q) % 2 == 1:
+            text = text[:text.find(q)]
+            triple = q
+            break
+    text = _STRING.sub("", text)
+    text = text.split("#", 1)[0] if hash_comments else text.split("//", 1)[0]
+    depth += sum(text.count(c) for c in _OPEN) - sum(text.count(c) for c in _CLOSE)
+    return depth, triple
+
+
+_IMPORT_WORDS = frozenset({"from", "import", "as", "use", "using", "require", "include", "package", "crate",
+                           "self", "super", "static", "type", "export", "default", "pub"})
+
+
+# -- a small cache: agents resend the same tool results, and one block is often
+# asked about by several conversations at once.
+
+_cache: OrderedDict[tuple, Outline] = OrderedDict()
+_cache_lock = threading.Lock()
+CACHE_ENTRIES = 256
+
+
+def outline_of(lines: list[str], language: str, path: str = "block") -> Outline:
+    key = (language, hash("\n".join(lines)), len(lines))
+    with _cache_lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    outline = build_outline(lines, language, path)
+    with _cache_lock:
+        _cache[key] = outline
+        while len(_cache) > CACHE_ENTRIES:
+            _cache.popitem(last=False)
+    return outline

@@ -1,0 +1,165 @@
+"""Which indexed project file a pasted text comes from, and at which line.
+
+The proxy only compresses code it can attribute: a pasted block (or an
+unnumbered tool result) counts as project code when its lines are a
+contiguous run of an indexed file's lines, verbatim (trailing whitespace
+aside).  A user's edited copy, code from another project, or generated code
+never matches, so it is never touched.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+
+from memstrata.storage import code_index as ci
+
+_DEFINES = re.compile(
+    r"^\s*(?:\d+(?:→|\t|: |\| )\s*)?(?:export\s+)?(?:default\s+)?(?:pub(?:\([^)]*\))?\s+)?(?:public\s+|private\s+|"
+    r"protected\s+|static\s+|abstract\s+|final\s+|async\s+)*"
+    r"(?:def|class|function|func(?:\s*\([^)]*\))?|fn|interface|struct|enum|trait|type|module|impl)\s+"
+    r"([A-Za-z_$][\w$]*)",
+    re.M,
+)
+PATHLIKE = re.compile(r"[\w.\-/]*[\w\-]\.[A-Za-z0-9]{1,6}\b")
+MAX_CANDIDATES = 8
+MAX_ANCHOR_POSITIONS = 64
+
+
+class ProjectMatcher:
+    """Finds the project files a text points at and where it sits in them (file lines cached)."""
+
+    def __init__(self, ws, cache_size: int = 256):
+        self.ws = ws
+        self._lock = threading.Lock()
+        self._files: OrderedDict[str, tuple[int, list[str], dict[str, list[int]]]] = OrderedDict()
+        self._cache_size = cache_size
+        self._base_key: tuple | None = None
+        self._base: dict[str, list[str]] = {}
+
+    # -- candidates ---------------------------------------------------------------
+
+    def candidate_files(self, text: str, hints: tuple[str, ...] = ()) -> list[str]:
+        """Project files ``text`` points at: paths it (or ``hints``) names, files defining what it defines."""
+        graph = self.ws.graph
+        found: dict[str, int] = {}
+        by_base = self._basenames(graph)
+        head = text[:4000]
+        for token in [*hints, *(PATHLIKE.findall(head) if "." in head else ())]:
+            for path in self.resolve_path(token, by_base):
+                found[path] = found.get(path, 0) + 5
+        for name in set(_DEFINES.findall(text)):
+            try:
+                nodes = graph.definitions(name)
+            except RuntimeError:  # the graph is being refreshed by the watcher: skip this name
+                continue
+            for node in nodes[:MAX_CANDIDATES * 4]:
+                path = node.split("::", 1)[0]
+                found[path] = found.get(path, 0) + 1
+        return [p for p, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_CANDIDATES]]
+
+    def resolve_path(self, token: str, by_base: dict[str, list[str]] | None = None) -> list[str]:
+        """Indexed paths a written path (relative, absolute, ``./x``) can mean."""
+        if by_base is None:
+            by_base = self._basenames(self.ws.graph)
+        token = token.strip().strip("'\"`").replace("\\", "/")
+        if not token:
+            return []
+        root = str(self.ws.root).replace("\\", "/").rstrip("/") + "/"
+        if token.startswith(root):
+            token = token[len(root):]
+        token = token.lstrip("./")
+        return [p for p in by_base.get(token.rsplit("/", 1)[-1], ()) if p == token or p.endswith("/" + token)
+                or token.endswith("/" + p)]
+
+    def _basenames(self, graph) -> dict[str, list[str]]:
+        files = graph.files()
+        key = (id(graph), getattr(graph, "version", 0), len(files))
+        with self._lock:
+            if self._base_key == key:
+                return self._base
+        index: dict[str, list[str]] = {}
+        for path in files:
+            index.setdefault(path.rsplit("/", 1)[-1], []).append(path)
+        with self._lock:
+            self._base_key, self._base = key, index
+        return index
+
+    # -- file lines -----------------------------------------------------------------
+
+    def file_lines(self, path: str) -> tuple[list[str], dict[str, list[int]]] | None:
+        texts = ci.file_texts(self.ws.store, [path])
+        text = texts.get(path)
+        if text is None:
+            return None
+        key = hash(text)
+        with self._lock:
+            hit = self._files.get(path)
+            if hit is not None and hit[0] == key:
+                self._files.move_to_end(path)
+                return hit[1], hit[2]
+        lines = [ln.rstrip() for ln in text.split("\n")]
+        where: dict[str, list[int]] = {}
+        for i, ln in enumerate(lines):
+            if ln.strip():
+                where.setdefault(ln, []).append(i)
+        with self._lock:
+            self._files[path] = (key, lines, where)
+            while len(self._files) > self._cache_size:
+                self._files.popitem(last=False)
+        return lines, where
+
+    # -- locating ---------------------------------------------------------------------
+
+    def locate_whole(self, lines: list[str], candidates: list[str]) -> tuple[str, int] | None:
+        """(path, 0-based first line) of the file whose lines ``lines`` are, contiguously and verbatim."""
+        body = [ln.rstrip() for ln in lines]
+        lo, hi = 0, len(body)
+        while lo < hi and not body[lo].strip():
+            lo += 1
+        while hi > lo and not body[hi - 1].strip():
+            hi -= 1
+        if hi - lo < 2:
+            return None
+        for path in candidates:
+            got = self.file_lines(path)
+            if got is None:
+                continue
+            file_lines, where = got
+            for p in where.get(body[lo], ())[:MAX_ANCHOR_POSITIONS]:
+                if p + (hi - lo) <= len(file_lines) and file_lines[p:p + hi - lo] == body[lo:hi]:
+                    return path, p - lo
+        return None
+
+    def segments(self, lines: list[str], candidates: list[str], min_lines: int) -> list[tuple[int, int, str, int]]:
+        """Runs of ``lines`` that are contiguous lines of a candidate file: (start, end excl., path, file offset)."""
+        body = [ln.rstrip() for ln in lines]
+        files = []
+        for path in candidates:
+            got = self.file_lines(path)
+            if got is not None:
+                files.append((path, got[0], got[1]))
+        out = []
+        i = 0
+        while i < len(body) and files:
+            best = None
+            if body[i].strip():
+                for path, file_lines, where in files:
+                    for p in where.get(body[i], ())[:MAX_ANCHOR_POSITIONS]:
+                        k = 0
+                        while i + k < len(body) and p + k < len(file_lines) and body[i + k] == file_lines[p + k]:
+                            k += 1
+                        if best is None or k > best[1]:
+                            best = (p, k, path)
+            if best is not None:
+                p, k, path = best
+                end = i + k
+                while end > i and not body[end - 1].strip():
+                    end -= 1
+                if sum(1 for ln in body[i:end] if ln.strip()) >= min_lines:
+                    out.append((i, end, path, p))
+                    i = end
+                    continue
+            i += 1
+        return out

@@ -1,0 +1,369 @@
+"""Where compressible code sits in a chat request, message by message.
+
+Two kinds of piece, both attributed to a file so that an elision marker can
+name the path and the lines to ask for:
+
+* ``result``: a tool result holding a file's text -- ``cat -n`` / Claude
+  Code ``Read`` form (``     12→code`` or ``    12<TAB>code``), numbered by
+  the tool, with the path from the tool call's input; or unnumbered text
+  that is a contiguous run of an indexed file's lines;
+* ``paste``: code in a user's own text -- a fenced block whose body is a
+  contiguous run of an indexed file's lines, or unfenced lines that are.
+
+Everything else (system prompts, assistant turns, tool calls, images,
+errors, code that is not verbatim project code) is never a piece.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from memstrata.compressor.block import Block
+from memstrata.indexer.languages import language_for_path
+from memstrata.indexer.scan import is_test_path
+
+from .project_match import PATHLIKE, ProjectMatcher
+
+OPENAI = "openai"
+ANTHROPIC = "anthropic"
+MODES = ("safe", "aggressive", "off")  # compression modes (harness.compress_request)
+
+_NUMBERED = re.compile(r"^( *)(\d{1,7})(→|\t)(.*)$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")  # CommonMark: a tab-indented ``` is not a fence
+_PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "absolute_path", "relative_path", "uri")
+MIN_NUMBERED_LINES = 3
+_LABEL_LINE = re.compile(r"^\s*(?:#|//|--|/\*)?\s*[\w.\-/]+\.\w{1,6}\s*:?\s*(?:\*/)?\s*$")
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    id: str
+    name: str
+    path: str | None  # the file it names, as written
+    text: str         # its input, as text
+
+
+@dataclass(frozen=True)
+class Slot:
+    path: tuple       # where the text sits inside the message
+    text: str
+    tool_use_id: str | None = None   # set for tool results
+    is_error: bool = False
+
+
+@dataclass
+class Found:
+    slot: tuple
+    start: int
+    end: int          # char span of the code in the slot text
+    kind: str         # result | paste
+    block: Block
+    tool_use_id: str | None = None
+
+
+# -- walking a message ---------------------------------------------------------------
+
+
+def message_slots(msg: dict, api: str) -> list[Slot]:
+    """The text a compression may touch: user text and tool results, in order."""
+    role = msg.get("role")
+    content = msg.get("content")
+    out: list[Slot] = []
+    if api == OPENAI and role in ("tool", "function"):
+        out.extend(_text_slots(content, ("content",), msg.get("tool_call_id") or msg.get("name") or ""))
+    elif role == "user":
+        if isinstance(content, str):
+            out.append(Slot(("content",), content))
+        elif isinstance(content, list):
+            for j, part in enumerate(content):
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "text" and isinstance(part.get("text"), str):
+                    out.append(Slot(("content", j, "text"), part["text"]))
+                elif api == ANTHROPIC and part.get("type") == "tool_result":
+                    out.extend(_text_slots(part.get("content"), ("content", j, "content"),
+                                           str(part.get("tool_use_id") or ""), part.get("is_error") is True))
+    return out
+
+
+def _text_slots(content, base: tuple, tool_use_id: str, is_error: bool = False) -> Iterator[Slot]:
+    if isinstance(content, str):
+        yield Slot(base, content, tool_use_id, is_error)
+    elif isinstance(content, list):
+        for k, part in enumerate(content):
+            if isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                yield Slot((*base, k, "text"), part["text"], tool_use_id, is_error)
+
+
+def tool_uses(msg: dict, api: str) -> list[ToolUse]:
+    if msg.get("role") != "assistant":
+        return []
+    out = []
+    if api == ANTHROPIC and isinstance(msg.get("content"), list):
+        for part in msg["content"]:
+            if isinstance(part, dict) and part.get("type") == "tool_use":
+                inp = part.get("input")
+                out.append(ToolUse(str(part.get("id") or ""), str(part.get("name") or ""), _input_path(inp),
+                                   _as_text(inp)))
+    for call in msg.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            args = fn.get("arguments")
+            try:
+                inp = json.loads(args) if isinstance(args, str) else args
+            except ValueError:
+                inp = None
+            out.append(ToolUse(str(call.get("id") or ""), str(fn.get("name") or ""), _input_path(inp),
+                               args if isinstance(args, str) else _as_text(args)))
+    return out
+
+
+def _input_path(inp) -> str | None:
+    if isinstance(inp, dict):
+        for key in _PATH_KEYS:
+            value = inp.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    return None
+
+
+def _as_text(value) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def assistant_text(msg: dict) -> str:
+    """What an assistant turn says and asks tools for (later compressions keep what it names)."""
+    content = msg.get("content")
+    parts = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict):
+                if isinstance(part.get("text"), str):
+                    parts.append(part["text"])
+                elif part.get("type") == "tool_use":
+                    parts.append(_as_text(part.get("input")))
+    for call in msg.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+            parts.append(fn["arguments"])
+    return "\n".join(parts)
+
+
+def message_texts(msg: dict) -> Iterator[tuple[tuple, str]]:
+    """Every text of a message the provider reads, with where it sits (for counting tokens)."""
+    content = msg.get("content")
+    if isinstance(content, str):
+        yield ("content",), content
+    elif isinstance(content, list):
+        for j, part in enumerate(content):
+            if not isinstance(part, dict):
+                continue
+            if isinstance(part.get("text"), str):
+                yield ("content", j, "text"), part["text"]
+            elif part.get("type") == "tool_result":
+                inner = part.get("content")
+                if isinstance(inner, str):
+                    yield ("content", j, "content"), inner
+                elif isinstance(inner, list):
+                    for k, p in enumerate(inner):
+                        if isinstance(p, dict) and isinstance(p.get("text"), str):
+                            yield ("content", j, "content", k, "text"), p["text"]
+            elif part.get("type") == "tool_use":
+                yield ("content", j, "input"), _as_text(part.get("input"))
+    for n, call in enumerate(msg.get("tool_calls") or []):
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+            yield ("tool_calls", n, "function", "arguments"), fn["arguments"]
+
+
+# -- finding pieces ------------------------------------------------------------------
+
+
+def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min_lines: int) -> list[Found]:
+    if slot.is_error or slot.text.count("\n") + 1 < min_lines:
+        return []
+    lines = slot.text.split("\n")
+    offsets = _offsets(lines)
+    run = _numbered_run(lines)
+    hint = use.path if use is not None else None
+    if run is not None:
+        a, b, numbers, code = run
+        shown_path, language = _path_and_language(hint)
+        project_path = None
+        if language is None or hint is None:
+            loc = matcher.locate_whole(code, matcher.candidate_files("\n".join(code), _hints(hint, use)))
+            if loc is None or loc[1] + 1 != numbers[0]:
+                return []
+            project_path = loc[0]
+            language = language_for_path(project_path)
+            shown_path = hint or project_path
+            if language is None:
+                return []
+        block = Block(lines[a:b], code, numbers, language, shown_path,
+                      is_test_path(_relative(project_path or shown_path)))
+        return [Found(slot.path, offsets[a], _end(offsets, lines, b), "result", block, slot.tool_use_id)]
+    # Unnumbered: the whole result must be a run of an indexed file.
+    loc = matcher.locate_whole(lines, matcher.candidate_files(slot.text, _hints(hint, use)))
+    if loc is None:
+        return []
+    path, first = loc
+    language = language_for_path(path)
+    if language is None:
+        return []
+    lo, hi = _trim(lines)
+    block = Block(lines[lo:hi], lines[lo:hi], [first + i + 1 for i in range(lo, hi)], language, hint or path,
+                  is_test_path(path))
+    return [Found(slot.path, offsets[lo], _end(offsets, lines, hi), "result", block, slot.tool_use_id)]
+
+
+def find_in_user_text(slot: Slot, matcher: ProjectMatcher, min_lines: int) -> list[Found]:
+    text = slot.text
+    if text.count("\n") + 1 < min_lines:
+        return []
+    lines = text.split("\n")
+    offsets = _offsets(lines)
+    found: list[Found] = []
+    outside: list[int] = []  # lines not inside a fence
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        close = _closing_fence(lines, i, m.group(1)) if m else None
+        if close is None:
+            outside.append(i)
+            i += 1
+            continue
+        body = lines[i + 1:close]
+        if len(body) >= min_lines:
+            hints = tuple(PATHLIKE.findall(m.group(2) + " " + " ".join(lines[max(0, i - 2):i])))
+            body_text = "\n".join(body)
+            candidates = matcher.candidate_files(body_text, hints + tuple(PATHLIKE.findall(body_text[:4000])))
+            loc = matcher.locate_whole(body, candidates)
+            if loc is not None:
+                lo, hi = _trim(body)
+                runs = [(lo, hi, loc[0], loc[1] + lo)]
+            else:
+                runs = _files_in_one_fence(body, matcher.segments(body, candidates, min_lines))
+            for a, b, path, first in runs:
+                language = language_for_path(path)
+                if language is None:
+                    continue
+                block = Block(body[a:b], body[a:b], [first + k + 1 for k in range(b - a)], language, path,
+                              is_test_path(path))
+                found.append(Found(slot.path, offsets[i + 1 + a], _end(offsets, lines, i + 1 + b), "paste", block))
+        i = close + 1
+    # Unfenced runs of project lines, between the fences.
+    for start, end in _spans(outside):
+        chunk = lines[start:end]
+        if len(chunk) < min_lines:
+            continue
+        chunk_text = "\n".join(chunk)
+        candidates = matcher.candidate_files(chunk_text, tuple(PATHLIKE.findall(chunk_text[:2000])))
+        for a, b, path, first in matcher.segments(chunk, candidates, min_lines):
+            language = language_for_path(path)
+            if language is None:
+                continue
+            block = Block(chunk[a:b], chunk[a:b], [first + k + 1 for k in range(b - a)], language, path,
+                          is_test_path(path))
+            found.append(Found(slot.path, offsets[start + a], _end(offsets, lines, start + b), "paste", block))
+    found.sort(key=lambda f: f.start)
+    return found
+
+
+def _files_in_one_fence(body: list[str], segments: list[tuple[int, int, str, int]]) -> list[tuple[int, int, str, int]]:
+    """Several files pasted in one fence count only when nothing else is in it: every line
+    outside the runs of project lines is blank or a label naming a file."""
+    covered = set()
+    for a, b, _, _ in segments:
+        covered.update(range(a, b))
+    for k, line in enumerate(body):
+        if k not in covered and line.strip() and not _LABEL_LINE.match(line):
+            return []
+    return segments
+
+
+def _numbered_run(lines: list[str]):
+    """The longest run of consecutively numbered lines: (first, end excl., numbers, code)."""
+    best = None
+    i = 0
+    while i < len(lines):
+        m = _NUMBERED.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        j, expect = i, int(m.group(2))
+        numbers, code = [], []
+        while j < len(lines):
+            mj = _NUMBERED.match(lines[j])
+            if not mj or int(mj.group(2)) != expect:
+                break
+            numbers.append(expect)
+            code.append(mj.group(4))
+            expect += 1
+            j += 1
+        if j - i >= MIN_NUMBERED_LINES and (best is None or j - i > best[1] - best[0]):
+            best = (i, j, numbers, code)
+        i = max(j, i + 1)
+    return best
+
+
+def _closing_fence(lines: list[str], i: int, marker: str) -> int | None:
+    for k in range(i + 1, len(lines)):
+        m = _FENCE.match(lines[k])
+        if m and m.group(1)[0] == marker[0] and len(m.group(1)) >= len(marker) and not m.group(2).strip():
+            return k
+    return None
+
+
+def _spans(indices: list[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for i in indices:
+        if out and out[-1][1] == i:
+            out[-1] = (out[-1][0], i + 1)
+        else:
+            out.append((i, i + 1))
+    return out
+
+
+def _offsets(lines: list[str]) -> list[int]:
+    offsets = [0]
+    for ln in lines:
+        offsets.append(offsets[-1] + len(ln) + 1)
+    return offsets
+
+
+def _end(offsets: list[int], lines: list[str], b: int) -> int:
+    """Char offset just after line ``b - 1`` (its line break excluded)."""
+    return offsets[b] - 1 if b > 0 else 0
+
+
+def _trim(lines: list[str]) -> tuple[int, int]:
+    lo, hi = 0, len(lines)
+    while lo < hi and not lines[lo].strip():
+        lo += 1
+    while hi > lo and not lines[hi - 1].strip():
+        hi -= 1
+    return lo, hi
+
+
+def _path_and_language(path: str | None) -> tuple[str | None, str | None]:
+    if not path:
+        return None, None
+    return path, language_for_path(path)
+
+
+def _hints(path: str | None, use: ToolUse | None) -> tuple[str, ...]:
+    hints = [path] if path else []
+    if use is not None and use.text:
+        hints.extend(PATHLIKE.findall(use.text[:2000]))
+    return tuple(hints)
+
+
+def _relative(path: str) -> str:
+    return path.replace("\\", "/").lstrip("/")

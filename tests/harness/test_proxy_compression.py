@@ -1,0 +1,152 @@
+"""Compression through the running proxy: official SDKs -> uvicorn(memstrata) -> uvicorn(stub provider)."""
+
+import copy
+import json
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from memstrata.harness.app import HarnessConfig, build_app
+from memstrata.harness.compress_request import CompressionSettings
+from memstrata.harness.proxy import ProxyConfig
+from tests.stub_provider import ServerThread, StubUpstream
+
+from .test_compress_request import QUESTION, Agent, cat_n, read, source_of
+
+KEY = "sk-test-compression"
+# Thresholds scaled to the fixture's files (the defaults are for real projects).
+SETTINGS = CompressionSettings.for_mode("safe", min_tokens=400, paste_cap=0, trigger=3000, clear_at_least=1200,
+                                        keep_tool_uses=2)
+
+
+@pytest.fixture(scope="module")
+def stub():
+    s = StubUpstream(answer="Order.refund compares now - shipped_at with REFUND_WINDOW.")
+    with ServerThread(s.app) as server:
+        s.url = server.url
+        yield s
+
+
+@pytest.fixture(scope="module")
+def proxy(shop_ws, stub):
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False, compression=SETTINGS)
+    app = build_app(shop_ws, HarnessConfig(proxy=cfg, mount_mcp=False))
+    with ServerThread(app) as server:
+        server.app = app
+        yield server
+
+
+@pytest.fixture
+def received(stub):
+    stub.received.clear()
+    return stub.received
+
+
+def oai(proxy):
+    return openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY, max_retries=0)
+
+
+def ant(proxy):
+    return anthropic.Anthropic(base_url=proxy.url + "/anthropic", api_key=KEY, max_retries=0)
+
+
+def test_single_function_paste_forwarded_byte_identical(shop_ws, proxy, received):
+    code = source_of(shop_ws, "shop/orders.py", "def place_order(")
+    raw = json.dumps({"model": "gpt-4o", "messages": [
+        {"role": "user", "content": f"```python\n{code}\n```\nWhy does place_order fail when one item is missing?"}]},
+        indent=2).encode()
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=raw,
+                   headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    assert r.status_code == 200
+    assert received[-1].body == raw
+
+
+def test_whole_file_paste_keeps_the_asked_function_whole(shop_ws, proxy, received):
+    content = f"Here is shop/orders.py:\n```python\n{read(shop_ws, 'shop/orders.py')}```\n{QUESTION}"
+    answer = oai(proxy).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": content}])
+    assert answer.choices[0].message.content.startswith("Order.refund")
+    sent = received[-1].json()["messages"][0]["content"]
+    assert sent.startswith("Here is shop/orders.py:\n```python\n") and sent.endswith(QUESTION)
+    assert source_of(shop_ws, "shop/orders.py", "def refund(") in sent
+    assert "[memstrata: lines " in sent and "def summarize(order: Order) -> str:" not in sent
+    assert len(sent) < len(content)
+
+
+def test_repeated_read_is_deduplicated(shop_ws, proxy, received):
+    agent = Agent(shop_ws, QUESTION)
+    agent.read("shop/orders.py")
+    agent.read("shop/pricing.py")
+    body = agent.read("shop/orders.py")
+    ant(proxy).messages.create(**body)
+    sent = received[-1].json()["messages"]
+    assert sent[2] == body["messages"][2]
+    assert sent[6]["content"][0]["tool_use_id"] == "toolu_03"
+    assert sent[6]["content"][0]["content"].startswith("[memstrata: the same text as the earlier read of ")
+
+
+def test_ten_turn_transcript_prefix_is_stable_except_at_compaction(shop_ws, proxy, received, monkeypatch):
+    compressor = proxy.app.state.harness.proxy.compressor
+    results = []
+    real = compressor.compress
+
+    def recording(body, api):  # the real compressor; the test only keeps what it returned
+        res = real(body, api)
+        results.append(res)
+        return res
+
+    monkeypatch.setattr(compressor, "compress", recording)
+    agent = Agent(shop_ws, QUESTION)
+    client = ant(proxy)
+    files = ["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/shipping.py", "shop/__init__.py"]
+    for turn in range(10):
+        body = agent.read(files[turn % len(files)]) if turn % 3 != 2 else agent.say(
+            "Order.refund checks REFUND_WINDOW.", f"What about case {turn}?")
+        client.messages.create(**body)
+    sent = [r.json()["messages"] for r in received]
+    assert len(sent) == len(results) == 10
+    steps = 0
+    for prev, now, res in zip(sent, sent[1:], results[1:]):
+        if now[:len(prev)] == prev:
+            assert not res.compaction
+            continue
+        steps += 1
+        assert res.compaction and res.prefix_invalidated_tokens > 0
+        changed = [(a, b) for a, b in zip(prev, now) if a != b]
+        assert all(a["content"][0]["type"] == "tool_result" and "[memstrata:" in b["content"][0]["content"]
+                   for a, b in changed)
+    assert 1 <= steps <= 3
+
+
+def test_cache_control_survives(shop_ws, proxy, received):
+    agent = Agent(shop_ws, QUESTION)
+    mark = {"type": "ephemeral"}
+    client = ant(proxy)
+    for path in ["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/shipping.py"]:
+        body = agent.read(path)
+        body["system"] = [{"type": "text", "text": "You are a coding agent.", "cache_control": mark}]
+        body["messages"][2]["content"][0]["cache_control"] = mark   # a breakpoint that stays
+        body["messages"][-1]["content"][0]["cache_control"] = mark  # and one that moves every turn
+        client.messages.create(**copy.deepcopy(body))
+        sent = received[-1].json()
+        assert sent["system"] == body["system"]
+        marks = [(i, j) for i, m in enumerate(sent["messages"]) for j, part in enumerate(m["content"])
+                 if "cache_control" in part]
+        assert marks == [(i, j) for i, m in enumerate(body["messages"]) for j, part in enumerate(m["content"])
+                         if "cache_control" in part]
+    first = sent["messages"][2]["content"][0]
+    assert first["cache_control"] == mark and "[memstrata:" in first["content"]  # compacted, marker kept
+
+
+def test_tool_results_numbered_by_the_tool_keep_their_numbers(shop_ws, stub, received):
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False,
+                      compression=CompressionSettings.for_mode("aggressive", min_tokens=400))
+    agent = Agent(shop_ws, QUESTION)
+    body = agent.read("shop/orders.py")
+    with ServerThread(build_app(shop_ws, HarnessConfig(proxy=cfg, mount_mcp=False))) as server:
+        ant(server).messages.create(**body)
+    text = received[-1].json()["messages"][-1]["content"][0]["content"]
+    numbered = cat_n(read(shop_ws, "shop/orders.py"), arrow=True).split("\n")
+    start = next(i for i, ln in enumerate(numbered) if "def refund(" in ln)
+    assert "\n".join(numbered[start:start + 8]) in text and "[memstrata: lines " in text

@@ -1,0 +1,195 @@
+"""Bad input and broken upstreams get clean answers (issue 15, items 6 and 9).
+
+Real processes: `memstrata serve` and the stand-in provider run as
+subprocesses; the provider is killed with SIGKILL mid-answer.
+"""
+
+import http.client
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from memstrata.harness.app import HarnessConfig, build_app
+from memstrata.harness.proxy import ProxyConfig
+from tests.stub_provider import ServerThread, StubUpstream
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "fixtures" / "python_project"
+GOOD = {"model": "gpt-4o", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def deep(levels: int) -> bytes:
+    nested = "[" * levels + "]" * levels
+    return ('{"model": "gpt-4o", "max_tokens": 5, "messages": [{"role": "user", "content": ' + nested + "}]}").encode()
+
+
+@pytest.fixture(scope="module")
+def stub():
+    s = StubUpstream()
+    with ServerThread(s.app) as server:
+        s.url = server.url
+        yield s
+
+
+@pytest.fixture
+def proxy(python_ws, stub):
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False)
+    app = build_app(python_ws, HarnessConfig(proxy=cfg, mount_mcp=False))
+    # log_config=None: uvicorn's records reach the root logger, where caplog looks.
+    with ServerThread(app, log_level="info", log_config=None) as server:
+        yield server
+
+
+@pytest.mark.parametrize("path,shape", [("/v1/chat/completions", "openai"), ("/anthropic/v1/messages", "anthropic")])
+def test_deep_json_gets_400_and_the_connection_keeps_working(proxy, path, shape, caplog):
+    caplog.set_level(logging.DEBUG)
+    conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=30)
+    headers = {"content-type": "application/json", "x-api-key": "k", "anthropic-version": "2023-06-01"}
+    for levels in (1000, 150, 100_000):
+        conn.request("POST", path, body=deep(levels), headers=headers)
+        r = conn.getresponse()
+        body = json.loads(r.read())
+        assert r.status == 400, body
+        if shape == "openai":
+            assert body["error"]["type"] == "invalid_request_error" and "nested" in body["error"]["message"]
+        else:
+            assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    # the next request on the same keep-alive connection is answered normally
+    conn.request("POST", path, body=json.dumps(GOOD).encode(), headers=headers)
+    r = conn.getresponse()
+    r.read()
+    assert r.status == 200
+    conn.close()
+    assert "Traceback" not in caplog.text and "RecursionError" not in caplog.text
+
+
+def test_a_long_url_within_the_server_buffer_gets_414(proxy):
+    for path in ("/v1/models", "/anthropic/v1/messages"):
+        r = httpx.post(proxy.url + path + "?q=" + "a" * 9000, json=GOOD)
+        assert r.status_code == 414
+        assert "too long" in json.dumps(r.json())
+
+
+# -- real processes ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def serve_env(tmp_path, memstrata_home):
+    root = tmp_path / "proj"
+    shutil.copytree(FIXTURE, root)
+    env = dict(os.environ, MEMSTRATA_HOME=str(memstrata_home), PYTHONUNBUFFERED="1")
+    return root, env
+
+
+def start_stub() -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, "-m", "tests.stub_provider", "--port", "0"], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    port = int(proc.stdout.readline().split()[1])
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def start_serve(root: Path, env: dict, upstream: str) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--project", str(root), "--port", str(port),
+                             "--openai-upstream", upstream + "/v1", "--anthropic-upstream", upstream, "--no-watch",
+                             "--no-mcp"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read()
+        try:
+            httpx.get(url + "/health", timeout=1)
+            return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise AssertionError("memstrata serve did not come up")
+
+
+def stop(proc: subprocess.Popen) -> str:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    return err or ""
+
+
+def raw_request(url: str, request_line_target: str) -> bytes:
+    """Send one request with a huge target and read the whole answer (a reset raises)."""
+    host, port = url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(f"GET {request_line_target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        chunks = []
+        while True:
+            data = s.recv(65536)
+            if not data:
+                break
+            chunks.append(data)
+    return b"".join(chunks)
+
+
+def test_a_very_long_url_gets_414_not_a_reset(serve_env):
+    root, env = serve_env
+    stub, stub_url = start_stub()
+    serve, url = start_serve(root, env, stub_url)
+    try:
+        for size in (100_000, 1_000_000, 5_000_000):
+            for prefix in ("/v1/models?q=", "/anthropic/v1/messages?q="):
+                answer = raw_request(url, prefix + "a" * size)
+                head, _, body = answer.partition(b"\r\n\r\n")
+                assert head.startswith(b"HTTP/1.1 414 "), head[:200]
+                err = json.loads(body)
+                if prefix.startswith("/anthropic"):
+                    assert err["type"] == "error" and err["error"]["type"] == "invalid_request_error"
+                else:
+                    assert err["error"]["message"] == "the request URL is too long"
+        assert httpx.get(url + "/health").status_code == 200
+    finally:
+        log = stop(serve)
+        stop(stub)
+    assert "Traceback" not in log
+
+
+def test_an_upstream_killed_mid_body_logs_one_line(serve_env):
+    root, env = serve_env
+    stub, stub_url = start_stub()
+    serve, url = start_serve(root, env, stub_url)
+    try:
+        with httpx.Client(timeout=30) as client:
+            with client.stream("POST", url + "/v1/chat/completions", json=dict(GOOD, model="stub-stall"),
+                               headers={"authorization": "Bearer k"}) as r:
+                assert r.status_code == 200
+                chunks = r.iter_raw()
+                first = next(chunks)  # part of the answer has been relayed ...
+                assert first.startswith(b'{"id": "stub"')
+                stub.send_signal(signal.SIGKILL)  # ... when the provider dies
+                stub.wait(timeout=30)
+                with pytest.raises(httpx.RemoteProtocolError):
+                    for _ in chunks:
+                        pass
+        assert httpx.get(url + "/health").status_code == 200  # the proxy is fine
+    finally:
+        log = stop(serve)
+        stop(stub)
+    assert "Traceback" not in log
+    lines = [ln for ln in log.splitlines() if "mid-answer" in ln or "ASGI" in ln or "Exception" in ln]
+    assert len(lines) == 1, log
+    assert "closed the connection mid-answer" in lines[0]
