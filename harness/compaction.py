@@ -202,7 +202,8 @@ class RequestPass:
                 here = find_in_user_text(slot, self.matcher, self.s.min_run_lines)
                 found.extend(here)
                 own.append(_without(slot.text, here))
-        said = real_text("\n".join(own))[:QUESTION_CHARS]
+        # The tail: a long message (instructions, notes, logs) ends with what it asks.
+        said = real_text("\n".join(own))[-QUESTION_CHARS:]
         real = bool(re.search(r"\w", said))
         question = self.question(extra=said if real else "")
         pieces = [self._piece(f, msg, question) for f in found]

@@ -36,7 +36,7 @@ def after_probes(serve: Serve) -> list[re.Match]:
 def test_one_line_per_request_with_tokens_when_compressed(tmp_path, memstrata_home, upstream, wait_until):
     project = copy_project(tmp_path / "proj")
     env = cli_env(memstrata_home)
-    with Serve(project, env, "--openai-upstream", upstream + "/v1", "--min-tokens", "50", "--no-watch",
+    with Serve(project, env, "--openai-upstream", upstream + "/v1", "--compress", "aggressive", "--min-tokens", "50", "--no-watch",
                "--access-log") as serve:
         client = openai.OpenAI(base_url=serve.url + "/v1", api_key=SENTINEL, max_retries=0)
         code = (project / "app/auth/service.py").read_text() + "\n" + (project / "app/reports.py").read_text()

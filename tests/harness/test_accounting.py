@@ -62,7 +62,7 @@ def stub():
 @pytest.fixture(scope="module")
 def server(ws, stub):
     cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False,
-                      compression=CompressionSettings(min_tokens=50, budget_ratio=0.5))
+                      compression=CompressionSettings.for_mode("aggressive", min_tokens=50))
     app = build_app(ws, HarnessConfig(proxy=cfg))
     with ServerThread(app) as srv:
         srv.harness = app.state.harness

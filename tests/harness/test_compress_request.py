@@ -93,6 +93,19 @@ def test_whole_file_paste_keeps_the_asked_function_whole(shop_ws):
     assert 0 < res.replacement_tokens < res.replaced_tokens
 
 
+
+def test_a_long_message_is_asked_by_its_last_words(shop_ws):
+    """Notes or instructions before the code: the question at the end still points the cut."""
+    notes = " ".join(f"note{i}" for i in range(3000))
+    body = {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": [
+        {"type": "text", "text": notes, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": f"```python\n{read(shop_ws, 'shop/orders.py')}```\n{QUESTION}"}]}]}
+    res = Compressor(shop_ws, CUT).compress(body, "anthropic")
+    assert res.changed, res.reason
+    blocks = res.body["messages"][0]["content"]
+    assert blocks[0] == body["messages"][0]["content"][0]  # the notes, and their cache_control, untouched
+    assert source_of(shop_ws, "shop/orders.py", "def refund(") in blocks[1]["text"]
+
 def test_pastes_under_the_cap_stay_whole_by_default_and_aggressive_cuts_them(shop_ws):
     body = paste(shop_ws, QUESTION, "shop/orders.py")
     assert Compressor(shop_ws).compress(body, "openai").body is None  # safe: 2k tokens is not oversized

@@ -54,7 +54,7 @@ def upstream():
 def serve(tmp_path, memstrata_home, upstream):
     project = copy_project(tmp_path / "shop")
     with Serve(project, cli_env(memstrata_home), "--openai-upstream", upstream + "/v1", "--anthropic-upstream",
-               upstream, "--min-tokens", "50", "--no-watch") as s:
+               upstream, "--compress", "aggressive", "--min-tokens", "50", "--no-watch") as s:
         s.project = project
         yield s
 
@@ -150,7 +150,7 @@ def test_dashboard_shows_what_status_says(serve):
         rows = page["tables"]["recent"]
         assert [r[1] for r in rows] == ["claude-sonnet-4-6"] * 2 + ["gpt-4o"] * 3
         assert all(r[5] == "200" for r in rows)
-        assert all(number(r[2]) > number(r[3]) for r in rows)  # tokens before > after: compressed
+        assert all(number(r[2]) > number(r[3]) for r in rows), rows  # tokens before > after: compressed
         assert number(rows[0][4]) > 0  # the provider's cache hit on the repeated prefix
         assert "app/auth/service.py" in [r[0] for r in page["tables"]["top-files"]]
         # the chart: today's bar per model, one colour per model in the legend

@@ -65,7 +65,8 @@ def test_serve_sigterm_keeps_ledger_and_port_taken(project, env):
     stub = StubUpstream()
     with ServerThread(stub.app) as up:
         port = free_port()
-        proc = start_serve(project, env, port, "--openai-upstream", up.url + "/v1", "--min-tokens", "50")
+        proc = start_serve(project, env, port, "--openai-upstream", up.url + "/v1", "--compress", "aggressive",
+                           "--min-tokens", "50")
         try:
             client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key=SENTINEL, max_retries=0)
             code = (project / "app/auth/service.py").read_text() + "\n" + (project / "app/reports.py").read_text()

@@ -46,7 +46,9 @@ def traffic(serve: Serve, project, n: int) -> None:
 
 
 def serve(project, env, upstream, **kw) -> Serve:
-    return Serve(project, env, "--openai-upstream", upstream + "/v1", "--min-tokens", "50", "--no-watch", **kw)
+    # aggressive: the small pastes of these tests are compressed (safe mode would leave them whole)
+    return Serve(project, env, "--openai-upstream", upstream + "/v1", "--compress", "aggressive",
+                 "--min-tokens", "50", "--no-watch", **kw)
 
 
 def test_the_running_session_is_reported_not_the_latest(project, env, upstream):
