@@ -272,8 +272,8 @@ def score_rag(case: Case, r, latency_ms: float) -> ArmResult:
 # -- one repository ----------------------------------------------------------------
 
 
-def prepare_checkout(repo: Path, scratch: Path, fresh: bool) -> Path:
-    dest = scratch / repo.name
+def prepare_checkout(repo: Path, name: str, scratch: Path, fresh: bool) -> Path:
+    dest = scratch / name
     if fresh and dest.exists():
         shutil.rmtree(dest)
     if not (dest / ".git").exists():
@@ -284,10 +284,11 @@ def prepare_checkout(repo: Path, scratch: Path, fresh: bool) -> Path:
 
 
 def run_repo(repo: Path, args, log) -> RepoRun:
+    name = repo.name  # as given: the corpus folder may be a symlink to a mirror named otherwise
     repo = repo.resolve()
     head = git(repo, "rev-parse", "HEAD").strip()
-    run = RepoRun(repo.name, head)
-    checkout = prepare_checkout(repo, Path(args.scratch), args.fresh)
+    run = RepoRun(name, head)
+    checkout = prepare_checkout(repo, name, Path(args.scratch), args.fresh)
     ws: Workspace | None = None
     try:
         for line in git(repo, "rev-list", "--parents", f"--max-count={args.max_scan}", head).splitlines():
@@ -327,7 +328,7 @@ def run_repo(repo: Path, args, log) -> RepoRun:
             if len(symbols) > args.max_gold_symbols:
                 run.skip(f"more_than_{args.max_gold_symbols}_gold_symbols")
                 continue
-            case = Case(repo.name, sha, parent, query, files, symbols)
+            case = Case(name, sha, parent, query, files, symbols)
             try:
                 t0 = time.perf_counter()
                 sl = context_query(ws, query, max_tokens=args.max_tokens)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
 from dataclasses import dataclass, field
 
@@ -118,13 +119,12 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
             if node in seeds.named:  # what the question names comes first
                 adjusted.append((node, score * 2 + 1.0))
             else:
-                adjusted.append((node, score * _prior(graph, node)))
-        ranked = sorted(adjusted, key=lambda kv: (-kv[1], kv[0]))[:MAX_CANDIDATES]
-        if not ranked:  # only files matched: offer their top-level definitions
-            for path in seeds.files:
-                for node in graph.symbols_in_file(path)[:20]:
-                    if allowed(node):
-                        ranked.append((node, seeds.files[path] * 0.01))
+                adjusted.append((node, score * _prior(graph, node) * seeds.path_boost(graph.file_of(node))))
+        adjusted.sort(key=lambda kv: (-kv[1], kv[0]))
+        ranked = adjusted[:MAX_CANDIDATES]
+        fill = _fill_candidates(graph, seeds, adjusted, allowed)
+        if not ranked:
+            ranked, fill = fill[:MAX_CANDIDATES], fill[MAX_CANDIDATES:]
         # What the question asks about a named symbol ("its callers", "its
         # subclasses") is shown in full along with it, budget permitting.
         boosted = {k for k, w in intent.weights.items() if w > BASE_WEIGHTS[k]}
@@ -133,8 +133,24 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
             for v, kind, _w, outgoing, is_test in graph.adjacency(node):
                 if (kind, outgoing) in boosted and "::" in v and (include_tests or not is_test):
                     focus.add(v)
-        result = _build(ws, graph, ranked, budget, notes, seeds.named, focus)
+        result = _build(ws, graph, ranked, budget, notes, seeds.named, focus, fill)
     return result
+
+
+def _fill_candidates(graph: CodeGraph, seeds, adjusted: list[tuple[str, float]], allowed) -> list[tuple[str, float]]:
+    """What fills the budget once the graph ranking runs out, best first:
+    the rest of the ranked pool, then full-text hits the ranking never
+    reached, then the definitions of the files the question names."""
+    out = list(adjusted[MAX_CANDIDATES:])
+    seen = {n for n, _ in adjusted}
+    floor = adjusted[-1][1] if adjusted else 1.0
+    extra = [n for n in seeds.lexical if n not in seen]
+    extra += [n for path in sorted(seeds.files, key=lambda p: -seeds.files[p])
+              for n in graph.symbols_in_file(path) if n not in seen]
+    for i, node in enumerate(dict.fromkeys(extra)):
+        if allowed(node) and node in graph:
+            out.append((node, floor * 0.5 / (1 + i * 0.01)))
+    return out
 
 
 # Code that is rarely what a question is about unless it says so.
@@ -157,23 +173,15 @@ def _prior(graph: CodeGraph, node: str) -> float:
 
 
 def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], budget: int,
-           notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset()) -> ContextSlice:
-    paths = list(dict.fromkeys(graph.file_of(n) for n, _ in ranked))
-    texts = ci.file_texts(ws.store, paths)
-    docs: dict[str, FileDoc] = {}
-    for path in paths:
-        text = texts.get(path)
-        if text is None:
-            continue
-        docs[path] = FileDoc(path, graph.node(path).get("language") or "", text.split("\n"))
-    if docs:
-        for path, module, name, alias, line, target in ci.load_imports(ws.store, list(docs)):
-            docs[path].imports.append((line, target))
-
-    units = _select(graph, docs, ranked, budget, named, focus)
-    context, units, file_order = _fit(graph, docs, units, budget)
+           notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset(),
+           fill: list[tuple[str, float]] = ()) -> ContextSlice:
+    docs = _Docs(ws, graph)
+    docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranked)))
+    units = _select(graph, docs, ranked, budget, named, focus, fill)
+    shown = docs.shown(units)
+    context, units, file_order = _fit(graph, shown, units, budget)
     tokens = count_tokens(context)
-    baseline = sum(file_tokens(p, texts[p]) for p in file_order)
+    baseline = sum(file_tokens(p, docs.texts[p]) for p in file_order)
     if not units and ranked:
         notes.append(f"max_tokens={budget} is too small for any matching code")
     return ContextSlice(
@@ -188,29 +196,70 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
     )
 
 
-def _select(graph: CodeGraph, docs: dict[str, FileDoc], ranked, budget: int,
-            named: set[str] = frozenset(), focus: set[str] = frozenset()) -> list[Unit]:
+class _Docs:
+    """File texts for selection: the ranked files up front, fill files on demand."""
+
+    def __init__(self, ws: Workspace, graph: CodeGraph):
+        self.ws, self.graph = ws, graph
+        self.texts: dict[str, str] = {}
+        self.docs: dict[str, FileDoc] = {}
+        self.missing: set[str] = set()
+
+    def load(self, paths: list[str]) -> None:
+        paths = [p for p in paths if p not in self.docs and p not in self.missing]
+        if not paths:
+            return
+        texts = ci.file_texts(self.ws.store, paths)
+        for path in paths:
+            text = texts.get(path)
+            if text is None:
+                self.missing.add(path)
+                continue
+            self.texts[path] = text
+            self.docs[path] = FileDoc(path, self.graph.node(path).get("language") or "", text.split("\n"))
+
+    def get(self, path: str) -> FileDoc | None:
+        if path not in self.docs:
+            self.load([path])
+        return self.docs.get(path)
+
+    def shown(self, units: list[Unit]) -> dict[str, FileDoc]:
+        """The documents of the chosen units, with the imports rendering needs."""
+        docs = {u.path: self.docs[u.path] for u in units}
+        if docs:
+            for path, module, name, alias, line, target in ci.load_imports(self.ws.store, list(docs)):
+                docs[path].imports.append((line, target))
+        return docs
+
+
+def _select(graph: CodeGraph, docs: _Docs, ranked, budget: int, named: set[str] = frozenset(),
+            focus: set[str] = frozenset(), fill: list[tuple[str, float]] = ()) -> list[Unit]:
     if not ranked:
         return []
     unnamed = [s for n, s in ranked if n not in named and graph.node(n)["kind"] not in CONTAINERS]
     top = (unnamed[0] if unnamed else ranked[0][1]) or 1.0
     full_budget = budget * (1 - SIGNATURE_RESERVE)
     chosen: dict[str, Unit] = {}
+    files: set[str] = set()
     used = 0
-    for i, (node, score) in enumerate(ranked):
+    n_ranked = len(ranked)
+    for i, (node, score) in enumerate(itertools.chain(ranked, fill)):
+        if used >= budget * 0.98:
+            break
         path = graph.file_of(node)
         doc = docs.get(path)
-        if doc is None or _covered(node, chosen, graph):
+        if doc is None or node in chosen or _covered(node, chosen, graph):
             continue
         unit = unit_for(node, graph, score)
         # Classes are shown whole only when the question names a small one;
         # otherwise their header frames the members that rank on their own.
+        # Fill candidates (past the ranking) are shown as signatures.
         if unit.kind in CONTAINERS:
             want_full = node in named and unit.end - unit.start + 1 <= MAX_FULL_CONTAINER_LINES
         else:
-            want_full = node in focus or score >= FULL_SHARE * top or i < MIN_FULL
+            want_full = i < n_ranked and (node in focus or score >= FULL_SHARE * top or i < MIN_FULL)
         # Framing: a file header for a new file, a gap marker per unit.
-        header = UNIT_FRAMING + (0 if any(u.path == path for u in chosen.values()) else FILE_FRAMING)
+        header = UNIT_FRAMING + (0 if path in files else FILE_FRAMING)
         if want_full:
             unit.cost_full = cost_of(doc, unit, graph, FULL)
             limit = budget if node in named else full_budget
@@ -221,6 +270,7 @@ def _select(graph: CodeGraph, docs: dict[str, FileDoc], ranked, budget: int,
                     m = chosen.pop(member)
                     used -= m.cost_full if m.mode == FULL else m.cost_sig
                 chosen[node] = unit
+                files.add(path)
                 used += unit.cost_full + header
                 continue
         unit.cost_sig = cost_of(doc, unit, graph, SIG)
@@ -228,9 +278,8 @@ def _select(graph: CodeGraph, docs: dict[str, FileDoc], ranked, budget: int,
             unit.mode = SIG
             unit.cost_full = 0
             chosen[node] = unit
+            files.add(path)
             used += unit.cost_sig + header
-        if used >= budget * 0.98:
-            break
     return list(chosen.values())
 
 
