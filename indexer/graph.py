@@ -42,6 +42,11 @@ _REF_EDGE = {"call": "calls", "type": "references", "inherit": "inherits"}
 _SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", "super"})
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
 _WILDCARD = "*"
+_JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
+
+
+def _qual_ends(qualname: str, suffix: str) -> bool:
+    return qualname == suffix or qualname.endswith("." + suffix)
 
 
 def symbol_id(path: str, qualname: str) -> str:
@@ -304,6 +309,8 @@ class CodeGraph:
             bound = bindings.names.get(name)
             if bound is not None:
                 hit = self._member(bound[0], bound[1] or name)
+                if hit is None and bound[1] is None:  # a whole module called: its default export
+                    hit = self._default_export(bound[0])
                 if hit:
                     return hit
         if not candidates:
@@ -351,6 +358,12 @@ class CodeGraph:
                     hit = self._method_in_hierarchy(cls, name)
                     if hit:
                         return hit
+            # `res.send()` where exactly one definition is spelled `res.send`
+            # (JavaScript objects whose members are assigned: `res.send = ...`).
+            spelled = recv.rsplit(".", 1)[-1] + "." + name
+            hits = [c for c in candidates if _qual_ends(self.g.nodes[c]["qualname"], spelled)]
+            if len(hits) == 1:
+                return hits[0]
         return self._unique(candidates)
 
     def _unique(self, candidates: set[str]) -> str | None:
@@ -360,11 +373,21 @@ class CodeGraph:
 
     def _member(self, target: str, member: str, _hops: int = 0) -> str | None:
         """``member`` as defined in (or re-exported by) file ``target``."""
+        if member == "default":
+            return self._default_export(target)
         files = self._package_files(target)
         for f in files:
             node = symbol_id(f, member)
             if node in self.g:
                 return node
+        if self.g.nodes[target].get("language") in _JS_LIKE if target in self.g else False:
+            # A CommonJS module exporting an object whose members are
+            # assigned (`res.send = ...; module.exports = res`).
+            hits = [n for n in self._file_symbols.get(target, ())
+                    if n in self.g and self.g.nodes[n]["name"] == member
+                    and self.g.nodes[n]["qualname"].count(".") == 1]
+            if len(hits) == 1:
+                return hits[0]
         if _hops < 2:
             for f in files:
                 b = self._bindings.get(f)
@@ -373,6 +396,15 @@ class CodeGraph:
                     hit = self._member(bound[0], bound[1] or member, _hops + 1)
                     if hit:
                         return hit
+        return None
+
+    def _default_export(self, target: str) -> str | None:
+        """The symbol a JavaScript/TypeScript module exports as a whole
+        (``module.exports = ...``, ``export default ...``)."""
+        for n in self._file_symbols.get(target, ()):
+            sig = self.g.nodes[n]["signature"] if n in self.g else ""
+            if sig.startswith(("module.exports", "export default")):
+                return n
         return None
 
     def _package_files(self, path: str) -> list[str]:
