@@ -43,6 +43,7 @@ _SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", 
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
 _WILDCARD = "*"
 _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
+_MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
 
 
 def _qual_ends(qualname: str, suffix: str) -> bool:
@@ -196,6 +197,7 @@ class CodeGraph:
 
     def _add_files(self, files, symbols, imports, refs) -> None:
         g = self.g
+        members: list[tuple[str, str, str]] = []  # (path, owner qualname, symbol node)
         for path, language, is_test, lines, status in files:
             g.add_node(path, type=FILE, path=path, language=language, is_test=bool(is_test),
                        lines=lines, status=status)
@@ -218,6 +220,9 @@ class CodeGraph:
             container = parent_node if parent_node and parent_node in g else path
             g.add_edge(container, node, key="contains", weight=1.0)
             self._adj.pop(container, None)
+            owner = parent or (qualname.rsplit(".", 1)[0] if "." in qualname else None)
+            if owner and container == path and symbol_id(path, owner) not in g:
+                members.append((path, owner, node))
         for path, module, name, alias, line, target in imports:
             b = self._bindings[path]
             if target is None:
@@ -236,9 +241,18 @@ class CodeGraph:
                 if head:
                     b.names.setdefault(head, (target, None))
         for row in refs:
-            path = row[1]
-            self._refs[path].append((row[0], row[2], row[3], row[4], row[5], float(row[7])))
+            path, scope = row[1], row[2]
+            self._refs[path].append((row[0], scope, row[3], row[4], row[5], float(row[7])))
             self._name_users[row[3]].add(path)
+            if scope and symbol_id(path, scope) not in g:
+                # A ref from `impl Trait for T` where T lives in another file.
+                self._name_users[scope.split(".", 1)[0]].add(path)
+        for path, owner, node in members:
+            # A method whose type is defined in another file (a Rust impl, a
+            # Go or C++ method, `Foo.prototype.m = ...`): linked to the type by name.
+            name = owner.rsplit(".", 1)[-1]
+            self._refs[path].append((None, split_symbol_id(node)[1], name, _MEMBER, None, 1.0))
+            self._name_users[name].add(path)
 
     def _resolve_files(self, paths: Iterable[str], only_names: set[str] | None = None) -> None:
         for path in paths:
@@ -252,18 +266,19 @@ class CodeGraph:
             else:
                 only = only_names
             for i, (rid, scope, name, kind, receiver, count) in enumerate(refs):
-                if only is not None and name not in only:
+                if only is not None and name not in only and (not scope or scope.split(".", 1)[0] not in only):
                     continue
                 old = edges[i]
                 if old is not None:
                     self._dec_edge(*old)
+                if kind == _MEMBER:
+                    edges[i] = self._link_member(path, scope, name)
+                    continue
                 target = self._resolve(path, scope, name, kind, receiver)
                 if target is None:
                     edges[i] = None
                 else:
-                    src = symbol_id(path, scope) if scope else path
-                    if src not in self.g:
-                        src = path
+                    src = self._scope_source(path, scope)
                     edge_kind = _REF_EDGE.get(kind, "references")
                     if src == target:
                         edges[i] = None
@@ -272,6 +287,35 @@ class CodeGraph:
                         edges[i] = (src, target, edge_kind, count)
                 if (old[1] if old else None) != target:
                     self._pending_targets[rid] = target
+
+    def _scope_source(self, path: str, scope: str | None) -> str:
+        """The node a reference from ``scope`` starts at: the scope's symbol, or
+        for `impl Trait for T` with T defined elsewhere, T's definition."""
+        if not scope:
+            return path
+        node = symbol_id(path, scope)
+        if node in self.g:
+            return node
+        head = scope.split(".", 1)[0]
+        if symbol_id(path, head) not in self.g:
+            owner = self._resolve(path, None, head, "type", None)
+            if owner is not None and self.g.nodes[owner].get("kind") in _CLASSLIKE:
+                return owner
+        return path
+
+    def _link_member(self, path: str, qualname: str, owner_name: str) -> tuple | None:
+        """A contains edge from the type ``owner_name`` resolves to (in another
+        file) to the method ``qualname`` of ``path``."""
+        node = symbol_id(path, qualname)
+        owner = self._resolve(path, None, owner_name, "type", None)
+        if owner is None or owner == node or node not in self.g:
+            return None
+        kind = self.g.nodes[owner].get("kind")
+        js = self.g.nodes[path].get("language") in _JS_LIKE
+        if kind not in _CLASSLIKE and not (js and kind == "function"):
+            return None
+        self._inc_edge(owner, node, "contains", 1.0)
+        return (owner, node, "contains", 1.0)
 
     def _remove_node(self, node: str) -> None:
         self._adj.pop(node, None)
@@ -458,6 +502,9 @@ class CodeGraph:
                 node = symbol_id(data["path"], f"{data['qualname']}.{name}")
                 if node in self.g:
                     return node
+                for v, keyed in self.g._succ[c].items():  # members defined in other files (impl blocks)
+                    if "contains" in keyed and self.g.nodes[v].get("name") == name:
+                        return v
                 nxt.extend(v for _, v, k in self.g.out_edges(c, keys=True) if k == "inherits")
             frontier = nxt
         return None

@@ -25,7 +25,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans): an index written by another version is re-parsed.
-EXTRACTOR_VERSION = "2"
+EXTRACTOR_VERSION = "3"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -148,6 +148,8 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
             )
         )
     result.refs = _scope_refs(raw_refs, defs)
+    if language == "rust":
+        result.refs += _rust_trait_refs(defs)
     result.imports = imports
     return result
 
@@ -248,6 +250,27 @@ def _symbol_parent(d: _Def) -> str | None:
     # A Rust ``impl T`` scope is reported as the parent ``T`` even though it
     # is not a symbol itself; the graph links it to T's definition by name.
     return d.parent.qualname if d.parent is not None else None
+
+
+def _rust_trait_refs(defs: list[_Def]) -> list[RefFact]:
+    """``impl Trait for T``: T inherits Trait, and each method of the block
+    overrides (inherits from) the trait's method of that name."""
+    out = []
+    for d in defs:
+        if d.kind != "scope" or d.node.type != "impl_item":
+            continue
+        trait = d.node.child_by_field_name("trait")
+        if trait is None:
+            continue
+        path = _WS.sub("", _text(trait)).split("<", 1)[0]
+        prefix, _, name = path.rpartition("::")
+        line = trait.start_point[0] + 1
+        out.append(RefFact(name=name, kind="inherit", line=line, scope=d.qualname, receiver=prefix or None))
+        for m in defs:
+            if m.parent is d and m.kind in ("method", "function"):
+                out.append(RefFact(name=m.name, kind="inherit", line=m.span.start_point[0] + 1,
+                                   scope=m.qualname, receiver=path))
+    return out
 
 
 def _scope_refs(raw_refs: list, defs: list[_Def]) -> list[RefFact]:
