@@ -142,8 +142,9 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
     """One file's section: header, then shown spans in line order with gap markers."""
     c = comment_prefix(doc.language)
     lines = doc.lines
-    # (first line, last line, text) pieces, merged in line order below.
-    pieces: list[tuple[int, int, str]] = []
+    # (first line, last line, text, kind) pieces, merged in line order below;
+    # kind: "import", "header" (a class or function line framing what follows) or "unit".
+    pieces: list[tuple[int, int, str, str]] = []
     # Imports that explain a dependency on another file of the slice.
     for ln, target in () if compact else doc.imports:
         if target in shown_files and target != doc.path and 0 < ln <= len(lines):
@@ -151,7 +152,7 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
             # Module-level, single-line imports only: a function's local
             # import says little about the file's dependencies.
             if text[:1].isalpha() and not text.rstrip().endswith(("(", "\\", "{", ",")):
-                pieces.append((ln, ln, text))
+                pieces.append((ln, ln, text, "import"))
     nodes = {u.node for u in units}
     headers: set[str] = set()
     for u in units:
@@ -161,26 +162,35 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
             headers.add(p)
             pd = graph.node(p)
             p_end = signature_end(lines, pd["start_line"], pd["end_line"], pd["signature"])
-            pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end])))
+            pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end]), "header"))
             p = _parent_of(p, graph)
         has_members = any(v.node.startswith(u.node + ".") for v in units)
         if u.mode == SIG and has_members:
             d = graph.node(u.node)
             sig_end = signature_end(lines, u.start, u.end, d["signature"])
-            pieces.append((u.start, sig_end, "\n".join(lines[u.start - 1 : sig_end])))
+            pieces.append((u.start, sig_end, "\n".join(lines[u.start - 1 : sig_end]), "header"))
         else:
-            pieces.append((u.start, u.end, render_unit(doc, u, graph, with_doc=not compact)))
+            pieces.append((u.start, u.end, render_unit(doc, u, graph, with_doc=not compact), "unit"))
     pieces.sort(key=lambda piece: (piece[0], -piece[1]))
     out = [f"{c} {doc.path}"]
     last = 0
-    for first, end, text in pieces:
+    prev_kind = "header"
+    for first, end, text, kind in pieces:
         if end <= last:
             continue  # already inside a shown span
-        if not compact and first > last + 1 and any(t.strip() for t in lines[last : first - 1]):
-            out.append(f"{_indent_of(lines[first - 1])}{c} ... lines {last + 1}-{first - 1} omitted")
+        if not compact and first > last + 1:
+            # Definitions are set apart by a blank line, as in the source;
+            # what lies between two shown spans is named by a marker.
+            if prev_kind != "header" and (kind != "import" or prev_kind != "import"):
+                out.append("")
+            if any(t.strip() for t in lines[last : first - 1]):
+                out.append(f"{_indent_of(lines[first - 1])}{c} ... lines {last + 1}-{first - 1} omitted")
         out.append(text)
         last = end
+        prev_kind = kind
     if not compact and last < len(lines) and any(t.strip() for t in lines[last:]):
+        if prev_kind != "header":
+            out.append("")
         out.append(f"{c} ... lines {last + 1}-{len(lines)} omitted")
     return "\n".join(out)
 

@@ -25,6 +25,7 @@ MIN_FULL = 2
 SIGNATURE_RESERVE = 0.15
 FILE_FRAMING = 12  # estimated tokens of a file header line
 UNIT_FRAMING = 10  # estimated tokens of the gap marker before a unit
+REFILL_BELOW = 0.8  # a slice under this share of the budget is selected again
 
 
 @dataclass
@@ -177,10 +178,21 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
            fill: list[tuple[str, float]] = ()) -> ContextSlice:
     docs = _Docs(ws, graph)
     docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranked)))
-    units = _select(graph, docs, ranked, budget, named, focus, fill)
+    units, estimate = _select(graph, docs, ranked, budget, named, focus, fill)
     shown = docs.shown(units)
-    context, units, file_order = _fit(graph, shown, units, budget)
+    context, fitted, file_order = _fit(graph, shown, units, budget)
     tokens = count_tokens(context)
+    if tokens < budget * REFILL_BELOW and estimate >= budget * 0.9 and tokens > 0:
+        # The per-unit framing estimates were pessimistic (small units, few
+        # gap markers): select again for the budget the text really has left.
+        nominal = int(budget * min(3.0, estimate / tokens) * 0.95)
+        units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget)
+        shown = docs.shown(units)
+        context2, fitted2, order2 = _fit(graph, shown, units, budget)
+        tokens2 = count_tokens(context2)
+        if tokens2 > tokens:
+            context, fitted, file_order, tokens = context2, fitted2, order2, tokens2
+    units = fitted
     baseline = sum(file_tokens(p, docs.texts[p]) for p in file_order)
     if not units and ranked:
         notes.append(f"max_tokens={budget} is too small for any matching code")
@@ -233,12 +245,15 @@ class _Docs:
 
 
 def _select(graph: CodeGraph, docs: _Docs, ranked, budget: int, named: set[str] = frozenset(),
-            focus: set[str] = frozenset(), fill: list[tuple[str, float]] = ()) -> list[Unit]:
+            focus: set[str] = frozenset(), fill: list[tuple[str, float]] = (),
+            full_limit: int | None = None) -> tuple[list[Unit], int]:
+    """Units in rank order until the (estimated) budget is spent, and that estimate.
+    ``full_limit`` caps the full bodies when ``budget`` is a nominal figure."""
     if not ranked:
-        return []
+        return [], 0
     unnamed = [s for n, s in ranked if n not in named and graph.node(n)["kind"] not in CONTAINERS]
     top = (unnamed[0] if unnamed else ranked[0][1]) or 1.0
-    full_budget = budget * (1 - SIGNATURE_RESERVE)
+    full_budget = (full_limit or budget) * (1 - SIGNATURE_RESERVE)
     chosen: dict[str, Unit] = {}
     files: set[str] = set()
     used = 0
@@ -262,7 +277,7 @@ def _select(graph: CodeGraph, docs: _Docs, ranked, budget: int, named: set[str] 
         header = UNIT_FRAMING + (0 if path in files else FILE_FRAMING)
         if want_full:
             unit.cost_full = cost_of(doc, unit, graph, FULL)
-            limit = budget if node in named else full_budget
+            limit = (full_limit or budget) if node in named else full_budget
             if used + unit.cost_full + header <= limit:
                 unit.mode = FULL
                 # A container shown in full covers members chosen before it.
@@ -280,7 +295,7 @@ def _select(graph: CodeGraph, docs: _Docs, ranked, budget: int, named: set[str] 
             chosen[node] = unit
             files.add(path)
             used += unit.cost_sig + header
-    return list(chosen.values())
+    return list(chosen.values()), used
 
 
 def _is_inside(node: str, container: Unit) -> bool:

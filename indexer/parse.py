@@ -25,7 +25,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans): an index written by another version is re-parsed.
-EXTRACTOR_VERSION = "3"
+EXTRACTOR_VERSION = "4"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -130,6 +130,8 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
         defs.append(_Def(node, span, kind, name, receiver))
 
     _nest(defs)
+    if language == "python":
+        defs = _fold_overloads(defs)
     for d in defs:
         if d.kind == "scope":
             continue
@@ -238,6 +240,26 @@ def _nest(defs: list[_Def]) -> None:
             if d.kind == "function" and parent.kind in _CONTAINERS:
                 d.kind = "method"
         stack.append(d)
+
+
+def _fold_overloads(defs: list[_Def]) -> list[_Def]:
+    """``@overload`` stubs are folded into the implementation that follows
+    them: one symbol per name, spanning the code that runs."""
+    last: dict[str, _Def] = {}
+    for d in defs:
+        last[d.qualname] = d
+    return [d for d in defs if last[d.qualname] is d or not _is_overload(d)]
+
+
+def _is_overload(d: _Def) -> bool:
+    if d.span.type != "decorated_definition":
+        return False
+    for child in d.span.named_children:
+        if child.type == "decorator":
+            text = _text(child).strip()
+            if text == "@overload" or text.endswith(".overload"):
+                return True
+    return False
 
 
 def _strip_receiver(receiver: str) -> str:
