@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -372,7 +374,7 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
         keep = set(sorted(terms, key=len, reverse=True)[:MAX_SEARCH_TERMS])
         terms = [t for t in terms if t in keep]
     if terms:
-        hits = ci.search_symbols(store, terms, limit=LEXICAL_FILL)
+        hits = ci.search_symbols(store, terms, limit=LEXICAL_FILL, counts=_term_counts(graph))
         if hits:
             top = hits[0][1] or 1.0
             rank = 0
@@ -385,6 +387,20 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
                     seeds.add_fuzzy(node, lexical_weight * (score / top) / (1 + rank * 0.05))
                 rank += 1
     return seeds
+
+
+_term_counts_by_graph: "weakref.WeakKeyDictionary[CodeGraph, tuple[int, dict[str, int]]]" = weakref.WeakKeyDictionary()
+_term_counts_lock = threading.Lock()
+
+
+def _term_counts(graph: CodeGraph) -> dict[str, int]:
+    """Rows each full-text token matches, remembered until the graph (and so
+    the index behind it) changes: questions share most of their words."""
+    with _term_counts_lock:
+        hit = _term_counts_by_graph.get(graph)
+        if hit is None or hit[0] != graph.version or len(hit[1]) > 100_000:
+            hit = _term_counts_by_graph[graph] = (graph.version, {})
+        return hit[1]
 
 
 def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import heapq
 import math
+import threading
+import weakref
 from collections import deque
 
 from memstrata.indexer.graph import CodeGraph
@@ -35,7 +37,7 @@ def personalized_rank(
     rank: dict[str, float] = {}
     queue = deque(residual)
     queued = set(queue)
-    transitions: dict[str, list[tuple[str, float]]] = {}
+    transitions = _transition_cache(graph, weights, include_tests)
     pushes = 0
     while queue and pushes < MAX_PUSHES:
         u = queue.popleft()
@@ -62,6 +64,26 @@ def personalized_rank(
     for n, r in residual.items():
         rank[n] = rank.get(n, 0.0) + ALPHA * r
     return rank
+
+
+_CACHE_NODES = 200_000  # transition lists kept across queries, per weighting
+_caches: "weakref.WeakKeyDictionary[CodeGraph, dict[tuple, dict]]" = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _transition_cache(graph: CodeGraph, weights, include_tests: bool) -> dict[str, list[tuple[str, float]]]:
+    """Transition lists depend only on the graph and the question's edge
+    weights, of which there are a handful: questions share them (hubs are
+    pushed by nearly every query), until the graph changes."""
+    key = (graph.version, tuple(sorted(weights.items())), include_tests)
+    with _caches_lock:
+        per_graph = _caches.setdefault(graph, {})
+        cache = per_graph.get(key)
+        if cache is None or len(cache) > _CACHE_NODES:
+            for k in [k for k in per_graph if k[0] != key[0] or len(per_graph) > 16]:
+                del per_graph[k]
+            cache = per_graph[key] = {}
+        return cache
 
 
 def _transitions(graph: CodeGraph, u: str, weights, include_tests: bool) -> list[tuple[str, float]]:

@@ -109,9 +109,21 @@ def _first_doc_line(doc: str | None) -> str:
 
 
 def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str],
-           compact: bool = False) -> str:
+           compact: bool = False, count=count_tokens) -> str:
     """The slice text.  ``compact`` drops the framing (gap markers, enclosing
     class headers, imports, docstring hints) for budgets too small for it."""
+    chunks = render_sections(docs, units, graph, file_order, compact, count)
+    return join_sections(chunks)
+
+
+def join_sections(chunks: list[str]) -> str:
+    return "\n\n".join(chunks) + ("\n" if chunks else "")
+
+
+def render_sections(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str],
+                    compact: bool = False, count=count_tokens) -> list[str]:
+    """One text per file of ``file_order`` that has units; ``count`` counts tokens
+    (a memoizing counter lets repeated fitting attempts share the work)."""
     by_file: dict[str, list[Unit]] = {}
     for u in units:
         by_file.setdefault(u.path, []).append(u)
@@ -124,10 +136,10 @@ def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_o
         section = _render_file(doc, by_file[path], graph, shown_files, compact)
         # When the slice of a file is most of it, the markers can cost more
         # than the lines they stand for: then the whole file is the better deal.
-        if section.count("\n") + 1 >= len(doc.lines) // 2 and whole_file_tokens(doc) <= count_tokens(section):
+        if section.count("\n") + 1 >= len(doc.lines) // 2 and whole_file_tokens(doc) <= count(section):
             section = f"{comment_prefix(doc.language)} {path}\n" + "\n".join(doc.lines).rstrip("\n")
         chunks.append(section)
-    return "\n\n".join(chunks) + ("\n" if chunks else "")
+    return chunks
 
 
 def whole_file_tokens(doc: FileDoc) -> int:

@@ -13,7 +13,9 @@ from memstrata.storage import code_index as ci
 
 from .analyze import BASE_WEIGHTS, NameIndex, find_seeds, intent_of, validate
 from .rank import personalized_rank
-from .render import CONTAINERS, FULL, MAX_FULL_CONTAINER_LINES, SIG, FileDoc, Unit, cost_of, render, unit_for
+from .render import (
+    CONTAINERS, FULL, MAX_FULL_CONTAINER_LINES, SIG, FileDoc, Unit, cost_of, join_sections, render_sections, unit_for,
+)
 from .tokens import count_tokens
 
 MAX_CANDIDATES = 160
@@ -110,11 +112,7 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         scores = personalized_rank(graph, personalization, intent.weights, include_tests)
         # The prior only ever lowers a score, so it need only be applied to
         # the best few hundred symbols.
-        pool = heapq.nlargest(
-            MAX_CANDIDATES * 4,
-            ((n, s) for n, s in scores.items() if "::" in n and allowed(n) and n in graph),
-            key=lambda kv: (kv[1], kv[0]),
-        )
+        pool = _best_symbols(scores, MAX_CANDIDATES * 4, lambda n: "::" in n and allowed(n) and n in graph)
         adjusted = []
         for node, score in pool:
             if node in seeds.named:  # what the question names comes first
@@ -136,6 +134,17 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
                     focus.add(v)
         result = _build(ws, graph, ranked, budget, notes, seeds.named, focus, fill)
     return result
+
+
+def _best_symbols(scores: dict[str, float], n: int, keep) -> list[tuple[str, float]]:
+    """The ``n`` best-scored nodes passing ``keep``; the filter runs on a
+    generous top slice first, the whole dict only if that falls short."""
+    key = lambda kv: (kv[1], kv[0])  # noqa: E731
+    top = heapq.nlargest(n * 2, scores.items(), key=key)
+    kept = [kv for kv in top if keep(kv[0])]
+    if len(kept) >= n or len(top) == len(scores):
+        return kept[:n]
+    return heapq.nlargest(n, ((k, v) for k, v in scores.items() if keep(k)), key=key)
 
 
 def _fill_candidates(graph: CodeGraph, seeds, adjusted: list[tuple[str, float]], allowed) -> list[tuple[str, float]]:
@@ -318,22 +327,34 @@ def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, l
 
     Selection already estimated the costs, so the first render usually fits;
     otherwise a binary search finds the longest ranked prefix that fits, and
-    the first unit left out gets a chance as a signature.
+    the first unit left out gets a chance as a signature.  The search counts
+    each file's section once (sections repeat across attempts) and adds the
+    joins; the text returned is always counted whole.
     """
     units = sorted(units, key=lambda u: (-u.score, u.node))
+    memo: dict[str, int] = {}
 
-    def attempt(chosen: list[Unit], compact: bool = False) -> str | None:
-        order = list(dict.fromkeys(u.path for u in chosen))
-        text = render(docs, chosen, graph, order, compact)
+    def count(text: str) -> int:
+        n = memo.get(text)
+        if n is None:
+            n = memo[text] = count_tokens(text)
+        return n
+
+    def estimate(chosen: list[Unit], compact: bool = False) -> int:
+        sections = render_sections(docs, chosen, graph, _order(chosen), compact, count)
+        return sum(count(t) for t in sections) + len(sections)
+
+    def exact(chosen: list[Unit], compact: bool = False) -> str | None:
+        text = join_sections(render_sections(docs, chosen, graph, _order(chosen), compact, count))
         return text if count_tokens(text) <= budget else None
 
-    text = attempt(units)
+    text = exact(units)
     if text is not None:
         return text, units, _order(units)
     lo, hi = 0, len(units)  # the prefix of length lo fits; hi does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if attempt(units[:mid]) is not None:
+        if estimate(units[:mid]) <= budget:
             lo = mid
         else:
             hi = mid
@@ -341,15 +362,18 @@ def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, l
     nxt = units[lo] if lo < len(units) else None
     if nxt is not None and nxt.mode == FULL:
         nxt.mode = SIG
-        if attempt(kept + [nxt]) is not None:
+        if estimate(kept + [nxt]) <= budget:
             kept.append(nxt)
-    if kept:
-        return attempt(kept), kept, _order(kept)
+    while kept:
+        text = exact(kept)
+        if text is not None:
+            return text, kept, _order(kept)
+        kept.pop()  # the joins merged fewer tokens than estimated
     # Not even the best unit fits with its framing: show it bare, then as a signature.
     best = units[0]
     for mode in (best.mode, SIG):
         best.mode = mode
-        text = attempt([best], compact=True)
+        text = exact([best], compact=True)
         if text is not None:
             return text, [best], [best.path]
     return "", [], []
