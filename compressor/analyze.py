@@ -316,6 +316,7 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
     # ("select the version") is left to the fuzzier steps below.
     resolved_words: set[str] = set()
     quoted_words: set[str] = set()
+    words_lower = {w.lower() for w in _WORD.findall(text)}
     for tok in _tokens(text):
         if tok.quoted:
             quoted_words.update(p.lower() for p in tok.parts)
@@ -331,7 +332,7 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
         if not defs:
             continue
         total = (9.0 if code else 6.0) * selectivity(len(defs))
-        weights = [_def_evidence(d, graph, seeds, tok) for d in defs]
+        weights = [_def_evidence(d, graph, seeds, words_lower) for d in defs]
         norm = sum(weights)
         for d, w in zip(defs, weights):
             seeds.add_symbol(d, total * w / norm)
@@ -464,10 +465,14 @@ def _path_has(path: str, module: list[str]) -> bool:
     return any(pieces[i : i + n] == module for i in range(len(pieces) - n + 1))
 
 
-def _def_evidence(node: str, graph: CodeGraph, seeds: Seeds, tok: _Token) -> float:
+def _def_evidence(node: str, graph: CodeGraph, seeds: Seeds, words: set[str]) -> float:
     """How much more than its namesakes one definition of a name is backed
-    by the rest of the question (its file or directory named)."""
-    return seeds.path_boost(graph.file_of(node))
+    by the rest of the question: its file or directory named, its class named."""
+    boost = seeds.path_boost(graph.file_of(node))
+    qualname = graph.node(node)["qualname"]
+    if "." in qualname and qualname.rsplit(".", 2)[-2].lower() in words:
+        boost += 1.0
+    return boost
 
 
 def _looks_like_code(word: str) -> bool:

@@ -154,3 +154,9 @@ def test_the_budget_is_filled_when_relevant_code_exists(ws):
     assert r.symbols[0] == "pkg/model_7.py::Model7.save"
     assert r.tokens > 200
     assert len(r.symbols) > 3
+
+
+def test_the_class_the_question_mentions_picks_among_namesakes(ws):
+    s = seeds(ws, "OracleCompiler renders `for_update_clause` wrong")
+    assert "pkg/dialects/oracle/compiler.py::OracleCompiler.for_update_clause" in s.named
+    assert "pkg/dialects/mysql/compiler.py::MySQLCompiler.for_update_clause" not in s.named
