@@ -5,6 +5,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from memstrata.indexer.graph import CodeGraph
@@ -77,6 +78,21 @@ def file_tokens(path: str, text: str) -> int:
                 _file_tokens.clear()
             _file_tokens[key] = n
     return n
+
+
+_counter_pool: ThreadPoolExecutor | None = None
+BACKGROUND_COUNT_BYTES = 64_000  # below this, counting inline is cheaper than a hand-off
+
+
+def _count_in_background(files: list[tuple[str, str]]) -> Future | None:
+    global _counter_pool
+    todo = [(p, t) for p, t in files if (p, hash(t)) not in _file_tokens]
+    if sum(len(t) for _, t in todo) < BACKGROUND_COUNT_BYTES:
+        return None
+    with _caches_lock:
+        if _counter_pool is None:
+            _counter_pool = ThreadPoolExecutor(1, thread_name_prefix="memstrata-tokens")
+    return _counter_pool.submit(lambda: [file_tokens(p, t) for p, t in todo])
 
 
 def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tests: bool = False) -> ContextSlice:
@@ -188,6 +204,10 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
     docs = _Docs(ws, graph)
     docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranked)))
     units, estimate = _select(graph, docs, ranked, budget, named, focus, fill)
+    # Whole-file token counts (baseline_tokens) are the costliest count of a
+    # query on a cold cache; tiktoken releases the GIL, so they run on the
+    # other core while the slice is fitted.
+    counting = _count_in_background([(p, docs.texts[p]) for p in dict.fromkeys(u.path for u in units)])
     shown = docs.shown(units)
     context, fitted, file_order = _fit(graph, shown, units, budget)
     tokens = count_tokens(context)
@@ -202,6 +222,8 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
         if tokens2 > tokens:
             context, fitted, file_order, tokens = context2, fitted2, order2, tokens2
     units = fitted
+    if counting is not None:
+        counting.result()
     baseline = sum(file_tokens(p, docs.texts[p]) for p in file_order)
     if not units and ranked:
         notes.append(f"max_tokens={budget} is too small for any matching code")
