@@ -121,9 +121,10 @@ def join_sections(chunks: list[str]) -> str:
 
 
 def render_sections(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str],
-                    compact: bool = False, count=count_tokens) -> list[str]:
+                    compact: bool = False, count=count_tokens, memo: dict | None = None) -> list[str]:
     """One text per file of ``file_order`` that has units; ``count`` counts tokens
-    (a memoizing counter lets repeated fitting attempts share the work)."""
+    and ``memo`` keeps sections whose inputs did not change (repeated fitting
+    attempts render mostly the same files)."""
     by_file: dict[str, list[Unit]] = {}
     for u in units:
         by_file.setdefault(u.path, []).append(u)
@@ -133,11 +134,21 @@ def render_sections(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGrap
         if not by_file.get(path):
             continue
         doc = docs[path]
+        key = None
+        if memo is not None:
+            targets = frozenset(t for _, t in doc.imports if t in shown_files)
+            key = (path, compact, targets, tuple((u.node, u.mode) for u in by_file[path]))
+            hit = memo.get(key)
+            if hit is not None:
+                chunks.append(hit)
+                continue
         section = _render_file(doc, by_file[path], graph, shown_files, compact)
         # When the slice of a file is most of it, the markers can cost more
         # than the lines they stand for: then the whole file is the better deal.
         if section.count("\n") + 1 >= len(doc.lines) // 2 and whole_file_tokens(doc) <= count(section):
             section = f"{comment_prefix(doc.language)} {path}\n" + "\n".join(doc.lines).rstrip("\n")
+        if key is not None:
+            memo[key] = section
         chunks.append(section)
     return chunks
 

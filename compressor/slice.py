@@ -209,7 +209,8 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
     # other core while the slice is fitted.
     counting = _count_in_background([(p, docs.texts[p]) for p in dict.fromkeys(u.path for u in units)])
     shown = docs.shown(units)
-    context, fitted, file_order = _fit(graph, shown, units, budget)
+    sections: dict = {}
+    context, fitted, file_order = _fit(graph, shown, units, budget, sections)
     tokens = count_tokens(context)
     if tokens < budget * REFILL_BELOW and estimate >= budget * 0.9 and tokens > 0:
         # The per-unit framing estimates were pessimistic (small units, few
@@ -217,7 +218,7 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
         nominal = int(budget * min(3.0, estimate / tokens) * 0.95)
         units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget)
         shown = docs.shown(units)
-        context2, fitted2, order2 = _fit(graph, shown, units, budget)
+        context2, fitted2, order2 = _fit(graph, shown, units, budget, sections)
         tokens2 = count_tokens(context2)
         if tokens2 > tokens:
             context, fitted, file_order, tokens = context2, fitted2, order2, tokens2
@@ -247,6 +248,7 @@ class _Docs:
         self.texts: dict[str, str] = {}
         self.docs: dict[str, FileDoc] = {}
         self.missing: set[str] = set()
+        self.with_imports: set[str] = set()
 
     def load(self, paths: list[str]) -> None:
         paths = [p for p in paths if p not in self.docs and p not in self.missing]
@@ -269,9 +271,11 @@ class _Docs:
     def shown(self, units: list[Unit]) -> dict[str, FileDoc]:
         """The documents of the chosen units, with the imports rendering needs."""
         docs = {u.path: self.docs[u.path] for u in units}
-        if docs:
-            for path, module, name, alias, line, target in ci.load_imports(self.ws.store, list(docs)):
+        todo = [p for p in docs if p not in self.with_imports]
+        if todo:
+            for path, module, name, alias, line, target in ci.load_imports(self.ws.store, todo):
                 docs[path].imports.append((line, target))
+            self.with_imports.update(todo)
         return docs
 
 
@@ -344,7 +348,8 @@ def _covered(node: str, chosen: dict[str, Unit], graph: CodeGraph) -> bool:
     return False
 
 
-def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, list[Unit], list[str]]:
+def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int,
+         sections: dict | None = None) -> tuple[str, list[Unit], list[str]]:
     """Render within ``budget``, degrading lowest-ranked first (full -> signature -> drop).
 
     Selection already estimated the costs, so the first render usually fits;
@@ -355,6 +360,7 @@ def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, l
     """
     units = sorted(units, key=lambda u: (-u.score, u.node))
     memo: dict[str, int] = {}
+    sections = {} if sections is None else sections
 
     def count(text: str) -> int:
         n = memo.get(text)
@@ -363,11 +369,11 @@ def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int) -> tuple[str, l
         return n
 
     def estimate(chosen: list[Unit], compact: bool = False) -> int:
-        sections = render_sections(docs, chosen, graph, _order(chosen), compact, count)
-        return sum(count(t) for t in sections) + len(sections)
+        texts = render_sections(docs, chosen, graph, _order(chosen), compact, count, sections)
+        return sum(count(t) for t in texts) + len(texts)
 
     def exact(chosen: list[Unit], compact: bool = False) -> str | None:
-        text = join_sections(render_sections(docs, chosen, graph, _order(chosen), compact, count))
+        text = join_sections(render_sections(docs, chosen, graph, _order(chosen), compact, count, sections))
         return text if count_tokens(text) <= budget else None
 
     text = exact(units)
