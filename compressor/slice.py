@@ -184,6 +184,9 @@ _PERIPHERAL_DIRS = frozenset({"examples", "example", "benchmarks", "benchmark", 
                               "tools", "scripts", "demo", "demos", "samples", "sample"})
 
 
+_RUST_TEST_MODULES = frozenset({"tests", "test"})
+
+
 def _prior(graph: CodeGraph, node: str) -> float:
     """A multiplier on ranking scores for symbols that are usually noise."""
     data = graph.node(node)
@@ -195,6 +198,8 @@ def _prior(graph: CodeGraph, node: str) -> float:
         factor *= 0.3  # the stub of a symbol whose implementation is indexed
     if data["kind"] == "constant":
         factor *= 0.5
+    if path.endswith(".rs") and data["qualname"].split(".", 1)[0] in _RUST_TEST_MODULES:
+        factor *= 0.2  # unit tests inside a source file (`#[cfg(test)] mod tests`)
     return factor
 
 
