@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -55,20 +54,12 @@ def pct(values: list[float], q: float) -> float:
 
 
 def commit_questions(repo: Path, n: int) -> list[str]:
-    """The newest ``n`` non-merge commit messages with at least three words, trailers dropped."""
+    """The newest ``n`` non-merge commit messages with at least three content
+    words, cleaned as the quality bench cleans them."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from quality import commit_message, content_words  # same cleaning as the quality bench
+    import quality
 
-    shas = subprocess.run(["git", "-C", str(repo), "rev-list", "--no-merges", f"--max-count={n * 5}", "HEAD"],
-                          capture_output=True, text=True, check=True).stdout.split()
-    out = []
-    for sha in shas:
-        message = commit_message(repo, sha)
-        if content_words(message) >= 3:
-            out.append(message)
-            if len(out) >= n:
-                break
-    return out
+    return quality.commit_questions(repo, n, 3)
 
 
 async def run(corpus: Path, rounds: int, max_tokens: int, questions: list[str]) -> None:
