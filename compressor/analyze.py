@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from memstrata.indexer.graph import CodeGraph
 from memstrata.storage import code_index as ci
-from memstrata.storage.text import query_terms
+from memstrata.storage.text import query_terms, split_identifier
 
 from .english import ENGLISH
 from .errors import QueryError
@@ -239,9 +239,16 @@ class NameIndex:
         self.dirs: dict[str, list[str]] = defaultdict(list)  # key of a basename -> "a/b/" prefixes
         dir_files: dict[str, int] = defaultdict(int)
         files = graph.files()
+        # Stems of several words (fish_completions, bash_completionsV2): by
+        # their first word, with all their words, singular.
+        self.stem_parts: dict[str, list[tuple[frozenset[str], str]]] = defaultdict(list)
         for path in files:
             base = path.rsplit("/", 1)[-1]
-            self.file_stems[_key(base.split(".", 1)[0])].append(path)
+            stem = base.split(".", 1)[0]
+            self.file_stems[_key(stem)].append(path)
+            parts = [_fold(p) for p in split_identifier(stem.replace("-", "_")) if len(p) > 1 and not p.isdigit()]
+            if len(set(parts)) > 1:
+                self.stem_parts[parts[0]].append((frozenset(parts), path))
             d = path
             while "/" in d:
                 d = d.rsplit("/", 1)[0]
@@ -254,6 +261,12 @@ class NameIndex:
 
 def _key(name: str) -> str:
     return name.replace("_", "").replace("$", "").replace("-", "").lower()
+
+
+def _fold(word: str) -> str:
+    """Lower-case and singular enough to match `completions` with `completion`."""
+    word = word.lower()
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 @dataclass
@@ -404,14 +417,28 @@ def _term_counts(graph: CodeGraph) -> dict[str, int]:
         return hit[1]
 
 
+# "sync: ...", "feat(parser): ...", "manualintegrate: ...": the area a
+# message is about, named by the convention of many projects' histories.
+_AREA_PREFIX = re.compile(r"^\s*([\w\-/.]+)(?:\(([\w\-/., ]+)\))?!?:\s")
+AREA_FACTOR = 2.0
+
+
 def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:
     candidates = {m.group(0) for m in _HYPHENATED.finditer(text)}
-    candidates |= {w for w in _WORD.findall(text) if len(w) >= 3 and w.lower() not in _STOP}
+    candidates |= {w for w in _WORD.findall(text) if len(w) >= 2 and w.lower() not in _STOP}
+    area: set[str] = set()
+    m = _AREA_PREFIX.match(text)
+    if m:
+        area = {w for g in m.groups() if g for w in re.split(r"[\s,/.]+", g) if w}
+        candidates |= area
     for word in candidates:
         key = _key(word)
+        strength = AREA_FACTOR if word in area else 1.0
+        if len(key) < 3 and word not in area:
+            continue
         files = [p for p in names.file_stems.get(key, ()) if include_tests or p not in tests]
         if files:
-            boost = FILE_EVIDENCE * selectivity(len(files)) ** 2
+            boost = strength * FILE_EVIDENCE * selectivity(len(files)) ** 2
             for path in files:
                 seeds.add_evidence(path, boost)
                 seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
@@ -419,9 +446,19 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
         if dirs:
             covered = sum(names.dir_files[d] for d in dirs)
             if covered <= DIR_MAX_SHARE * names.file_count:
-                boost = DIR_EVIDENCE * selectivity(len(dirs)) ** 2
+                boost = strength * DIR_EVIDENCE * selectivity(len(dirs)) ** 2
                 for d in dirs:
                     seeds.add_evidence(d, boost)
+    # A stem of several words, all of which the question uses, in any order
+    # ("quote args in fish shell completion" -> fish_completions.go).
+    folded = {_fold(w) for w in _WORD.findall(text)}
+    matched = [path for w in folded for parts, path in names.stem_parts.get(w, ())
+               if parts <= folded and (include_tests or path not in tests)]
+    if matched:
+        boost = FILE_EVIDENCE * 0.8 * selectivity(len(matched)) ** 2
+        for path in matched:
+            seeds.add_evidence(path, boost)
+            seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
 
 
 def _seed_qualified(tok: _Token, graph: CodeGraph, names: NameIndex, seeds: Seeds, allowed) -> bool:

@@ -135,6 +135,7 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
                 adjusted.append((node, score * 2 + 1.0))
             else:
                 adjusted.append((node, score * _prior(graph, node) * seeds.path_boost(graph.file_of(node))))
+        adjusted = _with_named_members(graph, seeds.named, adjusted, allowed)
         adjusted.sort(key=lambda kv: (-kv[1], kv[0]))
         ranked = adjusted[:MAX_CANDIDATES]
         fill = _fill_candidates(graph, seeds, adjusted, allowed)
@@ -161,6 +162,28 @@ def _best_symbols(scores: dict[str, float], n: int, keep) -> list[tuple[str, flo
     if len(kept) >= n or len(top) == len(scores):
         return kept[:n]
     return heapq.nlargest(n, ((k, v) for k, v in scores.items() if keep(k)), key=key)
+
+
+MEMBER_SHARE = 0.25  # a named class's members rank at least this share of the class
+MAX_NAMED_MEMBERS = 60
+
+
+def _with_named_members(graph: CodeGraph, named: set[str], adjusted: list[tuple[str, float]],
+                        allowed) -> list[tuple[str, float]]:
+    """A class (struct, trait, ...) the question names brings its members,
+    wherever they are defined (impl blocks in other files too): too large to
+    show whole, it is shown as its header and the signatures of what it holds."""
+    scores = dict(adjusted)
+    for node in sorted(named):
+        if node not in scores or graph.node(node)["kind"] not in CONTAINERS | {"interface"}:
+            continue
+        floor = scores[node] * MEMBER_SHARE
+        members = [v for v, kind, _w, out, _t in graph.adjacency(node) if kind == "contains" and out and allowed(v)]
+        members.sort(key=lambda v: (graph.file_of(v), graph.node(v)["start_line"]))
+        for v in members[:MAX_NAMED_MEMBERS]:
+            if scores.get(v, 0.0) < floor:
+                scores[v] = floor
+    return list(scores.items())
 
 
 def _fill_candidates(graph: CodeGraph, seeds, adjusted: list[tuple[str, float]], allowed) -> list[tuple[str, float]]:

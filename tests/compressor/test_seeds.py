@@ -160,3 +160,38 @@ def test_the_class_the_question_mentions_picks_among_namesakes(ws):
     s = seeds(ws, "OracleCompiler renders `for_update_clause` wrong")
     assert "pkg/dialects/oracle/compiler.py::OracleCompiler.for_update_clause" in s.named
     assert "pkg/dialects/mysql/compiler.py::MySQLCompiler.for_update_clause" not in s.named
+
+
+def test_a_file_stem_of_several_words_used_in_any_order(tmp_path):
+    root = tmp_path / "shells"
+    root.mkdir()
+    for stem in ("fish_completions", "bash_completionsV2", "command"):
+        (root / f"{stem}.go").write_text(f"package shells\n\nfunc {stem.title().replace('_', '')}() {{}}\n")
+    with Workspace.open(root) as w:
+        w.index()
+        s = seeds(w, "quote args in fish shell completion")
+        assert s.path_boost("fish_completions.go") > 1.0
+        assert s.path_boost("bash_completionsV2.go") == 1.0
+        assert seeds(w, "print help for bash along other completions").path_boost("bash_completionsV2.go") > 1.0
+
+
+def test_a_commit_area_prefix_is_strong_directory_evidence(ws):
+    plain = seeds(ws, "rendering of the lock clause on mysql")
+    area = seeds(ws, "mysql: rendering of the lock clause")
+    assert area.path_boost("pkg/dialects/mysql/compiler.py") > plain.path_boost("pkg/dialects/mysql/compiler.py") > 1.0
+
+
+def test_a_named_class_too_large_to_show_brings_its_members(tmp_path):
+    root = tmp_path / "big"
+    root.mkdir()
+    methods = "\n".join(f"    def op_{i}(self):\n        x = {i}\n        y = x * 2\n        return x + y\n"
+                        for i in range(30))
+    (root / "machine.py").write_text(f"class Machine:\n    \"\"\"A large class.\"\"\"\n\n{methods}")
+    callers = "\n\n".join(f"def use_{i}():\n    \"\"\"Build a machine and count.\"\"\"\n    return Machine()\n"
+                          for i in range(60))
+    (root / "users.py").write_text(f"from machine import Machine\n\n\n{callers}")
+    with Workspace.open(root) as w:
+        w.index()
+        r = context_query(w, "a bug in `Machine` when counting", max_tokens=1200)
+        assert "machine.py::Machine" in r.symbols
+        assert sum(1 for s in r.symbols if s.startswith("machine.py::Machine.op_")) >= 20
