@@ -138,7 +138,10 @@ _STOP = frozenset(
     fix fixed fixes bug bugs add added adds support make makes use using update updated change changed new
     when if else return returns value values handle handles handling issue issues allow allows
     feat chore refactor docs ci perf wip revert merge closes resolves refs see pr apply applied review
-    suggestion suggestions feedback address addressed comment comments cleanup tweak tweaks typo typos""".split()
+    suggestion suggestions feedback address addressed comment comments cleanup tweak tweaks typo typos
+    has have had having so far such very much many more most less other another both either neither nor yet
+    still already ever never always often again once since because while though although whether unless until
+    upon via per etc seems seem found now instead rather""".split()
 )
 _BACKTICKED = re.compile(r"`([^`]+)`")
 _IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
@@ -336,8 +339,10 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
         code = tok.is_code()
         name = tok.name
         lower = name.lower()
-        if len(tok.parts) == 1 and not code and (lower in _STOP or lower in ENGLISH):
+        if len(tok.parts) == 1 and not code and (lower in _STOP or lower in ENGLISH or len(name) < 2):
             continue
+        if len(tok.parts) == 1 and len(name) < 2 and not (tok.quoted or tok.called):
+            continue  # `x`, `X` in prose or a formula ("-(X**Y)")
         if len(tok.parts) > 1 and _seed_qualified(tok, graph, names, seeds, allowed):
             resolved_words.update(p.lower() for p in tok.parts)
             continue
@@ -365,6 +370,8 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
                 chunk = sequence[i : i + n]
                 if n == 1 and (chunk[0].lower() in _STOP or len(chunk[0]) < 3):
                     continue
+                if any(len(w) < 2 for w in chunk):
+                    continue  # "X**Y" is no `xy`
                 key = "".join(w.lower() for w in chunk)
                 if key in seen_keys:
                     continue

@@ -135,7 +135,7 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
                 adjusted.append((node, score * 2 + 1.0))
             else:
                 adjusted.append((node, score * _prior(graph, node) * seeds.path_boost(graph.file_of(node))))
-        adjusted = _with_named_members(graph, seeds.named, adjusted, allowed)
+        adjusted, sig_only = _with_named_members(graph, seeds.named, adjusted, allowed)
         adjusted.sort(key=lambda kv: (-kv[1], kv[0]))
         ranked = adjusted[:MAX_CANDIDATES]
         fill = _fill_candidates(graph, seeds, adjusted, allowed)
@@ -149,7 +149,7 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
             for v, kind, _w, outgoing, is_test in graph.adjacency(node):
                 if (kind, outgoing) in boosted and "::" in v and (include_tests or not is_test):
                     focus.add(v)
-        result = _build(ws, graph, ranked, budget, notes, seeds.named, focus, fill)
+        result = _build(ws, graph, ranked, budget, notes, seeds.named, focus, fill, sig_only)
     return result
 
 
@@ -164,26 +164,33 @@ def _best_symbols(scores: dict[str, float], n: int, keep) -> list[tuple[str, flo
     return heapq.nlargest(n, ((k, v) for k, v in scores.items() if keep(k)), key=key)
 
 
-MEMBER_SHARE = 0.25  # a named class's members rank at least this share of the class
+MEMBER_RANK = 40  # a named class's members rank no lower than this place, as signatures
 MAX_NAMED_MEMBERS = 60
 
 
 def _with_named_members(graph: CodeGraph, named: set[str], adjusted: list[tuple[str, float]],
-                        allowed) -> list[tuple[str, float]]:
+                        allowed) -> tuple[list[tuple[str, float]], set[str]]:
     """A class (struct, trait, ...) the question names brings its members,
     wherever they are defined (impl blocks in other files too): too large to
-    show whole, it is shown as its header and the signatures of what it holds."""
+    show whole, it is shown as its header and the signatures of what it
+    holds.  They enter at MEMBER_RANK, so they neither crowd out what ranks
+    on its own nor take full bodies; returns the scores and those members."""
     scores = dict(adjusted)
+    ordered = sorted(scores.values(), reverse=True)
+    if not ordered:
+        return adjusted, set()
+    floor = ordered[min(MEMBER_RANK, len(ordered) - 1)]
+    promoted: set[str] = set()
     for node in sorted(named):
         if node not in scores or graph.node(node)["kind"] not in CONTAINERS | {"interface"}:
             continue
-        floor = scores[node] * MEMBER_SHARE
         members = [v for v, kind, _w, out, _t in graph.adjacency(node) if kind == "contains" and out and allowed(v)]
         members.sort(key=lambda v: (graph.file_of(v), graph.node(v)["start_line"]))
-        for v in members[:MAX_NAMED_MEMBERS]:
+        for i, v in enumerate(members[:MAX_NAMED_MEMBERS]):
             if scores.get(v, 0.0) < floor:
-                scores[v] = floor
-    return list(scores.items())
+                scores[v] = floor * (1 - i * 1e-4)  # in source order
+                promoted.add(v)
+    return list(scores.items()), promoted
 
 
 def _fill_candidates(graph: CodeGraph, seeds, adjusted: list[tuple[str, float]], allowed) -> list[tuple[str, float]]:
@@ -228,10 +235,10 @@ def _prior(graph: CodeGraph, node: str) -> float:
 
 def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], budget: int,
            notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset(),
-           fill: list[tuple[str, float]] = ()) -> ContextSlice:
+           fill: list[tuple[str, float]] = (), sig_only: set[str] = frozenset()) -> ContextSlice:
     docs = _Docs(ws, graph)
     docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranked)))
-    units, estimate = _select(graph, docs, ranked, budget, named, focus, fill)
+    units, estimate = _select(graph, docs, ranked, budget, named, focus, fill, sig_only=sig_only)
     # Whole-file token counts (baseline_tokens) are the costliest count of a
     # query on a cold cache; tiktoken releases the GIL, so they run on the
     # other core while the slice is fitted.
@@ -244,7 +251,7 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
         # The per-unit framing estimates were pessimistic (small units, few
         # gap markers): select again for the budget the text really has left.
         nominal = int(budget * min(3.0, estimate / tokens) * 0.95)
-        units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget)
+        units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget, sig_only=sig_only)
         shown = docs.shown(units)
         context2, fitted2, order2 = _fit(graph, shown, units, budget, sections)
         tokens2 = count_tokens(context2)
@@ -309,12 +316,12 @@ class _Docs:
 
 def _select(graph: CodeGraph, docs: _Docs, ranked, budget: int, named: set[str] = frozenset(),
             focus: set[str] = frozenset(), fill: list[tuple[str, float]] = (),
-            full_limit: int | None = None) -> tuple[list[Unit], int]:
+            full_limit: int | None = None, sig_only: set[str] = frozenset()) -> tuple[list[Unit], int]:
     """Units in rank order until the (estimated) budget is spent, and that estimate.
     ``full_limit`` caps the full bodies when ``budget`` is a nominal figure."""
     if not ranked:
         return [], 0
-    unnamed = [s for n, s in ranked if n not in named and graph.node(n)["kind"] not in CONTAINERS]
+    unnamed = [s for n, s in ranked if n not in named and n not in sig_only and graph.node(n)["kind"] not in CONTAINERS]
     top = (unnamed[0] if unnamed else ranked[0][1]) or 1.0
     full_budget = (full_limit or budget) * (1 - SIGNATURE_RESERVE)
     chosen: dict[str, Unit] = {}
@@ -335,7 +342,8 @@ def _select(graph: CodeGraph, docs: _Docs, ranked, budget: int, named: set[str] 
         if unit.kind in CONTAINERS:
             want_full = node in named and unit.end - unit.start + 1 <= MAX_FULL_CONTAINER_LINES
         else:
-            want_full = i < n_ranked and (node in focus or score >= FULL_SHARE * top or i < MIN_FULL)
+            want_full = i < n_ranked and node not in sig_only and (
+                node in focus or score >= FULL_SHARE * top or i < MIN_FULL)
         # Framing: a file header for a new file, a gap marker per unit.
         header = UNIT_FRAMING + (0 if path in files else FILE_FRAMING)
         if want_full:
