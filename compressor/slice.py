@@ -245,16 +245,17 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
     counting = _count_in_background([(p, docs.texts[p]) for p in dict.fromkeys(u.path for u in units)])
     shown = docs.shown(units)
     sections: dict = {}
-    context, fitted, file_order = _fit(graph, shown, units, budget, sections)
-    tokens = count_tokens(context)
+    counted: dict[str, int] = {}
+    context, fitted, file_order = _fit(graph, shown, units, budget, sections, counted)
+    tokens = counted.get(context) if context in counted else count_tokens(context)
     if tokens < budget * REFILL_BELOW and estimate >= budget * 0.9 and tokens > 0:
         # The per-unit framing estimates were pessimistic (small units, few
         # gap markers): select again for the budget the text really has left.
         nominal = int(budget * min(3.0, estimate / tokens) * 0.95)
         units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget, sig_only=sig_only)
         shown = docs.shown(units)
-        context2, fitted2, order2 = _fit(graph, shown, units, budget, sections)
-        tokens2 = count_tokens(context2)
+        context2, fitted2, order2 = _fit(graph, shown, units, budget, sections, counted)
+        tokens2 = counted.get(context2) if context2 in counted else count_tokens(context2)
         if tokens2 > tokens:
             context, fitted, file_order, tokens = context2, fitted2, order2, tokens2
     units = fitted
@@ -384,8 +385,8 @@ def _covered(node: str, chosen: dict[str, Unit], graph: CodeGraph) -> bool:
     return False
 
 
-def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int,
-         sections: dict | None = None) -> tuple[str, list[Unit], list[str]]:
+def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int, sections: dict | None = None,
+         memo: dict[str, int] | None = None) -> tuple[str, list[Unit], list[str]]:
     """Render within ``budget``, degrading lowest-ranked first (full -> signature -> drop).
 
     Selection already estimated the costs, so the first render usually fits;
@@ -395,7 +396,7 @@ def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int,
     joins; the text returned is always counted whole.
     """
     units = sorted(units, key=lambda u: (-u.score, u.node))
-    memo: dict[str, int] = {}
+    memo = {} if memo is None else memo  # exact token counts by text, shared with the caller
     sections = {} if sections is None else sections
 
     def count(text: str) -> int:
@@ -406,16 +407,28 @@ def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int,
 
     def estimate(chosen: list[Unit], compact: bool = False) -> int:
         texts = render_sections(docs, chosen, graph, _order(chosen), compact, count, sections)
-        return sum(count(t) for t in texts) + len(texts)
+        # Sections joined by a blank line rarely merge tokens across the join;
+        # the margin keeps the final exact count from failing by a hair.
+        return sum(count(t) for t in texts) + 2 * len(texts) + 2
 
     def exact(chosen: list[Unit], compact: bool = False) -> str | None:
         text = join_sections(render_sections(docs, chosen, graph, _order(chosen), compact, count, sections))
-        return text if count_tokens(text) <= budget else None
+        return text if count(text) <= budget else None
 
-    text = exact(units)
-    if text is not None:
+    text = join_sections(render_sections(docs, units, graph, _order(units), False, count, sections))
+    over = count(text) - budget
+    if over <= 0:
         return text, units, _order(units)
-    lo, hi = 0, len(units)  # the prefix of length lo fits; hi does not
+    # Drop the lowest-ranked units worth the overshoot (by their estimated
+    # cost), then search the prefixes between that and what was dropped.
+    hi = len(units)
+    lo, removed = hi, 0
+    while lo > 0 and removed < over:
+        lo -= 1
+        u = units[lo]
+        removed += (u.cost_full if u.mode == FULL else u.cost_sig) + UNIT_FRAMING // 2
+    if estimate(units[:lo]) > budget:
+        hi, lo = lo, 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if estimate(units[:mid]) <= budget:
@@ -429,10 +442,13 @@ def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int,
         if estimate(kept + [nxt]) <= budget:
             kept.append(nxt)
     while kept:
-        text = exact(kept)
-        if text is not None:
+        text = join_sections(render_sections(docs, kept, graph, _order(kept), False, count, sections))
+        over = count(text) - budget
+        if over <= 0:
             return text, kept, _order(kept)
-        kept.pop()  # the joins merged fewer tokens than estimated
+        while kept and over > 0:  # the joins merged fewer tokens than estimated
+            u = kept.pop()
+            over -= (u.cost_full if u.mode == FULL else u.cost_sig) or 1
     # Not even the best unit fits with its framing: show it bare, then as a signature.
     best = units[0]
     for mode in (best.mode, SIG):
