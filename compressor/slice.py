@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -156,7 +157,7 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
 def _best_symbols(scores: dict[str, float], n: int, keep) -> list[tuple[str, float]]:
     """The ``n`` best-scored nodes passing ``keep``; the filter runs on a
     generous top slice first, the whole dict only if that falls short."""
-    key = lambda kv: (kv[1], kv[0])  # noqa: E731
+    key = operator.itemgetter(1)  # ties keep the (deterministic) order of the push
     top = heapq.nlargest(n * 2, scores.items(), key=key)
     kept = [kv for kv in top if keep(kv[0])]
     if len(kept) >= n or len(top) == len(scores):
