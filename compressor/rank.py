@@ -39,27 +39,32 @@ def personalized_rank(
     queued = set(queue)
     transitions = _transition_cache(graph, weights, include_tests)
     pushes = 0
+    # Locals: this loop runs thousands of times per query.
+    popleft, append, mark, unmark = queue.popleft, queue.append, queued.add, queued.discard
+    get_residual, pop_residual, get_rank = residual.get, residual.pop, rank.get
+    get_out = transitions.get
+    keep = 1 - ALPHA
     while queue and pushes < MAX_PUSHES:
-        u = queue.popleft()
-        queued.discard(u)
-        r = residual.pop(u, 0.0)
+        u = popleft()
+        unmark(u)
+        r = pop_residual(u, 0.0)
         if r <= 0:
             continue
         pushes += 1
-        rank[u] = rank.get(u, 0.0) + ALPHA * r
-        out = transitions.get(u)
+        out = get_out(u)
         if out is None:
             out = transitions[u] = _transitions(graph, u, weights, include_tests)
         if not out:
-            rank[u] += (1 - ALPHA) * r  # a dead end keeps its mass
+            rank[u] = get_rank(u, 0.0) + r  # a dead end keeps its mass
             continue
-        mass = (1 - ALPHA) * r
+        rank[u] = get_rank(u, 0.0) + ALPHA * r
+        mass = keep * r
         for v, share in out:
-            rv = residual.get(v, 0.0) + mass * share
+            rv = get_residual(v, 0.0) + mass * share
             residual[v] = rv
             if rv > EPSILON and v not in queued:
-                queue.append(v)
-                queued.add(v)
+                append(v)
+                mark(v)
     # What was never pushed still says something about relevance.
     for n, r in residual.items():
         rank[n] = rank.get(n, 0.0) + ALPHA * r
