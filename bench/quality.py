@@ -476,7 +476,7 @@ def print_tables(runs: list[RepoRun], overall: dict, args, out) -> None:
         if not run.results:
             continue
         c, r = (summarize(run.results, args.max_tokens)[k] for k in ("context_query", "naive_rag"))
-        below = [f"{what} {c[key]:.2f} < {r[key]:.2f}" for what, key in (("file recall", "file_recall"),
+        below = [f"{what} {c[key]:.3f} < {r[key]:.3f}" for what, key in (("file recall", "file_recall"),
                                                                           ("symbol recall", "symbol_recall"))
                  if c[key] < r[key]]
         if below:
@@ -484,9 +484,9 @@ def print_tables(runs: list[RepoRun], overall: dict, args, out) -> None:
 
     print("\nCases built / skipped (commits scanned newest first):", file=out)
     for run in runs:
-        print(f"  {run.name:<10} {run.language or '-':<10} {run.source_lines:>8,} source lines", file=out)
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(run.skipped.items(), key=lambda kv: -kv[1]))
-        print(f"  {run.name:<10} HEAD {run.head[:10]}  scanned {run.scanned:>4}  built {len(run.results):>3}  "
+        print(f"  {run.name:<10} {run.language or '-':<10} {run.source_lines:>8,} lines  HEAD {run.head[:10]}  "
+              f"scanned {run.scanned:>4}  built {len(run.results):>3}  "
               f"skipped {sum(run.skipped.values()):>4}: {reasons}", file=out)
 
 
@@ -503,7 +503,7 @@ def print_targets(runs: list[RepoRun], overall: dict, latency: dict | None, args
         cq, rag = s["context_query"], s["naive_rag"]
         gap = min(cq["file_recall"] - rag["file_recall"], cq["symbol_recall"] - rag["symbol_recall"])
         if gap < 0:
-            below.append(f"{name} {gap:+.2f}")
+            below.append(f"{name} {gap:+.3f}")
     checks.append((f"no repository below BM25 on either recall ({', '.join(below) or 'none below'})",
                    float(len(below)), 0, "<="))
     for run in runs:
