@@ -161,9 +161,6 @@ FUZZY_SHARE_WITH_NAMED = 0.5
 # rest wait to fill a budget the graph ranking leaves unused.
 LEXICAL_SEEDS = 60
 LEXICAL_FILL = 200
-# Rows BM25 scores at most (rarest terms first): scoring costs time per row,
-# and a term matching thousands of symbols barely moves the ranking.
-LEXICAL_MAX_ROWS = 2000
 # Path evidence: the multiplier for what lives in a file or directory the
 # question names (see ``path_boost``); a directory covering more than
 # DIR_MAX_SHARE of the project's files says nothing.
@@ -398,8 +395,7 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
         keep = set(sorted(terms, key=len, reverse=True)[:MAX_SEARCH_TERMS])
         terms = [t for t in terms if t in keep]
     if terms:
-        hits = ci.search_symbols(store, terms, limit=LEXICAL_FILL, counts=_term_counts(graph),
-                                 max_rows=LEXICAL_MAX_ROWS)
+        hits = ci.search_symbols(store, terms, limit=LEXICAL_FILL, counts=_term_counts(graph))
         if hits:
             top = hits[0][1] or 1.0
             rank = 0

@@ -183,7 +183,7 @@ def status_counts(store: Store) -> dict[str, int]:
 
 
 def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
-                   counts: dict[str, int] | None = None, max_rows: int | None = None) -> list[tuple[int, float]]:
+                   counts: dict[str, int] | None = None) -> list[tuple[int, float]]:
     """BM25 search over symbol name, signature, docstring and code.
 
     Returns (symbol id, score) best first; higher scores are better.  Terms
@@ -191,8 +191,7 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
     costs time per matching row, so terms that match a large share of the
     symbols ("returns", "value") are left out: they would barely move BM25.
     ``counts`` may hold (and receives) the number of rows each token matches,
-    for a caller that knows when the index changed; ``max_rows`` lowers the
-    number of rows scored (default SEARCH_MAX_ROWS).
+    for a caller that knows when the index changed.
     """
     # The tokenizer splits at underscores and punctuation, and a quoted
     # multi-token term would be a phrase query, which a detail=column index
@@ -201,7 +200,7 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
     if not tokens:
         return []
     try:
-        tokens = _selective_tokens(store, tokens, {} if counts is None else counts, max_rows or SEARCH_MAX_ROWS)
+        tokens = _selective_tokens(store, tokens, {} if counts is None else counts)
         rows = store.execute(
             "SELECT rowid, bm25(symbols_fts, 5.0, 3.0, 2.0, 2.0) AS s FROM symbols_fts "
             "WHERE symbols_fts MATCH ? ORDER BY s LIMIT ?",
@@ -216,8 +215,8 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
 SEARCH_MAX_ROWS = 4000  # rows BM25 scores at most, about 20 ms
 
 
-def _selective_tokens(store: Store, tokens: list[str], memo: dict[str, int], max_rows: int) -> list[str]:
-    """The tokens worth scoring: rarest first, until about ``max_rows`` rows match."""
+def _selective_tokens(store: Store, tokens: list[str], memo: dict[str, int]) -> list[str]:
+    """The tokens worth scoring: rarest first, until about SEARCH_MAX_ROWS rows match."""
     cap = SEARCH_MAX_ROWS + 1
     counts = []
     for t in tokens:
@@ -234,7 +233,7 @@ def _selective_tokens(store: Store, tokens: list[str], memo: dict[str, int], max
     counts.sort()
     kept, total = [], 0
     for n, t in counts:
-        if kept and total + n > max_rows:
+        if kept and total + n > SEARCH_MAX_ROWS:
             break
         kept.append(t)
         total += n
