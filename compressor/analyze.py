@@ -128,7 +128,7 @@ def clean_query(query: str) -> str:
 
 # -- seeds --------------------------------------------------------------------
 
-_STOP = frozenset(
+_STOP_FOR_PATHS = frozenset(
     """a an the and or of to in on for from with by at as is are was were be been it its this that these those
     what which who whom whose how why where when does do did done can could should would will shall may might
     me my we our you your i not no yes all any some each every into about than then there here also just only
@@ -138,11 +138,17 @@ _STOP = frozenset(
     fix fixed fixes bug bugs add added adds support make makes use using update updated change changed new
     when if else return returns value values handle handles handling issue issues allow allows
     feat chore refactor docs ci perf wip revert merge closes resolves refs see pr apply applied review
-    suggestion suggestions feedback address addressed comment comments cleanup tweak tweaks typo typos
-    has have had having so far such very much many more most less other another both either neither nor yet
+    suggestion suggestions feedback address addressed comment comments cleanup tweak tweaks typo typos""".split()
+)
+# Function words of prose: never a name, but they may still be a file stem
+# (`once.rs`), so path evidence reads them.
+_PROSE = frozenset(
+    """has have had having so far such very much many more most less other another both either neither nor yet
     still already ever never always often again once since because while though although whether unless until
     upon via per etc seems seem found now instead rather""".split()
 )
+_STOP = _STOP_FOR_PATHS | _PROSE
+
 _BACKTICKED = re.compile(r"`([^`]+)`")
 _IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
 _PATH_TOKEN = re.compile(
@@ -432,7 +438,7 @@ AREA_FACTOR = 2.0
 
 def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:
     candidates = {m.group(0) for m in _HYPHENATED.finditer(text)}
-    candidates |= {w for w in _WORD.findall(text) if len(w) >= 2 and w.lower() not in _STOP}
+    candidates |= {w for w in _WORD.findall(text) if len(w) >= 2 and w.lower() not in _STOP_FOR_PATHS}
     area: set[str] = set()
     m = _AREA_PREFIX.match(text)
     if m:

@@ -195,3 +195,15 @@ def test_a_named_class_too_large_to_show_brings_its_members(tmp_path):
         r = context_query(w, "a bug in `Machine` when counting", max_tokens=1200)
         assert "machine.py::Machine" in r.symbols
         assert sum(1 for s in r.symbols if s.startswith("machine.py::Machine.op_")) >= 15
+
+
+def test_a_function_word_can_still_name_a_file(tmp_path):
+    root = tmp_path / "streams"
+    root.mkdir()
+    for stem in ("once", "empty", "iter"):
+        (root / f"{stem}.rs").write_text(f"pub struct {stem.title()};\n")
+    with Workspace.open(root) as w:
+        w.index()
+        s = seeds(w, "stream: update coop handling for empty and once")
+        assert s.path_boost("once.rs") > 1.0 and s.path_boost("empty.rs") > 1.0
+        assert s.path_boost("iter.rs") == 1.0
