@@ -59,8 +59,9 @@ def signature_end(lines: list[str], start: int, end: int, signature: str) -> int
         return start
     head = target[:12]
     i = start
-    # Skip decorators/annotations before the line where the signature begins.
-    while i < end and head not in _WS.sub("", lines[i - 1]):
+    # Skip decorators/annotations before the line where the signature begins
+    # (which may be shorter than the head: `def attrib(` then one argument a line).
+    while i < end and not _begins_signature(_WS.sub("", lines[i - 1]), head):
         i += 1
     acc = ""
     j = i
@@ -70,6 +71,10 @@ def signature_end(lines: list[str], start: int, end: int, signature: str) -> int
             return j
         j += 1
     return i
+
+
+def _begins_signature(line: str, head: str) -> bool:
+    return head in line or (0 < len(line) < len(head) and head.startswith(line))
 
 
 def render_unit(doc: FileDoc, unit: Unit, graph: CodeGraph, with_doc: bool = True) -> str:

@@ -77,3 +77,13 @@ def test_nested_definitions_sit_inside_their_parent(ws):
     text = r.context
     assert "def load(path):" in text
     assert text.index("def load(path):") < text.index("    def parse(line):")
+
+
+def test_a_signature_one_argument_a_line_is_shown_without_its_body():
+    from memstrata.compressor.render import signature_end
+
+    lines = ["def attrib(", "    default=None,", "    validator=None,", "):", '    """Doc."""', "    return 1"]
+    sig = "def attrib( default=None, validator=None, ):"
+    assert signature_end(lines, 1, len(lines), sig) == 4
+    lines = ["@decorator", "def f(", "    a,", "):", "    pass"]
+    assert signature_end(lines, 1, len(lines), "def f( a, ):") == 4
