@@ -162,13 +162,20 @@ def test_the_class_the_question_mentions_picks_among_namesakes(ws):
     assert "pkg/dialects/mysql/compiler.py::MySQLCompiler.for_update_clause" not in s.named
 
 
-def test_a_file_stem_of_several_words_used_in_any_order(tmp_path):
-    root = tmp_path / "shells"
+def project_of(root, files: dict[str, str]) -> Workspace:
+    """A small indexed project with ``files`` (relative path -> text)."""
     root.mkdir()
-    for stem in ("fish_completions", "bash_completionsV2", "command"):
-        (root / f"{stem}.go").write_text(f"package shells\n\nfunc {stem.title().replace('_', '')}() {{}}\n")
-    with Workspace.open(root) as w:
-        w.index()
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    w = Workspace.open(root)
+    w.index()
+    return w
+
+
+def test_a_file_stem_of_several_words_used_in_any_order(tmp_path):
+    files = {f"{stem}.go": f"package shells\n\nfunc {stem.title().replace('_', '')}() {{}}\n"
+             for stem in ("fish_completions", "bash_completionsV2", "command")}
+    with project_of(tmp_path / "shells", files) as w:
         s = seeds(w, "quote args in fish shell completion")
         assert s.path_boost("fish_completions.go") > 1.0
         assert s.path_boost("bash_completionsV2.go") == 1.0
@@ -182,28 +189,21 @@ def test_a_commit_area_prefix_is_strong_directory_evidence(ws):
 
 
 def test_a_named_class_too_large_to_show_brings_its_members(tmp_path):
-    root = tmp_path / "big"
-    root.mkdir()
     methods = "\n".join(f"    def op_{i}(self):\n        x = {i}\n        y = x * 2\n        return x + y\n"
                         for i in range(30))
-    (root / "machine.py").write_text(f"class Machine:\n    \"\"\"A large class.\"\"\"\n\n{methods}")
     callers = "\n\n".join(f"def use_{i}():\n    \"\"\"Build a machine and count.\"\"\"\n    return Machine()\n"
                           for i in range(60))
-    (root / "users.py").write_text(f"from machine import Machine\n\n\n{callers}")
-    with Workspace.open(root) as w:
-        w.index()
+    files = {"machine.py": f"class Machine:\n    \"\"\"A large class.\"\"\"\n\n{methods}",
+             "users.py": f"from machine import Machine\n\n\n{callers}"}
+    with project_of(tmp_path / "big", files) as w:
         r = context_query(w, "a bug in `Machine` when counting", max_tokens=1200)
         assert "machine.py::Machine" in r.symbols
         assert sum(1 for s in r.symbols if s.startswith("machine.py::Machine.op_")) >= 15
 
 
 def test_a_function_word_can_still_name_a_file(tmp_path):
-    root = tmp_path / "streams"
-    root.mkdir()
-    for stem in ("once", "empty", "iter"):
-        (root / f"{stem}.rs").write_text(f"pub struct {stem.title()};\n")
-    with Workspace.open(root) as w:
-        w.index()
+    files = {f"{stem}.rs": f"pub struct {stem.title()};\n" for stem in ("once", "empty", "iter")}
+    with project_of(tmp_path / "streams", files) as w:
         s = seeds(w, "stream: update coop handling for empty and once")
         assert s.path_boost("once.rs") > 1.0 and s.path_boost("empty.rs") > 1.0
         assert s.path_boost("iter.rs") == 1.0
