@@ -1,11 +1,12 @@
 """context_query round trip over MCP stdio vs. the same call in-process.
 
-    python bench/mcp_latency.py [CORPUS] [--rounds N] [--max-tokens N]
+    python bench/mcp_latency.py [CORPUS] [--rounds N] [--max-tokens N] [--commits REPO [--commit-questions N]]
 
-CORPUS defaults to CORPORA/sympy_wheel (sympy 1.14.0 unpacked from its PyPI
-wheel; ``CORPORA/`` stands for wherever you keep benchmark corpora, and
-docs/benchmarks.md gives the download commands).  Its index lives in
-CORPUS/.memstrata/ and is built on first use.  The script starts
+CORPUS defaults to CORPORA/sympy_wheel (sympy 1.14.0 unpacked from its
+PyPI wheel; see docs/benchmarks.md).  Its index lives in CORPUS/.memstrata/
+and is built on first use.  ``--commits REPO`` adds real commit messages of
+a git repository (e.g. sympy's own history) to the questions: the
+issue 13 figure is their p95 over MCP stdio, goal <= 100 ms.  The script starts
 `memstrata mcp --project CORPUS` as a subprocess, talks to it with the SDK's
 own stdio client, and calls context_query with the same queries, rounds
 interleaved, as it calls compressor.context_query on a Workspace of its own,
@@ -18,6 +19,7 @@ result against the tool's outputSchema).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -29,7 +31,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from memstrata.compressor import context_query
 from memstrata.indexer.workspace import Workspace
 
-DEFAULT_CORPUS = Path("/work/corpora/sympy_wheel")
+DEFAULT_CORPUS = Path(os.environ.get("CORPORA", "corpora")) / "sympy_wheel"
+GOAL_P95_MS = 100.0
 QUERIES = [
     "Matrix.det and its callers",
     "simplify",
@@ -50,7 +53,16 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-async def run(corpus: Path, rounds: int, max_tokens: int) -> None:
+def commit_questions(repo: Path, n: int) -> list[str]:
+    """The newest ``n`` non-merge commit messages with at least three content
+    words, cleaned as the quality bench cleans them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import quality
+
+    return quality.commit_questions(repo, n, 3)
+
+
+async def run(corpus: Path, rounds: int, max_tokens: int, questions: list[str]) -> None:
     t0 = time.perf_counter()
     ws = Workspace.open(corpus)
     summary = ws.index()
@@ -70,7 +82,7 @@ async def run(corpus: Path, rounds: int, max_tokens: int) -> None:
                 await anyio.sleep(0.2)
             print(f"stdio server index ready after {time.perf_counter() - t0:.1f}s")
 
-            args = [{"query": q, "max_tokens": max_tokens} for q in QUERIES]
+            args = [{"query": q, "max_tokens": max_tokens} for q in questions]
             # Warm both sides (graph caches, name index, file token counts).
             sizes = []
             for a in args:
@@ -82,14 +94,17 @@ async def run(corpus: Path, rounds: int, max_tokens: int) -> None:
 
             inproc: list[float] = []
             stdio: list[float] = []
+            commit_stdio: list[float] = []
             for _ in range(rounds):
-                for a in args:
+                for i, a in enumerate(args):
                     t = time.perf_counter()
                     context_query(ws, a["query"], max_tokens=max_tokens)
                     inproc.append(time.perf_counter() - t)
                     t = time.perf_counter()
                     r = await s.call_tool("context_query", a)
                     stdio.append(time.perf_counter() - t)
+                    if i >= len(QUERIES):
+                        commit_stdio.append(stdio[-1])
                     assert not r.is_error
     ws.close()
 
@@ -100,13 +115,18 @@ async def run(corpus: Path, rounds: int, max_tokens: int) -> None:
     mean_tokens = statistics.mean(t for t, _ in sizes)
     mean_bytes = statistics.mean(b for _, b in sizes)
     print()
-    print(f"corpus {corpus}  ({len(QUERIES)} queries x {rounds} rounds = {n} calls per side, "
+    print(f"corpus {corpus}  ({len(questions)} queries x {rounds} rounds = {n} calls per side, "
           f"max_tokens={max_tokens}; slices avg {mean_tokens:,.0f} tokens, {mean_bytes / 1024:,.1f} KiB of JSON text)")
     print(f"{'':24}{'p50 ms':>10}{'p95 ms':>10}")
     print(f"{'in-process':24}{p50_i:>10.1f}{p95_i:>10.1f}")
     print(f"{'MCP stdio round trip':24}{p50_s:>10.1f}{p95_s:>10.1f}")
     print(f"{'ratio stdio/in-process':24}{p50_s / p50_i:>10.2f}{p95_s / p95_i:>10.2f}")
     print(f"protocol overhead at p50: {p50_s - p50_i:.1f} ms per call")
+    if commit_stdio:
+        p95_c = ms(pct(commit_stdio, 0.95))
+        print(f"commit-message questions over MCP stdio ({len(commit_stdio)} calls): "
+              f"p50 {ms(statistics.median(commit_stdio)):.1f} ms  p95 {p95_c:.1f} ms  "
+              f"{'PASS' if p95_c <= GOAL_P95_MS else 'MISS'} (goal p95 <= {GOAL_P95_MS:.0f} ms)")
 
 
 def main() -> int:
@@ -115,15 +135,20 @@ def main() -> int:
                     help=f"project to query (default {DEFAULT_CORPUS})")
     ap.add_argument("--rounds", type=int, default=20, help="rounds over the query list (default 20)")
     ap.add_argument("--max-tokens", type=int, default=4096, help="token budget per slice (default 4096)")
+    ap.add_argument("--commits", type=Path, help="git repository whose commit messages join the questions")
+    ap.add_argument("--commit-questions", type=int, default=24, help="commit messages taken (default 24)")
     args = ap.parse_args()
     corpus = args.corpus.expanduser()
     if not corpus.is_dir():
         print(f"corpus not found: {corpus}\n"
-              "unpack a large Python package there first, e.g.:\n"
+              "unpack a large Python package there first (or set CORPORA), e.g.:\n"
               "  pip download --no-deps sympy==1.14.0 -d /tmp/wheels\n"
               f"  unzip -q /tmp/wheels/sympy-1.14.0-py3-none-any.whl -d {corpus}", file=sys.stderr)
         return 2
-    anyio.run(run, corpus.resolve(), args.rounds, args.max_tokens)
+    questions = list(QUERIES)
+    if args.commits:
+        questions += commit_questions(args.commits.resolve(), args.commit_questions)
+    anyio.run(run, corpus.resolve(), args.rounds, args.max_tokens, questions)
     return 0
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import re
+import threading
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from memstrata.indexer.graph import CodeGraph
 from memstrata.storage import code_index as ci
-from memstrata.storage.text import query_terms
+from memstrata.storage.text import query_terms, split_identifier
 
+from .english import ENGLISH
 from .errors import QueryError
 
 MAX_QUERY_CHARS = 20_000
@@ -92,9 +96,39 @@ def intent_of(query: str) -> Intent:
     return Intent(weights, bool(_TESTS_INTENT.search(query)))
 
 
+# -- noise ----------------------------------------------------------------------
+
+# What a pasted commit message or issue carries that names no code: trailer
+# lines, change ids, commit hashes, URLs, e-mail addresses, PR and issue
+# numbers.  Removed before anything is read as a word.
+_TRAILER_LINE = re.compile(r"^[ \t]*(?:[A-Za-z][\w-]*-by|change-id|cherry-picked-from|reviewed-on|pr-url)[ \t]*:.*$",
+                           re.I | re.M)
+_NOISE = re.compile(
+    r"\b[A-Za-z][\w-]*-by:[^<>\n]{0,80}?<[^<>\s]+>"  # Signed-off-by: Name <mail> (also inline)
+    r"|\b(?i:change-id|[a-z][\w-]*-by|reviewed-on|pr-url|cherry-picked-from):\s*\S*"
+    r"|\b(?:https?|ftp)://\S+|\bwww\.\S+"
+    r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+    r"|\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"
+    r"|\bI[0-9a-f]{40}\b"
+    r"|\(#\d+\)|(?<![\w&#])#\d+\b|\b(?:gh|GH|bpo|PR|pr)-?#?\d+\b",
+)
+# Sphinx roles (:meth:`.Select.with_for_update`, :py:class:`~a.B`) keep only
+# the backticked target.
+_ROLE = re.compile(r":(?:[a-z]+:)?(?:meth|func|class|attr|mod|obj|data|exc|const|ref|doc|term|any|member|method|"
+                   r"function|type|var|enum|struct|macro|fn|trait):(?=`)")
+
+
+def clean_query(query: str) -> str:
+    """``query`` without trailers, change ids, hashes, URLs, mail addresses
+    and PR/issue numbers; Sphinx role markers reduced to their backticks."""
+    text = _TRAILER_LINE.sub(" ", query)
+    text = _NOISE.sub(" ", text)
+    return _ROLE.sub("", text)
+
+
 # -- seeds --------------------------------------------------------------------
 
-_STOP = frozenset(
+_STOP_FOR_PATHS = frozenset(
     """a an the and or of to in on for from with by at as is are was were be been it its this that these those
     what which who whom whose how why where when does do did done can could should would will shall may might
     me my we our you your i not no yes all any some each every into about than then there here also just only
@@ -102,17 +136,49 @@ _STOP = frozenset(
     file files module modules callers caller callees callee calls call called usages usage uses used references
     reference implementation implementations subclasses subclass base parent tests test work works working
     fix fixed fixes bug bugs add added adds support make makes use using update updated change changed new
-    when if else return returns value values handle handles handling issue issues allow allows""".split()
+    when if else return returns value values handle handles handling issue issues allow allows
+    feat chore refactor docs ci perf wip revert merge closes resolves refs see pr apply applied review
+    suggestion suggestions feedback address addressed comment comments cleanup tweak tweaks typo typos""".split()
 )
+# Function words of prose: never a name, but they may still be a file stem
+# (`once.rs`), so path evidence reads them.
+_PROSE = frozenset(
+    """has have had having so far such very much many more most less other another both either neither nor yet
+    still already ever never always often again once since because while though although whether unless until
+    upon via per etc seems seem found now instead rather""".split()
+)
+_STOP = _STOP_FOR_PATHS | _PROSE
+
 _BACKTICKED = re.compile(r"`([^`]+)`")
 _IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
-_PATH_TOKEN = re.compile(r"[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|cs|rb|php)\b")
+_PATH_TOKEN = re.compile(
+    r"(?:[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|c|h|cc|cpp|hpp|"
+    r"cs|rb|php)\b)(?::\d+(?::\d+)?)?")
+_HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
+_QUAL_SPLIT = re.compile(r"\.|::|#|->")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 # When the question names symbols or paths outright, everything found by
 # fuzzier means (split words, full-text search) shares this much of the
 # starting mass in total, so a crowd of lexical hits cannot drown them.
 FUZZY_SHARE_WITH_NAMED = 0.5
+# Full-text hits asked for: the best LEXICAL_SEEDS seed the ranking, the
+# rest wait to fill a budget the graph ranking leaves unused.
+LEXICAL_SEEDS = 60
+LEXICAL_FILL = 200
+# Path evidence: the multiplier for what lives in a file or directory the
+# question names (see ``path_boost``); a directory covering more than
+# DIR_MAX_SHARE of the project's files says nothing.
+FILE_EVIDENCE = 1.0
+DIR_EVIDENCE = 0.6
+DIR_MAX_SHARE = 0.25
+
+
+def selectivity(n: int) -> float:
+    """How much a name defined ``n`` times says: 1 for a unique name, about
+    0.16 for one defined 200 times."""
+    return 1.0 / (1.0 + math.log(n)) if n > 1 else 1.0
 
 
 @dataclass
@@ -121,6 +187,8 @@ class Seeds:
     files: dict[str, float] = field(default_factory=dict)  # path -> strength
     named: set[str] = field(default_factory=set)  # symbols the query names explicitly
     fuzzy: dict[str, float] = field(default_factory=dict)  # found by words / full-text search
+    evidence: dict[str, float] = field(default_factory=dict)  # file or directory path -> boost
+    lexical: list[str] = field(default_factory=list)  # full-text hits, best first (all of them)
 
     def add_symbol(self, node: str, score: float) -> None:
         if score > self.symbols.get(node, 0.0):
@@ -130,12 +198,32 @@ class Seeds:
         if score > self.fuzzy.get(node, 0.0):
             self.fuzzy[node] = score
 
+    def add_evidence(self, path: str, boost: float) -> None:
+        if boost > self.evidence.get(path, 0.0):
+            self.evidence[path] = boost
+
+    def path_boost(self, path: str) -> float:
+        """The multiplier for a node in file ``path``: the strongest evidence
+        naming the file or one of its directories."""
+        if not self.evidence:
+            return 1.0
+        best = self.evidence.get(path, 0.0)
+        d = path
+        while "/" in d:
+            d = d.rsplit("/", 1)[0]
+            b = self.evidence.get(d + "/")
+            if b is not None and b > best:
+                best = b
+        return 1.0 + best
+
     def personalization(self) -> dict[str, float]:
         """Starting mass of the ranking: explicit seeds first, fuzzy ones capped."""
         explicit: dict[str, float] = dict(self.symbols)
         for path, s in self.files.items():
             explicit[path] = max(explicit.get(path, 0.0), s)
         fuzzy = {n: s for n, s in self.fuzzy.items() if n not in explicit}
+        if self.evidence:
+            fuzzy = {n: s * self.path_boost(n.split("::", 1)[0]) for n, s in fuzzy.items()}
         if not explicit:
             return fuzzy
         total_explicit = sum(explicit.values())
@@ -149,110 +237,293 @@ class Seeds:
 
 
 class NameIndex:
-    """Case- and separator-insensitive lookup of symbol names and file stems."""
+    """Case- and separator-insensitive lookup of symbol names, file stems and
+    directory names."""
 
     def __init__(self, graph: CodeGraph):
         self.by_key: dict[str, set[str]] = defaultdict(set)
         for name in graph.names():
             self.by_key[_key(name)].add(name)
         self.file_stems: dict[str, list[str]] = defaultdict(list)
-        for path in graph.files():
-            stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        self.dirs: dict[str, list[str]] = defaultdict(list)  # key of a basename -> "a/b/" prefixes
+        dir_files: dict[str, int] = defaultdict(int)
+        files = graph.files()
+        # Stems of several words (fish_completions, bash_completionsV2): by
+        # their first word, with all their words, singular.
+        self.stem_parts: dict[str, list[tuple[frozenset[str], str]]] = defaultdict(list)
+        for path in files:
+            base = path.rsplit("/", 1)[-1]
+            stem = base.split(".", 1)[0]
             self.file_stems[_key(stem)].append(path)
+            parts = [_fold(p) for p in split_identifier(stem.replace("-", "_")) if len(p) > 1 and not p.isdigit()]
+            if len(set(parts)) > 1:
+                self.stem_parts[parts[0]].append((frozenset(parts), path))
+            d = path
+            while "/" in d:
+                d = d.rsplit("/", 1)[0]
+                dir_files[d + "/"] += 1
+        self.file_count = max(1, len(files))
+        self.dir_files = dict(dir_files)
+        for d in dir_files:
+            self.dirs[_key(d[:-1].rsplit("/", 1)[-1])].append(d)
 
 
 def _key(name: str) -> str:
-    return name.replace("_", "").replace("$", "").lower()
+    return name.replace("_", "").replace("$", "").replace("-", "").lower()
+
+
+def _fold(word: str) -> str:
+    """Lower-case and singular enough to match `completions` with `completion`."""
+    word = word.lower()
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
+@dataclass
+class _Token:
+    text: str  # as written, qualifiers included
+    parts: list[str]
+    quoted: bool  # inside backticks
+    called: bool  # followed by "("
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1]
+
+    def is_code(self) -> bool:
+        return self.quoted or self.called or len(self.parts) > 1 or _looks_like_code(self.name)
+
+
+def _tokens(text: str) -> list[_Token]:
+    spans = [m.span(1) for m in _BACKTICKED.finditer(text)]
+    out = []
+    for m in _IDENT_TOKEN.finditer(text):
+        token = m.group(0)
+        start, end = m.span()
+        quoted = any(a <= start and end <= b for a, b in spans)
+        called = text[end : end + 1] == "("
+        out.append(_Token(token, _QUAL_SPLIT.split(token), quoted, called))
+    return out
 
 
 def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_tests: bool) -> Seeds:
     seeds = Seeds()
+    text = clean_query(query)
+    tests = graph.test_files
 
     def allowed(node: str) -> bool:
-        return include_tests or not graph.node(graph.file_of(node)).get("is_test", False)
+        return include_tests or node.split("::", 1)[0] not in tests
 
-    # 1. Paths the query names.
-    for token in _PATH_TOKEN.findall(query):
-        token = token.strip("./")
+    # 1. Paths the query names (``pkg/mod.py``, ``mod.py:120``, ``lib/rules/``).
+    for m in _PATH_TOKEN.finditer(text):
+        token = m.group(0).split(":", 1)[0].strip("./")
+        if not token:
+            continue
         for path in graph.files():
             if path == token or path.endswith("/" + token):
                 seeds.files[path] = max(seeds.files.get(path, 0), 8.0)
+                seeds.add_evidence(path, FILE_EVIDENCE)
+        prefix = token.rstrip("/") + "/"
+        for d in names.dirs.get(_key(prefix[:-1].rsplit("/", 1)[-1]), ()):
+            if d == prefix or d.endswith("/" + prefix):
+                seeds.add_evidence(d, DIR_EVIDENCE)
+    text = _PATH_TOKEN.sub(" ", text)
 
-    # 2. Identifiers, qualified or not, exactly as written.  Words in
-    # backticks are code whatever they look like (`methods`, `close`).
-    quoted = {w for span in _BACKTICKED.findall(query) for w in _IDENT_TOKEN.findall(span)}
+    # 2. Words and hyphenated names that name a file stem or a directory
+    # (a dialect, backend, plugin, rule, package): evidence for what lives there.
+    _path_evidence(text, names, seeds, include_tests, tests)
+
+    # 3. Identifiers, qualified or not, exactly as written.  Words count as
+    # code when their phrasing says so (backticks, a call, a qualifier,
+    # CamelCase or snake_case); an everyday English word written as prose
+    # ("select the version") is left to the fuzzier steps below.
     resolved_words: set[str] = set()
-    for token in _IDENT_TOKEN.findall(query):
-        parts = re.split(r"\.|::|#|->", token)
-        name = parts[-1]
-        if (name.lower() in _STOP and len(parts) == 1 and not _looks_like_code(name)
-                and token not in quoted):
+    quoted_words: set[str] = set()
+    words_lower = {w.lower() for w in _WORD.findall(text)}
+    for tok in _tokens(text):
+        if tok.quoted:
+            quoted_words.update(p.lower() for p in tok.parts)
+        code = tok.is_code()
+        name = tok.name
+        lower = name.lower()
+        if len(tok.parts) == 1 and not code and (lower in _STOP or lower in ENGLISH or len(name) < 2):
+            continue
+        if len(tok.parts) == 1 and len(name) < 2 and not (tok.quoted or tok.called):
+            continue  # `x`, `X` in prose or a formula ("-(X**Y)")
+        if len(tok.parts) > 1 and _seed_qualified(tok, graph, names, seeds, allowed):
+            resolved_words.update(p.lower() for p in tok.parts)
             continue
         defs = [d for d in graph.definitions(name) if allowed(d)]
-        if len(parts) > 1:
-            suffix = ".".join(parts)
-            exact = [d for d in defs if graph.node(d)["qualname"].endswith(suffix)]
-            if exact:
-                for d in exact:
-                    seeds.add_symbol(d, 10.0)
-                    seeds.named.add(d)
-                resolved_words.update(p.lower() for p in parts)
-                continue
-            # `Class.method` where the class part names a class: the class is a seed too.
-            for d in graph.definitions(parts[-2]):
-                if allowed(d):
-                    seeds.add_symbol(d, 4.0)
-        if defs:
-            strength = 9.0 if _looks_like_code(name) or token in quoted else 6.0
-            strength /= max(1.0, len(defs) ** 0.5)
-            for d in defs:
-                seeds.add_symbol(d, strength)
-                if len(defs) <= 3:
-                    seeds.named.add(d)
-            resolved_words.add(name.lower())
+        if not defs:
+            continue
+        total = (9.0 if code else 6.0) * selectivity(len(defs))
+        weights = [_def_evidence(d, graph, seeds, words_lower) for d in defs]
+        norm = sum(weights)
+        for d, w in zip(defs, weights):
+            seeds.add_symbol(d, total * w / norm)
+        favoured = [d for d, w in zip(defs, weights) if w > 1.0] or defs
+        if len(favoured) <= 3:
+            seeds.named.update(favoured)
+        resolved_words.add(lower)
 
-    # 3. Words that spell a name with its separators dropped ("hash password").
-    words = [w for w in re.findall(r"[A-Za-z][A-Za-z0-9]*", query) if w.lower() not in resolved_words]
-    for n in (3, 2, 1):
-        for i in range(len(words) - n + 1):
-            chunk = words[i : i + n]
-            if n == 1 and (chunk[0].lower() in _STOP or len(chunk[0]) < 3):
-                continue
-            key = "".join(w.lower() for w in chunk)
-            for name in names.by_key.get(key, ()):
-                defs = [d for d in graph.definitions(name) if allowed(d)]
-                for d in defs:
-                    seeds.add_fuzzy(d, (3.0 + n) / max(1.0, len(defs) ** 0.5))
-            for path in names.file_stems.get(key, ()):
-                if include_tests or not graph.node(path).get("is_test", False):
-                    seeds.files[path] = max(seeds.files.get(path, 0.0), 1.5 + n)
+    # 4. Words that spell a name with its separators dropped ("hash password",
+    # "dispatch a request" -> dispatch_request).
+    words = [w for w in _WORD.findall(text) if w.lower() not in resolved_words]
+    content = [w for w in words if w.lower() not in _STOP]
+    seen_keys: set[str] = set()
+    for sequence in (words, content):
+        for n in (3, 2, 1):
+            for i in range(len(sequence) - n + 1):
+                chunk = sequence[i : i + n]
+                if n == 1 and (chunk[0].lower() in _STOP or len(chunk[0]) < 3):
+                    continue
+                if any(len(w) < 2 for w in chunk):
+                    continue  # "X**Y" is no `xy`
+                key = "".join(w.lower() for w in chunk)
+                if key in seen_keys:
+                    continue
+                seen_keys.add(key)
+                for name in names.by_key.get(key, ()):
+                    defs = [d for d in graph.definitions(name) if allowed(d)]
+                    if not defs:
+                        continue
+                    per = (3.0 + n) * selectivity(len(defs)) / len(defs) ** 0.5
+                    for d in defs:
+                        seeds.add_fuzzy(d, per)
 
-    # 4. Lexical search over names, signatures, docstrings and code; weaker
-    # when the question names its symbols outright.
+    # 5. Lexical search over names, signatures, docstrings and code; weaker
+    # when the question names its symbols outright.  Hits past the seeding
+    # share wait in ``lexical`` to fill an unused budget.
     lexical_weight = 1.5 if seeds.named else 4.0
-    quoted_terms = {t.lower() for t in quoted}
-    terms = [t for t in query_terms(query) if (t not in _STOP or t in quoted_terms) and len(t) > 1]
+    terms = [t for t in query_terms(text) if (t not in _STOP or t in quoted_words) and len(t) > 1]
     if len(terms) > MAX_SEARCH_TERMS:
         # Long questions (a pasted stack trace, a proxied prompt): keep the
         # longest words, which tend to be the rarest and cheapest to match.
         keep = set(sorted(terms, key=len, reverse=True)[:MAX_SEARCH_TERMS])
         terms = [t for t in terms if t in keep]
     if terms:
-        hits = ci.search_symbols(store, terms, limit=60)
+        hits = ci.search_symbols(store, terms, limit=LEXICAL_FILL, counts=_term_counts(graph))
         if hits:
             top = hits[0][1] or 1.0
-            by_id = _nodes_by_db_id(graph, [h[0] for h in hits])
-            for rank, (sid, score) in enumerate(hits):
-                node = by_id.get(sid)
+            rank = 0
+            for sid, score in hits:
+                node = graph.node_for_db_id(sid)
                 if node is None or not allowed(node):
                     continue
-                seeds.add_fuzzy(node, lexical_weight * (score / top) / (1 + rank * 0.05))
+                seeds.lexical.append(node)
+                if rank < LEXICAL_SEEDS:
+                    seeds.add_fuzzy(node, lexical_weight * (score / top) / (1 + rank * 0.05))
+                rank += 1
     return seeds
+
+
+_term_counts_by_graph: "weakref.WeakKeyDictionary[CodeGraph, tuple[int, dict[str, int]]]" = weakref.WeakKeyDictionary()
+_term_counts_lock = threading.Lock()
+
+
+def _term_counts(graph: CodeGraph) -> dict[str, int]:
+    """Rows each full-text token matches, remembered until the graph (and so
+    the index behind it) changes: questions share most of their words."""
+    with _term_counts_lock:
+        hit = _term_counts_by_graph.get(graph)
+        if hit is None or hit[0] != graph.version or len(hit[1]) > 100_000:
+            hit = _term_counts_by_graph[graph] = (graph.version, {})
+        return hit[1]
+
+
+# "sync: ...", "feat(parser): ...", "manualintegrate: ...": the area a
+# message is about, named by the convention of many projects' histories.
+_AREA_PREFIX = re.compile(r"^\s*([\w\-/.]+)(?:\(([\w\-/., ]+)\))?!?:\s")
+AREA_FACTOR = 2.0
+
+
+def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:
+    candidates = {m.group(0) for m in _HYPHENATED.finditer(text)}
+    candidates |= {w for w in _WORD.findall(text) if len(w) >= 2 and w.lower() not in _STOP_FOR_PATHS}
+    area: set[str] = set()
+    m = _AREA_PREFIX.match(text)
+    if m:
+        area = {w for g in m.groups() if g for w in re.split(r"[\s,/.]+", g) if w}
+        candidates |= area
+    for word in candidates:
+        key = _key(word)
+        strength = AREA_FACTOR if word in area else 1.0
+        if len(key) < 3 and word not in area:
+            continue
+        files = [p for p in names.file_stems.get(key, ()) if include_tests or p not in tests]
+        if files:
+            boost = strength * FILE_EVIDENCE * selectivity(len(files)) ** 2
+            for path in files:
+                seeds.add_evidence(path, boost)
+                seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
+        dirs = names.dirs.get(key, ())
+        if dirs:
+            covered = sum(names.dir_files[d] for d in dirs)
+            if covered <= DIR_MAX_SHARE * names.file_count:
+                boost = strength * DIR_EVIDENCE * selectivity(len(dirs)) ** 2
+                for d in dirs:
+                    seeds.add_evidence(d, boost)
+    # A stem of several words, all of which the question uses, in any order
+    # ("quote args in fish shell completion" -> fish_completions.go).
+    folded = {_fold(w) for w in _WORD.findall(text)}
+    matched = [path for w in folded for parts, path in names.stem_parts.get(w, ())
+               if parts <= folded and (include_tests or path not in tests)]
+    if matched:
+        boost = FILE_EVIDENCE * 0.8 * selectivity(len(matched)) ** 2
+        for path in matched:
+            seeds.add_evidence(path, boost)
+            seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
+
+
+def _seed_qualified(tok: _Token, graph: CodeGraph, names: NameIndex, seeds: Seeds, allowed) -> bool:
+    """Seeds for ``Class.method``, ``module.func``, ``pkg.mod.Class.method``,
+    ``a::b::C``: the longest qualname suffix that matches wins; leading parts
+    that match no qualname are read as a module path.  False when nothing
+    matched exactly."""
+    parts = tok.parts
+    name = parts[-1]
+    defs = [d for d in graph.definitions(name) if allowed(d)]
+    for i in range(len(parts) - 1):
+        qual = ".".join(parts[i:])
+        exact = [d for d in defs if _qual_matches(graph.node(d)["qualname"], qual)]
+        if not exact:
+            continue
+        module = [p.lower() for p in parts[:i]]
+        if module:
+            on_path = [d for d in exact if _path_has(graph.file_of(d), module)]
+            exact = on_path or exact
+        for d in exact:
+            seeds.add_symbol(d, 10.0 / max(1.0, len(exact) ** 0.5))
+        if len(exact) <= 3:
+            seeds.named.update(exact)
+        return True
+    # `Class.method` where only the class part resolves: the class is a seed too.
+    for d in graph.definitions(parts[-2]):
+        if allowed(d):
+            seeds.add_symbol(d, 4.0 * selectivity(len(graph.definitions(parts[-2]))))
+    return False
+
+
+def _qual_matches(qualname: str, qual: str) -> bool:
+    return qualname == qual or qualname.endswith("." + qual)
+
+
+def _path_has(path: str, module: list[str]) -> bool:
+    """Whether the dotted module prefix (``sqlalchemy.dialects.mysql``) is
+    spelled by the file's path, ignoring a leading source root."""
+    pieces = [p.lower() for p in path.rsplit(".", 1)[0].split("/")]
+    n = len(module)
+    return any(pieces[i : i + n] == module for i in range(len(pieces) - n + 1))
+
+
+def _def_evidence(node: str, graph: CodeGraph, seeds: Seeds, words: set[str]) -> float:
+    """How much more than its namesakes one definition of a name is backed
+    by the rest of the question: its file or directory named, its class named."""
+    boost = seeds.path_boost(graph.file_of(node))
+    qualname = graph.node(node)["qualname"]
+    if "." in qualname and qualname.rsplit(".", 2)[-2].lower() in words:
+        boost += 1.0
+    return boost
 
 
 def _looks_like_code(word: str) -> bool:
     return "_" in word or any(c.isupper() for c in word[1:]) or (word[:1].isupper() and len(word) > 1)
-
-
-def _nodes_by_db_id(graph: CodeGraph, ids: list[int]) -> dict[int, str]:
-    return {i: n for i in ids if (n := graph.node_for_db_id(i)) is not None}

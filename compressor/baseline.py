@@ -102,6 +102,33 @@ class RagSlice:
     max_tokens: int = 0
 
 
+_chunk_cache: dict[tuple[str, int, int], list[tuple]] = {}
+
+
+def _file_chunks(path: str, text: str, chunk_lines: int) -> list[tuple]:
+    """(first, last, text, length, term counts) of one file's chunks; kept per
+    file content, so rebuilding the index after a few files changed only
+    re-reads those files' terms."""
+    key = (path, hash(text), chunk_lines)
+    hit = _chunk_cache.get(key)
+    if hit is not None:
+        return hit
+    out = []
+    lines = text.split("\n")
+    for i in range(0, len(lines), chunk_lines):
+        part = lines[i : i + chunk_lines]
+        body = "\n".join(part).rstrip()
+        if not body.strip():
+            continue
+        terms = terms_of(body)
+        out.append((i + 1, i + len(part), body, len(terms), tuple(Counter(terms).items())))
+    with _cache_lock:
+        if len(_chunk_cache) > 50_000:
+            _chunk_cache.clear()
+        _chunk_cache[key] = out
+    return out
+
+
 class ChunkIndex:
     """BM25 over fixed-size line chunks of a set of files, held in memory."""
 
@@ -111,16 +138,10 @@ class ChunkIndex:
         self.file_texts = texts
         self._file_tokens: dict[str, int] = {}
         for path in sorted(texts):
-            lines = texts[path].split("\n")
-            for i in range(0, len(lines), chunk_lines):
-                part = lines[i : i + chunk_lines]
-                text = "\n".join(part).rstrip()
-                if not text.strip():
-                    continue
-                terms = terms_of(text)
+            for start, end, text, length, tfs in _file_chunks(path, texts[path], chunk_lines):
                 idx = len(self.chunks)
-                self.chunks.append(Chunk(path, i + 1, i + len(part), text, len(terms)))
-                for term, tf in Counter(terms).items():
+                self.chunks.append(Chunk(path, start, end, text, length))
+                for term, tf in tfs:
                     self.postings.setdefault(term, []).append((idx, tf))
         n = len(self.chunks)
         self.avg_len = (sum(c.length for c in self.chunks) / n) if n else 0.0

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import heapq
 import math
+import threading
+import weakref
 from collections import deque
 
 from memstrata.indexer.graph import CodeGraph
@@ -35,33 +37,58 @@ def personalized_rank(
     rank: dict[str, float] = {}
     queue = deque(residual)
     queued = set(queue)
-    transitions: dict[str, list[tuple[str, float]]] = {}
+    transitions = _transition_cache(graph, weights, include_tests)
     pushes = 0
+    # Locals: this loop runs thousands of times per query.
+    popleft, append, mark, unmark = queue.popleft, queue.append, queued.add, queued.discard
+    get_residual, pop_residual, get_rank = residual.get, residual.pop, rank.get
+    get_out = transitions.get
+    keep = 1 - ALPHA
     while queue and pushes < MAX_PUSHES:
-        u = queue.popleft()
-        queued.discard(u)
-        r = residual.pop(u, 0.0)
+        u = popleft()
+        unmark(u)
+        r = pop_residual(u, 0.0)
         if r <= 0:
             continue
         pushes += 1
-        rank[u] = rank.get(u, 0.0) + ALPHA * r
-        out = transitions.get(u)
+        out = get_out(u)
         if out is None:
             out = transitions[u] = _transitions(graph, u, weights, include_tests)
         if not out:
-            rank[u] += (1 - ALPHA) * r  # a dead end keeps its mass
+            rank[u] = get_rank(u, 0.0) + r  # a dead end keeps its mass
             continue
-        mass = (1 - ALPHA) * r
+        rank[u] = get_rank(u, 0.0) + ALPHA * r
+        mass = keep * r
         for v, share in out:
-            rv = residual.get(v, 0.0) + mass * share
+            rv = get_residual(v, 0.0) + mass * share
             residual[v] = rv
             if rv > EPSILON and v not in queued:
-                queue.append(v)
-                queued.add(v)
+                append(v)
+                mark(v)
     # What was never pushed still says something about relevance.
     for n, r in residual.items():
         rank[n] = rank.get(n, 0.0) + ALPHA * r
     return rank
+
+
+_CACHE_NODES = 200_000  # transition lists kept across queries, per weighting
+_caches: "weakref.WeakKeyDictionary[CodeGraph, dict[tuple, dict]]" = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _transition_cache(graph: CodeGraph, weights, include_tests: bool) -> dict[str, list[tuple[str, float]]]:
+    """Transition lists depend only on the graph and the question's edge
+    weights, of which there are a handful: questions share them (hubs are
+    pushed by nearly every query), until the graph changes."""
+    key = (graph.version, tuple(sorted(weights.items())), include_tests)
+    with _caches_lock:
+        per_graph = _caches.setdefault(graph, {})
+        cache = per_graph.get(key)
+        if cache is None or len(cache) > _CACHE_NODES:
+            for k in [k for k in per_graph if k[0] != key[0] or len(per_graph) > 16]:
+                del per_graph[k]
+            cache = per_graph[key] = {}
+        return cache
 
 
 def _transitions(graph: CodeGraph, u: str, weights, include_tests: bool) -> list[tuple[str, float]]:

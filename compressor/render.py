@@ -59,8 +59,9 @@ def signature_end(lines: list[str], start: int, end: int, signature: str) -> int
         return start
     head = target[:12]
     i = start
-    # Skip decorators/annotations before the line where the signature begins.
-    while i < end and head not in _WS.sub("", lines[i - 1]):
+    # Skip decorators/annotations before the line where the signature begins
+    # (which may be shorter than the head: `def attrib(` then one argument a line).
+    while i < end and not _begins_signature(_WS.sub("", lines[i - 1]), head):
         i += 1
     acc = ""
     j = i
@@ -70,6 +71,10 @@ def signature_end(lines: list[str], start: int, end: int, signature: str) -> int
             return j
         j += 1
     return i
+
+
+def _begins_signature(line: str, head: str) -> bool:
+    return head in line or (0 < len(line) < len(head) and head.startswith(line))
 
 
 def render_unit(doc: FileDoc, unit: Unit, graph: CodeGraph, with_doc: bool = True) -> str:
@@ -109,9 +114,22 @@ def _first_doc_line(doc: str | None) -> str:
 
 
 def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str],
-           compact: bool = False) -> str:
+           compact: bool = False, count=count_tokens) -> str:
     """The slice text.  ``compact`` drops the framing (gap markers, enclosing
     class headers, imports, docstring hints) for budgets too small for it."""
+    chunks = render_sections(docs, units, graph, file_order, compact, count)
+    return join_sections(chunks)
+
+
+def join_sections(chunks: list[str]) -> str:
+    return "\n\n".join(chunks) + ("\n" if chunks else "")
+
+
+def render_sections(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str],
+                    compact: bool = False, count=count_tokens, memo: dict | None = None) -> list[str]:
+    """One text per file of ``file_order`` that has units; ``count`` counts tokens
+    and ``memo`` keeps sections whose inputs did not change (repeated fitting
+    attempts render mostly the same files)."""
     by_file: dict[str, list[Unit]] = {}
     for u in units:
         by_file.setdefault(u.path, []).append(u)
@@ -121,13 +139,23 @@ def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_o
         if not by_file.get(path):
             continue
         doc = docs[path]
+        key = None
+        if memo is not None:
+            targets = frozenset(t for _, t in doc.imports if t in shown_files)
+            key = (path, compact, targets, tuple((u.node, u.mode) for u in by_file[path]))
+            hit = memo.get(key)
+            if hit is not None:
+                chunks.append(hit)
+                continue
         section = _render_file(doc, by_file[path], graph, shown_files, compact)
         # When the slice of a file is most of it, the markers can cost more
         # than the lines they stand for: then the whole file is the better deal.
-        if section.count("\n") + 1 >= len(doc.lines) // 2 and whole_file_tokens(doc) <= count_tokens(section):
+        if section.count("\n") + 1 >= len(doc.lines) // 2 and whole_file_tokens(doc) <= count(section):
             section = f"{comment_prefix(doc.language)} {path}\n" + "\n".join(doc.lines).rstrip("\n")
+        if key is not None:
+            memo[key] = section
         chunks.append(section)
-    return "\n\n".join(chunks) + ("\n" if chunks else "")
+    return chunks
 
 
 def whole_file_tokens(doc: FileDoc) -> int:
@@ -142,8 +170,9 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
     """One file's section: header, then shown spans in line order with gap markers."""
     c = comment_prefix(doc.language)
     lines = doc.lines
-    # (first line, last line, text) pieces, merged in line order below.
-    pieces: list[tuple[int, int, str]] = []
+    # (first line, last line, text, kind) pieces, merged in line order below;
+    # kind: "import", "header" (a class or function line framing what follows) or "unit".
+    pieces: list[tuple[int, int, str, str]] = []
     # Imports that explain a dependency on another file of the slice.
     for ln, target in () if compact else doc.imports:
         if target in shown_files and target != doc.path and 0 < ln <= len(lines):
@@ -151,7 +180,7 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
             # Module-level, single-line imports only: a function's local
             # import says little about the file's dependencies.
             if text[:1].isalpha() and not text.rstrip().endswith(("(", "\\", "{", ",")):
-                pieces.append((ln, ln, text))
+                pieces.append((ln, ln, text, "import"))
     nodes = {u.node for u in units}
     headers: set[str] = set()
     for u in units:
@@ -161,26 +190,35 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
             headers.add(p)
             pd = graph.node(p)
             p_end = signature_end(lines, pd["start_line"], pd["end_line"], pd["signature"])
-            pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end])))
+            pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end]), "header"))
             p = _parent_of(p, graph)
         has_members = any(v.node.startswith(u.node + ".") for v in units)
         if u.mode == SIG and has_members:
             d = graph.node(u.node)
             sig_end = signature_end(lines, u.start, u.end, d["signature"])
-            pieces.append((u.start, sig_end, "\n".join(lines[u.start - 1 : sig_end])))
+            pieces.append((u.start, sig_end, "\n".join(lines[u.start - 1 : sig_end]), "header"))
         else:
-            pieces.append((u.start, u.end, render_unit(doc, u, graph, with_doc=not compact)))
+            pieces.append((u.start, u.end, render_unit(doc, u, graph, with_doc=not compact), "unit"))
     pieces.sort(key=lambda piece: (piece[0], -piece[1]))
     out = [f"{c} {doc.path}"]
     last = 0
-    for first, end, text in pieces:
+    prev_kind = "header"
+    for first, end, text, kind in pieces:
         if end <= last:
             continue  # already inside a shown span
-        if not compact and first > last + 1 and any(t.strip() for t in lines[last : first - 1]):
-            out.append(f"{_indent_of(lines[first - 1])}{c} ... lines {last + 1}-{first - 1} omitted")
+        if not compact and first > last + 1:
+            # Definitions are set apart by a blank line, as in the source;
+            # what lies between two shown spans is named by a marker.
+            if prev_kind != "header" and (kind != "import" or prev_kind != "import"):
+                out.append("")
+            if any(t.strip() for t in lines[last : first - 1]):
+                out.append(f"{_indent_of(lines[first - 1])}{c} ... lines {last + 1}-{first - 1} omitted")
         out.append(text)
         last = end
+        prev_kind = kind
     if not compact and last < len(lines) and any(t.strip() for t in lines[last:]):
+        if prev_kind != "header":
+            out.append("")
         out.append(f"{c} ... lines {last + 1}-{len(lines)} omitted")
     return "\n".join(out)
 

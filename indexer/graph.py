@@ -42,6 +42,12 @@ _REF_EDGE = {"call": "calls", "type": "references", "inherit": "inherits"}
 _SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", "super"})
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
 _WILDCARD = "*"
+_JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
+_MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
+
+
+def _qual_ends(qualname: str, suffix: str) -> bool:
+    return qualname == suffix or qualname.endswith("." + suffix)
 
 
 def symbol_id(path: str, qualname: str) -> str:
@@ -191,6 +197,7 @@ class CodeGraph:
 
     def _add_files(self, files, symbols, imports, refs) -> None:
         g = self.g
+        members: list[tuple[str, str, str]] = []  # (path, owner qualname, symbol node)
         for path, language, is_test, lines, status in files:
             g.add_node(path, type=FILE, path=path, language=language, is_test=bool(is_test),
                        lines=lines, status=status)
@@ -213,6 +220,9 @@ class CodeGraph:
             container = parent_node if parent_node and parent_node in g else path
             g.add_edge(container, node, key="contains", weight=1.0)
             self._adj.pop(container, None)
+            owner = parent or (qualname.rsplit(".", 1)[0] if "." in qualname else None)
+            if owner and container == path and symbol_id(path, owner) not in g:
+                members.append((path, owner, node))
         for path, module, name, alias, line, target in imports:
             b = self._bindings[path]
             if target is None:
@@ -231,9 +241,18 @@ class CodeGraph:
                 if head:
                     b.names.setdefault(head, (target, None))
         for row in refs:
-            path = row[1]
-            self._refs[path].append((row[0], row[2], row[3], row[4], row[5], float(row[7])))
+            path, scope = row[1], row[2]
+            self._refs[path].append((row[0], scope, row[3], row[4], row[5], float(row[7])))
             self._name_users[row[3]].add(path)
+            if scope and symbol_id(path, scope) not in g:
+                # A ref from `impl Trait for T` where T lives in another file.
+                self._name_users[scope.split(".", 1)[0]].add(path)
+        for path, owner, node in members:
+            # A method whose type is defined in another file (a Rust impl, a
+            # Go or C++ method, `Foo.prototype.m = ...`): linked to the type by name.
+            name = owner.rsplit(".", 1)[-1]
+            self._refs[path].append((None, split_symbol_id(node)[1], name, _MEMBER, None, 1.0))
+            self._name_users[name].add(path)
 
     def _resolve_files(self, paths: Iterable[str], only_names: set[str] | None = None) -> None:
         for path in paths:
@@ -247,18 +266,19 @@ class CodeGraph:
             else:
                 only = only_names
             for i, (rid, scope, name, kind, receiver, count) in enumerate(refs):
-                if only is not None and name not in only:
+                if only is not None and name not in only and (not scope or scope.split(".", 1)[0] not in only):
                     continue
                 old = edges[i]
                 if old is not None:
                     self._dec_edge(*old)
+                if kind == _MEMBER:
+                    edges[i] = self._link_member(path, scope, name)
+                    continue
                 target = self._resolve(path, scope, name, kind, receiver)
                 if target is None:
                     edges[i] = None
                 else:
-                    src = symbol_id(path, scope) if scope else path
-                    if src not in self.g:
-                        src = path
+                    src = self._scope_source(path, scope)
                     edge_kind = _REF_EDGE.get(kind, "references")
                     if src == target:
                         edges[i] = None
@@ -267,6 +287,35 @@ class CodeGraph:
                         edges[i] = (src, target, edge_kind, count)
                 if (old[1] if old else None) != target:
                     self._pending_targets[rid] = target
+
+    def _scope_source(self, path: str, scope: str | None) -> str:
+        """The node a reference from ``scope`` starts at: the scope's symbol, or
+        for `impl Trait for T` with T defined elsewhere, T's definition."""
+        if not scope:
+            return path
+        node = symbol_id(path, scope)
+        if node in self.g:
+            return node
+        head = scope.split(".", 1)[0]
+        if symbol_id(path, head) not in self.g:
+            owner = self._resolve(path, None, head, "type", None)
+            if owner is not None and self.g.nodes[owner].get("kind") in _CLASSLIKE:
+                return owner
+        return path
+
+    def _link_member(self, path: str, qualname: str, owner_name: str) -> tuple | None:
+        """A contains edge from the type ``owner_name`` resolves to (in another
+        file) to the method ``qualname`` of ``path``."""
+        node = symbol_id(path, qualname)
+        owner = self._resolve(path, None, owner_name, "type", None)
+        if owner is None or owner == node or node not in self.g:
+            return None
+        kind = self.g.nodes[owner].get("kind")
+        js = self.g.nodes[path].get("language") in _JS_LIKE
+        if kind not in _CLASSLIKE and not (js and kind == "function"):
+            return None
+        self._inc_edge(owner, node, "contains", 1.0)
+        return (owner, node, "contains", 1.0)
 
     def _remove_node(self, node: str) -> None:
         self._adj.pop(node, None)
@@ -304,6 +353,8 @@ class CodeGraph:
             bound = bindings.names.get(name)
             if bound is not None:
                 hit = self._member(bound[0], bound[1] or name)
+                if hit is None and bound[1] is None:  # a whole module called: its default export
+                    hit = self._default_export(bound[0])
                 if hit:
                     return hit
         if not candidates:
@@ -351,6 +402,12 @@ class CodeGraph:
                     hit = self._method_in_hierarchy(cls, name)
                     if hit:
                         return hit
+            # `res.send()` where exactly one definition is spelled `res.send`
+            # (JavaScript objects whose members are assigned: `res.send = ...`).
+            spelled = recv.rsplit(".", 1)[-1] + "." + name
+            hits = [c for c in candidates if _qual_ends(self.g.nodes[c]["qualname"], spelled)]
+            if len(hits) == 1:
+                return hits[0]
         return self._unique(candidates)
 
     def _unique(self, candidates: set[str]) -> str | None:
@@ -360,11 +417,21 @@ class CodeGraph:
 
     def _member(self, target: str, member: str, _hops: int = 0) -> str | None:
         """``member`` as defined in (or re-exported by) file ``target``."""
+        if member == "default":
+            return self._default_export(target)
         files = self._package_files(target)
         for f in files:
             node = symbol_id(f, member)
             if node in self.g:
                 return node
+        if self.g.nodes[target].get("language") in _JS_LIKE if target in self.g else False:
+            # A CommonJS module exporting an object whose members are
+            # assigned (`res.send = ...; module.exports = res`).
+            hits = [n for n in self._file_symbols.get(target, ())
+                    if n in self.g and self.g.nodes[n]["name"] == member
+                    and self.g.nodes[n]["qualname"].count(".") == 1]
+            if len(hits) == 1:
+                return hits[0]
         if _hops < 2:
             for f in files:
                 b = self._bindings.get(f)
@@ -373,6 +440,15 @@ class CodeGraph:
                     hit = self._member(bound[0], bound[1] or member, _hops + 1)
                     if hit:
                         return hit
+        return None
+
+    def _default_export(self, target: str) -> str | None:
+        """The symbol a JavaScript/TypeScript module exports as a whole
+        (``module.exports = ...``, ``export default ...``)."""
+        for n in self._file_symbols.get(target, ()):
+            sig = self.g.nodes[n]["signature"] if n in self.g else ""
+            if sig.startswith(("module.exports", "export default")):
+                return n
         return None
 
     def _package_files(self, path: str) -> list[str]:
@@ -426,6 +502,9 @@ class CodeGraph:
                 node = symbol_id(data["path"], f"{data['qualname']}.{name}")
                 if node in self.g:
                     return node
+                for v, keyed in self.g._succ[c].items():  # members defined in other files (impl blocks)
+                    if "contains" in keyed and self.g.nodes[v].get("name") == name:
+                        return v
                 nxt.extend(v for _, v, k in self.g.out_edges(c, keys=True) if k == "inherits")
             frontier = nxt
         return None

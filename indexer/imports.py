@@ -397,6 +397,8 @@ class ResolveContext:
     ts_base_url: str | None = None
     # directories holding a Rust crate root (lib.rs / main.rs)
     rust_crate_dirs: frozenset[str] = field(default_factory=frozenset)
+    # a workspace's library crates: name as `use` spells it (`tokio_util`) -> crate root directory
+    rust_crates: dict[str, str] = field(default_factory=dict)
     # (base, dotted) -> Python module file; thousands of files import the
     # same modules, so a cold index resolves each pair once.
     py_memo: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
@@ -490,6 +492,8 @@ def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
         directory for directory, names in dir_files.items() if "lib.rs" in names or "main.rs" in names
     )
 
+    rust_crates = _rust_library_crates(root, dir_files)
+
     return ResolveContext(
         root=root,
         files=file_set,
@@ -499,7 +503,38 @@ def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
         go_modules=tuple(sorted(go_modules.items(), key=lambda kv: -len(kv[0]))),
         ts_base_url=_read_ts_base_url(root),
         rust_crate_dirs=rust_crate_dirs,
+        rust_crates=rust_crates,
     )
+
+
+_CARGO_NAME = re.compile(r"^\s*name\s*=\s*[\"']([^\"']+)[\"']", re.M)
+
+
+def _rust_library_crates(root: Path, dir_files: dict[str, list[str]]) -> dict[str, str]:
+    """Library crates of a Cargo workspace, by the name other crates `use`
+    them by (hyphens become underscores; `[lib] name` wins), mapped to the
+    directory of their ``src/lib.rs``."""
+    crates: dict[str, str] = {}
+    for directory in sorted(dir_files):
+        if directory.rsplit("/", 1)[-1] != "src" and directory != "src":
+            continue
+        if "lib.rs" not in dir_files[directory]:
+            continue
+        crate = _dirname(directory)
+        try:
+            text = (root / crate / "Cargo.toml").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        package = re.search(r"^\[package\]([^\[]*)", text, re.M)
+        lib = re.search(r"^\[lib\]([^\[]*)", text, re.M)
+        name = None
+        if lib is not None and (m := _CARGO_NAME.search(lib.group(1))):
+            name = m.group(1)
+        elif package is not None and (m := _CARGO_NAME.search(package.group(1))):
+            name = m.group(1)
+        if name:
+            crates.setdefault(name.replace("-", "_"), directory)
+    return crates
 
 
 def _unique_suffix(ctx: ResolveContext, suffix: str) -> str | None:
@@ -674,8 +709,13 @@ def _resolve_rust(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str |
         while rest and rest[0] == "super":
             segments = segments[:-1]
             rest = rest[1:]
+    elif _rust_module_file(ctx, crate_dir, current + [head]) is not None:
+        segments = list(current)  # `use child::Item` names a child module (2018 paths)
+        rest = path
+    elif head in ctx.rust_crates:  # another crate of the workspace
+        crate_dir, segments = ctx.rust_crates[head], []
     else:
-        return None  # another crate (std, dependencies)
+        return None  # std or a dependency outside the project
     best = _rust_module_file(ctx, crate_dir, segments)
     for segment in rest:
         segments = segments + [segment]

@@ -23,6 +23,10 @@ from .imports import extract_imports
 from .languages import get_parser, get_query
 from .model import ImportFact, ParseResult, RefFact, SymbolFact
 
+# Bumped whenever the facts extracted from unchanged bytes change (queries,
+# qualified names, spans): an index written by another version is re-parsed.
+EXTRACTOR_VERSION = "5"
+
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
 _MAX_DOC = 1000
@@ -73,6 +77,7 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
     seen_refs: set[tuple[int, str]] = set()
     imports: list[ImportFact] = []
     builtin_types = _BUILTIN_TYPES.get(language, frozenset())
+    js_like = language in _JS_LIKE
 
     roles = _pattern_roles(language)
     for pattern, caps in ts.QueryCursor(get_query(language)).matches(root):
@@ -113,14 +118,20 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
         parent = node.parent
         if parent is not None and parent.type == "decorated_definition":
             span = parent
+        elif js_like:
+            span = _js_statement(node)
+        receiver = _text(receiver_nodes[0]) if receiver_nodes else None
+        if js_like and receiver is not None:
+            name, receiver, kind = _js_assignment(node, name, receiver, kind, path)
         key = (span.start_byte, span.end_byte, name)
         if key in seen_defs:
             continue
         seen_defs.add(key)
-        receiver = _text(receiver_nodes[0]) if receiver_nodes else None
         defs.append(_Def(node, span, kind, name, receiver))
 
     _nest(defs)
+    if language == "python":
+        defs = _fold_overloads(defs)
     for d in defs:
         if d.kind == "scope":
             continue
@@ -133,14 +144,58 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
                 end_byte=d.end,
                 start_line=d.span.start_point[0] + 1,
                 end_line=d.span.end_point[0] + 1,
-                signature=_signature(d.node, source),
+                signature=_signature(d.node, source, d.span.start_byte if js_like else None),
                 docstring=_docstring(d, language),
                 parent=_symbol_parent(d),
             )
         )
     result.refs = _scope_refs(raw_refs, defs)
+    if language == "rust":
+        result.refs += _rust_trait_refs(defs)
     result.imports = imports
     return result
+
+
+_JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
+_JS_EXPORTS = frozenset({"exports", "module.exports"})
+_JS_STATEMENTS = frozenset({"expression_statement", "lexical_declaration", "variable_declaration"})
+_IDENTIFIER = re.compile(r"[^A-Za-z0-9_$]+")
+
+
+def _js_statement(node: ts.Node) -> ts.Node:
+    """The whole statement of a one-definition statement (``exports.f = ...;``,
+    ``export const f = ...``), so its span and leading comment are the statement's."""
+    parent = node.parent
+    if parent is not None and parent.type == "export_statement":
+        return parent  # export [default] function f() {}
+    if parent is None or parent.type not in _JS_STATEMENTS or parent.named_child_count != 1:
+        return node
+    if parent.type == "expression_statement" and node.type != "assignment_expression":
+        return node
+    outer = parent.parent
+    return outer if outer is not None and outer.type == "export_statement" else parent
+
+
+def _js_assignment(node: ts.Node, name: str, receiver: str, kind: str, path: str) -> tuple[str, str | None, str]:
+    """(name, receiver, kind) of a definition by assignment: ``exports.f`` and
+    ``module.exports.f`` are the module's ``f``; ``module.exports = function g``
+    is ``g`` (the file's stem when anonymous); ``Foo.prototype.m`` is ``Foo``'s
+    ``m``; ``this.m`` nests in the enclosing definition."""
+    receiver = _WS.sub("", receiver)
+    if receiver == "this":
+        return name, None, kind
+    if receiver in _JS_EXPORTS:
+        return name, None, kind
+    if receiver == "module" and name == "exports":
+        value = node.child_by_field_name("right")
+        own = value.child_by_field_name("name") if value is not None else None
+        if own is not None:
+            return _text(own), None, kind
+        stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+        return _IDENTIFIER.sub("_", stem) or "default", None, kind
+    if receiver.endswith(".prototype"):
+        receiver = receiver[: -len(".prototype")]
+    return name, receiver or None, kind
 
 
 _ROLE_PREFIXES = ("definition.", "reference.", "scope", "import")
@@ -179,11 +234,32 @@ def _nest(defs: list[_Def]) -> None:
             d.qualname = f"{_strip_receiver(d.receiver)}.{d.name}"
             if d.kind == "function":
                 d.kind = "method"
+
         elif parent is not None:
             d.qualname = f"{parent.qualname}.{d.name}"
             if d.kind == "function" and parent.kind in _CONTAINERS:
                 d.kind = "method"
         stack.append(d)
+
+
+def _fold_overloads(defs: list[_Def]) -> list[_Def]:
+    """``@overload`` stubs are folded into the implementation that follows
+    them: one symbol per name, spanning the code that runs."""
+    last: dict[str, _Def] = {}
+    for d in defs:
+        last[d.qualname] = d
+    return [d for d in defs if last[d.qualname] is d or not _is_overload(d)]
+
+
+def _is_overload(d: _Def) -> bool:
+    if d.span.type != "decorated_definition":
+        return False
+    for child in d.span.named_children:
+        if child.type == "decorator":
+            text = _text(child).strip()
+            if text == "@overload" or text.endswith(".overload"):
+                return True
+    return False
 
 
 def _strip_receiver(receiver: str) -> str:
@@ -196,6 +272,27 @@ def _symbol_parent(d: _Def) -> str | None:
     # A Rust ``impl T`` scope is reported as the parent ``T`` even though it
     # is not a symbol itself; the graph links it to T's definition by name.
     return d.parent.qualname if d.parent is not None else None
+
+
+def _rust_trait_refs(defs: list[_Def]) -> list[RefFact]:
+    """``impl Trait for T``: T inherits Trait, and each method of the block
+    overrides (inherits from) the trait's method of that name."""
+    out = []
+    for d in defs:
+        if d.kind != "scope" or d.node.type != "impl_item":
+            continue
+        trait = d.node.child_by_field_name("trait")
+        if trait is None:
+            continue
+        path = _WS.sub("", _text(trait)).split("<", 1)[0]
+        prefix, _, name = path.rpartition("::")
+        line = trait.start_point[0] + 1
+        out.append(RefFact(name=name, kind="inherit", line=line, scope=d.qualname, receiver=prefix or None))
+        for m in defs:
+            if m.parent is d and m.kind in ("method", "function"):
+                out.append(RefFact(name=m.name, kind="inherit", line=m.span.start_point[0] + 1,
+                                   scope=m.qualname, receiver=path))
+    return out
 
 
 def _scope_refs(raw_refs: list, defs: list[_Def]) -> list[RefFact]:
@@ -226,12 +323,16 @@ def _scope_refs(raw_refs: list, defs: list[_Def]) -> list[RefFact]:
     return list(out.values())
 
 
-def _signature(node: ts.Node, source: bytes) -> str:
+def _signature(node: ts.Node, source: bytes, start: int | None = None) -> str:
+    """The declaration up to its body (or its first line); ``start`` may move
+    the beginning back to an enclosing statement (``export default``)."""
+    if start is None or start > node.start_byte:
+        start = node.start_byte
     body = node.child_by_field_name("body")
     if body is not None and body.start_byte > node.start_byte:
-        raw = source[node.start_byte : body.start_byte]
+        raw = source[start : body.start_byte]
     else:
-        raw = source[node.start_byte : node.end_byte].split(b"\n", 1)[0]
+        raw = source[start : node.end_byte].split(b"\n", 1)[0]
     sig = _WS.sub(" ", raw.decode("utf-8", "replace")).strip()
     if len(sig) > _MAX_SIGNATURE:
         sig = sig[: _MAX_SIGNATURE - 3] + "..."

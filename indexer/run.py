@@ -18,6 +18,7 @@ from memstrata.storage import code_index as ci
 from .imports import ResolveContext, build_resolve_context, resolve_import
 from .languages import language_for_path
 from .model import ImportFact
+from .parse import EXTRACTOR_VERSION
 from .project import WriterLock
 from .scan import DEFAULT_MAX_FILE_BYTES, PathFilter, scan_project
 from .worker import (
@@ -86,13 +87,18 @@ class Indexer:
         self.filter.clear()
         scan = scan_project(self.root, self.max_file_bytes)
         states = ci.file_states(self.store)
+        # Facts written by another version of the extraction are re-derived.
+        refresh_all = self.store.get_meta("extractor") != EXTRACTOR_VERSION
+        if refresh_all and not states:
+            # A fresh index: whatever a killed run commits is current.
+            self.store.set_meta("extractor", EXTRACTOR_VERSION)
         on_disk = {c.path for c in scan.files}
         removed = sorted(set(states) - on_disk)
         to_parse = []
         touched: list[tuple[int, str]] = []
         for c in scan.files:
             st = states.get(c.path)
-            if st is not None and st.size == c.size:
+            if st is not None and st.size == c.size and not refresh_all:
                 if st.mtime_ns == c.mtime_ns:
                     summary.unchanged += 1
                     continue
@@ -123,6 +129,7 @@ class Indexer:
             self.store.set_meta("last_indexed", now_iso(), conn)
             self.store.set_meta("project_root", str(self.root), conn)
             self.store.set_meta("max_file_bytes", str(self.max_file_bytes), conn)
+            self.store.set_meta("extractor", EXTRACTOR_VERSION, conn)
         summary.skipped = ci.skipped_counts(self.store)
         summary.files = sum(ci.status_counts(self.store).values())
         summary.seconds = time.perf_counter() - t0

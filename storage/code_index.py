@@ -182,13 +182,16 @@ def status_counts(store: Store) -> dict[str, int]:
     return {s: n for s, n in rows}
 
 
-def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[tuple[int, float]]:
+def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
+                   counts: dict[str, int] | None = None) -> list[tuple[int, float]]:
     """BM25 search over symbol name, signature, docstring and code.
 
     Returns (symbol id, score) best first; higher scores are better.  Terms
     are OR-ed so partial matches still rank, and names weigh most.  Scoring
     costs time per matching row, so terms that match a large share of the
     symbols ("returns", "value") are left out: they would barely move BM25.
+    ``counts`` may hold (and receives) the number of rows each token matches,
+    for a caller that knows when the index changed.
     """
     # The tokenizer splits at underscores and punctuation, and a quoted
     # multi-token term would be a phrase query, which a detail=column index
@@ -197,7 +200,7 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[
     if not tokens:
         return []
     try:
-        tokens = _selective_tokens(store, tokens)
+        tokens = _selective_tokens(store, tokens, {} if counts is None else counts)
         rows = store.execute(
             "SELECT rowid, bm25(symbols_fts, 5.0, 3.0, 2.0, 2.0) AS s FROM symbols_fts "
             "WHERE symbols_fts MATCH ? ORDER BY s LIMIT ?",
@@ -212,15 +215,17 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50) -> list[
 SEARCH_MAX_ROWS = 4000  # rows BM25 scores at most, about 20 ms
 
 
-def _selective_tokens(store: Store, tokens: list[str]) -> list[str]:
+def _selective_tokens(store: Store, tokens: list[str], memo: dict[str, int]) -> list[str]:
     """The tokens worth scoring: rarest first, until about SEARCH_MAX_ROWS rows match."""
     cap = SEARCH_MAX_ROWS + 1
     counts = []
     for t in tokens:
-        n = store.execute(
-            "SELECT count(*) FROM (SELECT rowid FROM symbols_fts WHERE symbols_fts MATCH ? LIMIT ?)",
-            (fts_quote(t), cap),
-        )[0][0]
+        n = memo.get(t)
+        if n is None:
+            n = memo[t] = store.execute(
+                "SELECT count(*) FROM (SELECT rowid FROM symbols_fts WHERE symbols_fts MATCH ? LIMIT ?)",
+                (fts_quote(t), cap),
+            )[0][0]
         if n:
             counts.append((n, t))
     if not counts:

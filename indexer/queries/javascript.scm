@@ -15,6 +15,30 @@
   property: [(property_identifier) (private_property_identifier)] @name
   value: [(arrow_function) (function_expression)]) @definition.method
 
+; definitions by assignment: `res.send = function send() {}`, `Foo.prototype.bar = ...`,
+; `exports.x = ...`, `module.exports = function name() {}` / `= class Name {}`
+; (parse.py turns the receiver into the qualified name)
+(assignment_expression
+  left: (member_expression
+    object: [(identifier) (member_expression) (this)] @receiver
+    property: (property_identifier) @name)
+  right: [(function_expression) (arrow_function) (generator_function)]) @definition.function
+(assignment_expression
+  left: (member_expression
+    object: [(identifier) (member_expression)] @receiver
+    property: (property_identifier) @name)
+  right: (class)) @definition.class
+; `Foo.prototype = { bar() {}, baz: function () {} }`: the members are Foo's
+((assignment_expression
+  left: (member_expression object: (identifier) @name property: (property_identifier) @_proto)
+  right: (object)) @scope
+  (#eq? @_proto "prototype"))
+
+; object-literal members holding a function: `{ send: function () {}, close: () => {} }`
+(pair
+  key: (property_identifier) @name
+  value: [(function_expression) (arrow_function) (generator_function)]) @definition.method
+
 ; top-level `const f = () => {}` / `let f = function () {}` (plain or exported)
 (program
   [(lexical_declaration

@@ -13,7 +13,8 @@
 (enum_item name: (type_identifier) @name) @definition.enum
 (trait_item name: (type_identifier) @name) @definition.interface
 (type_item name: (type_identifier) @name) @definition.type
-(mod_item name: (identifier) @name) @definition.module
+; `mod m { .. }` is a symbol; `mod m;` only points at the file m.rs (an import)
+(mod_item name: (identifier) @name body: (declaration_list)) @definition.module
 
 (source_file [(const_item name: (identifier) @name) (static_item name: (identifier) @name)] @definition.constant)
 (mod_item

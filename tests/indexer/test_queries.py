@@ -128,8 +128,6 @@ SYMBOLS = {
             ('Authenticator', 'interface'),
             ('Authenticator.login', 'method'),
             ('Authenticator.name', 'method'),
-            ('service', 'module'),
-            ('session', 'module'),
         },
         'src/auth/service.rs': {
             ('AuthService', 'struct'),
@@ -148,8 +146,6 @@ SYMBOLS = {
             ('hash_password', 'function'),
         },
         'src/main.rs': {
-            ('auth', 'module'),
-            ('hash', 'module'),
             ('main', 'function'),
         },
     },

@@ -1,0 +1,89 @@
+"""Slice layout: definitions set apart by blank lines, nested definitions
+inside their parent, overload stubs folded into the implementation."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from memstrata.compressor import context_query
+from memstrata.indexer.parse import parse_source
+from memstrata.indexer.workspace import Workspace
+
+SOURCE = '''
+from typing import overload
+
+
+class Store:
+    """Rows kept in memory."""
+
+    def __init__(self):
+        self.rows = {}
+
+    def put(self, key, row):
+        """Keep a row."""
+        self.rows[key] = row
+
+    def get(self, key):
+        """Fetch a row."""
+        return self.rows[key]
+
+    @overload
+    def fetch(self, key: int) -> dict: ...
+    @overload
+    def fetch(self, key: str) -> dict: ...
+    def fetch(self, key):
+        """Fetch by id or name."""
+        return self.get(key)
+
+
+def load(path):
+    """Read rows from a file."""
+    def parse(line):
+        return line.split(",")
+    return [parse(line) for line in open(path)]
+'''
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("layout") / "proj"
+    root.mkdir()
+    (root / "store.py").write_text(textwrap.dedent(SOURCE).lstrip("\n"))
+    with Workspace.open(root) as w:
+        w.index()
+        yield w
+
+
+def test_overload_stubs_fold_into_the_implementation():
+    result = parse_source("store.py", "python", textwrap.dedent(SOURCE).lstrip("\n").encode())
+    fetch = [s for s in result.symbols if s.qualname == "Store.fetch"]
+    assert len(fetch) == 1
+    assert fetch[0].signature == "def fetch(self, key):"
+
+
+def test_definitions_are_set_apart_by_blank_lines(ws):
+    r = context_query(ws, "`Store.put` `Store.get` `Store.fetch`", max_tokens=2000)
+    text = r.context
+    assert "        self.rows[key] = row\n\n    def get(self, key):" in text
+    assert "        return self.rows[key]\n\n" in text
+    # The stubs are not shown as definitions of their own.
+    assert "@overload" not in text.split("def fetch(self, key):")[1]
+
+
+def test_nested_definitions_sit_inside_their_parent(ws):
+    r = context_query(ws, "`parse` inside load", max_tokens=2000)
+    text = r.context
+    assert "def load(path):" in text
+    assert text.index("def load(path):") < text.index("    def parse(line):")
+
+
+def test_a_signature_one_argument_a_line_is_shown_without_its_body():
+    from memstrata.compressor.render import signature_end
+
+    lines = ["def attrib(", "    default=None,", "    validator=None,", "):", '    """Doc."""', "    return 1"]
+    sig = "def attrib( default=None, validator=None, ):"
+    assert signature_end(lines, 1, len(lines), sig) == 4
+    lines = ["@decorator", "def f(", "    a,", "):", "    pass"]
+    assert signature_end(lines, 1, len(lines), "def f( a, ):") == 4

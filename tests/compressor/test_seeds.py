@@ -1,0 +1,209 @@
+"""How a question becomes seeds: noise removed, qualified names in every
+common form, selectivity, English words, path and directory evidence, and a
+budget that is used when there is relevant code to show."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from memstrata.compressor import context_query
+from memstrata.compressor.analyze import NameIndex, clean_query, find_seeds
+from memstrata.indexer.workspace import Workspace
+
+
+def test_noise_is_removed_before_seeding():
+    message = textwrap.dedent("""\
+        Fix locking for MySQL (#1234), see https://example.org/issues/99 and gh-42
+
+        Reverts 3f2a9c1e7b; closes #77.
+        Change-Id: I0123456789abcdef0123456789abcdef01234567
+        Signed-off-by: Ann Example <ann@example.org>
+        Co-authored-by: Bob <bob@example.org>
+        """)
+    cleaned = clean_query(message)
+    for noise in ("1234", "example.org", "gh-42", "3f2a9c1e7b", "#77", "Change-Id", "I0123456789",
+                  "Signed-off-by", "Ann", "bob@"):
+        assert noise not in cleaned
+    assert "Fix locking for MySQL" in cleaned
+
+
+def test_sphinx_roles_keep_their_target():
+    assert "`.Select.with_for_update`" in clean_query(":meth:`.Select.with_for_update` and :class:`~sqlalchemy.Row`")
+    assert ":meth:" not in clean_query(":py:meth:`Row.keys`")
+
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/sql/__init__.py": "",
+    "pkg/sql/selectable.py": '''
+        class Select:
+            def with_for_update(self, nowait=False):
+                """Lock the selected rows."""
+                return self._locking(nowait)
+
+            def _locking(self, nowait):
+                return nowait
+
+
+        class Join:
+            def select(self):
+                return Select()
+    ''',
+    "pkg/dialects/__init__.py": "",
+    "pkg/dialects/mysql/__init__.py": "",
+    "pkg/dialects/mysql/compiler.py": '''
+        class MySQLCompiler:
+            def for_update_clause(self, select):
+                """Render FOR UPDATE for MySQL."""
+                return " FOR UPDATE"
+
+            def version(self):
+                return 8
+    ''',
+    "pkg/dialects/oracle/__init__.py": "",
+    "pkg/dialects/oracle/compiler.py": '''
+        class OracleCompiler:
+            def for_update_clause(self, select):
+                """Render FOR UPDATE for Oracle."""
+                return " FOR UPDATE NOWAIT"
+    ''',
+    "pkg/engine.py": '''
+        def version():
+            return "1.0"
+
+
+        def select(*columns):
+            return columns
+
+
+        def statement(text):
+            return text
+    ''',
+}
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("seeds") / "proj"
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    for i in range(40):  # a common method name defined in many places
+        (root / "pkg" / f"model_{i}.py").write_text(f"class Model{i}:\n    def save(self):\n        return {i}\n")
+    with Workspace.open(root) as w:
+        w.index()
+        yield w
+
+
+def seeds(ws, query):
+    graph = ws.graph
+    return find_seeds(query, graph, NameIndex(graph), ws.store, include_tests=False)
+
+
+@pytest.mark.parametrize("query", [
+    "Fix :meth:`.Select.with_for_update` with nowait",
+    "Fix :meth:`Select.with_for_update` with nowait",
+    "Fix pkg.sql.selectable.Select.with_for_update with nowait",
+    "Fix `with_for_update()` with nowait",
+    "Fix with_for_update() with nowait",
+])
+def test_qualified_references_in_every_common_form(ws, query):
+    s = seeds(ws, query)
+    assert "pkg/sql/selectable.py::Select.with_for_update" in s.named
+
+
+@pytest.mark.parametrize("query", ["see pkg/sql/selectable.py:12 for the lock", "see selectable.py for the lock"])
+def test_paths_with_and_without_line_numbers(ws, query):
+    s = seeds(ws, query)
+    assert "pkg/sql/selectable.py" in s.files
+    assert s.path_boost("pkg/sql/selectable.py") > 1.0
+
+
+def test_english_words_count_as_names_only_when_phrased_as_code(ws):
+    prose = seeds(ws, "select the version of the statement")
+    assert not prose.named
+    assert not (set(prose.symbols) & {"pkg/engine.py::select", "pkg/engine.py::version", "pkg/engine.py::statement"})
+    for code in ("call `select` here", "call select() here", "call engine.select here"):
+        assert "pkg/engine.py::select" in seeds(ws, code).named, code
+
+
+def test_a_name_defined_in_many_places_is_a_weak_seed(ws):
+    s = seeds(ws, "why does `save` lose data, and `with_for_update` too")
+    saves = [v for n, v in s.symbols.items() if n.endswith(".save")]
+    assert len(saves) == 40
+    assert sum(saves) < s.symbols["pkg/sql/selectable.py::Select.with_for_update"]
+    assert not any(n.endswith(".save") for n in s.named)
+
+
+def test_a_directory_the_question_names_raises_what_lives_there(ws):
+    r = context_query(ws, "FOR UPDATE clause rendering on mysql", max_tokens=300)
+    assert r.sources[0] == "pkg/dialects/mysql/compiler.py"
+    r = context_query(ws, "FOR UPDATE clause rendering on oracle", max_tokens=300)
+    assert r.sources[0] == "pkg/dialects/oracle/compiler.py"
+    # A method defined on several classes: the one in the named directory wins.
+    s = seeds(ws, "`for_update_clause` in the mysql dialect")
+    assert s.named == {"pkg/dialects/mysql/compiler.py::MySQLCompiler.for_update_clause"}
+
+
+def test_the_budget_is_filled_when_relevant_code_exists(ws):
+    # One named symbol with no edges: the ranking alone would show one signature.
+    r = context_query(ws, "`Model7.save` and anything that saves a model", max_tokens=400)
+    assert r.symbols[0] == "pkg/model_7.py::Model7.save"
+    assert r.tokens > 200
+    assert len(r.symbols) > 3
+
+
+def test_the_class_the_question_mentions_picks_among_namesakes(ws):
+    s = seeds(ws, "OracleCompiler renders `for_update_clause` wrong")
+    assert "pkg/dialects/oracle/compiler.py::OracleCompiler.for_update_clause" in s.named
+    assert "pkg/dialects/mysql/compiler.py::MySQLCompiler.for_update_clause" not in s.named
+
+
+def project_of(root, files: dict[str, str]) -> Workspace:
+    """A small indexed project with ``files`` (relative path -> text)."""
+    root.mkdir()
+    for rel, text in files.items():
+        (root / rel).write_text(text)
+    w = Workspace.open(root)
+    w.index()
+    return w
+
+
+def test_a_file_stem_of_several_words_used_in_any_order(tmp_path):
+    files = {f"{stem}.go": f"package shells\n\nfunc {stem.title().replace('_', '')}() {{}}\n"
+             for stem in ("fish_completions", "bash_completionsV2", "command")}
+    with project_of(tmp_path / "shells", files) as w:
+        s = seeds(w, "quote args in fish shell completion")
+        assert s.path_boost("fish_completions.go") > 1.0
+        assert s.path_boost("bash_completionsV2.go") == 1.0
+        assert seeds(w, "print help for bash along other completions").path_boost("bash_completionsV2.go") > 1.0
+
+
+def test_a_commit_area_prefix_is_strong_directory_evidence(ws):
+    plain = seeds(ws, "rendering of the lock clause on mysql")
+    area = seeds(ws, "mysql: rendering of the lock clause")
+    assert area.path_boost("pkg/dialects/mysql/compiler.py") > plain.path_boost("pkg/dialects/mysql/compiler.py") > 1.0
+
+
+def test_a_named_class_too_large_to_show_brings_its_members(tmp_path):
+    methods = "\n".join(f"    def op_{i}(self):\n        x = {i}\n        y = x * 2\n        return x + y\n"
+                        for i in range(30))
+    callers = "\n\n".join(f"def use_{i}():\n    \"\"\"Build a machine and count.\"\"\"\n    return Machine()\n"
+                          for i in range(60))
+    files = {"machine.py": f"class Machine:\n    \"\"\"A large class.\"\"\"\n\n{methods}",
+             "users.py": f"from machine import Machine\n\n\n{callers}"}
+    with project_of(tmp_path / "big", files) as w:
+        r = context_query(w, "a bug in `Machine` when counting", max_tokens=1200)
+        assert "machine.py::Machine" in r.symbols
+        assert sum(1 for s in r.symbols if s.startswith("machine.py::Machine.op_")) >= 15
+
+
+def test_a_function_word_can_still_name_a_file(tmp_path):
+    files = {f"{stem}.rs": f"pub struct {stem.title()};\n" for stem in ("once", "empty", "iter")}
+    with project_of(tmp_path / "streams", files) as w:
+        s = seeds(w, "stream: update coop handling for empty and once")
+        assert s.path_boost("once.rs") > 1.0 and s.path_boost("empty.rs") > 1.0
+        assert s.path_boost("iter.rs") == 1.0
