@@ -622,7 +622,11 @@ _INSERT_EVENT = ("INSERT INTO strata_events(branch, space, sequence, version, ev
 
 
 def _take_lock(path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only or unwritable folder: the server could commit nothing
+        raise StrataStoreError(
+            f"cannot open database {path.parent.name} for writing: {exc.strerror}") from None
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:

@@ -121,3 +121,19 @@ def test_session_branch(tmp_path):
     assert found == [False, True]
     proc = run_lines([str(db), "--branch", "ghost", "mcp", "serve"], [], env=env)
     assert proc.returncode == 2 and "branch `ghost` does not exist" in proc.stderr.decode()
+
+
+def test_a_read_only_database_folder_is_refused_with_a_clear_message(tmp_path):
+    from tests.stormbuffer.helpers import read_only
+
+    db = tmp_path / "db"
+    env = strata_env(tmp_path)
+    assert _put_then_count([str(db), "mcp", "serve"], env)[1] == 1
+    (db / "strata.lock").unlink()  # as a copy of the folder that never held a server would be
+    with read_only(db):
+        proc = run_lines([str(db), "mcp", "serve"], [], env=env)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert err.startswith("error: [failed_precondition.cli.open]: cannot open database db for writing"), err
+    assert "Traceback" not in err and str(tmp_path) not in err
+    assert _put_then_count([str(db), "mcp", "serve"], env)[1] == 1  # nothing was lost
