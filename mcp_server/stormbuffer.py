@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
 
+from .lines import read_lines
+
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "stormbuffer-mcp"
@@ -324,22 +326,6 @@ def _reject_constant(name: str) -> Any:
 _EOF = object()
 
 
-def _read_lines(stdin: BinaryIO, limit: int):
-    """Lines of at most ``limit`` bytes; a longer line yields None (its rest is skipped)."""
-    while True:
-        line = stdin.readline(limit + 1)
-        if not line:
-            return
-        if len(line) > limit and not line.endswith(b"\n"):
-            while True:  # drop the rest of the oversized line
-                more = stdin.readline(limit)
-                if not more or more.endswith(b"\n"):
-                    break
-            yield None
-            continue
-        yield line
-
-
 def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
                 max_line: int = MAX_LINE_BYTES, idle: Callable[[], None] | None = None,
                 idle_after: float = IDLE_AFTER_S) -> None:
@@ -389,7 +375,7 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
     worker = threading.Thread(target=work, name="stormbuffer-mcp-worker", daemon=True)
     worker.start()
     try:
-        for line in _read_lines(stdin, max_line):
+        for line in read_lines(stdin, max_line):
             if line is None:
                 too_long = f"Invalid request: a message may hold at most {max_line} bytes"
                 pending.put(("reply", error_reply(None, INVALID_REQUEST, too_long)))
