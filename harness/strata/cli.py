@@ -98,6 +98,8 @@ def target(opts: dict) -> tuple[str | None, bool]:
         path = os.environ.get("STRATA_DB") or None
     if path is None:
         raise UsageError("invalid_argument.cli.no_database", "no database specified", NO_DATABASE_HINT)
+    if not path.strip():
+        raise UsageError("invalid_argument.cli.usage", "the database path is empty", NO_DATABASE_HINT)
     return path, False
 
 

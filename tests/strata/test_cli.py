@@ -137,3 +137,19 @@ def test_a_read_only_database_folder_is_refused_with_a_clear_message(tmp_path):
     assert err.startswith("error: [failed_precondition.cli.open]: cannot open database db for writing"), err
     assert "Traceback" not in err and str(tmp_path) not in err
     assert _put_then_count([str(db), "mcp", "serve"], env)[1] == 1  # nothing was lost
+
+
+def test_an_empty_path_is_a_usage_error_and_dot_names_the_folder(tmp_path):
+    env = strata_env(tmp_path)
+    work = tmp_path / "my-work"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine")
+    for args in (["", "mcp", "serve"], ["--db", "", "mcp", "serve"]):
+        proc = run_lines(args, [], env=env, cwd=str(work))
+        assert proc.returncode == 2, args
+        assert proc.stderr.decode().startswith("error: [invalid_argument.cli.usage]: the database path is empty")
+    proc = run_lines([".", "mcp", "serve"], [], env=env, cwd=str(work))
+    assert proc.returncode == 1
+    assert proc.stderr.decode().startswith(
+        "error: [failed_precondition.cli.open]: my-work is not empty and holds no MemStrata Strata database")
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
