@@ -144,7 +144,7 @@ def test_an_empty_path_is_a_usage_error_and_dot_names_the_folder(tmp_path):
     work = tmp_path / "my-work"
     work.mkdir()
     (work / "notes.txt").write_text("mine")
-    for args in (["", "mcp", "serve"], ["--db", "", "mcp", "serve"]):
+    for args in (["", "mcp", "serve"], ["--db", "", "mcp", "serve"], ["--db=", "mcp", "serve"]):
         proc = run_lines(args, [], env=env, cwd=str(work))
         assert proc.returncode == 2, args
         assert proc.stderr.decode().startswith("error: [invalid_argument.cli.usage]: the database path is empty")
