@@ -18,9 +18,20 @@ LOGGER = "memstrata.access"
 COUNT_WAIT_SECONDS = 5.0  # how long a line waits for its request's token counts
 
 
+MAX_PATH_CHARS = 300
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters escaped: a request path is percent-decoded, so
+    ``%0A`` would otherwise start a forged line of its own."""
+    if text.isprintable():
+        return text[:MAX_PATH_CHARS]
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:MAX_PATH_CHARS])
+
+
 def format_line(method: str, path: str, status: int | str, duration_ms: float,
                 tokens: tuple[int, int] | None = None) -> str:
-    line = f"{method} {path} {status} {duration_ms:.1f} ms"
+    line = f"{printable(method)} {printable(path)} {status} {duration_ms:.1f} ms"
     if tokens is not None:
         before, after = tokens
         line += f" tokens {before} -> {after} (saved {before - after})"

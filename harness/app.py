@@ -28,6 +28,7 @@ from memstrata.storage import Store, ledger
 
 from . import dashboard
 from .accesslog import AccessLog
+from .loopback import HOST, allowed_names, refused
 from .metrics import Metrics
 from .proxy import Proxy, ProxyConfig
 from .recorder import Recorder
@@ -35,9 +36,6 @@ from .savings import WindowSavings, iso, load_providers, savings_report
 from .upstream import ANTHROPIC, OPENAI, api_for_path, error_body
 
 log = logging.getLogger(__name__)
-
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
-
 
 @dataclass
 class HarnessConfig:
@@ -70,19 +68,12 @@ class Harness:
             self.recorder.flush()
 
 
-def _host_name(value: str) -> str:
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
 class HostGuard:
     """Refuses requests whose Host (or Origin, when sent) is not a loopback/allowed name."""
 
     def __init__(self, app, allowed: Iterable[str] = ()):
         self.app = app
-        self.allowed = LOOPBACK_NAMES | {_host_name(h) for h in allowed}
+        self.allowed = allowed_names(allowed)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
@@ -94,13 +85,12 @@ class HostGuard:
             elif k == b"origin":
                 origin = v.decode("latin-1")
         problem = None
-        if host is None or _host_name(host) not in self.allowed:
+        which = refused(host, origin, self.allowed)
+        if which == HOST:
             problem = (421, f"MemStrata only answers requests addressed to localhost; refused Host "
                             f"{(host or '(none)')[:100]!r} (DNS-rebinding protection)")
-        elif origin is not None and origin != "null":
-            netloc = origin.split("://", 1)[-1]
-            if _host_name(netloc) not in self.allowed:
-                problem = (403, f"MemStrata refuses cross-site requests; Origin {origin[:100]!r} is not local")
+        elif which is not None:
+            problem = (403, f"MemStrata refuses cross-site requests; Origin {origin[:100]!r} is not local")
         if problem is None or scope["type"] != "http":
             if problem is not None:  # websocket: just close
                 return await send({"type": "websocket.close", "code": 1008})

@@ -86,8 +86,29 @@ class NotIndexed(Exception):
 
 
 def open_workspace(path: str | None, **kw) -> Workspace:
-    """The project's workspace, creating its index folder if needed (commands that write)."""
+    """The project's workspace, creating its index folder if needed (commands that write).
+
+    Without a PATH the project is the current directory; when that is the
+    filesystem root or the home folder itself (where MCP hosts often start the
+    servers they launch) and no index is there yet, it is refused rather than
+    indexing everything below it.
+    """
+    if path is None:
+        root = resolve_root(None)
+        if not (index_dir(root) / INDEX_FILE).is_file() and _too_broad(root):
+            where = "the filesystem root" if root == Path(root.anchor) else "your home folder"
+            raise ProjectError(f"the current directory is {where}, not a project: run this in the project "
+                               "folder or name it (--project /path/to/project)")
     return Workspace.open(path, **kw)
+
+
+def _too_broad(root: Path) -> bool:
+    if root == Path(root.anchor):
+        return True
+    try:
+        return root == Path.home().resolve()
+    except (RuntimeError, OSError):  # no home to compare with
+        return False
 
 
 def open_indexed(path: str | None) -> Workspace:

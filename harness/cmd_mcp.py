@@ -16,7 +16,6 @@ import signal
 import sys
 
 from memstrata.indexer.project import ProjectError
-from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreError
 
 from . import argtypes
@@ -58,8 +57,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     # Clients stop servers with SIGTERM: unwind like Ctrl-C so the watcher stops
     # and the store closes cleanly.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    from .cmd_index import open_workspace
+
     try:
-        ws = Workspace.open(argtypes.project_of(args))
+        ws = open_workspace(argtypes.project_of(args))
     except (ProjectError, StoreError) as exc:
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2

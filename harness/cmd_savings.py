@@ -104,9 +104,15 @@ def _window_lines(w: WindowSavings, answers: bool) -> list[str]:
                      f"{w.cache_write_tokens:,} cache write, {w.output_tokens:,} output tokens")
     lines.append(f"  dollars saved:  {_dollars(w)}")
     if answers and w.measured:
-        lines.append(f"  answers:        recall {w.recall:.2f}, precision {w.precision:.2f} "
+        # recall is undefined while no measured answer named a project symbol (and
+        # precision while no measured slice held one): say so rather than print 0.
+        lines.append(f"  answers:        recall {_share(w.recall)}, precision {_share(w.precision)} "
                      f"over {w.measured} measured")
     return lines
+
+
+def _share(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
 
 
 def usd(v: float) -> str:

@@ -26,9 +26,10 @@ import fnmatch
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from .files import atomic_write_text
 
 PROVIDERS_FILE = "providers.json"
 WILDCARD = "*"
@@ -173,15 +174,7 @@ class Providers:
         if self.path is None:
             raise ProvidersError("these provider hints have no file")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".providers.", suffix=".json", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.data, f, indent=2)
-                f.write("\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n")
 
     # -- reads ------------------------------------------------------------------
 

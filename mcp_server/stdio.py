@@ -15,7 +15,8 @@ instead and keeps to JSON-RPC 2.0:
 - a line over :data:`MAX_MESSAGE_BYTES` gets ``-32600`` and is skipped;
 - blank lines are not messages and are ignored;
 - at end of input, every request already read is answered (bounded by
-  ``drain_timeout``) before the session closes.
+  ``drain_timeout``) before the session closes;
+- at most :data:`MAX_IN_FLIGHT` requests are read ahead of their answers.
 
 Everything valid goes to the SDK unchanged, so the protocol itself (versions,
 ``initialize``, tools, ``-32601`` for unknown methods) stays the SDK's.
@@ -51,6 +52,12 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 MAX_MESSAGE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE  # the same cap as one HTTP request body
 DEFAULT_DRAIN_TIMEOUT = 60.0  # longer than a context_query may wait for the index
+# Requests handed to the SDK and not answered yet.  The SDK runs each one in a task
+# of its own, so without a cap a client that sends faster than it reads answers
+# would grow the server's tasks and memory without bound; at the cap the front
+# stops reading until an answer goes out.  (These servers never send requests to
+# the client, so no answer the SDK waits for can be stuck behind the cap.)
+MAX_IN_FLIGHT = 64
 
 
 @dataclass(slots=True)
@@ -164,13 +171,17 @@ class StdioFront:
     """One stdio session: the reader, the SDK's session loop and one writer."""
 
     def __init__(self, server: MCPServer, stdin: IO[bytes], stdout: IO[bytes], *,
-                 drain_timeout: float = DEFAULT_DRAIN_TIMEOUT, max_message_bytes: int = MAX_MESSAGE_BYTES):
+                 drain_timeout: float = DEFAULT_DRAIN_TIMEOUT, max_message_bytes: int = MAX_MESSAGE_BYTES,
+                 max_in_flight: int = MAX_IN_FLIGHT):
         self.server = server
         self.stdin = stdin
         self.stdout = stdout
         self.drain_timeout = drain_timeout
         self.max_message_bytes = max_message_bytes
         self._pending: Counter[str | int] = Counter()  # request ids the SDK has not answered yet
+        self._in_flight = 0                              # their total
+        self.max_in_flight = max_in_flight
+        self._room: anyio.Event | None = None            # set when an answer frees a place
         self._drained: anyio.Event | None = None
         self._write_lock = anyio.Lock()
         self._broken = False
@@ -221,7 +232,11 @@ class StdioFront:
                 continue
             message = outcome.message
             if isinstance(message, types.JSONRPCRequest):
+                while self._in_flight >= self.max_in_flight and not self._broken:
+                    self._room = anyio.Event()
+                    await self._room.wait()
                 self._pending[message.id] += 1
+                self._in_flight += 1
             elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
                 # A cancelled request is never answered (MCP): stop waiting for it.
                 request_id = (message.params or {}).get("requestId")
@@ -258,10 +273,15 @@ class StdioFront:
                     self._answered(message.id)
 
     def _answered(self, request_id: str | int) -> None:
-        if self._pending[request_id] > 1:
+        count = self._pending.get(request_id, 0)
+        if count > 1:
             self._pending[request_id] -= 1
-        else:
-            self._pending.pop(request_id, None)
+        elif count == 1:
+            del self._pending[request_id]
+        if count:
+            self._in_flight -= 1
+            if self._room is not None:
+                self._room.set()
         if not self._pending and self._drained is not None:
             self._drained.set()
 
@@ -284,6 +304,8 @@ class StdioFront:
                 self._broken = True
                 if self._drained is not None:
                     self._drained.set()
+                if self._room is not None:
+                    self._room.set()
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)

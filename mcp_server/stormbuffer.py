@@ -22,9 +22,12 @@ import json
 import logging
 import queue
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Protocol
+
+from .lines import read_lines
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,9 @@ MAX_URI_BYTES = 4_096
 MAX_RESOURCE_TEXT_BYTES = 122_880
 MAX_LINE_BYTES = 8 * 1024 * 1024
 IDLE_AFTER_S = 30.0
+# Lines read ahead of the worker; past this the reader waits, so a client that
+# sends faster than it reads answers cannot grow the server's memory.
+MAX_QUEUED_LINES = 64
 URI_PREFIX = "stormbuffer://"
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = (
@@ -324,22 +330,6 @@ def _reject_constant(name: str) -> Any:
 _EOF = object()
 
 
-def _read_lines(stdin: BinaryIO, limit: int):
-    """Lines of at most ``limit`` bytes; a longer line yields None (its rest is skipped)."""
-    while True:
-        line = stdin.readline(limit + 1)
-        if not line:
-            return
-        if len(line) > limit and not line.endswith(b"\n"):
-            while True:  # drop the rest of the oversized line
-                more = stdin.readline(limit)
-                if not more or more.endswith(b"\n"):
-                    break
-            yield None
-            continue
-        yield line
-
-
 def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
                 max_line: int = MAX_LINE_BYTES, idle: Callable[[], None] | None = None,
                 idle_after: float = IDLE_AFTER_S) -> None:
@@ -347,17 +337,29 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
 
     The reading thread (the caller) parses lines and notes cancellations at
     once; one worker thread answers in order, so the store sees one operation
-    at a time and a cancellation can overtake a queued request.  ``idle`` runs
-    on the worker after ``idle_after`` seconds without a message (and then
-    again every ``idle_after`` seconds).
+    at a time and a cancellation can overtake a queued request.  At most
+    ``MAX_QUEUED_LINES`` lines wait for the worker.  A cancellation counts
+    only for a request read and not yet answered (a late one, or one naming an
+    id never sent, is dropped, so a reused id is served).  ``idle`` runs on the
+    worker after ``idle_after`` seconds without a message (and then again
+    every ``idle_after`` seconds).
     """
-    pending: queue.Queue = queue.Queue()
-    cancelled: set[Any] = set()
+    pending: queue.Queue = queue.Queue(maxsize=MAX_QUEUED_LINES)
+    queued: Counter = Counter()   # ids of requests read and not yet answered
+    cancelled: set[Any] = set()   # those of them a cancellation named
     lock = threading.Lock()
 
     def is_cancelled(msg_id: Any) -> bool:
         with lock:
             return msg_id in cancelled
+
+    def answered(ids: list[Any]) -> None:
+        with lock:
+            for msg_id in ids:
+                queued[msg_id] -= 1
+                if queued[msg_id] <= 0:
+                    del queued[msg_id]
+                    cancelled.discard(msg_id)
 
     def write(reply: Any) -> bool:
         try:
@@ -380,41 +382,51 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
                 continue
             if item is _EOF:
                 return
-            if not alive:
-                continue
-            reply = item[1] if isinstance(item, tuple) else server.handle_value(item, is_cancelled)
-            if reply is not None:
-                alive = write(reply)
+            kind, value, ids = item
+            if alive:
+                reply = value if kind == "reply" else server.handle_value(value, is_cancelled)
+                if reply is not None:
+                    alive = write(reply)
+            answered(ids)
 
     worker = threading.Thread(target=work, name="stormbuffer-mcp-worker", daemon=True)
     worker.start()
     try:
-        for line in _read_lines(stdin, max_line):
+        for line in read_lines(stdin, max_line):
             if line is None:
                 too_long = f"Invalid request: a message may hold at most {max_line} bytes"
-                pending.put(("reply", error_reply(None, INVALID_REQUEST, too_long)))
+                pending.put(("reply", error_reply(None, INVALID_REQUEST, too_long), []))
                 continue
             if not line.strip():
                 continue
             value, parse_error = server.parse_line(line)
             if parse_error is not None:
-                pending.put(("reply", parse_error))
+                pending.put(("reply", parse_error, []))
                 continue
-            _note_cancellations(value, cancelled, lock)
-            pending.put(value)
+            ids = _request_ids(value)
+            with lock:
+                queued.update(ids)
+                _note_cancellations(value, queued, cancelled)
+            pending.put(("value", value, ids))
     finally:
         pending.put(_EOF)
         worker.join()
 
 
-def _note_cancellations(value: Any, cancelled: set[Any], lock: threading.Lock) -> None:
+def _request_ids(value: Any) -> list[Any]:
+    """The ids of the requests in one decoded line (a message or a batch)."""
+    return [m["id"] for m in (value if isinstance(value, list) else [value])
+            if isinstance(m, dict) and "method" in m and _usable_id(m.get("id"))]
+
+
+def _note_cancellations(value: Any, queued: Counter, cancelled: set[Any]) -> None:
+    """Cancellations in one line that name a request still waiting (the caller holds the lock)."""
     for msg in value if isinstance(value, list) else [value]:
         if isinstance(msg, dict) and msg.get("method") == "notifications/cancelled" and "id" not in msg:
             params = msg.get("params")
             request_id = params.get("requestId") if isinstance(params, dict) else None
-            if _usable_id(request_id):
-                with lock:
-                    cancelled.add(request_id)
+            if _usable_id(request_id) and request_id in queued:
+                cancelled.add(request_id)
 
 
 __all__ = ["SERVER_NAME", "TOOLS", "TOOLS_BY_NAME", "RESOURCE_TEMPLATES", "StormbufferCore", "StormbufferMcp",

@@ -24,6 +24,7 @@ from typing import Any, BinaryIO
 
 from memstrata import __version__
 
+from .lines import read_lines
 from .strata_engine import Engine, dumps
 from .strata_guide import guide_markdown
 from .strata_tools import TOOLS, Call, ToolInputError, UnknownTool, build_call
@@ -32,6 +33,9 @@ log = logging.getLogger("memstrata.strata.mcp")
 
 SERVER_NAME = "strata"
 DEFAULT_PROTOCOL = "2025-06-18"
+# The longest line read as a message; a longer one is answered -32600 and skipped
+# (a 32768-dimension vector or a large JSON document fits many times over).
+MAX_LINE_BYTES = 16 * 1024 * 1024
 INSTRUCTIONS = (
     "Strata is an embedded multi-model database (KV, JSON, vectors, events, graphs) with branches and "
     "time travel. When unsure, call the `strata_guide` tool first: it explains how this server targets "
@@ -178,16 +182,17 @@ class StrataServer:
         return outcome.text(), outcome.envelope is None
 
 
-def serve(engine: Engine, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+def serve(engine: Engine, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *,
+          max_line: int = MAX_LINE_BYTES) -> int:
     """Answer lines from stdin until it closes; every line read is answered before returning."""
     stdin = stdin or sys.stdin.buffer
     stdout = stdout or sys.stdout.buffer
     server = StrataServer(engine)
-    while True:
-        raw = stdin.readline()
-        if not raw:
-            return 0
-        answer = server.handle_line(raw)
+    for raw in read_lines(stdin, max_line):
+        if raw is None:
+            answer = dumps(rpc_error(None, -32600, f"invalid request: a message may hold at most {max_line} bytes"))
+        else:
+            answer = server.handle_line(raw)
         if answer is not None:
             try:
                 stdout.write(answer.encode("utf-8") + b"\n")
@@ -195,3 +200,4 @@ def serve(engine: Engine, stdin: BinaryIO | None = None, stdout: BinaryIO | None
             except BrokenPipeError:
                 log.info("client closed the connection")
                 return 0
+    return 0

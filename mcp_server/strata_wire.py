@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import binascii
 import json
-import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -421,7 +420,3 @@ def command_type(command: Any, known: frozenset[str], all_types: tuple[str, ...]
     if not isinstance(command, dict):
         raise invalid_type(command, "internally tagged enum Command")
     return tag
-
-
-def is_finite(values: list[float]) -> bool:
-    return all(math.isfinite(x) for x in values)

@@ -263,11 +263,20 @@ def start_session(store: Store, started: float, pid: int | None = None, *, addre
                   kind: str = "serve") -> int:
     """Record a new session and hold its lock; first close sessions whose process died."""
     close_dead_sessions(store)
-    with store.write() as conn:
-        cur = conn.execute("INSERT INTO ledger_sessions(started, pid, kind, address) VALUES (?, ?, ?, ?)",
-                           (started, pid, kind, address))
-        session_id = int(cur.lastrowid)
-    SessionLocks.for_store(store).hold(session_id)
+    locks = SessionLocks.for_store(store)
+    session_id = None
+    try:
+        with store.write() as conn:
+            cur = conn.execute("INSERT INTO ledger_sessions(started, pid, kind, address) VALUES (?, ?, ?, ?)",
+                               (started, pid, kind, address))
+            session_id = int(cur.lastrowid)
+            # Held before the row is committed: a process starting at the same moment
+            # must never see this session unended and unlocked, and close it as dead.
+            locks.hold(session_id)
+    except BaseException:
+        if session_id is not None:
+            locks.release(session_id)
+        raise
     return session_id
 
 

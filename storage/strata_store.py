@@ -181,18 +181,19 @@ class StrataStore:
     def open(cls, folder: str | Path) -> "StrataStore":
         """Open (creating when needed) the durable database in ``folder``."""
         folder = Path(folder)
+        name = _display_name(folder)
         if folder.exists() and not folder.is_dir():
-            raise StrataStoreError(f"{folder.name} is a file, not a database folder")
+            raise StrataStoreError(f"{name} is a file, not a database folder")
         if folder.is_dir() and not (folder / DB_FILE).exists():
             foreign = [p.name for p in folder.iterdir() if p.name not in (LOCK_FILE,)]
             if foreign:
                 raise StrataStoreError(
-                    f"{folder.name} is not empty and holds no MemStrata Strata database "
+                    f"{name} is not empty and holds no MemStrata Strata database "
                     f"({DB_FILE}); pass a new or empty folder")
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StrataStoreError(f"cannot create {folder.name}: {exc.strerror}") from None
+            raise StrataStoreError(f"cannot create {name}: {exc.strerror}") from None
         lock_fd = _take_lock(folder / LOCK_FILE)
         try:
             store = Store(folder / DB_FILE)
@@ -621,13 +622,22 @@ _INSERT_EVENT = ("INSERT INTO strata_events(branch, space, sequence, version, ev
                  " previous_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 
 
+def _display_name(folder: Path) -> str:
+    """The folder's own name for messages (never its full path; ``.`` is named too)."""
+    return folder.name or folder.absolute().resolve().name or str(folder)
+
+
 def _take_lock(path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only or unwritable folder: the server could commit nothing
+        raise StrataStoreError(
+            f"cannot open database {_display_name(path.parent)} for writing: {exc.strerror}") from None
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
         raise StrataStoreError(
-            f"database {path.parent.name} is in use by another process; "
+            f"database {_display_name(path.parent)} is in use by another process; "
             "stop that process or use a different path") from None
     return fd

@@ -25,30 +25,18 @@ from memstrata.mcp_server.http import MCPHttp
 from memstrata.mcp_server.kura import DatabaseUnavailable, InvalidArgument, KuraSearch, build_kura_server
 from memstrata.storage import kura_store
 
+from ..loopback import HOST, refused
 from .library import Library
 
-_LOOPBACK = {"127.0.0.1", "localhost", "[::1]", "::1"}
-
-
-def _host_name(host: str) -> str:
-    host = host.strip().lower()
-    if host.startswith("["):
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
 def refusal(headers: Headers) -> tuple[int, str] | None:
-    """Why a request must be refused: a Host that is not a loopback name (421,
-    DNS rebinding) or an Origin other than a loopback page (403, a cross-site
-    request from a browser).  ``Origin: null`` (sandboxed frames, ``file:``
-    pages) is foreign too; tools such as curl send no Origin at all."""
-    if _host_name(headers.get("host", "")) not in _LOOPBACK:
+    """Why a request must be refused (harness/loopback.py): a Host that is not a
+    loopback name (421, DNS rebinding) or an Origin other than a loopback page
+    (403, a cross-site request from a browser, ``Origin: null`` included)."""
+    which = refused(headers.get("host"), headers.get("origin"))
+    if which == HOST:
         return 421, "invalid Host header"
-    origin = headers.get("origin")
-    if origin is not None:
-        scheme, sep, netloc = origin.partition("://")
-        if not sep or scheme.lower() not in ("http", "https") or _host_name(netloc) not in _LOOPBACK:
-            return 403, "cross-origin requests are refused"
+    if which is not None:
+        return 403, "cross-origin requests are refused"
     return None
 
 

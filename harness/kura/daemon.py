@@ -130,7 +130,9 @@ def ensure_running(home: Home) -> Started:
     while time.monotonic() < deadline:
         url = running_url(home)
         if url is not None:
-            return Started(url, proc.poll() is None)
+            # Started by us only if our process won the lock: a loser of a race
+            # between two CLIs is still alive here, waiting to report the winner.
+            return Started(url, daemon_pid(home) == proc.pid)
         code = proc.poll()
         if code not in (None, 0):
             raise KuraError(f"the kura daemon failed to start (exit {code}); see {home.log_file}:\n"

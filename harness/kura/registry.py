@@ -10,8 +10,8 @@ Layout (``~/.config/kuradb``, or ``$KURA_HOME``)::
     <name>/data.db the database's store
     <name>/inbox/  where files are dropped (databases added without a PATH)
 
-Every rewrite of a JSON file goes through a temporary file and ``os.replace``
-under ``registry.lock``, so concurrent ``kura`` commands never see half a file.
+Every rewrite of a JSON file is an atomic replacement (``harness/files.py``: a
+fsynced temporary file, then ``os.replace``) under ``registry.lock``, so concurrent ``kura`` commands never see half a file.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ import fcntl
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+
+from ..files import atomic_write_text
 
 DB_FILE = "data.db"
 INBOX = "inbox"
@@ -210,20 +211,8 @@ def _read_json(path: Path, default):
 
 def _write_json(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    atomic_write_text(path, text)

@@ -79,6 +79,14 @@ def project_file(rel: str, data: bytes, state: sb.FileState) -> sb.ProjectedFile
     return sb.ProjectedFile(rel, state, record=record_row(record, rel), chunks=chunks)
 
 
+def _unreadable_folder(prefix: str, exc: OSError) -> SbufError:
+    """A folder below records/ that cannot be listed: its records would silently drop
+    out of the projection, so the read fails instead (the CLI names the folder)."""
+    return SbufError("internal_error", errors.STORE_FAILED,
+                     f"the folder records/{prefix} cannot be read ({exc.strerror or type(exc).__name__}); "
+                     "make it readable, or move it out of records/")
+
+
 def walk_records(records_dir: Path) -> dict[str, os.stat_result]:
     """Every regular ``*.md`` file below ``records_dir`` (symlinks are not followed)."""
     found: dict[str, os.stat_result] = {}
@@ -91,6 +99,8 @@ def walk_records(records_dir: Path) -> dict[str, os.stat_result]:
             continue
         except NotADirectoryError:
             continue
+        except OSError as exc:
+            raise _unreadable_folder(prefix, exc) from None
         for entry in entries:
             try:
                 if entry.is_symlink():
@@ -123,6 +133,8 @@ def scan_records(records_dir: Path, known: dict[str, sb.FileState]) -> tuple[set
             fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
         except (FileNotFoundError, NotADirectoryError):
             continue
+        except OSError as exc:
+            raise _unreadable_folder(prefix, exc) from None
         try:
             with os.scandir(fd) as entries:
                 for entry in entries:

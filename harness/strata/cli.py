@@ -63,8 +63,8 @@ def parse(argv: list[str]) -> dict:
         elif arg == "--cache":
             opts["cache"] = True
         elif arg in ("--db", "--branch") or arg.startswith(("--db=", "--branch=")):
-            name, _, value = arg.partition("=")
-            if not value:
+            name, eq, value = arg.partition("=")
+            if not eq:  # `--db PATH`; `--db=` is an (empty) value of its own
                 value = next(it, None)
                 if value is None:
                     raise UsageError("invalid_argument.cli.usage", f"{name} needs a value")
@@ -98,6 +98,8 @@ def target(opts: dict) -> tuple[str | None, bool]:
         path = os.environ.get("STRATA_DB") or None
     if path is None:
         raise UsageError("invalid_argument.cli.no_database", "no database specified", NO_DATABASE_HINT)
+    if not path.strip():
+        raise UsageError("invalid_argument.cli.usage", "the database path is empty", NO_DATABASE_HINT)
     return path, False
 
 

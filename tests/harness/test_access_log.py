@@ -66,3 +66,15 @@ def test_no_access_log_without_the_flag(tmp_path, memstrata_home, upstream):
         for _ in range(3):
             httpx.get(serve.url + "/health")
     assert access_lines(serve) == []
+
+
+def test_a_path_cannot_forge_a_line(tmp_path, memstrata_home, upstream, wait_until):
+    project = copy_project(tmp_path / "proj")
+    with Serve(project, cli_env(memstrata_home), "--openai-upstream", upstream + "/v1", "--no-watch",
+               "--access-log") as serve:
+        # The ASGI path is percent-decoded: %0A is a newline by the time it is logged.
+        httpx.get(serve.url + "/x%0Amemstrata:%20POST%20/v1/chat/completions%20200%201.0%20ms%1b[2J")
+        wait_until(lambda: any("/x" in line for line in serve.lines), message="the request's line")
+    (line,) = [x for x in serve.lines if "/x" in x]
+    assert line.startswith("memstrata: GET /x\\nmemstrata: POST /v1/chat/completions 200 1.0 ms\\x1b[2J 404 ")
+    assert not any(x.startswith("memstrata: POST") for x in serve.lines)

@@ -120,3 +120,21 @@ def test_broken_pipe_is_one_line_and_nonzero(tmp_path, cli_env, memstrata_exe):
 def test_version_flag():
     out = subprocess.run([sys.executable, "-m", "memstrata", "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.startswith("memstrata ")
+
+
+@pytest.mark.parametrize("command", ["index", "watch", "serve", "mcp"])
+def test_the_home_folder_is_never_indexed_by_default(run_cli, cli_env, tmp_path, command):
+    """An MCP host that starts `memstrata mcp` without --project in the home folder (or in /)
+    must not get everything below it indexed: refused, nothing created; named, it is honoured."""
+    home = copy_project(tmp_path / "home")
+    env = dict(cli_env, HOME=str(home))
+    args = [command, "--port", "0"] if command == "serve" else [command]
+    res = run_cli(*args, check=False, cwd=str(home), env=env, input="", timeout=60)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert res.stderr == ("memstrata: the current directory is your home folder, not a project: run this in "
+                          "the project folder or name it (--project /path/to/project)\n")
+    assert not (home / ".memstrata").exists()
+    if command == "index":
+        run_cli("index", str(home), cwd=str(home), env=env)   # named explicitly: indexed
+        run_cli("index", cwd=str(home), env=env)              # and from then on it is a project
+        assert (home / ".memstrata" / "index.db").is_file()

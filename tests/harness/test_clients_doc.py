@@ -33,10 +33,13 @@ from .serve_helpers import REPO, copy_project
 
 DOC = REPO / "docs" / "clients.md"
 PLACEHOLDER = "/abs/path/to/project"
-TOOLS = {"memstrata": {"context_query", "index_status", "savings_summary"}, "kura": {"list_rag", "search_rag"}}
-# The command lines the original products document (shared/seeds): the slots must keep them.
-SLOTS = {"strata": ("strata", ["/absolute/path/to/my-db", "mcp", "serve"]),
-         "stormbuffer": ("stormbuffer-mcp", ["--stdio", "--project"])}
+DB_PLACEHOLDER = "/absolute/path/to/my-db"
+TOOLS = {"memstrata": {"context_query", "index_status", "savings_summary"}, "kura": {"list_rag", "search_rag"},
+         "strata": {"strata_guide", "strata_command", "strata_kv_put", "strata_branch_fork"},
+         "stormbuffer-mcp": {"memory_recall", "memory_get", "memory_remember", "memory_update", "memory_forget"}}
+# The command lines the original products document (shared/seeds): the entries must keep them.
+SEEDED = {"strata": ("strata", ["/absolute/path/to/my-db", "mcp", "serve"]),
+          "stormbuffer": ("stormbuffer-mcp", ["--stdio", "--project"])}
 
 
 @dataclass(frozen=True)
@@ -98,16 +101,17 @@ def test_the_doc_covers_every_client_and_server():
     assert "ANTHROPIC_BASE_URL=http://127.0.0.1:8080/anthropic" in text
 
 
-def test_slots_carry_the_documented_command_lines():
-    slots = [e for e in stdio_entries() if e.name in SLOTS]
-    assert {e.where for e in slots} >= {"json", "claude mcp add", "codex mcp add"}
-    for e in slots:
-        assert (e.command, list(e.args)) == SLOTS[e.name], e
-    assert DOC.read_text().lower().count("slot") >= 5  # marked as slots, not as working servers
+def test_strata_and_stormbuffer_entries_carry_the_seeds_command_lines():
+    seeded = [e for e in stdio_entries() if e.name in SEEDED]
+    assert {e.where for e in seeded} >= {"json", "claude mcp add", "codex mcp add"}
+    for e in seeded:
+        assert (e.command, list(e.args)) == SEEDED[e.name], e
+    assert "slot" not in DOC.read_text().lower()  # they are working servers now
 
 
 def _env(tmp: Path) -> dict:
-    env = dict(os.environ, MEMSTRATA_HOME=str(tmp / "memstrata_home"), KURA_HOME=str(tmp / "kura_home"))
+    env = dict(os.environ, MEMSTRATA_HOME=str(tmp / "memstrata_home"), KURA_HOME=str(tmp / "kura_home"),
+               XDG_DATA_HOME=str(tmp / "xdg_data"), XDG_CACHE_HOME=str(tmp / "xdg_cache"))
     # the console scripts of this environment, as an installed client would find them
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     return env
@@ -121,18 +125,21 @@ async def _tools(command: str, args: list[str], env: dict, cwd: Path) -> set[str
         return {t.name for t in (await s.list_tools()).tools}
 
 
-def test_every_memstrata_and_kura_entry_starts_and_lists_its_tools(tmp_path):
+def test_every_entry_starts_and_lists_its_tools(tmp_path):
     project = copy_project(tmp_path / "project")
+    db = tmp_path / "my-db"
     env = _env(tmp_path)
     runnable = [e for e in stdio_entries() if e.command in TOOLS]
-    assert len(runnable) >= 10
+    assert len(runnable) >= 15
+    assert {e.command for e in runnable} == set(TOOLS)
     seen: dict[tuple, set[str]] = {}
     for e in runnable:
-        args = [a.replace(PLACEHOLDER, str(project)) for a in e.args]
+        args = [a.replace(PLACEHOLDER, str(project)).replace(DB_PLACEHOLDER, str(db)) for a in e.args]
         key = (e.command, tuple(args))
-        if key not in seen:
-            seen[key] = anyio.run(_tools, e.command, args, env, tmp_path)
+        if key not in seen:  # started from the project folder, as the doc says a host must
+            seen[key] = anyio.run(_tools, e.command, args, env, project)
         assert TOOLS[e.command] <= seen[key], e
+    assert (db / "strata.db").is_file()
 
 
 @pytest.fixture(scope="module")

@@ -349,6 +349,18 @@ def test_foreign_host_and_origin_refused(proxy):
     assert httpx.get(proxy.url + "/health", headers={"host": "localhost:1234"}).status_code == 200
 
 
+def test_origin_null_and_non_web_origins_are_cross_site(proxy):
+    # Sandboxed frames and file: pages send "Origin: null"; like the SDK's /mcp guard and
+    # the Kura daemon, every route refuses it (and any origin that is not an http(s) local page).
+    port = proxy.url.rsplit(":", 1)[1]
+    for origin in ("null", "file://", "chrome-extension://localhost", f"ftp://127.0.0.1:{port}"):
+        for path in ("/status", "/api/dashboard", "/metrics"):
+            r = httpx.get(proxy.url + path, headers={"origin": origin})
+            assert r.status_code == 403, (origin, path, r.status_code)
+    for origin in (proxy.url, f"http://localhost:{port}", f"http://[::1]:{port}", "https://localhost"):
+        assert httpx.get(proxy.url + "/status", headers={"origin": origin}).status_code == 200, origin
+
+
 def test_passthrough_endpoints(proxy, fresh):
     models = oai(proxy).models.list()
     assert [m.id for m in models.data] == ["gpt-4o"]

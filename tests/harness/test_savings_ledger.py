@@ -146,3 +146,15 @@ def test_invalid_file_is_a_clear_error(memstrata_home):
     (memstrata_home / "providers.json").write_text('{"providers": {"x": {"models": {"m": {"input_cost_per_mtok": "a"}}}}}')
     with pytest.raises(ProvidersError, match="input_cost_per_mtok"):
         Providers.load()
+
+
+def test_report_lines_when_no_measured_answer_named_a_project_symbol(store):
+    # A measured answer that names no project symbol leaves recall undefined (null);
+    # `memstrata savings` printed it with a format spec and died with a traceback.
+    from memstrata.harness.cmd_savings import report_lines
+
+    ledger.record(store, [entry(10.0, slice_symbols=3, answer_symbols=0, symbol_hits=0)])
+    rep = savings_report(store, now=20.0, providers=Providers.defaults())
+    assert rep.cycle.measured == 1 and rep.cycle.recall is None and rep.cycle.precision == 0.0
+    (line,) = [x for x in report_lines(rep, None) if "answers:" in x]
+    assert "recall n/a, precision 0.00 over 1 measured" in line

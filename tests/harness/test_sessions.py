@@ -139,3 +139,35 @@ def test_memstrata_mcp_reports_the_running_serve_session(project, env, upstream,
         assert got["session_dollar_saved"] == pytest.approx(expected["session_dollar_saved"])
     stopped = anyio.run(summary)
     assert stopped["session_tokens_saved"] == 0 and stopped["cycle_tokens_saved"] == expected["cycle_tokens_saved"]
+
+
+def test_a_session_starting_is_never_closed_by_another_start(tmp_path, monkeypatch):
+    """Two serves starting at once: the second one's sweep of dead sessions runs at the
+    worst moment of the first one's start (its session row written, its lock about to be
+    taken) and must leave that session open."""
+    import subprocess
+    import sys
+
+    path = tmp_path / ".memstrata" / "index.db"
+    store = Store(path)
+    sweep = ("import sys; from memstrata.storage import Store, ledger; "
+             "s = Store(sys.argv[1]); print(ledger.close_dead_sessions(s)); s.close()")
+    swept = []
+    real_hold = ledger.SessionLocks.hold
+
+    def hold_after_another_start_swept(self, session_id):
+        proc = subprocess.run([sys.executable, "-c", sweep, str(path)], capture_output=True, text=True,
+                              timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        swept.append(json.loads(proc.stdout))
+        return real_hold(self, session_id)
+
+    monkeypatch.setattr(ledger.SessionLocks, "hold", hold_after_another_start_swept)
+    try:
+        sid = ledger.start_session(store, 100.0, pid=os.getpid())
+        assert swept == [[]]
+        s = ledger.session(store, sid)
+        assert s.ended is None and not s.crashed
+        assert [x.id for x in ledger.running_sessions(store)] == [sid]
+    finally:
+        store.close()

@@ -97,3 +97,19 @@ def test_broken_registry_is_reported_not_a_traceback(kura):
     proc = kura.run("list")
     assert proc.returncode == 1 and "db.json is not valid JSON" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_failed_rewrite_leaves_the_old_file_and_no_temp_file(tmp_path):
+    """Every rewrite of a home file goes through harness/files.atomic_write: on failure the
+    temp file is removed (the old write_text_atomic left it behind) and the target is as it was."""
+    from memstrata.harness.kura.registry import write_text_atomic
+
+    target = tmp_path / "endpoint"
+    target.mkdir()  # os.replace onto a folder fails
+    with pytest.raises(OSError):
+        write_text_atomic(target, "http://127.0.0.1:1\n")
+    assert target.is_dir() and sorted(p.name for p in tmp_path.iterdir()) == ["endpoint"]
+    (tmp_path / "db.json").write_text("[]\n")
+    write_text_atomic(tmp_path / "db.json", '[{"db": "x"}]\n')
+    assert (tmp_path / "db.json").read_text() == '[{"db": "x"}]\n'
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["db.json", "endpoint"]

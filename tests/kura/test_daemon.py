@@ -151,6 +151,17 @@ def test_two_daemons_started_at_once_one_wins(kura):
             p.wait(timeout=10)
 
 
+def test_two_clis_starting_the_daemon_at_once_say_who_started_it(kura):
+    clis = [kura.popen() for _ in range(2)]
+    try:
+        outs = sorted(c.communicate(timeout=60)[0].splitlines()[0] for c in clis)
+        kura._remember_pid()
+        url = kura.url
+        assert outs == [f"kura running at {url}", f"kura started at {url}"], outs
+    finally:
+        kura.ok("stop")
+
+
 def test_port_set_and_clear_restart_a_running_daemon(kura):
     kura.start()
     first = kura.url

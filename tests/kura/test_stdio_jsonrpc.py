@@ -53,3 +53,45 @@ def test_missing_and_wrong_typed_arguments_get_kuras_sentence(server):
         got[r["id"]] = r["result"]
     for ident, (_args, sentence) in cases.items():
         assert got[ident]["isError"] and got[ident]["content"][0]["text"] == sentence, (ident, got[ident])
+
+
+def test_requests_are_read_a_bounded_distance_ahead_of_their_answers(kura, tmp_path):
+    """A client that sends without reading answers fills its pipes, not the server's
+    memory: the stdio front stops reading at MAX_IN_FLIGHT unanswered requests."""
+    import json
+    import os
+    import subprocess
+    import time
+
+    from memstrata.mcp_server.stdio import MAX_IN_FLIGHT
+
+    proc = subprocess.Popen([KURA, "mcp"], env=kura.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL)
+    try:
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "0"}}}
+        head = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                *({"jsonrpc": "2.0", "id": n, "method": "tools/list"} for n in range(1, 200))]
+        proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in head))  # answers nobody reads
+        proc.stdin.flush()
+        line = json.dumps({"jsonrpc": "2.0", "id": "p", "method": "ping", "params": {"pad": "x" * 16_000}}).encode()
+        count = 1200                                           # ~19 MB offered
+        bound = (MAX_IN_FLIGHT + 40) * (len(line) + 1) + 2 * 1024 * 1024   # plus buffers and pipes
+        data = memoryview((line + b"\n") * count)
+        fd = proc.stdin.fileno()
+        os.set_blocking(fd, False)
+        written, stalled_since = 0, None
+        while written < len(data):
+            try:
+                written += os.write(fd, data[written:])
+                stalled_since = None
+            except BlockingIOError:  # stopped reading, or just slow: a bounded while to tell
+                stalled_since = stalled_since or time.monotonic()
+                if time.monotonic() - stalled_since > 3:
+                    break
+                time.sleep(0.01)
+        assert written < bound < len(data), (written, bound)
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)

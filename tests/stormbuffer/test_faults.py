@@ -79,3 +79,32 @@ def test_a_killed_reader_leaves_no_lock(sbuf, session):
     os.kill(s.proc.pid, signal.SIGKILL)
     s.proc.wait(timeout=WAIT)
     assert sbuf.result("archive", {"id": record_id})["status"] == "archived"
+
+
+def test_an_unreadable_folder_under_records_is_a_clean_failure(sbuf):
+    """Its records must not silently drop out of recall, and nobody sees a traceback or a path."""
+    from tests.indexer.test_bad_input import _drop_dac_capabilities
+
+    sbuf.init()
+    record_id = sbuf.active()
+    locked = sbuf.records / "team"
+    locked.mkdir()
+    hand_written(locked, title="Locked away")
+    locked.chmod(0)
+    preexec = _drop_dac_capabilities if os.geteuid() == 0 else None
+    try:
+        if subprocess.run(["ls", str(locked)], preexec_fn=preexec, capture_output=True).returncode == 0:
+            pytest.skip("chmod 000 does not deny reads here (cannot drop root's DAC override)")
+        for args in (("--project", "list"), ("--project", "doctor"), ("--project", "search", "release")):
+            proc = subprocess.run([SBUF, *args], cwd=sbuf.project, env=sbuf.env, capture_output=True,
+                                  preexec_fn=preexec, timeout=WAIT)
+            err = proc.stderr.decode()
+            assert proc.returncode == 1, (args, proc.stdout, err)
+            assert err == ("error: the folder records/team/ cannot be read (Permission denied); "
+                           "make it readable, or move it out of records/\n"), (args, err)
+        proc = subprocess.run([SBUF, "--project", "invoke", "context"], input=b'{"version":1,"query":"release"}',
+                              cwd=sbuf.project, env=sbuf.env, capture_output=True, preexec_fn=preexec, timeout=WAIT)
+        assert json.loads(proc.stdout)["error"] == {"code": "internal_error", "message": "the store operation failed"}
+    finally:
+        locked.chmod(0o755)
+    assert record_id in sbuf.ok("--project", "list")

@@ -341,3 +341,57 @@ def test_no_home_cannot_start(sbuf):
 def test_global_mode_instructions(sbuf, session):
     s = session()
     assert "global store" in s.initialize()["instructions"]
+
+
+def test_a_late_cancellation_does_not_refuse_a_request_reusing_its_id(sbuf, session):
+    """A cancellation that arrives after its request was answered names nothing: a later
+    request with that id (ids may be reused once answered) is served, not "cancelled"."""
+    sbuf.init()
+    s = session("--project")
+    s.initialize()
+    s.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    assert s.recv() == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+    s.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}})  # never sent
+    s.send({"jsonrpc": "2.0", "id": 7, "method": "ping"})
+    s.send({"jsonrpc": "2.0", "id": 8, "method": "ping"})
+    assert [s.recv(), s.recv()] == [{"jsonrpc": "2.0", "id": 7, "result": {}},
+                                    {"jsonrpc": "2.0", "id": 8, "result": {}}]
+
+
+def test_the_reader_stays_a_bounded_distance_ahead_of_the_answers(sbuf):
+    """A client that sends without reading answers fills its pipes, not the server's memory."""
+    import os
+    import time
+
+    from memstrata.mcp_server.stormbuffer import MAX_QUEUED_LINES
+
+    sbuf.init()
+    proc = subprocess.Popen([MCP, "--stdio", "--project"], cwd=sbuf.project, env=sbuf.env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        # Answers nobody reads: the worker soon blocks writing the stdout pipe.
+        lists = b"".join(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/list"}).encode() + b"\n"
+                         for n in range(200))
+        proc.stdin.write(lists)
+        proc.stdin.flush()
+        line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 16_000}}).encode()
+        total = 1200 * (len(line) + 1)   # ~19 MB offered
+        bound = (MAX_QUEUED_LINES + 8) * (len(line) + 1) + 2 * 1024 * 1024  # queue, buffers and pipes
+        fd = proc.stdin.fileno()
+        os.set_blocking(fd, False)
+        data = memoryview((line + b"\n") * 1200)
+        written, stalled_since = 0, None
+        while written < total:
+            try:
+                written += os.write(fd, data[written:])
+                stalled_since = None
+            except BlockingIOError:  # the server stopped reading (or is slow): give it a bounded while
+                stalled_since = stalled_since or time.monotonic()
+                if time.monotonic() - stalled_since > 3:
+                    break
+                time.sleep(0.01)
+        assert written < bound < total, (written, bound)
+    finally:
+        proc.kill()
+        proc.wait(timeout=WAIT)

@@ -121,3 +121,35 @@ def test_session_branch(tmp_path):
     assert found == [False, True]
     proc = run_lines([str(db), "--branch", "ghost", "mcp", "serve"], [], env=env)
     assert proc.returncode == 2 and "branch `ghost` does not exist" in proc.stderr.decode()
+
+
+def test_a_read_only_database_folder_is_refused_with_a_clear_message(tmp_path):
+    from tests.stormbuffer.helpers import read_only
+
+    db = tmp_path / "db"
+    env = strata_env(tmp_path)
+    assert _put_then_count([str(db), "mcp", "serve"], env)[1] == 1
+    (db / "strata.lock").unlink()  # as a copy of the folder that never held a server would be
+    with read_only(db):
+        proc = run_lines([str(db), "mcp", "serve"], [], env=env)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1, err
+    assert err.startswith("error: [failed_precondition.cli.open]: cannot open database db for writing"), err
+    assert "Traceback" not in err and str(tmp_path) not in err
+    assert _put_then_count([str(db), "mcp", "serve"], env)[1] == 1  # nothing was lost
+
+
+def test_an_empty_path_is_a_usage_error_and_dot_names_the_folder(tmp_path):
+    env = strata_env(tmp_path)
+    work = tmp_path / "my-work"
+    work.mkdir()
+    (work / "notes.txt").write_text("mine")
+    for args in (["", "mcp", "serve"], ["--db", "", "mcp", "serve"], ["--db=", "mcp", "serve"]):
+        proc = run_lines(args, [], env=env, cwd=str(work))
+        assert proc.returncode == 2, args
+        assert proc.stderr.decode().startswith("error: [invalid_argument.cli.usage]: the database path is empty")
+    proc = run_lines([".", "mcp", "serve"], [], env=env, cwd=str(work))
+    assert proc.returncode == 1
+    assert proc.stderr.decode().startswith(
+        "error: [failed_precondition.cli.open]: my-work is not empty and holds no MemStrata Strata database")
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]

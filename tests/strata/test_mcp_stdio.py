@@ -205,3 +205,20 @@ def test_stdout_carries_only_protocol(tmp_path):
     assert len(answers(proc)) == 2
     assert b"serving" in proc.stderr and b"serving" not in proc.stdout
     assert str(tmp_path).encode() not in proc.stderr
+
+
+def test_an_oversized_line_is_answered_and_skipped(tmp_path):
+    """A line over 16 MiB is never held whole: -32600 (id null), and the next line is served."""
+    from memstrata.mcp_server.strata import MAX_LINE_BYTES
+
+    pad = "x" * (MAX_LINE_BYTES + 1024)
+    huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": pad}})
+    just_fits = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "ping",
+                            "params": {"pad": "y" * (MAX_LINE_BYTES - 100)}})
+    proc = run_lines(["--cache", "mcp", "serve"], [huge, request(2, "ping"), just_fits], env=strata_env(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    out = answers(proc)
+    assert out[0] == {"jsonrpc": "2.0", "id": None,
+                      "error": {"code": -32600, "message": f"invalid request: a message may hold at most "
+                                                           f"{MAX_LINE_BYTES} bytes"}}
+    assert out[1:] == [{"jsonrpc": "2.0", "id": 2, "result": {}}, {"jsonrpc": "2.0", "id": 3, "result": {}}]

@@ -1,4 +1,8 @@
-"""Atomic file replacement: a reader sees the old bytes or the new, never a torn file."""
+"""Atomic file replacement: a reader sees the old bytes or the new, never a torn file.
+
+Shared by every file the harness rewrites in place: Stormbuffer's records and
+journal, Kura's registry, config and endpoint files, and providers.json.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +35,11 @@ def atomic_write(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def atomic_write_text(path: Path, text: str) -> None:
+    """:func:`atomic_write` of ``text`` as UTF-8."""
+    atomic_write(path, text.encode("utf-8"))
+
+
 def fsync_dir(folder: Path) -> None:
     with contextlib.suppress(OSError):  # some filesystems refuse to fsync a folder
         fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -44,4 +53,4 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and name.endswith(TEMP_SUFFIX)
 
 
-__all__ = ["atomic_write", "fsync_dir", "is_temp_name"]
+__all__ = ["atomic_write", "atomic_write_text", "fsync_dir", "is_temp_name"]
