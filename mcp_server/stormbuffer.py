@@ -383,11 +383,14 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
             if item is _EOF:
                 return
             kind, value, ids = item
+            reply = None
             if alive:
                 reply = value if kind == "reply" else server.handle_value(value, is_cancelled)
-                if reply is not None:
-                    alive = write(reply)
+            # Settled before the client can see the answer: a cancellation it sends after
+            # reading the answer, followed by a request reusing the id, must not hit that request.
             answered(ids)
+            if reply is not None:
+                alive = write(reply)
 
     worker = threading.Thread(target=work, name="stormbuffer-mcp-worker", daemon=True)
     worker.start()
