@@ -121,7 +121,7 @@ def build_cases(repo: Path, args, log):
     name = repo.name
     repo = repo.resolve()
     head = quality.git(repo, "rev-parse", "HEAD").strip()
-    checkout = quality.prepare_checkout(repo, Path(args.scratch) / name, False)
+    checkout = quality.prepare_checkout(repo, name, Path(args.scratch), False)
     ws = None
     built = 0
     try:
