@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import operator
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 
 from memstrata.indexer.graph import CodeGraph
 from memstrata.indexer.workspace import Workspace
+from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
 from .analyze import BASE_WEIGHTS, NameIndex, find_seeds, intent_of, validate
@@ -19,6 +21,8 @@ from .render import (
     CONTAINERS, FULL, MAX_FULL_CONTAINER_LINES, SIG, FileDoc, Unit, cost_of, join_sections, render_sections, unit_for,
 )
 from .tokens import count_tokens
+
+log = logging.getLogger(__name__)
 
 MAX_CANDIDATES = 160
 # Symbols the question names are shown in full; so is anything else scoring
@@ -69,15 +73,18 @@ def _name_index(graph: CodeGraph) -> NameIndex:
     return index
 
 
+def remember_file_tokens(path: str, text: str, n: int) -> None:
+    with _caches_lock:
+        if len(_file_tokens) > 20_000:
+            _file_tokens.clear()
+        _file_tokens[(path, hash(text))] = n
+
+
 def file_tokens(path: str, text: str) -> int:
-    key = (path, hash(text))
-    n = _file_tokens.get(key)
+    n = _file_tokens.get((path, hash(text)))
     if n is None:
         n = count_tokens(text)
-        with _caches_lock:
-            if len(_file_tokens) > 20_000:
-                _file_tokens.clear()
-            _file_tokens[key] = n
+        remember_file_tokens(path, text, n)
     return n
 
 
@@ -263,6 +270,7 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
     if counting is not None:
         counting.result()
     baseline = sum(file_tokens(p, docs.texts[p]) for p in file_order)
+    docs.save_counts(file_order)
     if not units and ranked:
         notes.append(f"max_tokens={budget} is too small for any matching code")
     return ContextSlice(
@@ -283,6 +291,8 @@ class _Docs:
     def __init__(self, ws: Workspace, graph: CodeGraph):
         self.ws, self.graph = ws, graph
         self.texts: dict[str, str] = {}
+        self.hashes: dict[str, str] = {}
+        self.uncounted: set[str] = set()  # files whose token count the index has not saved
         self.docs: dict[str, FileDoc] = {}
         self.missing: set[str] = set()
         self.with_imports: set[str] = set()
@@ -291,14 +301,36 @@ class _Docs:
         paths = [p for p in paths if p not in self.docs and p not in self.missing]
         if not paths:
             return
-        texts = ci.file_texts(self.ws.store, paths)
+        rows = ci.file_texts_counted(self.ws.store, paths)
         for path in paths:
-            text = texts.get(path)
-            if text is None:
+            row = rows.get(path)
+            if row is None:
                 self.missing.add(path)
                 continue
+            text, self.hashes[path], tokens = row
+            if tokens is not None:
+                remember_file_tokens(path, text, tokens)
+            else:
+                self.uncounted.add(path)
             self.texts[path] = text
             self.docs[path] = FileDoc(path, self.graph.node(path).get("language") or "", text.split("\n"))
+
+    def save_counts(self, paths: list[str]) -> None:
+        """Save the whole-file counts this query made, so no later process
+        (a one-shot query, a restarted server) counts those files again.
+        Best effort, and never waited for: a read-only index, or one another
+        process is writing, just counts again next time."""
+        todo = [p for p in paths if p in self.uncounted]
+        store = self.ws.store
+        if not todo or store.readonly:
+            return
+        rows = [(file_tokens(p, self.texts[p]), p, self.hashes[p]) for p in todo]
+        try:
+            with store.write(wait=False) as conn:
+                ci.set_file_tokens(conn, rows)
+            self.uncounted.difference_update(todo)
+        except StoreError as exc:
+            log.debug("file token counts not saved: %s", exc)
 
     def get(self, path: str) -> FileDoc | None:
         if path not in self.docs:

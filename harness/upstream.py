@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from .providers import DEFAULT_ANTHROPIC_BASE, DEFAULT_OPENAI_BASE  # noqa: F401 - re-exported
 from .request_blocks import ANTHROPIC, OPENAI
-
-DEFAULT_OPENAI_BASE = "https://api.openai.com/v1"
-DEFAULT_ANTHROPIC_BASE = "https://api.anthropic.com"
 
 # Connection-level headers are per hop (RFC 9110 §7.6.1); the body is re-sent,
 # so its length and encoding are recomputed.

@@ -25,12 +25,11 @@ guessed.
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-
-import networkx as nx
 
 from memstrata.storage import Store
 from memstrata.storage import code_index as ci
@@ -44,6 +43,9 @@ _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
 _WILDCARD = "*"
 _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
 _MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
+# Versions are unique across graph instances, so a cache keyed by version
+# can never mistake a new graph for an old one that happened to share an id.
+_VERSIONS = itertools.count(1)
 
 
 def _qual_ends(qualname: str, suffix: str) -> bool:
@@ -82,6 +84,8 @@ class CodeGraph:
     """In-memory dependency graph over one project's index."""
 
     def __init__(self) -> None:
+        import networkx as nx  # here, not at the top: a snapshot graph never needs it (0.1 s to import)
+
         self.g = nx.MultiDiGraph()
         self._by_name: dict[str, set[str]] = defaultdict(set)
         self._file_symbols: dict[str, list[str]] = {}
@@ -94,7 +98,8 @@ class CodeGraph:
         self._by_db_id: dict[int, str] = {}
         self._adj: dict[str, list[tuple[str, str, float, bool]]] = {}
         self.test_files: set[str] = set()
-        self.version = 0  # bumped on every change, for caches built over the graph
+        self.version = next(_VERSIONS)  # renewed on every change, for caches built over the graph
+        self.generation: str | None = None  # the store's code generation this graph reflects
 
     # -- building -------------------------------------------------------------
 
@@ -102,6 +107,7 @@ class CodeGraph:
     def load(cls, store: Store) -> "CodeGraph":
         graph = cls()
         with store.read():
+            graph.generation = ci.code_generation(store)
             files = ci.load_files(store)
             symbols = ci.load_symbols(store)
             imports = ci.load_imports(store)
@@ -138,7 +144,7 @@ class CodeGraph:
         new_names: set[str] = set()
         for path in present:
             new_names |= self._defined_names(path)
-        self.version += 1
+        self.version = next(_VERSIONS)
         touched = set(present) | set(removed)
         # Other files' references to names that appeared or disappeared may now
         # resolve differently; names defined both before and after keep their

@@ -18,13 +18,17 @@ from pathlib import Path
 from memstrata.storage import Store
 from memstrata.storage import code_index as ci
 
+from . import graph_snapshot
 from .graph import CodeGraph
+from .graph_snapshot import SnapshotGraph
 from .project import open_store, resolve_root, writer_active_elsewhere
 from .run import Indexer, IndexSummary, Progress
 from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
 from .watcher import Changes, Watcher
 
 log = logging.getLogger(__name__)
+
+SNAPSHOT_DELAY = 5.0  # seconds of quiet after a graph refresh before it is saved
 
 
 @dataclass
@@ -63,6 +67,7 @@ class Workspace:
         self._graph: CodeGraph | None = None
         self._known: dict[str, str] = {}  # path -> hash the graph reflects
         self._data_version: int | None = None
+        self._snapshot_timer: threading.Timer | None = None
         self._watcher: Watcher | None = None
         self._indexing = False
         self._error: str | None = None
@@ -80,6 +85,10 @@ class Workspace:
 
     def close(self) -> None:
         self.stop_watching()
+        timer = self._snapshot_timer
+        if timer is not None:  # edits were followed but not yet saved: save them now
+            timer.cancel()
+            self._save_snapshot()
         self.store.close()
 
     def __enter__(self) -> "Workspace":
@@ -142,13 +151,28 @@ class Workspace:
         """The graph, loaded on first use and caught up with other processes' writes."""
         with self.lock:
             if self._graph is None:
-                self._data_version = self._current_data_version()
-                self._known = {p: s.hash for p, s in ci.file_states(self.store).items()}
-                self._graph = CodeGraph.load(self.store)
-                self._persist_targets()
+                self._load_graph()
             else:
                 self._sync_external()
+            assert self._graph is not None
             return self._graph
+
+    def _load_graph(self) -> None:
+        """From the saved snapshot when it matches the store (a fraction of a
+        second), else built from rows and saved for the next process."""
+        with self.store.read():
+            self._data_version = self._current_data_version()
+            generation = ci.code_generation(self.store)
+            self._known = {p: s.hash for p, s in ci.file_states(self.store).items()}
+        path = graph_snapshot.snapshot_path(self.store.path.parent)
+        graph = graph_snapshot.load(path, generation)
+        if graph is None:
+            graph = CodeGraph.load(self.store)
+            self._graph = graph
+            self._persist_targets()
+            if not self.store.readonly:
+                graph_snapshot.save(graph, path)
+        self._graph = graph
 
     def _current_data_version(self) -> int:
         return self.store.execute("PRAGMA data_version")[0][0]
@@ -166,12 +190,37 @@ class Workspace:
 
     def _refresh_graph(self, changed, removed, states: dict[str, str] | None = None) -> None:
         assert self._graph is not None
+        if isinstance(self._graph, SnapshotGraph):  # read-only: the first change needs the full graph
+            self._load_graph()
+            return
+        # Read before the rows: a write that lands meanwhile renews the
+        # generation, so the graph is never labelled newer than it is.
+        generation = ci.code_generation(self.store)
         self._graph.refresh(self.store, changed, removed)
+        self._graph.generation = generation
         if states is None:
             states = {p: s.hash for p, s in ci.file_states(self.store).items()}
         self._known = states
         self._persist_targets()
         self._data_version = self._current_data_version()
+        self._schedule_snapshot()
+
+    def _schedule_snapshot(self) -> None:
+        """Save the refreshed graph once edits pause, so a one-shot query
+        started after them does not rebuild it."""
+        if self.store.readonly:
+            return
+        if self._snapshot_timer is not None:
+            self._snapshot_timer.cancel()
+        self._snapshot_timer = threading.Timer(SNAPSHOT_DELAY, self._save_snapshot)
+        self._snapshot_timer.daemon = True
+        self._snapshot_timer.start()
+
+    def _save_snapshot(self) -> None:
+        with self.lock:
+            self._snapshot_timer = None
+            if self._graph is not None:
+                graph_snapshot.save(self._graph, graph_snapshot.snapshot_path(self.store.path.parent))
 
     def _persist_targets(self) -> None:
         rows = self._graph.take_resolved_targets() if self._graph is not None else []

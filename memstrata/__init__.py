@@ -8,11 +8,8 @@ at the top level; ``pyproject.toml`` maps them here.  This module imports no
 layer, so ``import memstrata`` stays cheap.
 """
 
-from importlib.metadata import PackageNotFoundError, version as _version
-
-try:
-    __version__ = _version("memstrata")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
+# The one place the version is written: pyproject.toml reads it from here
+# (a literal, so `--version` and start-up need no package metadata lookup).
+__version__ = "0.1.0"
 
 __all__ = ["__version__"]

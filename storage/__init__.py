@@ -6,7 +6,7 @@ meta), :class:`StoreError` (with :class:`StoreFull` and :class:`StoreReadOnly` f
 :mod:`storage.text`.
 """
 
-from .db import Store, StoreError, StoreFull, StoreReadOnly
+from .db import Store, StoreBusy, StoreError, StoreFull, StoreReadOnly
 from .schema import SCHEMA_VERSION
 
-__all__ = ["Store", "StoreError", "StoreFull", "StoreReadOnly", "SCHEMA_VERSION"]
+__all__ = ["Store", "StoreBusy", "StoreError", "StoreFull", "StoreReadOnly", "SCHEMA_VERSION"]

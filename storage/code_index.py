@@ -137,6 +137,16 @@ def set_import_targets(conn: sqlite3.Connection, rows: Iterable[tuple[str | None
 # -- reads --------------------------------------------------------------------
 
 
+GENERATION_KEY = "code_generation"
+
+
+def code_generation(store: Store) -> str | None:
+    """The token the schema's triggers replace on every change the graph is
+    built from (files written or dropped, import targets re-pointed)."""
+    row = store.execute("SELECT value FROM meta WHERE key = ?", (GENERATION_KEY,))
+    return row[0][0] if row else None
+
+
 def file_states(store: Store) -> dict[str, FileState]:
     rows = store.execute("SELECT path, size, mtime_ns, hash FROM files")
     return {p: FileState(s, m, h) for p, s, m, h in rows}
@@ -154,16 +164,31 @@ def file_text(store: Store, path: str) -> str | None:
 
 
 def file_texts(store: Store, paths: Iterable[str]) -> dict[str, str]:
+    return {p: row[0] for p, row in _file_rows(store, "t.text", paths).items()}
+
+
+def file_texts_counted(store: Store, paths: Iterable[str]) -> dict[str, tuple[str, str, int | None]]:
+    """path -> (text, content hash, its cl100k token count if one was saved)."""
+    return _file_rows(store, "t.text, f.hash, f.tokens", paths)
+
+
+def set_file_tokens(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, str]]) -> None:
+    """Save whole-file token counts: rows of (tokens, path, content hash).  A
+    file rewritten since it was counted has another hash and is left alone."""
+    conn.executemany("UPDATE files SET tokens = ? WHERE path = ? AND hash = ?", list(rows))
+
+
+def _file_rows(store: Store, columns: str, paths: Iterable[str]) -> dict[str, tuple]:
     paths = list(dict.fromkeys(paths))
-    out: dict[str, str] = {}
+    out: dict[str, tuple] = {}
     for i in range(0, len(paths), 500):
         chunk = paths[i : i + 500]
         marks = ",".join("?" * len(chunk))
-        for p, t in store.execute(
-            f"SELECT f.path, t.text FROM file_text t JOIN files f ON f.id = t.file_id WHERE f.path IN ({marks})",
+        for p, *rest in store.execute(
+            f"SELECT f.path, {columns} FROM file_text t JOIN files f ON f.id = t.file_id WHERE f.path IN ({marks})",
             tuple(chunk),
         ):
-            out[p] = t
+            out[p] = tuple(rest)
     return out
 
 

@@ -46,6 +46,10 @@ def write_error(exc: sqlite3.Error, name: str) -> sqlite3.Error | StoreError:
     return exc
 
 
+class StoreBusy(StoreError):
+    """A write that asked not to wait found another writer holding the store."""
+
+
 class Store:
     # ``Store(MEMORY)`` is a private in-memory database (gone when closed),
     # for surfaces that offer an ephemeral mode (``strata --cache``).
@@ -144,15 +148,29 @@ class Store:
             return self._conn.execute("PRAGMA user_version").fetchone()[0]
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: everything inside commits together or not at all."""
+    def write(self, wait: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction: everything inside commits together or not at all.
+
+        ``wait=False`` is for writes worth skipping rather than waiting for
+        (a cache): while another writer holds the database it raises
+        :class:`StoreBusy` at once instead of waiting up to the busy timeout.
+        """
         if self.readonly:
             raise StoreReadOnly("store opened read-only")
         with self._lock:
             c = self._conn
             try:
-                c.execute("BEGIN IMMEDIATE")
+                if wait:
+                    c.execute("BEGIN IMMEDIATE")
+                else:
+                    c.execute("PRAGMA busy_timeout = 0")
+                    try:
+                        c.execute("BEGIN IMMEDIATE")
+                    finally:
+                        c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             except sqlite3.OperationalError as exc:
+                if not wait and "locked" in str(exc):
+                    raise StoreBusy("another process is writing the store") from exc
                 raise self._typed(exc) from exc
             try:
                 yield c
@@ -285,13 +303,17 @@ def readonly_uri(path: str | Path) -> str:
 
 
 def _split_sql(script: str) -> list[str]:
-    """Split a migration into statements (no semicolons inside our literals)."""
+    """Split a migration into statements (no semicolons inside our literals;
+    a trigger body's inner semicolons are kept: SQLite says when a statement
+    is complete)."""
     statements, buf = [], []
     for line in script.splitlines():
         stripped = line.split("--", 1)[0]
         buf.append(stripped)
         if stripped.rstrip().endswith(";"):
             stmt = "\n".join(buf).strip()
+            if not sqlite3.complete_statement(stmt):
+                continue
             if stmt.strip(";").strip():
                 statements.append(stmt)
             buf = []

@@ -326,6 +326,29 @@ MIGRATIONS: list[str] = [
     -- need not score it (storage/stormbuffer_store.py).
     CREATE VIRTUAL TABLE sbuf_fts_vocab USING fts5vocab(sbuf_fts, 'row');
     """,
+    # 7: the code index's generation, a token every change the graph is built
+    # from replaces (files written or dropped, import targets re-pointed), so a
+    # saved graph can tell whether it still matches (indexer/graph_snapshot.py).
+    # Triggers rather than calls in each writer: no write path can forget it.
+    # Also each file's whole-text token count, saved by the first query that
+    # needs it (a file's baseline_tokens), NULL until then and after a rewrite.
+    """
+    ALTER TABLE files ADD COLUMN tokens INTEGER;
+    INSERT OR REPLACE INTO meta(key, value) VALUES ('code_generation', lower(hex(randomblob(8))));
+    CREATE TRIGGER code_generation_file_added AFTER INSERT ON files BEGIN
+        UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'code_generation';
+    END;
+    CREATE TRIGGER code_generation_file_dropped AFTER DELETE ON files BEGIN
+        UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'code_generation';
+    END;
+    CREATE TRIGGER code_generation_file_changed
+        AFTER UPDATE OF path, language, status, lines, is_test, hash ON files BEGIN
+        UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'code_generation';
+    END;
+    CREATE TRIGGER code_generation_import_target AFTER UPDATE OF target_path ON imports BEGIN
+        UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'code_generation';
+    END;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

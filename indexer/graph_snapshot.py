@@ -1,0 +1,198 @@
+"""The graph saved beside the index, so a process that only reads starts fast.
+
+Building :class:`CodeGraph` from rows means resolving every reference again:
+seconds on a repository of 500k+ lines, paid by every one-shot ``memstrata
+query``.  What the compressor reads of a graph (nodes and their attributes,
+the adjacency lists the ranking walks, names, files, tests) is small and
+final once resolved, so it is written to ``.memstrata/graph.snapshot`` and
+read back as a :class:`SnapshotGraph` with the same query API.
+
+A snapshot names the store's code generation it was taken at (a token the
+schema's triggers renew on every change the graph is built from); one that
+does not match the store is never used.  The file is written and checked by
+:mod:`memstrata.storage.checked_file` (marshal data behind a digest, renamed
+into place: a killed writer leaves the old snapshot or none).
+
+A snapshot graph cannot be refreshed; the workspace replaces it with a full
+graph at the first change it has to follow.
+"""
+
+from __future__ import annotations
+
+import logging
+from array import array
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from memstrata.storage import checked_file
+
+from .graph import _VERSIONS, EDGE_KINDS, CodeGraph, Neighbor
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_FILE = "graph.snapshot"
+_MAGIC = b"MSGRAPH1"
+_KIND_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
+
+
+class SnapshotGraph(CodeGraph):
+    """A read-only graph loaded from a snapshot (see the module docstring)."""
+
+    def __init__(self, state: dict):
+        # CodeGraph.__init__ is not called: its networkx graph and resolution
+        # tables are what a snapshot spares; every method that reads them is
+        # overridden here.
+        self.version = next(_VERSIONS)
+        self._adj: dict[str, list[tuple[str, str, float, bool, bool]]] = {}
+        self.generation = state["generation"]
+        self._ids: list[str] = state["nodes"]
+        self._index = {n: i for i, n in enumerate(self._ids)}
+        self._schemas: list[tuple[str, ...]] = state["schemas"]
+        self._node_schema = state["node_schema"]
+        self._values: list[tuple] = state["values"]
+        self._attrs: dict[int, dict] = {}
+        self._off = _array("I", state["adj_off"])
+        self._nbr = _array("I", state["adj_nbr"])
+        self._code = state["adj_code"]  # kind index * 2 + outgoing
+        self._weight = _array("d", state["adj_weight"])
+        ids = self._ids
+        self._file_symbols = {path: [ids[i] for i in members] for path, members in state["file_symbols"].items()}
+        self._by_name_idx: dict[str, list[int]] = state["by_name"]
+        self._by_db_id_idx = dict(zip(state["db_ids"], state["db_nodes"]))
+        self.test_files = set(state["test_files"])
+
+    # -- the query API, over the arrays ---------------------------------------
+
+    def __contains__(self, node: str) -> bool:
+        return node in self._index
+
+    def node(self, node: str) -> dict:
+        i = self._index[node]
+        attrs = self._attrs.get(i)
+        if attrs is None:
+            attrs = self._attrs[i] = dict(zip(self._schemas[self._node_schema[i]], self._values[i]))
+        return attrs
+
+    def file_of(self, node: str) -> str:
+        return self.node(node)["path"]
+
+    def definitions(self, name: str) -> list[str]:
+        ids = self._ids
+        return sorted(ids[i] for i in self._by_name_idx.get(name, ()))
+
+    def names(self) -> Iterable[str]:
+        return self._by_name_idx.keys()
+
+    def node_for_db_id(self, symbol_db_id: int) -> str | None:
+        i = self._by_db_id_idx.get(symbol_db_id)
+        return None if i is None else self._ids[i]
+
+    def adjacency(self, node: str) -> list[tuple[str, str, float, bool, bool]]:
+        adj = self._adj.get(node)
+        if adj is None:
+            i = self._index[node]
+            ids, tests, code, weight, nbr = self._ids, self.test_files, self._code, self._weight, self._nbr
+            adj = []
+            for j in range(self._off[i], self._off[i + 1]):
+                v = ids[nbr[j]]
+                c = code[j]
+                adj.append((v, EDGE_KINDS[c >> 1], weight[j], bool(c & 1), v.split("::", 1)[0] in tests))
+            self._adj[node] = adj
+        return adj
+
+    def neighbors(self, node: str, kinds: Iterable[str] | None = None, direction: str = "both") -> Iterator[Neighbor]:
+        wanted = set(kinds) if kinds is not None else None
+        adj = self.adjacency(node)
+        for out in (True, False):
+            if direction == "both" or (direction == "out") == out:
+                for v, kind, weight, outgoing, _ in adj:
+                    if outgoing == out and (wanted is None or kind in wanted):
+                        yield Neighbor(v, kind, weight, outgoing)
+
+    def stats(self) -> dict[str, int]:
+        counts = [0] * len(EDGE_KINDS)
+        for c in self._code:
+            if c & 1:  # each edge is listed at both ends; count it at its source
+                counts[c >> 1] += 1
+        return {"files": len(self._file_symbols), "symbols": len(self._ids) - len(self._file_symbols),
+                **{f"edges_{k}": counts[i] for i, k in enumerate(EDGE_KINDS)}}
+
+    def refresh(self, store, changed=(), removed=()):  # noqa: D401 - see the class docstring
+        raise TypeError("a snapshot graph is read-only; load a CodeGraph to follow changes")
+
+    def take_resolved_targets(self) -> list[tuple[str | None, int]]:
+        return []
+
+
+def snapshot_path(index_dir: Path) -> Path:
+    return index_dir / SNAPSHOT_FILE
+
+
+def save(graph: CodeGraph, path: Path) -> bool:
+    """Write ``graph`` to ``path``; False when it cannot be (see checked_file)."""
+    if graph.generation is None or isinstance(graph, SnapshotGraph):
+        return False
+    try:
+        state = _state(graph)
+    except (ValueError, OverflowError, KeyError) as exc:  # a shape the format cannot hold
+        log.info("graph snapshot not written: %s", exc)
+        return False
+    return checked_file.write(path, _MAGIC, state)
+
+
+def load(path: Path, generation: str | None) -> SnapshotGraph | None:
+    """The snapshot at ``path`` if it was taken at ``generation``; None when it
+    is missing, stale, unreadable or damaged (the caller builds the graph)."""
+    if generation is None:
+        return None
+    state = checked_file.read(path, _MAGIC)
+    if not isinstance(state, dict) or state.get("generation") != generation:
+        return None
+    try:
+        return SnapshotGraph(state)
+    except (ValueError, TypeError, KeyError, IndexError):
+        log.info("graph snapshot unreadable; rebuilding the graph")
+        return None
+
+
+def _state(graph: CodeGraph) -> dict:
+    ids = list(graph.g.nodes)
+    index = {n: i for i, n in enumerate(ids)}
+    schemas: dict[tuple[str, ...], int] = {}
+    node_schema = bytearray()
+    values = []
+    for n, attrs in graph.g.nodes(data=True):
+        keys = tuple(attrs)
+        node_schema.append(schemas.setdefault(keys, len(schemas)))
+        values.append(tuple(attrs.values()))
+    off, nbr, weight = array("I", [0]), array("I"), array("d")
+    code = bytearray()
+    for n in ids:
+        for v, kind, w, outgoing, _ in graph.adjacency(n):
+            nbr.append(index[v])
+            code.append(_KIND_CODE[kind] * 2 + int(outgoing))
+            weight.append(w)
+        off.append(len(nbr))
+    by_db = [(db_id, index[n]) for db_id, n in graph._by_db_id.items() if n in index]
+    return {
+        "generation": graph.generation,
+        "nodes": ids,
+        "schemas": list(schemas),
+        "node_schema": bytes(node_schema),
+        "values": values,
+        "adj_off": off.tobytes(),
+        "adj_nbr": nbr.tobytes(),
+        "adj_code": bytes(code),
+        "adj_weight": weight.tobytes(),
+        "file_symbols": {p: [index[n] for n in members] for p, members in graph._file_symbols.items()},
+        "by_name": {name: [index[n] for n in nodes] for name, nodes in graph._by_name.items()},
+        "db_ids": [d for d, _ in by_db],
+        "db_nodes": [i for _, i in by_db],
+        "test_files": sorted(graph.test_files),
+    }
+
+
+def _array(typecode: str, raw: bytes) -> array:
+    a = array(typecode)
+    a.frombytes(raw)
+    return a

@@ -1,0 +1,71 @@
+"""Derived data saved to a file beside the store, to spare a process start-up
+the work of building it again (the graph snapshot, the tokenizer's ranks).
+
+The file is marshal data (plain lists, dicts, bytes: nothing executable)
+behind a magic string naming its kind and a digest of the payload; it is
+written to a temporary file, synced and renamed into place, so a killed
+writer leaves the old file or none, never half of one.  Anything unreadable
+reads as "not there": the caller builds the data from its source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import marshal
+import os
+import tempfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_DIGEST_BYTES = 16
+
+
+def write(path: Path, magic: bytes, obj: object) -> bool:
+    """Save ``obj`` at ``path``; False (and nothing left behind) when it
+    cannot be written, e.g. a full disk or a read-only folder."""
+    try:
+        payload = marshal.dumps(obj)
+    except ValueError as exc:  # a value marshal cannot hold
+        log.info("%s not written: %s", path.name, exc)
+        return False
+    digest = hashlib.blake2b(payload, digest_size=_DIGEST_BYTES).digest()
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            f.write(magic + digest + payload)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return True
+    except OSError as exc:
+        log.info("%s not written: %s", path.name, exc.strerror or exc)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        return False
+
+
+def read(path: Path, magic: bytes) -> object | None:
+    """What :func:`write` saved at ``path`` under ``magic``; None when the
+    file is missing, of another kind or damaged."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head = len(magic) + _DIGEST_BYTES
+    if len(data) < head or not data.startswith(magic):
+        return None
+    payload = memoryview(data)[head:]
+    if hashlib.blake2b(payload, digest_size=_DIGEST_BYTES).digest() != data[len(magic):head]:
+        log.info("%s is damaged; building it again", path.name)
+        return None
+    try:
+        return marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        log.info("%s is unreadable; building it again", path.name)
+        return None
