@@ -531,6 +531,10 @@ class CodeGraph:
     def node(self, node: str) -> dict:
         return self.g.nodes[node]
 
+    def nodes(self) -> list[str]:
+        """Every node id, files and symbols."""
+        return list(self.g.nodes)
+
     def files(self) -> list[str]:
         return list(self._file_symbols)
 

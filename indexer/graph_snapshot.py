@@ -73,6 +73,9 @@ class SnapshotGraph(CodeGraph):
             attrs = self._attrs[i] = dict(zip(self._schemas[self._node_schema[i]], self._values[i]))
         return attrs
 
+    def nodes(self) -> list[str]:
+        return list(self._ids)
+
     def file_of(self, node: str) -> str:
         return self.node(node)["path"]
 

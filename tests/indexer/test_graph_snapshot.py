@@ -42,8 +42,9 @@ def test_a_snapshot_reader_sees_the_graph_built_from_rows(project_copy, fixture)
             assert isinstance(snap, SnapshotGraph)
             assert snap.generation == full.generation is not None
 
-            nodes = list(full.g.nodes)
+            nodes = full.nodes()
             assert nodes, "the fixture has a graph"
+            assert snap.nodes() == nodes
             for n in nodes:
                 assert n in snap
                 assert snap.node(n) == full.node(n)
