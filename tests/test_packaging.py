@@ -110,8 +110,12 @@ def test_each_console_script_runs_from_the_wheel(installed, script, tmp_path):
         assert proc.returncode == 0, (script, flag, proc.stdout, proc.stderr)
         assert proc.stdout.strip(), (script, flag)
         assert "Traceback" not in proc.stderr
-    # --version names the installed version.
-    version = PYPROJECT["project"]["version"]
+    # --version names the installed distribution's version (pyproject reads
+    # it from memstrata/__init__.py; the wheel's metadata must agree).
+    version = subprocess.run([str(installed / "python"), "-c",
+                              "import importlib.metadata as m; print(m.version('memstrata'))"],
+                             env=env, capture_output=True, text=True, timeout=60, check=True).stdout.strip()
+    assert version and version != "0.0.0"
     assert version in proc.stdout
 
 
