@@ -5,7 +5,8 @@ Corpora: the sympy source from its PyPI wheel and django's sdist, e.g.
     pip download --no-deps sympy==1.14.0 -d /tmp/wheels
     mkdir -p CORPORA/sympy_wheel && unzip -q /tmp/wheels/sympy-1.14.0-py3-none-any.whl -d CORPORA/sympy_wheel
     pip download --no-deps --no-binary :all: django==5.2.8 -d /tmp/sdists
-    tar xzf /tmp/sdists/django-5.2.8.tar.gz -C /tmp && mv /tmp/django-5.2.8 CORPORA/django_sdist
+    mkdir -p CORPORA/django_sdist
+    tar -xzf /tmp/sdists/django-5.2.8.tar.gz --strip-components=1 -C CORPORA/django_sdist
 
     python bench/index_speed.py CORPORA/sympy_wheel CORPORA/django_sdist
 
