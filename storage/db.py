@@ -236,9 +236,13 @@ class Store:
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection.  A WAL database on a read-only filesystem has no ``-shm``
-    file and none can be made; there nobody can change the file either, so it is
-    opened as immutable."""
+    """A read-only connection.
+
+    A WAL database needs its ``-shm`` file to be read.  When that file is
+    absent and cannot be made (a read-only filesystem, or a folder this
+    process may not write), no other process has the database open in WAL
+    mode either, so it is opened as immutable.
+    """
     def connect(query: str) -> sqlite3.Connection:
         conn = sqlite3.connect(readonly_uri(path) + query, uri=True, check_same_thread=False,
                                isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
@@ -252,16 +256,18 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
     try:
         return connect("")
     except sqlite3.OperationalError:
-        if _writable_fs(path.parent):
+        if _can_create_in(path.parent) or Path(str(path) + "-shm").exists():
             raise
         return connect("&immutable=1")
 
 
-def _writable_fs(folder: Path) -> bool:
+def _can_create_in(folder: Path) -> bool:
+    """Whether this process may create a file in ``folder`` (the ``-shm`` beside a database)."""
     try:
-        return not os.statvfs(folder).f_flag & os.ST_RDONLY
+        read_only_fs = os.statvfs(folder).f_flag & os.ST_RDONLY
     except OSError:
         return True
+    return not read_only_fs and os.access(folder, os.W_OK)
 
 
 def _writable(path: Path) -> bool:

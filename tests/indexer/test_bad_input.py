@@ -5,7 +5,6 @@ Real files, real parses, real `memstrata` subprocesses; nothing is mocked.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -18,6 +17,8 @@ from memstrata.indexer.worker import Skipped, process_file, read_bytes
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import Store
 from memstrata.storage import code_index as ci
+
+from ..conftest import drop_dac_capabilities
 
 
 
@@ -190,24 +191,6 @@ def test_symlink_loops_do_not_hang(proj, tmp_path):
 
 # -- permission denied -----------------------------------------------------------------------
 
-_PR_CAPBSET_DROP = 24
-_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
-
-
-def _drop_dac_capabilities() -> None:
-    """preexec_fn: root keeps its uid but loses the right to ignore file modes.
-
-    Dropping to nobody (65534) would be the classic way, but the interpreter
-    may live under a 0700 /root that nobody cannot reach; removing
-    CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH from the bounding set before exec
-    makes root honour a chmod 000 the way any user does.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    for cap in (_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH):
-        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
-
-
 def test_permission_denied_file_is_skipped_as_unreadable(proj, cli_env, memstrata_exe):
     secret = proj / "secret.py"
     secret.write_text("def hidden(): pass\n")
@@ -216,7 +199,7 @@ def test_permission_denied_file_is_skipped_as_unreadable(proj, cli_env, memstrat
     locked_dir.mkdir()
     (locked_dir / "inner.py").write_text("def inner(): pass\n")
     locked_dir.chmod(0)
-    preexec = _drop_dac_capabilities if os.geteuid() == 0 else None
+    preexec = drop_dac_capabilities if os.geteuid() == 0 else None
     try:
         probe = subprocess.run(
             ["cat", str(secret)], preexec_fn=preexec, capture_output=True)
