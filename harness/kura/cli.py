@@ -11,6 +11,7 @@ from pathlib import Path
 
 from memstrata import __version__
 
+from ..broken_pipe import quiet_on_broken_pipe
 from .registry import Entry, Home, KuraError, normalize_name, now_rfc3339
 
 USAGE = """\
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.help or args.command == "help":
