@@ -266,6 +266,11 @@ def committed_files(db: Path) -> int:
         return store.execute("SELECT count(*) FROM files")[0][0]
 
 
+def meta_status(db: Path) -> str | None:
+    with Store(db, readonly=True) as store:
+        return store.get_meta("status")
+
+
 @pytest.mark.timeout(180)
 def test_sigkill_mid_cold_index_then_next_run_finishes(tmp_path, run_cli, cli_env, wait_until, memstrata_exe):
     n = 2000
@@ -295,8 +300,11 @@ def test_sigkill_mid_cold_index_then_next_run_finishes(tmp_path, run_cli, cli_en
 
     status = json.loads(run_cli("status", str(root), "--json").stdout)
     assert status["status"] == "stale"
-    assert "interrupted" in status["message"]
-    assert status["files_indexed"] == done
+    assert status["message"] == (f"the first index run was interrupted after {done:,} files; "
+                                 "run memstrata index to finish it")
+    assert (status["files_indexed"], status["last_indexed"]) == (done, None)
+    plain = run_cli("status", str(root)).stdout
+    assert "last indexed:  no index run has finished yet" in plain and "never" not in plain, plain
 
     out = json.loads(run_cli("index", str(root), "--json").stdout)
     assert out["files"] == n
@@ -307,6 +315,28 @@ def test_sigkill_mid_cold_index_then_next_run_finishes(tmp_path, run_cli, cli_en
     assert status["symbols"] == 30 * n
     with Store(db, readonly=True) as store:
         assert store.integrity_ok()
+    finished = status["last_indexed"]
+
+    # A later run killed in its turn: the index keeps the last finished run's time and says so.
+    for path in sorted(root.glob("pkg*/*.py")):
+        path.write_text(path.read_text() + "\n\ndef added(value):\n    return value\n")
+    proc = subprocess.Popen([memstrata_exe, "index", str(root)], env=cli_env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: meta_status(db) == "indexing", timeout=60,
+                   message="the second run under way")
+        assert proc.poll() is None, "the second run finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    status = json.loads(run_cli("status", str(root), "--json").stdout)
+    assert (status["status"], status["last_indexed"]) == ("stale", finished)
+    assert status["message"].startswith("the last index run (started ")
+    assert status["message"].endswith(f"was interrupted; {n:,} files indexed, some may be out of date; "
+                                      "run memstrata index to finish it")
 
 
 # -- two processes at once --------------------------------------------------------------------------
