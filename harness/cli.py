@@ -14,7 +14,8 @@ import os
 import sys
 
 from memstrata import __version__
-from memstrata.storage import StoreError
+from memstrata.indexer.project import REBUILD_HINT
+from memstrata.storage import StoreCorrupt, StoreError
 
 from .broken_pipe import quiet_on_broken_pipe
 
@@ -67,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except StoreCorrupt as exc:  # found damaged while in use (it opened fine)
+        print(f"memstrata: the index is unreadable ({exc.__cause__ or exc}); {REBUILD_HINT}", file=sys.stderr)
+        return 2
     except StoreError as exc:  # a command that did not say it itself (full disk, read-only index)
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2

@@ -34,6 +34,17 @@ class StoreReadOnly(StoreError):
     """A write failed because the index file or its folder is read-only; nothing was changed."""
 
 
+class StoreCorrupt(StoreError):
+    """The file is not a database SQLite can read (overwritten, truncated or damaged)."""
+
+
+def corrupt_error(exc: sqlite3.DatabaseError, path: Path) -> StoreCorrupt | None:
+    """The typed error when ``exc`` says the file itself is damaged, else None."""
+    if type(exc) is not sqlite3.DatabaseError:  # busy, locked, constraint... are subclasses
+        return None
+    return StoreCorrupt(f"{path.name} is unreadable ({exc})")
+
+
 def write_error(exc: sqlite3.Error, name: str) -> sqlite3.Error | StoreError:
     """The typed error for a failed write, or ``exc`` itself when it is another kind."""
     text = str(exc).lower()
@@ -79,7 +90,9 @@ class Store:
             typed = write_error(exc, name) if isinstance(exc, sqlite3.OperationalError) else exc
             if isinstance(typed, StoreError):
                 raise typed from exc
-            raise StoreError(f"cannot open index {self.path.name}: {exc}") from exc
+            if (corrupt := corrupt_error(exc, self.path)) is not None:
+                raise corrupt from exc
+            raise StoreError(f"cannot open {self.path.name}: {exc}") from exc
 
     # -- connection -----------------------------------------------------------
 
@@ -188,12 +201,21 @@ class Store:
             c.execute("BEGIN")
             try:
                 yield c
+            except sqlite3.DatabaseError as exc:
+                if (corrupt := corrupt_error(exc, self.path)) is not None:
+                    raise corrupt from exc
+                raise
             finally:
                 c.execute("COMMIT")
 
     def execute(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row | tuple]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                if (corrupt := corrupt_error(exc, self.path)) is not None:
+                    raise corrupt from exc
+                raise
 
     def close(self) -> None:
         with self._lock:
