@@ -5,29 +5,13 @@ counted and logged once, and everything queued is written once the lock goes."""
 from __future__ import annotations
 
 import logging
-import shutil
-from pathlib import Path
-
-import pytest
 
 from memstrata.harness.metrics import Metrics
 from memstrata.harness.recorder import Finished, Recorder
-from memstrata.indexer.workspace import Workspace
 from memstrata.storage import Store, ledger
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 BOUND = 4
 SENT = 25
-
-
-@pytest.fixture
-def ws(tmp_path):
-    root = tmp_path / "proj"
-    shutil.copytree(FIXTURE, root)
-    w = Workspace.open(root)
-    w.index()
-    yield w
-    w.close()
 
 
 def failed_request(i: int) -> Finished:
@@ -37,7 +21,8 @@ def failed_request(i: int) -> Finished:
                     compression=None, response=None, duration_ms=1.0, session_id=None)
 
 
-def test_full_queue_drops_counts_and_logs_once(ws, caplog, wait_until):
+def test_full_queue_drops_counts_and_logs_once(python_ws, caplog, wait_until):
+    ws = python_ws
     metrics = Metrics("proj")
     rec = Recorder(ws, metrics, None, max_pending=BOUND)
     before = ledger.count(ws.store)
