@@ -7,7 +7,6 @@ its parser and sets ``func=handler`` (``handler(args) -> int`` exit code).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import errno
 import importlib
 import logging
@@ -15,7 +14,10 @@ import os
 import sys
 
 from memstrata import __version__
-from memstrata.storage import StoreError
+from memstrata.indexer.project import REBUILD_HINT
+from memstrata.storage import StoreCorrupt, StoreError
+
+from .broken_pipe import quiet_on_broken_pipe
 
 COMMAND_MODULES = [
     "memstrata.harness.cmd_index",
@@ -52,6 +54,7 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
     return args
 
 
+@quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parse(parser, argv)
@@ -65,8 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return _broken_pipe()
+    except StoreCorrupt as exc:  # found damaged while in use (it opened fine)
+        print(f"memstrata: the index is unreadable ({exc.__cause__ or exc}); {REBUILD_HINT}", file=sys.stderr)
+        return 2
     except StoreError as exc:  # a command that did not say it itself (full disk, read-only index)
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2
@@ -75,17 +79,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"memstrata: {exc.strerror}: nothing more could be written", file=sys.stderr)
         return 2
-
-
-def _broken_pipe() -> int:
-    """The reader of our output went away (``memstrata index --json | head``)."""
-    # Point stdout at /dev/null so the interpreter's final flush cannot fail a second time.
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    print("memstrata: output closed before it was all written (broken pipe)", file=sys.stderr)
-    return 1
 
 
 if __name__ == "__main__":

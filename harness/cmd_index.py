@@ -221,7 +221,7 @@ def cmd_status(args) -> int:
     print(f"project:       {st.project}")
     print(f"status:        {st.status}" + (f" ({st.message})" if st.message else ""))
     print(f"files indexed: {st.files_indexed} ({st.symbols} symbols, {st.syntax_errors} with syntax errors)")
-    print(f"last indexed:  {st.last_indexed or 'never'}")
+    print(f"last indexed:  {st.last_indexed or ('never' if not st.files_indexed else 'no index run has finished yet')}")
     print(f"index size:    {st.index_size_mb} MB")
     if st.languages:
         print("languages:     " + ", ".join(f"{lang} {n}" for lang, n in st.languages.items()))

@@ -16,7 +16,7 @@ import signal
 import sys
 
 from memstrata.indexer.project import ProjectError
-from memstrata.storage import StoreError
+from memstrata.storage import StoreError, StoreReadOnly
 
 from . import argtypes
 from .progress import ProgressBar
@@ -56,16 +56,22 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     # Clients stop servers with SIGTERM: unwind like Ctrl-C so the watcher stops
     # and the store closes cleanly.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    from .cmd_index import open_workspace
+    from .cmd_index import NotIndexed, open_indexed, open_workspace
 
     try:
-        ws = open_workspace(argtypes.project_of(args))
-    except (ProjectError, StoreError) as exc:
+        try:
+            ws = open_workspace(argtypes.project_of(args))
+        except StoreReadOnly:
+            # An index nobody may update still answers: serve it as it is.
+            ws = open_indexed(argtypes.project_of(args))
+            print("memstrata: the index is read-only: serving it as it is (changes to the project are "
+                  "not indexed until it and its folder are writable)", file=sys.stderr)
+    except (ProjectError, StoreError, NotIndexed) as exc:
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2
 
     first_build = ws.files_indexed() == 0
-    warmup = IndexWarmup(ws, watch=not args.no_watch,
+    warmup = IndexWarmup(ws, watch=not args.no_watch and not ws.store.readonly,
                          progress=ProgressBar("memstrata: indexing") if first_build else None)
     # The session figures are those of the serve processes running on this project now.
     from .savings import savings_summary  # here: `memstrata query` and the rest never need it

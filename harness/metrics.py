@@ -47,6 +47,9 @@ class Metrics:
         self.upstream_errors = Counter("memstrata_upstream_errors",
                                        "Upstream failures: HTTP error statuses, timeouts, refused or dropped connections",
                                        ["kind"], registry=r)
+        self.ledger_dropped = Counter("memstrata_ledger_dropped",
+                                      "Ledger hand-offs dropped because the writer was behind (a slow or stuck "
+                                      "disk), by kind: counting, completion, row", ["kind"], registry=r)
         self.request_seconds = Histogram("memstrata_request_duration_seconds",
                                          "Proxied model request time, arrival to last byte", ["endpoint"],
                                          buckets=_LATENCY_BUCKETS, registry=r)
@@ -62,6 +65,8 @@ class Metrics:
             series.labels(project=project)
         for kind in ("input", "output", "cache_read", "cache_write"):
             self.provider_tokens.labels(project=project, kind=kind)
+        for kind in ("counting", "completion", "row"):
+            self.ledger_dropped.labels(kind=kind)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

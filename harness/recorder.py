@@ -13,6 +13,14 @@ written before the client has its last byte.
 
 Requests that did not complete (upstream errors, clients that went away) go
 through :meth:`Recorder.submit` and are written by the thread alone.
+
+The hand-off queue is bounded (:data:`MAX_PENDING`): requests carry their
+bodies, so a slow or stuck disk must not grow memory without limit.  When it
+is full the proxy keeps serving and the hand-off is dropped, counted
+(``memstrata_ledger_dropped_total{kind}`` and :attr:`Recorder.dropped`) and
+logged once: a ``counting`` costs nothing (the thread counts with the row),
+a ``completion`` leaves the row written at completion with ``counted = 0``,
+a ``row`` (a request that did not complete) is not recorded.
 """
 
 from __future__ import annotations
@@ -33,6 +41,10 @@ from .savings import price
 
 log = logging.getLogger(__name__)
 _STOP = object()
+
+# Hand-offs waiting for the recorder's thread; each holds a request body (and
+# its answer), so this bounds the memory a stuck disk can pin.
+MAX_PENDING = 1024
 
 
 class Counting:
@@ -108,7 +120,7 @@ def miss_split(invalidated: int, api: str, ans: Answer) -> tuple[int, int]:
 
 class Recorder:
     def __init__(self, ws, metrics=None, session_id: int | None = None, *, store: Store | None = None,
-                 providers: Providers | None = None):
+                 providers: Providers | None = None, max_pending: int = MAX_PENDING):
         self.ws = ws
         self.metrics = metrics
         self.session_id = session_id
@@ -116,7 +128,9 @@ class Recorder:
         self._providers = providers
         self._providers_fixed = providers is not None
         self._providers_stamp: tuple | None = None
-        self._q: queue.Queue = queue.Queue()
+        self._q: queue.Queue = queue.Queue(maxsize=max_pending)
+        self.dropped: dict[str, int] = {}  # hand-offs dropped on a full queue, by kind
+        self._dropped_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="memstrata-ledger", daemon=True)
         self._thread.start()
 
@@ -124,12 +138,12 @@ class Recorder:
 
     def begin(self, body: dict, compression: CompressionResult | None, api: str) -> Counting:
         counting = Counting(body, compression, api)
-        self._q.put(counting)
+        self._hand_over(counting, "counting")
         return counting
 
     def submit(self, item: Finished) -> None:
         """Record a request that did not complete; written by the recorder's thread."""
-        self._q.put(item)
+        self._hand_over(item, "row")
 
     def commit(self, item: Finished) -> None:
         """Write a completed request's row now (blocking; run it off the event loop)."""
@@ -141,7 +155,24 @@ class Recorder:
             entry.id = None
         else:
             item.entry = entry
-        self._q.put(item)
+        self._hand_over(item, "completion")
+
+    def _hand_over(self, item: Counting | Finished, kind: str) -> None:
+        """Queue ``item`` for the thread, never waiting: a full queue drops it (see the module doc)."""
+        try:
+            self._q.put_nowait(item)
+            return
+        except queue.Full:
+            pass
+        with self._dropped_lock:
+            first = not self.dropped
+            self.dropped[kind] = self.dropped.get(kind, 0) + 1
+        if self.metrics is not None:
+            self.metrics.ledger_dropped.labels(kind=kind).inc()
+        if first:
+            log.warning("the savings ledger is not keeping up (%d requests waiting to be written): a %s "
+                        "was dropped; further drops are counted in memstrata_ledger_dropped_total, "
+                        "not logged", self._q.maxsize, kind)
 
     def flush(self) -> None:
         """Block until everything handed over so far is written."""

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from memstrata.storage import Store
+from memstrata.storage import Store, StoreCorrupt
 
 from .scan import INDEX_DIR
 
@@ -37,6 +37,10 @@ def resolve_root(path: str | Path | None = None) -> Path:
     return start
 
 
+# What to do about an index SQLite cannot read (a damaged or overwritten file).
+REBUILD_HINT = f"delete {INDEX_DIR}/{INDEX_FILE} and run memstrata index to rebuild it"
+
+
 def index_dir(root: Path) -> Path:
     return root / INDEX_DIR
 
@@ -51,7 +55,11 @@ def open_store(root: Path, *, readonly: bool = False) -> Store:
                 gitignore.write_text("*\n", encoding="utf-8")
         except OSError as exc:
             raise ProjectError(f"cannot create {INDEX_DIR}/ in the project: {exc.strerror}") from None
-    return Store(d / INDEX_FILE, readonly=readonly)
+    try:
+        return Store(d / INDEX_FILE, readonly=readonly)
+    except StoreCorrupt as exc:
+        raise StoreCorrupt(f"the index {INDEX_DIR}/{INDEX_FILE} is unreadable ({exc.__cause__}); "
+                           f"{REBUILD_HINT}") from exc.__cause__
 
 
 class WriterLock:

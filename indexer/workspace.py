@@ -287,12 +287,22 @@ class Workspace:
             if writer_active_elsewhere(self.root):
                 st.status, st.message = "indexing", "another MemStrata process is indexing"
             else:
-                st.status = "stale"
-                st.message = "never indexed" if meta_status is None else "the last index run was interrupted"
+                st.status, st.message = "stale", self._unfinished_message(meta_status, st)
         elif check_disk or (check_disk is None and self._watcher is None):
             if self._disk_differs():
                 st.status, st.message = "stale", "files changed since the last index run"
         return st
+
+    def _unfinished_message(self, meta_status: str | None, st: IndexStatus) -> str:
+        """What a run that never reached its end left behind (killed, or the machine went down)."""
+        if meta_status is None:
+            return "never indexed"
+        files = f"{st.files_indexed:,} file{'' if st.files_indexed == 1 else 's'}"
+        if st.last_indexed is None:
+            return f"the first index run was interrupted after {files}; run memstrata index to finish it"
+        started = self.store.get_meta("index_started")
+        return (f"the last index run{f' (started {started})' if started else ''} was interrupted; "
+                f"{files} indexed, some may be out of date; run memstrata index to finish it")
 
     def _disk_differs(self) -> bool:
         scan = scan_project(self.root, self.indexer.max_file_bytes)

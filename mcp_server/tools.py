@@ -19,7 +19,9 @@ from mcp.types import CallToolResult, TextContent
 
 from memstrata.compressor import QueryError
 from memstrata.compressor import context_query as build_slice
+from memstrata.indexer.project import REBUILD_HINT
 from memstrata.indexer.workspace import Workspace
+from memstrata.storage import StoreCorrupt
 
 from .schemas import SAVINGS_FIELDS
 from .warmup import IndexWarmup
@@ -66,6 +68,10 @@ class MemStrataTools:
             result = build_slice(self.ws, query, max_tokens=max_tokens, include_tests=include_tests)
         except QueryError as exc:
             return failure(self._safe(str(exc)))
+        except StoreCorrupt as exc:
+            log.error("context_query: %s", exc)
+            return failure(self._safe(f"The index of this project is unreadable ({exc.__cause__ or exc}). Rebuild it: "
+                                      f"{REBUILD_HINT}, in the project folder, then retry."))
         except Exception as exc:
             log.exception("context_query failed")
             return failure(f"context_query failed with an internal error ({type(exc).__name__}); "

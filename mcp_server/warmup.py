@@ -85,6 +85,10 @@ class IndexWarmup:
                 except Exception as exc:  # e.g. inotify limits; serve without live updates
                     log.warning("cannot watch the project for changes (%s); the index will not "
                                 "follow edits until the next start", type(exc).__name__)
+            if self.ws.store.readonly:  # nothing can be written: answer from the index as it is
+                _ = self.ws.graph
+                log.info("serving a read-only index as it is")
+                return
             summary = self.ws.index(progress=self._on_progress,
                                     on_wait=lambda: log.info("waiting for another MemStrata process "
                                                              "that is indexing this project"))

@@ -34,6 +34,17 @@ class StoreReadOnly(StoreError):
     """A write failed because the index file or its folder is read-only; nothing was changed."""
 
 
+class StoreCorrupt(StoreError):
+    """The file is not a database SQLite can read (overwritten, truncated or damaged)."""
+
+
+def corrupt_error(exc: sqlite3.DatabaseError, path: Path) -> StoreCorrupt | None:
+    """The typed error when ``exc`` says the file itself is damaged, else None."""
+    if type(exc) is not sqlite3.DatabaseError:  # busy, locked, constraint... are subclasses
+        return None
+    return StoreCorrupt(f"{path.name} is unreadable ({exc})")
+
+
 def write_error(exc: sqlite3.Error, name: str) -> sqlite3.Error | StoreError:
     """The typed error for a failed write, or ``exc`` itself when it is another kind."""
     text = str(exc).lower()
@@ -83,7 +94,9 @@ class Store:
             typed = write_error(exc, name) if isinstance(exc, sqlite3.OperationalError) else exc
             if isinstance(typed, StoreError):
                 raise typed from exc
-            raise StoreError(f"cannot open index {self.path.name}: {exc}") from exc
+            if (corrupt := corrupt_error(exc, self.path)) is not None:
+                raise corrupt from exc
+            raise StoreError(f"cannot open {self.path.name}: {exc}") from exc
 
     # -- connection -----------------------------------------------------------
 
@@ -206,12 +219,21 @@ class Store:
             c.execute("BEGIN")
             try:
                 yield c
+            except sqlite3.DatabaseError as exc:
+                if (corrupt := corrupt_error(exc, self.path)) is not None:
+                    raise corrupt from exc
+                raise
             finally:
                 c.execute("COMMIT")
 
     def execute(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row | tuple]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.DatabaseError as exc:
+                if (corrupt := corrupt_error(exc, self.path)) is not None:
+                    raise corrupt from exc
+                raise
 
     def close(self) -> None:
         with self._lock:
@@ -254,9 +276,13 @@ class Store:
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection.  A WAL database on a read-only filesystem has no ``-shm``
-    file and none can be made; there nobody can change the file either, so it is
-    opened as immutable."""
+    """A read-only connection.
+
+    A WAL database needs its ``-shm`` file to be read.  When that file is
+    absent and cannot be made (a read-only filesystem, or a folder this
+    process may not write), no other process has the database open in WAL
+    mode either, so it is opened as immutable.
+    """
     def connect(query: str) -> sqlite3.Connection:
         conn = sqlite3.connect(readonly_uri(path) + query, uri=True, check_same_thread=False,
                                isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
@@ -270,16 +296,18 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
     try:
         return connect("")
     except sqlite3.OperationalError:
-        if _writable_fs(path.parent):
+        if _can_create_in(path.parent) or Path(str(path) + "-shm").exists():
             raise
         return connect("&immutable=1")
 
 
-def _writable_fs(folder: Path) -> bool:
+def _can_create_in(folder: Path) -> bool:
+    """Whether this process may create a file in ``folder`` (the ``-shm`` beside a database)."""
     try:
-        return not os.statvfs(folder).f_flag & os.ST_RDONLY
+        read_only_fs = os.statvfs(folder).f_flag & os.ST_RDONLY
     except OSError:
         return True
+    return not read_only_fs and os.access(folder, os.W_OK)
 
 
 def _writable(path: Path) -> bool:

@@ -119,3 +119,40 @@ def python_ws(tmp_path_factory):
     ws.index()
     yield ws
     ws.close()
+
+
+_PR_CAPBSET_DROP = 24
+_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
+
+
+def drop_dac_capabilities() -> None:
+    """preexec_fn: root keeps its uid but loses the right to ignore file modes.
+
+    Removing CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH from the bounding set
+    before exec makes root honour a chmod the way any user does (dropping to
+    nobody would fail where the interpreter lives under a 0700 /root).
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
+
+
+@pytest.fixture
+def honour_modes(tmp_path) -> Callable[..., object] | None:
+    """The preexec_fn that makes a subprocess obey file modes (None when not root); skips the
+    test where a read-only file stays writable even so."""
+    preexec = drop_dac_capabilities if os.geteuid() == 0 else None
+    probe = tmp_path / "mode_probe"
+    probe.write_text("")
+    probe.chmod(0o444)
+    try:
+        res = subprocess.run(["sh", "-c", f"echo x >> '{probe}'"], preexec_fn=preexec, capture_output=True)
+    finally:
+        probe.chmod(0o644)
+        probe.unlink()
+    if res.returncode == 0:
+        pytest.skip("file modes do not stop writes here (cannot drop root's DAC override)")
+    return preexec

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from memstrata import __version__
 
+from ..broken_pipe import quiet_on_broken_pipe
 from .registry import Entry, Home, KuraError, normalize_name, now_rfc3339
 
 USAGE = """\
@@ -59,23 +60,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["enable", "disable"])
     sub.add_parser("mcp", add_help=False)
     sub.add_parser("help", add_help=False)
-    sub.add_parser("daemon", add_help=False)  # internal: the daemon in the foreground
     return parser
 
 
+# `kura daemon` runs the daemon in the foreground: what `kura` starts in the
+# background.  It is internal, so it is kept out of the parser, whose errors
+# list every command it knows.
+DAEMON_ARGV = ["daemon"]
+
+
+@quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.help or args.command == "help":
+    argv = sys.argv[1:] if argv is None else argv
+    args = None if argv == DAEMON_ARGV else build_parser().parse_args(argv)
+    if args is not None and (args.help or args.command == "help"):
         print(USAGE, end="")
         return 0
     home = Home()
     try:
-        if args.command == "mcp":
-            return cmd_mcp(home)
-        if args.command == "daemon":
+        if args is None:
             from .daemon import run_daemon
 
             return run_daemon(home, __version__)
+        if args.command == "mcp":
+            return cmd_mcp(home)
         handler = {
             None: cmd_start, "add": cmd_add, "list": cmd_list, "remove": cmd_remove,
             "edit": cmd_edit, "stop": cmd_stop, "port": cmd_port, "remote": cmd_remote,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from memstrata import __version__
 
+from ..broken_pipe import quiet_on_broken_pipe
 from . import errors
 from .errors import SbufError
 
@@ -113,6 +114,7 @@ def _draft_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--body")
 
 
+@quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     mode = args.mode or "global"

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from memstrata import __version__
 
+from ..broken_pipe import quiet_on_broken_pipe
+
 USAGE = """\
 usage: strata [PATH | --db PATH | --cache] [--branch NAME] mcp serve
 
@@ -103,6 +105,7 @@ def target(opts: dict) -> tuple[str | None, bool]:
     return path, False
 
 
+@quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:

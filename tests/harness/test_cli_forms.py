@@ -101,7 +101,7 @@ def test_mcp_takes_the_positional_folder(tmp_path, cli_env, memstrata_exe):
     assert st["project"] == str(project)
 
 
-def test_broken_pipe_is_one_line_and_nonzero(tmp_path, cli_env, memstrata_exe):
+def test_broken_pipe_is_quiet_and_nonzero(tmp_path, cli_env, memstrata_exe):
     """``memstrata index --json | head``: the reader goes away before the summary is printed."""
     project = copy_project(tmp_path / "pipe")
     proc = subprocess.Popen([memstrata_exe, "index", "--json", str(project)], stdout=subprocess.PIPE,
@@ -109,8 +109,8 @@ def test_broken_pipe_is_one_line_and_nonzero(tmp_path, cli_env, memstrata_exe):
     proc.stdout.close()  # like `head` exiting at once
     _, err = proc.communicate(timeout=120)
     err = err.decode()
-    assert proc.returncode != 0
-    assert err.count("memstrata:") == 1 and "broken pipe" in err and "Traceback" not in err, err
+    assert proc.returncode == 141  # as for a tool ended by SIGPIPE
+    assert err == "", err
     # the index itself was written before the summary: it is complete
     st = json.loads(subprocess.run([memstrata_exe, "status", "--json", str(project)], capture_output=True,
                                    text=True, env=cli_env, timeout=60).stdout)

@@ -5,7 +5,6 @@ Real files, real parses, real `memstrata` subprocesses; nothing is mocked.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -18,6 +17,8 @@ from memstrata.indexer.worker import Skipped, process_file, read_bytes
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import Store
 from memstrata.storage import code_index as ci
+
+from ..conftest import drop_dac_capabilities
 
 
 
@@ -190,24 +191,6 @@ def test_symlink_loops_do_not_hang(proj, tmp_path):
 
 # -- permission denied -----------------------------------------------------------------------
 
-_PR_CAPBSET_DROP = 24
-_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
-
-
-def _drop_dac_capabilities() -> None:
-    """preexec_fn: root keeps its uid but loses the right to ignore file modes.
-
-    Dropping to nobody (65534) would be the classic way, but the interpreter
-    may live under a 0700 /root that nobody cannot reach; removing
-    CAP_DAC_OVERRIDE / CAP_DAC_READ_SEARCH from the bounding set before exec
-    makes root honour a chmod 000 the way any user does.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    for cap in (_CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH):
-        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP) failed")
-
-
 def test_permission_denied_file_is_skipped_as_unreadable(proj, cli_env, memstrata_exe):
     secret = proj / "secret.py"
     secret.write_text("def hidden(): pass\n")
@@ -216,7 +199,7 @@ def test_permission_denied_file_is_skipped_as_unreadable(proj, cli_env, memstrat
     locked_dir.mkdir()
     (locked_dir / "inner.py").write_text("def inner(): pass\n")
     locked_dir.chmod(0)
-    preexec = _drop_dac_capabilities if os.geteuid() == 0 else None
+    preexec = drop_dac_capabilities if os.geteuid() == 0 else None
     try:
         probe = subprocess.run(
             ["cat", str(secret)], preexec_fn=preexec, capture_output=True)
@@ -283,6 +266,11 @@ def committed_files(db: Path) -> int:
         return store.execute("SELECT count(*) FROM files")[0][0]
 
 
+def meta_status(db: Path) -> str | None:
+    with Store(db, readonly=True) as store:
+        return store.get_meta("status")
+
+
 @pytest.mark.timeout(180)
 def test_sigkill_mid_cold_index_then_next_run_finishes(tmp_path, run_cli, cli_env, wait_until, memstrata_exe):
     n = 2000
@@ -312,8 +300,11 @@ def test_sigkill_mid_cold_index_then_next_run_finishes(tmp_path, run_cli, cli_en
 
     status = json.loads(run_cli("status", str(root), "--json").stdout)
     assert status["status"] == "stale"
-    assert "interrupted" in status["message"]
-    assert status["files_indexed"] == done
+    assert status["message"] == (f"the first index run was interrupted after {done:,} files; "
+                                 "run memstrata index to finish it")
+    assert (status["files_indexed"], status["last_indexed"]) == (done, None)
+    plain = run_cli("status", str(root)).stdout
+    assert "last indexed:  no index run has finished yet" in plain and "never" not in plain, plain
 
     out = json.loads(run_cli("index", str(root), "--json").stdout)
     assert out["files"] == n
@@ -324,6 +315,28 @@ def test_sigkill_mid_cold_index_then_next_run_finishes(tmp_path, run_cli, cli_en
     assert status["symbols"] == 30 * n
     with Store(db, readonly=True) as store:
         assert store.integrity_ok()
+    finished = status["last_indexed"]
+
+    # A later run killed in its turn: the index keeps the last finished run's time and says so.
+    for path in sorted(root.glob("pkg*/*.py")):
+        path.write_text(path.read_text() + "\n\ndef added(value):\n    return value\n")
+    proc = subprocess.Popen([memstrata_exe, "index", str(root)], env=cli_env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: meta_status(db) == "indexing", timeout=60,
+                   message="the second run under way")
+        assert proc.poll() is None, "the second run finished before it could be killed"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    status = json.loads(run_cli("status", str(root), "--json").stdout)
+    assert (status["status"], status["last_indexed"]) == ("stale", finished)
+    assert status["message"].startswith("the last index run (started ")
+    assert status["message"].endswith(f"was interrupted; {n:,} files indexed, some may be out of date; "
+                                      "run memstrata index to finish it")
 
 
 # -- two processes at once --------------------------------------------------------------------------

@@ -63,10 +63,11 @@ def call(ident: Any, tool: str, arguments: dict) -> dict:
 class RawServer:
     """A server subprocess spoken to in raw lines; stdout is read on a thread."""
 
-    def __init__(self, cmd: list[str], *, env: dict | None = None, cwd: str | None = None, stderr: Path):
+    def __init__(self, cmd: list[str], *, env: dict | None = None, cwd: str | None = None, stderr: Path,
+                 preexec_fn=None):
         self._stderr = open(stderr, "wb")
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     env=env, cwd=cwd)
+                                     env=env, cwd=cwd, preexec_fn=preexec_fn)
         self.raw_lines: list[bytes] = []
         self._replies: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)

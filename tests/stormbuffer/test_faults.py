@@ -83,7 +83,7 @@ def test_a_killed_reader_leaves_no_lock(sbuf, session):
 
 def test_an_unreadable_folder_under_records_is_a_clean_failure(sbuf):
     """Its records must not silently drop out of recall, and nobody sees a traceback or a path."""
-    from tests.indexer.test_bad_input import _drop_dac_capabilities
+    from tests.conftest import drop_dac_capabilities
 
     sbuf.init()
     record_id = sbuf.active()
@@ -91,7 +91,7 @@ def test_an_unreadable_folder_under_records_is_a_clean_failure(sbuf):
     locked.mkdir()
     hand_written(locked, title="Locked away")
     locked.chmod(0)
-    preexec = _drop_dac_capabilities if os.geteuid() == 0 else None
+    preexec = drop_dac_capabilities if os.geteuid() == 0 else None
     try:
         if subprocess.run(["ls", str(locked)], preexec_fn=preexec, capture_output=True).returncode == 0:
             pytest.skip("chmod 000 does not deny reads here (cannot drop root's DAC override)")
