@@ -68,6 +68,7 @@ class Workspace:
         self._known: dict[str, str] = {}  # path -> hash the graph reflects
         self._data_version: int | None = None
         self._snapshot_timer: threading.Timer | None = None
+        self._upgrading: threading.Thread | None = None
         self._watcher: Watcher | None = None
         self._indexing = False
         self._error: str | None = None
@@ -173,6 +174,32 @@ class Workspace:
             if not self.store.readonly:
                 graph_snapshot.save(graph, path)
         self._graph = graph
+        if isinstance(graph, SnapshotGraph) and self._watcher is not None:
+            self._upgrade_in_background()
+
+    def _upgrade_in_background(self) -> None:
+        """A process that follows changes wants the full graph (a snapshot
+        cannot be refreshed): build it on a thread while the snapshot
+        answers, so the first edit does not wait seconds for it."""
+        if self._upgrading is not None and self._upgrading.is_alive():
+            return
+
+        def build() -> None:
+            try:
+                full = CodeGraph.load(self.store)
+            except Exception:  # the first change builds it instead
+                log.debug("background graph build failed", exc_info=True)
+                return
+            with self.lock:
+                current = self._graph
+                # Swapped in only if nothing moved meanwhile; otherwise the
+                # snapshot already gave way to a graph that follows the change.
+                if isinstance(current, SnapshotGraph) and current.generation == full.generation:
+                    self._graph = full
+                    self._persist_targets()
+
+        self._upgrading = threading.Thread(target=build, name="memstrata-graph-build", daemon=True)
+        self._upgrading.start()
 
     def _current_data_version(self) -> int:
         return self.store.execute("PRAGMA data_version")[0][0]
@@ -237,6 +264,9 @@ class Workspace:
         if self._watcher is None:
             self._watcher = Watcher(self.root, self.apply_changes, debounce=debounce)
             self._watcher.start()
+            with self.lock:
+                if isinstance(self._graph, SnapshotGraph):
+                    self._upgrade_in_background()
 
     def stop_watching(self) -> None:
         if self._watcher is not None:

@@ -258,3 +258,18 @@ def test_a_query_never_waits_for_another_writer_to_save_its_counts(project_copy)
         if other.in_transaction:
             other.execute("ROLLBACK")
         other.close()
+
+
+def test_a_watching_process_swaps_the_snapshot_for_the_full_graph(project_copy, wait_until):
+    root = project_copy("python_project")
+    with Workspace.open(root) as ws:
+        ws.index()
+        ws.graph
+    with Workspace.open(root) as ws:
+        assert isinstance(ws.graph, SnapshotGraph)  # answers at once
+        ws.start_watching()
+        wait_until(lambda: type(ws.graph) is CodeGraph, message="the full graph built in the background")
+        full = ws.graph
+        (root / "app" / "watched.py").write_text("def seen_by_the_watcher():\n    return 2\n")
+        wait_until(lambda: ws.graph.definitions("seen_by_the_watcher"), message="the watcher's refresh")
+        assert ws.graph is full  # refreshed in place, not rebuilt
