@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,8 +45,15 @@ def test_index_damaged_while_serving(indexed, cli_env, memstrata_exe, tmp_path):
     try:
         server.send(INIT)
         assert "result" in server.replies_until(0)[-1]
-        server.send(INITIALIZED, call(1, "index_status", {}))
-        assert server.replies_until(1)[-1]["result"]["structuredContent"]["status"] == "ready"
+        server.send(INITIALIZED)
+        # The server's catch-up run starts with it; the index is damaged once that is over.
+        deadline = time.monotonic() + 60
+        for rid in range(100, 10_000):
+            server.send(call(rid, "index_status", {}))
+            if server.replies_until(rid)[-1]["result"]["structuredContent"]["status"] == "ready":
+                break
+            assert time.monotonic() < deadline, "the catch-up run never finished"
+            time.sleep(0.05)
         db = indexed / ".memstrata" / "index.db"
         size = db.stat().st_size
         with open(db, "r+b") as f:  # every page but the header overwritten in place
