@@ -71,18 +71,14 @@ def test_mcp_serves_a_read_only_index(frozen, cli_env, memstrata_exe, honour_mod
     try:
         server.send(INIT)
         assert "result" in server.replies_until(0)[-1]
-        server.send(INITIALIZED, call(1, "context_query", {"query": "AuthService.login"}),
-                    call(2, "index_status", {}))
-        replies: dict = {}
-        while not {1, 2} <= replies.keys():
-            r = server.reply()
-            assert r is not None, replies
-            replies[r.get("id")] = r
-        answer = replies[1]["result"]
+        server.send(INITIALIZED, call(1, "context_query", {"query": "AuthService.login"}))
+        answer = server.replies_until(1)[-1]["result"]
         assert not answer.get("isError"), answer
         assert "app/auth/service.py" in answer["structuredContent"]["sources"]
-        status = replies[2]["result"]["structuredContent"]
-        assert (status["status"], status["files_indexed"]) == ("ready", 10)
+        # Asked after the answer: the query waited for the start-up load, a status call does not.
+        server.send(call(2, "index_status", {}))
+        status = server.replies_until(2)[-1]["result"]["structuredContent"]
+        assert (status["status"], status["files_indexed"]) == ("ready", 10), status
         server.close_and_collect()
         assert server.proc.returncode == 0
     finally:
