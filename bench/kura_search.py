@@ -7,9 +7,10 @@ repositories under ``CORPORA/repos`` (``CORPORA/`` stands for wherever you keep
 benchmark corpora, outside this repository; see docs/benchmarks.md for the
 download commands).  The files are gathered into a staging folder of
 symlinks (so the production path — ``sync_folder`` over one folder — indexes
-them) and the database is written under a scratch folder (``KURA_BENCH_DIR``).
+them) and the database is written under a scratch folder (``--work``, default
+``$KURA_BENCH_DIR`` or the temp folder's ``kura_bench``).
 
-    python bench/kura_search.py [--queries 200] [--keep]
+    python bench/kura_search.py [--corpora CORPORA] [--queries 200] [--keep]
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,20 +32,20 @@ from memstrata.mcp_server.kura import KuraSearch
 from memstrata.storage import Store
 from memstrata.storage import kura_store
 
-CORPORA = Path("/work/corpora")
-WORK = Path(os.environ.get("KURA_BENCH_DIR", "/work/bench_tmp/kura_bench"))
+DEFAULT_CORPORA = os.environ.get("CORPORA", "corpora")
+DEFAULT_WORK = os.environ.get("KURA_BENCH_DIR", str(Path(tempfile.gettempdir()) / "kura_bench"))
 P95_TARGET_MS = 20.0
 SPEEDUP_TARGET = 10.0
 
 
-def stage(staging: Path) -> int:
+def stage(staging: Path, corpora: Path) -> int:
     """Symlink sympy's files and the repos' Markdown into one folder."""
     if staging.exists():
         shutil.rmtree(staging)
     count = 0
-    sources = [(CORPORA / "sympy_wheel", "sympy_wheel", None)]
+    sources = [(corpora / "sympy_wheel", "sympy_wheel", None)]
     sources += [(repo, f"repos/{repo.name}", (".md", ".markdown"))
-                for repo in sorted((CORPORA / "repos").iterdir()) if repo.is_dir()]
+                for repo in sorted((corpora / "repos").iterdir()) if repo.is_dir()]
     for root, prefix, suffixes in sources:
         for doc in walk_documents(root):
             if suffixes and not doc.path.lower().endswith(suffixes):
@@ -117,13 +119,20 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--keep", action="store_true", help="keep the staging folder and database")
+    ap.add_argument("--corpora", type=Path, default=Path(DEFAULT_CORPORA),
+                    help="folder holding sympy_wheel/ and repos/ (default $CORPORA or ./corpora)")
+    ap.add_argument("--work", type=Path, default=Path(DEFAULT_WORK), help="scratch folder for staging and database")
     args = ap.parse_args()
+    corpora, work = args.corpora, args.work
+    if not (corpora / "sympy_wheel").is_dir() or not (corpora / "repos").is_dir():
+        print(f"no sympy_wheel/ and repos/ under {corpora} (see docs/benchmarks.md)", file=sys.stderr)
+        return 2
 
-    WORK.mkdir(parents=True, exist_ok=True)
-    staging, db_path = WORK / "corpus", WORK / "data.db"
+    work.mkdir(parents=True, exist_ok=True)
+    staging, db_path = work / "corpus", work / "data.db"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db_path}{suffix}").unlink(missing_ok=True)
-    files = stage(staging)
+    files = stage(staging, corpora)
     raw_bytes = sum((staging / d.path).stat().st_size for d in walk_documents(staging))
 
     writer = Store(db_path)
@@ -154,7 +163,7 @@ def main() -> int:
     l50, l95 = percentile(like_ms, 50), percentile(like_ms, 95)
     mean_ratio = statistics.mean(like_ms) / statistics.mean(fts_ms)
     print("Kura keyword search benchmark")
-    print(f"  corpus          sympy {CORPORA / 'sympy_wheel'} + Markdown of {CORPORA / 'repos'}/*")
+    print(f"  corpus          sympy {corpora / 'sympy_wheel'} + Markdown of {corpora / 'repos'}/*")
     print(f"  documents       {files} files staged, {stats.sources} indexed "
           f"({len(report.skipped)} skipped), {raw_bytes / 1e6:.1f} MB of text")
     print(f"  chunks          {stats.chunks}")
