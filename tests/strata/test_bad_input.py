@@ -131,3 +131,61 @@ def test_every_engine_code_is_covered_by_the_differential_scripts(server):
         store.close()
     engine_codes = {c for c in known_codes() if ".server." not in c}
     assert engine_codes - seen == set()
+
+
+def test_arguments_this_server_does_not_implement_are_named(server):
+    out, err = command(server, type="vector_create_collection", collection="docs", dimension=3,
+                       metric="cosine", embedding_model="minilm")
+    assert err and out["error"]["code"] == "unsupported.server.argument"
+    assert out["error"]["class"] == "unsupported" and "embedding models" in out["error"]["message"]
+    out, err = command(server, type="graph_create", graph="g")
+    assert not err, out
+    out, err = command(server, type="graph_add_node", graph="g", node_id="n1", object_type="person")
+    assert err and out["error"]["code"] == "unsupported.server.argument"
+    # Nothing was created by either refusal.
+    out, err = command(server, type="vector_list_collections")
+    assert not err and "docs" not in json.dumps(out)
+    out, err = command(server, type="graph_get_node", graph="g", node_id="n1")
+    assert "n1" not in json.dumps(out.get("data"))
+
+
+SAFE_B64 = "c2FmZQ=="  # "safe": KV values travel base64-encoded
+
+
+def test_a_full_disk_is_a_storage_error_that_loses_nothing(tmp_path):
+    from memstrata.mcp_server.strata import StrataServer
+    from memstrata.mcp_server.strata_engine import Engine
+    from memstrata.storage.strata_store import StrataStore
+
+    from ..harness.test_disk_faults import fill, tmpfs
+
+    with tmpfs(tmp_path / "disk", "8m") as disk:
+        folder = disk / "db"
+        folder.mkdir()
+        store = StrataStore.open(folder)
+        server = StrataServer(Engine(store))
+        out, err = call(server, "strata_kv_put", {"key": "kept", "value": "safe"})
+        assert not err, out
+        filler = fill(disk, leave=0)
+        refused = None
+        for i in range(50):  # until SQLite needs a page the disk no longer has
+            out, err = call(server, "strata_kv_put", {"key": f"big{i}", "value": "x" * 200_000})
+            if err:
+                refused = (i, out)
+                break
+        assert refused is not None, "the full disk never refused a write"
+        i, out = refused
+        status = out["error"]
+        assert status["code"] == "internal.server.storage" and status["class"] == "internal", status
+        assert str(disk) not in status["message"] and "Traceback" not in status["message"]
+        out, err = call(server, "strata_kv_get", {"key": "kept"})
+        assert not err and out["data"]["value"]["value"] == SAFE_B64
+        store.close()
+        filler.unlink()
+        store = StrataStore.open(folder)  # reopens intact: the refused write left nothing
+        server = StrataServer(Engine(store))
+        out, err = call(server, "strata_kv_get", {"key": "kept"})
+        assert not err and out["data"]["value"]["value"] == SAFE_B64
+        out, err = call(server, "strata_kv_get", {"key": f"big{i}"})
+        assert not err and out["data"]["found"] is False
+        store.close()
