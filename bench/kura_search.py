@@ -6,7 +6,7 @@ Corpus: the sympy source from its PyPI wheel plus the Markdown of the git
 repositories under ``CORPORA/repos`` (``CORPORA/`` stands for wherever you keep
 benchmark corpora, outside this repository; see docs/benchmarks.md for the
 download commands).  The files are gathered into a staging folder of
-symlinks (so the production path — ``sync_folder`` over one folder — indexes
+hard links or copies (so the production path — ``sync_folder`` over one folder — indexes
 them) and the database is written under a scratch folder (``--work``, default
 ``$KURA_BENCH_DIR`` or the temp folder's ``kura_bench``).
 
@@ -39,7 +39,7 @@ SPEEDUP_TARGET = 10.0
 
 
 def stage(staging: Path, corpora: Path) -> int:
-    """Symlink sympy's files and the repos' Markdown into one folder."""
+    """Link sympy's files and the repos' Markdown into one folder."""
     if staging.exists():
         shutil.rmtree(staging)
     count = 0
@@ -52,7 +52,12 @@ def stage(staging: Path, corpora: Path) -> int:
                 continue
             link = staging / prefix / doc.path
             link.parent.mkdir(parents=True, exist_ok=True)
-            os.symlink(root / doc.path, link)
+            # Hard links (copies across file systems), not symlinks: Kura
+            # skips a symlink leading outside the folder it indexes.
+            try:
+                os.link(root / doc.path, link)
+            except OSError:
+                shutil.copyfile(root / doc.path, link)
             count += 1
     return count
 
