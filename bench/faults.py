@@ -41,8 +41,10 @@ Faults:
   ``initialize`` and a ``ping``.  A message counts as
   answered when the reply JSON-RPC 2.0 requires for it came back (an error
   with its id, or with id null where no id can be read; for tool calls, a
-  result with ``isError``).  Survived: every message answered and the
-  ``ping`` answered after them.  Lost: messages left unanswered.
+  result with ``isError``).  Strata's server reads plain JSON-RPC 2.0
+  (docs/strata.md): the lines that are valid requests there (a batch, a
+  number id, ignored ``tools/list`` params) need a reply of any kind.
+  Survived: every message answered and the ``ping`` answered after them.  Lost: messages left unanswered.
 * **Kura traversal and symlinks**: names that percent-decode or step outside
   the home, a planted registry entry, homes containing ``#``, ``?`` and
   ``%25``, file and directory symlinks leading out of a registered folder
@@ -97,13 +99,19 @@ class McpServer:
     script: str
     args: tuple[str, ...]
     tool: str | None = None  # a tool whose required arguments the malformed set leaves out
+    # "mcp": the MCP SDK's reading (no batches, integer or string ids, params an
+    # object).  "jsonrpc": plain JSON-RPC 2.0 as Strata's own server reads it
+    # (batches answered element by element, any number as an id, tools/list
+    # params ignored; docs/strata.md): there the lines that are valid requests
+    # for it need a reply, not an error.
+    reading: str = "mcp"
 
 
 # One line per server; a server whose console script is not installed is skipped.
 MCP_SERVERS = [
     McpServer("memstrata mcp", "memstrata", ("mcp", "--project", "{project}", "--no-watch"), "context_query"),
     McpServer("kura mcp", "kura", ("mcp",), "search_rag"),
-    McpServer("strata --cache mcp serve", "strata", ("--cache", "mcp", "serve")),
+    McpServer("strata --cache mcp serve", "strata", ("--cache", "mcp", "serve"), reading="jsonrpc"),
     McpServer("sbuf mcp --stdio", "sbuf", ("mcp", "--stdio")),
     McpServer("stormbuffer-mcp --stdio", "stormbuffer-mcp", ("--stdio",)),
 ]
@@ -509,12 +517,16 @@ def run_serve_faults(memstrata: str, scratch: Path, env: dict, rounds: int, stre
 # -- malformed JSON-RPC -----------------------------------------------------------------------------
 
 
-def malformed_messages(count: int, tool: str | None) -> list[tuple[bytes, list[Any], bool]]:
+def malformed_messages(count: int, tool: str | None, reading: str = "mcp") -> list[tuple[bytes, list[Any], bool]]:
     """``count`` malformed lines: (line, the ids whose error replies are required, tool-call?).
 
     A required id of None means a reply with id null.  The templates cycle;
-    each use gets fresh ids so every answer can be matched.
+    each use gets fresh ids so every answer can be matched.  Under the
+    ``jsonrpc`` reading (see :class:`McpServer`) the lines plain JSON-RPC 2.0
+    accepts are required to get a reply of any kind instead: their ids are
+    wrapped in :class:`AnyReply`.
     """
+    plain = reading == "jsonrpc"
     def templates(k: int) -> list[tuple[bytes, list[Any], bool]]:
         i = f"m{k}"
         out = [
@@ -533,15 +545,18 @@ def malformed_messages(count: int, tool: str | None) -> list[tuple[bytes, list[A
             (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', [None], False),
             (b'{"jsonrpc": "2.0", "id": [1, 2], "method": "ping"}', [None], False),
             (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', [None], False),
-            (b'{"jsonrpc": "2.0", "id": 2.5, "method": "ping"}', [None], False),
+            (b'{"jsonrpc": "2.0", "id": 2.5, "method": "ping"}', [AnyReply(2.5)] if plain else [None], False),
             (f'{{"jsonrpc": "2.0", "id": "{i}", "method": 17}}'.encode(), [i], False),
             (f'{{"jsonrpc": "2.0", "id": "{i}"}}'.encode(), [i], False),
-            (f'{{"jsonrpc": "2.0", "id": "{i}", "method": "tools/list", "params": [1]}}'.encode(), [i], False),
-            (f'{{"jsonrpc": "2.0", "id": "{i}", "method": "tools/list", "params": "x"}}'.encode(), [i], False),
+            (f'{{"jsonrpc": "2.0", "id": "{i}", "method": "tools/list", "params": [1]}}'.encode(),
+             [AnyReply(i) if plain else i], False),
+            (f'{{"jsonrpc": "2.0", "id": "{i}", "method": "tools/list", "params": "x"}}'.encode(),
+             [AnyReply(i) if plain else i], False),
             (f'{{"jsonrpc": "2.0", "id": "{i}", "method": "no/such/method"}}'.encode(), [i], False),
             (f'{{"jsonrpc": "2.0", "id": "{i}", "method": "tools/call", "params": {{"arguments": {{}}}}}}'.encode(),
              [i], False),
-            (f'[{{"jsonrpc": "2.0", "id": "{i}", "method": "ping"}}, 3]'.encode(), [i, None], False),
+            (f'[{{"jsonrpc": "2.0", "id": "{i}", "method": "ping"}}, 3]'.encode(),
+             [AnyReply(i) if plain else i, None], False),
             (f'{{"jsonrpc": "2.0", "id": "{i}", "method": "tools/call", "params": {{"name": "no_such_tool", '
              f'"arguments": {{}}}}}}'.encode(), [i], True),
             (b"{" * 100_000, [None], False),
@@ -606,6 +621,13 @@ def _has_reply(lines: list[Any], ident: Any) -> bool:
     return any(r.get("id") == ident and ("result" in r or "error" in r) for r in _replies(lines))
 
 
+@dataclass(frozen=True)
+class AnyReply:
+    """A required reply that may be a result as well as an error."""
+
+    id: Any
+
+
 def score_replies(lines: list[Any], messages) -> int:
     """How many messages got every reply they require."""
     replies = _replies(lines)
@@ -617,6 +639,9 @@ def score_replies(lines: list[Any], messages) -> int:
     for _line, ids, tool_call in messages:
         ok = True
         for ident in ids:
+            if isinstance(ident, AnyReply):
+                ok &= any("result" in r or "error" in r for r in by_id.get(ident.id, []))
+                continue
             if ident is None:
                 if nulls > 0:
                     nulls -= 1
@@ -646,7 +671,7 @@ def run_malformed_faults(scratch: Path, env: dict, count: int, budget: Budget) -
             break
         tally = Tally(f"{count} malformed JSON-RPC -> {spec.label}", "unanswered")
         t0 = time.monotonic()
-        messages = malformed_messages(count, spec.tool)
+        messages = malformed_messages(count, spec.tool, spec.reading)
         args = [a.format(project=project, scratch=scratch) for a in spec.args]
         work = scratch / "mcp_cwd"
         work.mkdir(exist_ok=True)
