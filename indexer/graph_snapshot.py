@@ -14,12 +14,16 @@ does not match the store is never used.  The file is written and checked by
 into place: a killed writer leaves the old snapshot or none).
 
 A snapshot graph cannot be refreshed; the workspace replaces it with a full
-graph at the first change it has to follow.
+graph, built in the background by a process that watches the project, else
+at the first change it has to follow.  Its arrays are in this machine's byte
+order, which the file records: an index folder copied to another kind of
+machine just builds its graph again.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -33,6 +37,7 @@ log = logging.getLogger(__name__)
 SNAPSHOT_FILE = "graph.snapshot"
 _MAGIC = b"MSGRAPH1"
 _KIND_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
+_LAYOUT = [sys.byteorder, array("I").itemsize, array("d").itemsize]
 
 
 class SnapshotGraph(CodeGraph):
@@ -149,7 +154,7 @@ def load(path: Path, generation: str | None) -> SnapshotGraph | None:
     if generation is None:
         return None
     state = checked_file.read(path, _MAGIC)
-    if not isinstance(state, dict) or state.get("generation") != generation:
+    if not isinstance(state, dict) or state.get("generation") != generation or state.get("layout") != _LAYOUT:
         return None
     try:
         return SnapshotGraph(state)
@@ -179,6 +184,7 @@ def _state(graph: CodeGraph) -> dict:
     by_db = [(db_id, index[n]) for db_id, n in graph._by_db_id.items() if n in index]
     return {
         "generation": graph.generation,
+        "layout": _LAYOUT,
         "nodes": ids,
         "schemas": list(schemas),
         "node_schema": bytes(node_schema),
