@@ -208,28 +208,41 @@ class Workspace:
         version = self._current_data_version()
         if version == self._data_version:
             return
+        # Another connection wrote.  What it changed is read in one snapshot
+        # with the generation, and the version stays the one read here: a
+        # write landing after this read is caught by the next sync.
+        generation, states = self._generation_and_states()
         self._data_version = version
-        states = {p: s.hash for p, s in ci.file_states(self.store).items()}
         changed = [p for p, h in states.items() if self._known.get(p) != h]
         removed = [p for p in self._known if p not in states]
         if changed or removed:
-            self._refresh_graph(changed, removed, states)
+            self._refresh_graph(changed, removed, (generation, states))
 
-    def _refresh_graph(self, changed, removed, states: dict[str, str] | None = None) -> None:
+    def _generation_and_states(self) -> tuple[str | None, dict[str, str]]:
+        with self.store.read():
+            return ci.code_generation(self.store), {p: s.hash for p, s in ci.file_states(self.store).items()}
+
+    def _refresh_graph(self, changed, removed, seen: tuple[str | None, dict[str, str]] | None = None) -> None:
+        """Refresh the graph for ``changed``/``removed`` files; ``seen`` is the
+        (generation, file hashes) those were worked out from, read before."""
         assert self._graph is not None
         if isinstance(self._graph, SnapshotGraph):  # read-only: the first change needs the full graph
             self._load_graph()
             return
-        # Read before the rows: a write that lands meanwhile renews the
-        # generation, so the graph is never labelled newer than it is.
-        generation = ci.code_generation(self.store)
+        # The label comes from before the rows are read: a write landing
+        # meanwhile renews the generation, so the graph (and a snapshot of
+        # it) is never labelled newer than what it holds.
+        generation, states = seen if seen is not None else self._generation_and_states()
+        # Whatever else differs from what the graph holds goes in too (another
+        # process's write landing between this one's and this read).
+        touched = {*changed, *removed, *(p for p, h in states.items() if self._known.get(p) != h),
+                   *(p for p in self._known if p not in states)}
+        changed = sorted(p for p in touched if p in states)
+        removed = sorted(p for p in touched if p not in states)
         self._graph.refresh(self.store, changed, removed)
         self._graph.generation = generation
-        if states is None:
-            states = {p: s.hash for p, s in ci.file_states(self.store).items()}
         self._known = states
         self._persist_targets()
-        self._data_version = self._current_data_version()
         self._schedule_snapshot()
 
     def _schedule_snapshot(self) -> None:
