@@ -44,7 +44,7 @@ from pathlib import Path
 
 from memstrata.harness.stormbuffer.codec import render_record
 from memstrata.harness.stormbuffer.core import Core, View
-from memstrata.harness.files import atomic_write
+from memstrata.storage.files import atomic_write
 from memstrata.harness.stormbuffer.projection import RACY_WINDOW_NS, Projection
 from memstrata.harness.stormbuffer.records import Record, Source, new_id, now_ns
 from memstrata.harness.stormbuffer.stores import init_store

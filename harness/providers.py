@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .files import atomic_write_text
+from memstrata.storage.files import atomic_write_text
 
 PROVIDERS_FILE = "providers.json"
 # Where requests go when no provider names a base URL.  Here rather than in

@@ -2,21 +2,20 @@
 the work of building it again (the graph snapshot, the tokenizer's ranks).
 
 The file is marshal data (plain lists, dicts, bytes: nothing executable)
-behind a magic string naming its kind and a digest of the payload; it is
-written to a temporary file, synced and renamed into place, so a killed
-writer leaves the old file or none, never half of one.  Anything unreadable
+behind a magic string naming its kind and a digest of the payload, written
+with :func:`storage.files.atomic_write`, so a killed writer leaves the old
+file or none, never half of one.  Anything unreadable
 reads as "not there": the caller builds the data from its source.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import marshal
-import os
-import tempfile
 from pathlib import Path
+
+from .files import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -32,21 +31,12 @@ def write(path: Path, magic: bytes, obj: object) -> bool:
         log.info("%s not written: %s", path.name, exc)
         return False
     digest = hashlib.blake2b(payload, digest_size=_DIGEST_BYTES).digest()
-    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            f.write(magic + digest + payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, magic + digest + payload)
         return True
     except OSError as exc:
         log.info("%s not written: %s", path.name, exc.strerror or exc)
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         return False
 
 

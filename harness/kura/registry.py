@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..files import atomic_write_text
+from memstrata.storage.files import atomic_write_text
 
 DB_FILE = "data.db"
 INBOX = "inbox"

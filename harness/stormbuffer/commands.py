@@ -15,7 +15,7 @@ from memstrata.storage import stormbuffer_store as sb
 from . import errors
 from .core import ACTIVE, Core, View
 from .errors import SbufError
-from ..files import is_temp_name
+from memstrata.storage.files import is_temp_name
 from .invoke import MAX_BUDGET, MAX_LIMIT
 from .projection import walk_records
 from .records import parse_uuid

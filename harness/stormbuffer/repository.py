@@ -26,7 +26,7 @@ from memstrata.storage import stormbuffer_store as sb
 from . import errors, locks
 from .codec import CodecError, parse_record, render_record, toml_string
 from .errors import SbufError
-from ..files import atomic_write, fsync_dir
+from memstrata.storage.files import atomic_write, fsync_dir
 from .projection import Projection
 from .records import (
     TRANSITIONS, Record, RecordInvalid, body_digest, check_provenance, normalize_text, now_ns, validate,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import errors
 from .errors import SbufError
-from ..files import atomic_write
+from memstrata.storage.files import atomic_write
 from .records import GLOBAL_SCOPE, project_name
 
 PROJECT_DIR = ".sbuf"

@@ -1,7 +1,9 @@
 """Atomic file replacement: a reader sees the old bytes or the new, never a torn file.
 
-Shared by every file the harness rewrites in place: Stormbuffer's records and
-journal, Kura's registry, config and endpoint files, and providers.json.
+Shared by every file MemStrata rewrites in place: Stormbuffer's records and
+journal, Kura's registry, config and endpoint files, providers.json, and the
+derived files of :mod:`storage.checked_file` (the graph snapshot, the
+tokenizer's ranks).  It lives in the storage layer so every layer can use it.
 """
 
 from __future__ import annotations
