@@ -168,8 +168,7 @@ class Workspace:
         path = graph_snapshot.snapshot_path(self.store.path.parent)
         graph = graph_snapshot.load(path, generation)
         if graph is None:
-            graph = CodeGraph.load(self.store)
-            self._graph = graph
+            graph = self._graph = CodeGraph.load(self.store)
             self._persist_targets()
             if not self.store.readonly:
                 graph_snapshot.save(graph, path)
@@ -208,9 +207,15 @@ class Workspace:
         version = self._current_data_version()
         if version == self._data_version:
             return
-        # Another connection wrote.  What it changed is read in one snapshot
-        # with the generation, and the version stays the one read here: a
-        # write landing after this read is caught by the next sync.
+        # Another connection wrote (often only the savings ledger: the code
+        # generation then tells, without reading every file's state).  What
+        # it changed is read in one snapshot with the generation, and the
+        # version stays the one read here: a write landing after this read
+        # is caught by the next sync.
+        assert self._graph is not None
+        if self._graph.generation is not None and ci.code_generation(self.store) == self._graph.generation:
+            self._data_version = version
+            return
         generation, states = self._generation_and_states()
         self._data_version = version
         changed = [p for p, h in states.items() if self._known.get(p) != h]
