@@ -6,7 +6,6 @@ provider with its prompt cache on.
 """
 
 import json
-import shutil
 from pathlib import Path
 
 import anthropic
@@ -22,12 +21,10 @@ from memstrata.harness.providers import Providers
 from memstrata.harness.proxy import ProxyConfig
 from memstrata.harness.recorder import Counting, Finished, Recorder, miss_split
 from memstrata.harness.savings import savings_report, window
-from memstrata.indexer.workspace import Workspace
 from memstrata.storage import Store, ledger
 from memstrata.storage.ledger import LedgerEntry
 from tests.stub_provider import ServerThread, StubUpstream
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 TOOLS_OPENAI = [{"type": "function", "function": {
     "name": "read_file", "description": "Read a file of the project and return its text.",
     "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
@@ -42,13 +39,8 @@ def compact(v) -> str:
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory):
-    root = tmp_path_factory.mktemp("acct") / "proj"
-    shutil.copytree(FIXTURE, root)
-    w = Workspace.open(root)
-    w.index()
-    yield w
-    w.close()
+def ws(python_ws):
+    return python_ws
 
 
 @pytest.fixture(scope="module")
