@@ -81,6 +81,7 @@ from typing import Any
 import httpx
 
 from memstrata.storage import Store
+from memstrata.kura.store import KuraDatabase
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "fixtures" / "python_project"
@@ -779,9 +780,9 @@ def run_kura_faults(scratch: Path, env: dict, budget: Budget) -> Tally:
     (outside / "secret.md").write_text(f"The {secret_word} passphrase.\n", encoding="utf-8")
     victim = base / "victim" / "data.db"
     victim.parent.mkdir()
-    from memstrata.storage import kura_store
+    from memstrata.kura import store as kura_store
 
-    with Store(victim) as store, store.write() as conn:
+    with KuraDatabase(victim) as store, store.write() as conn:
         kura_store.replace_source(conn, kura_store.SourceRecord("diary.md", 1, 1, "h", "prose", 0.0),
                                   [f"the {secret_word} diary"])
 
@@ -812,7 +813,7 @@ def run_kura_faults(scratch: Path, env: dict, budget: Budget) -> Tally:
     def planted_entry() -> tuple[list[str], int]:
         planted = "x%2f..%2f..%2fvictim"
         (home / planted).mkdir(exist_ok=True)
-        with Store(home / planted / "data.db"):
+        with KuraDatabase(home / planted / "data.db"):
             pass
         registry = json.loads((home / "db.json").read_text())
         registry.append({"db": planted, "createAt": "2026-01-01T00:00:00Z"})

@@ -26,11 +26,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from memstrata.harness.kura.indexing import sync_folder
-from memstrata.indexer.chunking import walk_documents
-from memstrata.mcp_server.kura import KuraSearch
+from memstrata.kura.indexing import sync_folder
+from memstrata.kura.chunking import walk_documents
+from memstrata.kura.search import KuraSearch
 from memstrata.storage import Store
-from memstrata.storage import kura_store
+from memstrata.kura import store as kura_store
+from memstrata.kura.store import KuraDatabase
 
 DEFAULT_CORPORA = os.environ.get("CORPORA", "corpora")
 DEFAULT_WORK = os.environ.get("KURA_BENCH_DIR", str(Path(tempfile.gettempdir()) / "kura_bench"))
@@ -140,7 +141,7 @@ def main() -> int:
     files = stage(staging, corpora)
     raw_bytes = sum((staging / d.path).stat().st_size for d in walk_documents(staging))
 
-    writer = Store(db_path)
+    writer = KuraDatabase(db_path)
     t0 = time.perf_counter()
     report = sync_folder(writer, staging)
     index_s = time.perf_counter() - t0
@@ -148,7 +149,7 @@ def main() -> int:
     stats = kura_store.stats(writer)
     db_bytes = writer.size_bytes()
 
-    reader = Store(db_path, readonly=True)
+    reader = KuraDatabase(db_path, readonly=True)
     search = KuraSearch(_OneDb(reader))
     queries = make_queries(reader, args.queries)
 

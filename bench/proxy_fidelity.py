@@ -64,8 +64,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import quality  # noqa: E402  (bench/quality.py: the history cases)
 
 from memstrata.compressor.tokens import count_tokens  # noqa: E402
-from memstrata.harness.analysis import prompt_texts  # noqa: E402
-from memstrata.harness.compress_request import CompressionSettings, Compressor  # noqa: E402
+from memstrata.harness.proxy.analysis import prompt_texts  # noqa: E402
+from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor  # noqa: E402
 from memstrata.indexer.languages import language_for_path  # noqa: E402
 from memstrata.indexer.scan import is_test_path  # noqa: E402
 from memstrata.indexer.workspace import Workspace  # noqa: E402

@@ -42,12 +42,12 @@ import tarfile
 import time
 from pathlib import Path
 
-from memstrata.harness.stormbuffer.codec import render_record
-from memstrata.harness.stormbuffer.core import Core, View
+from memstrata.stormbuffer.codec import render_record
+from memstrata.stormbuffer.core import Core, View
 from memstrata.storage.files import atomic_write
-from memstrata.harness.stormbuffer.projection import RACY_WINDOW_NS, Projection
-from memstrata.harness.stormbuffer.records import Record, Source, new_id, now_ns
-from memstrata.harness.stormbuffer.stores import init_store
+from memstrata.stormbuffer.projection import RACY_WINDOW_NS, Projection
+from memstrata.stormbuffer.records import Record, Source, new_id, now_ns
+from memstrata.stormbuffer.stores import init_store
 
 TARGET_RECALL_P95_MS = 30.0
 TARGET_SYNC_MS = 30.0

@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from memstrata.mcp_server.strata_engine import Engine
-from memstrata.storage.strata_store import StrataStore
+from memstrata.strata.engine import Engine
+from memstrata.strata.store import StrataStore
 
 Execute = Callable[[str], str]
 

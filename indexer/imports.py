@@ -40,7 +40,7 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from memstrata.indexer.model import ImportFact
+from .model import ImportFact
 
 # ---------------------------------------------------------------------------
 # extraction

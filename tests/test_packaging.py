@@ -27,15 +27,16 @@ REPO = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 SCRIPTS = sorted(PYPROJECT["project"]["scripts"])
 LAYERS = ("storage", "indexer", "compressor", "mcp_server", "harness")
+PRODUCTS = ("kura", "strata", "stormbuffer")
 
 
 def _source_copy(dest: Path) -> Path:
-    """What the sdist would hold: pyproject, README, the package root and the layers."""
+    """What the sdist would hold: pyproject, README, the package root, the layers and the products."""
     dest.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy2(REPO / name, dest / name)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for folder in ("memstrata", *LAYERS):
+    for folder in ("memstrata", *LAYERS, *PRODUCTS):
         shutil.copytree(REPO / folder, dest / folder, ignore=ignore)
     return dest
 
@@ -75,10 +76,9 @@ def test_wheel_installs_one_top_level_package(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
     assert top == {"memstrata"}
-    for layer in LAYERS:
-        assert f"memstrata/{layer}/__init__.py" in names
+    for package in (*LAYERS, *PRODUCTS, "harness/cli", "harness/proxy", "harness/dashboard"):
+        assert f"memstrata/{package}/__init__.py" in names
     assert "memstrata/__main__.py" in names
-    assert "memstrata/harness/kura/__init__.py" in names
 
 
 def test_wheel_carries_every_query_file(wheel):

@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from memstrata.storage import ledger
 
-from ..savings import daily, iso, load_providers
+from memstrata.harness.proxy.savings import daily, iso, load_providers
 
 DAYS = 30             # the chart's span
 RECENT = 25           # rows in "last requests"

@@ -14,13 +14,13 @@ import openai
 import pytest
 
 from memstrata.compressor.tokens import count_tokens
-from memstrata.harness.analysis import parse_answer, prompt_tokens
-from memstrata.harness.app import HarnessConfig, build_app
-from memstrata.harness.compress_request import CompressionResult, CompressionSettings
-from memstrata.harness.providers import Providers
-from memstrata.harness.proxy import ProxyConfig
-from memstrata.harness.recorder import Counting, Finished, Recorder, miss_split
-from memstrata.harness.savings import savings_report, window
+from memstrata.harness.proxy.analysis import parse_answer, prompt_tokens
+from memstrata.harness.proxy.app import HarnessConfig, build_app
+from memstrata.harness.proxy.compress_request import CompressionResult, CompressionSettings
+from memstrata.harness.proxy.providers import Providers
+from memstrata.harness.proxy.forward import ProxyConfig
+from memstrata.harness.proxy.recorder import Counting, Finished, Recorder, miss_split
+from memstrata.harness.proxy.savings import savings_report, window
 from memstrata.storage import Store, ledger
 from memstrata.storage.ledger import LedgerEntry
 from tests.stub_provider import ServerThread, StubUpstream
@@ -216,7 +216,7 @@ def test_saved_tokens_priced_at_the_billed_mix(tmp_path):
 
 
 def test_miss_split_rules():
-    from memstrata.harness.analysis import Answer
+    from memstrata.harness.proxy.analysis import Answer
 
     assert miss_split(0, "anthropic", Answer(cache_write_tokens=50)) == (0, 0)
     assert miss_split(500, "anthropic", Answer(input_tokens=5, cache_read_tokens=10, cache_write_tokens=400)) == (400, 0)

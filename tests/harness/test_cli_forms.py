@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from memstrata.harness.argtypes import project_of
+from memstrata.harness.cli.argtypes import project_of
 from memstrata.harness.cli import build_parser, parse
 
 from .serve_helpers import copy_project

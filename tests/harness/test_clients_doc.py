@@ -24,8 +24,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from memstrata.harness.app import HarnessConfig, build_app
-from memstrata.harness.proxy import ProxyConfig
+from memstrata.harness.proxy.app import HarnessConfig, build_app
+from memstrata.harness.proxy.forward import ProxyConfig
 from memstrata.indexer.workspace import Workspace
 from tests.stub_provider import ServerThread, StubUpstream
 

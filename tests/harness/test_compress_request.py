@@ -10,9 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from memstrata.harness.compress_request import CompressionSettings, Compressor
-from memstrata.harness.compaction import real_text
-from memstrata.harness.conversation import ConversationStore
+from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
+from memstrata.harness.proxy.compaction import real_text
+from memstrata.harness.proxy.conversation import ConversationStore
 
 # Thresholds scaled to the fixture's files (the defaults are for real projects).
 CUT = CompressionSettings.for_mode("safe", paste_cap=0, min_tokens=400)

@@ -10,10 +10,10 @@ import httpx
 import openai
 import pytest
 
-from memstrata.harness.analysis import prompt_tokens
-from memstrata.harness.app import HarnessConfig, build_app
-from memstrata.harness.compress_request import CompressionSettings
-from memstrata.harness.proxy import ProxyConfig
+from memstrata.harness.proxy.analysis import prompt_tokens
+from memstrata.harness.proxy.app import HarnessConfig, build_app
+from memstrata.harness.proxy.compress_request import CompressionSettings
+from memstrata.harness.proxy.forward import ProxyConfig
 from tests.stub_provider import ServerThread, StubUpstream
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import ledger

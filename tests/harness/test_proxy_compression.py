@@ -8,9 +8,9 @@ import httpx
 import openai
 import pytest
 
-from memstrata.harness.app import HarnessConfig, build_app
-from memstrata.harness.compress_request import CompressionSettings
-from memstrata.harness.proxy import ProxyConfig
+from memstrata.harness.proxy.app import HarnessConfig, build_app
+from memstrata.harness.proxy.compress_request import CompressionSettings
+from memstrata.harness.proxy.forward import ProxyConfig
 from tests.stub_provider import ServerThread, StubUpstream
 
 from .test_compress_request import QUESTION, Agent, cat_n, read, source_of

@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from memstrata.harness.app import HarnessConfig, build_app
-from memstrata.harness.proxy import ProxyConfig
+from memstrata.harness.proxy.app import HarnessConfig, build_app
+from memstrata.harness.proxy.forward import ProxyConfig
 from tests.stub_provider import ServerThread, StubUpstream
 
 REPO = Path(__file__).resolve().parents[2]

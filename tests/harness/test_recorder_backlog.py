@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 
-from memstrata.harness.metrics import Metrics
-from memstrata.harness.recorder import Finished, Recorder
+from memstrata.harness.proxy.metrics import Metrics
+from memstrata.harness.proxy.recorder import Finished, Recorder
 from memstrata.storage import Store, ledger
 
 BOUND = 4
@@ -28,7 +28,7 @@ def test_full_queue_drops_counts_and_logs_once(python_ws, caplog, wait_until):
     before = ledger.count(ws.store)
     blocker = Store(ws.store.path)  # a second connection, as another process would hold
     try:
-        with caplog.at_level(logging.WARNING, logger="memstrata.harness.recorder"):
+        with caplog.at_level(logging.WARNING, logger="memstrata.harness.proxy.recorder"):
             with blocker.write():  # the ledger's writer now waits on this lock
                 rec.submit(failed_request(0))
                 wait_until(lambda: rec._q.qsize() == 0, message="the writer took the first row")

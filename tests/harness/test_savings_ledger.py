@@ -3,8 +3,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memstrata.harness.providers import Providers, ProvidersError, providers_path
-from memstrata.harness.savings import SUMMARY_FIELDS, cycle_start, savings_report, savings_summary
+from memstrata.harness.proxy.providers import Providers, ProvidersError, providers_path
+from memstrata.harness.proxy.savings import SUMMARY_FIELDS, cycle_start, savings_report, savings_summary
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import Store, ledger
 from memstrata.storage.ledger import LedgerEntry
@@ -151,7 +151,7 @@ def test_invalid_file_is_a_clear_error(memstrata_home):
 def test_report_lines_when_no_measured_answer_named_a_project_symbol(store):
     # A measured answer that names no project symbol leaves recall undefined (null);
     # `memstrata savings` printed it with a format spec and died with a traceback.
-    from memstrata.harness.cmd_savings import report_lines
+    from memstrata.harness.cli.savings import report_lines
 
     ledger.record(store, [entry(10.0, slice_symbols=3, answer_symbols=0, symbol_hits=0)])
     rep = savings_report(store, now=20.0, providers=Providers.defaults())

@@ -10,7 +10,7 @@ import signal
 import openai
 import pytest
 
-from memstrata.harness.savings import savings_report
+from memstrata.harness.proxy.savings import savings_report
 from memstrata.storage import Store, ledger
 from tests.stub_provider import ServerThread, StubUpstream
 

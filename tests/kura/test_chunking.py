@@ -1,10 +1,10 @@
-"""How documents are found and cut into chunks (indexer/chunking.py)."""
+"""How documents are found and cut into chunks (kura/chunking.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from memstrata.indexer.chunking import (MAX_CODE_CHARS, MAX_PROSE_CHARS, SkipDocument, chunk_document,
+from memstrata.kura.chunking import (MAX_CODE_CHARS, MAX_PROSE_CHARS, SkipDocument, chunk_document,
                               decode_document, prose_chunks, table_chunks, walk_documents)
 
 

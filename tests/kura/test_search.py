@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from memstrata.harness.kura.indexing import sync_folder, update_paths
-from memstrata.harness.kura.library import Library
-from memstrata.harness.kura.registry import Entry, Home
-from memstrata.indexer.chunking import DocumentFilter
-from memstrata.mcp_server.kura import KuraSearch, parse_limit
-from memstrata.storage import Store, kura_store
+from memstrata.kura.indexing import sync_folder, update_paths
+from memstrata.kura.library import Library
+from memstrata.kura.registry import Entry, Home
+from memstrata.kura.chunking import DocumentFilter
+from memstrata.kura.search import KuraSearch, parse_limit
+from memstrata.kura.store import KuraDatabase
+from memstrata.kura import store as kura_store
 
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store(tmp_path / "db" / "data.db")
+    s = KuraDatabase(tmp_path / "db" / "data.db")
     yield s
     s.close()
 
@@ -103,10 +104,10 @@ def test_sync_and_update_follow_the_folder(tmp_path, store, docs):
 @pytest.fixture
 def library(tmp_path, docs):
     home = Home(tmp_path / "home")
-    with Store(home.db_path("notes")) as s:
+    with KuraDatabase(home.db_path("notes")) as s:
         sync_folder(s, docs)
     home.db_dir("empty").mkdir()
-    Store(home.db_path("empty")).close()
+    KuraDatabase(home.db_path("empty")).close()
     home.db_dir("broken").mkdir()
     home.db_path("broken").write_bytes(b"this is not a database" * 100)
     home.save_entries([Entry("notes", "2026-01-01T00:00:00Z"), Entry("empty", "2026-01-02T00:00:00Z"),
@@ -161,7 +162,7 @@ def test_limit_caps_the_number_of_matches(library):
     (("notes", "x", None, 3), 'invalid argument: mode "3" not supported (only "keyword")'),
 ])
 def test_bad_arguments(library, args, message):
-    from memstrata.mcp_server.kura import InvalidArgument
+    from memstrata.kura.search import InvalidArgument
 
     with pytest.raises(InvalidArgument) as exc:
         KuraSearch(library).search_rag(*args)
@@ -169,7 +170,7 @@ def test_bad_arguments(library, args, message):
 
 
 def test_mode_is_case_insensitive_and_unloadable_databases_say_why(library):
-    from memstrata.mcp_server.kura import InvalidArgument
+    from memstrata.kura.search import InvalidArgument
 
     search = KuraSearch(library)
     assert search.search_rag("notes", "backoff", None, " KeyWord ")["keyword"]

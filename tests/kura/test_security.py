@@ -13,7 +13,7 @@ import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from memstrata.storage import Store
+from memstrata.kura.store import KuraDatabase
 
 from .conftest import KURA, KuraEnv, wait_until
 
@@ -40,8 +40,8 @@ def mcp_calls(kura: KuraEnv, calls, tmp_path: Path) -> list:
 def make_victim(path: Path, word: str) -> None:
     """A Kura-shaped database somewhere else on the machine (another user's, say)."""
     path.parent.mkdir(parents=True)
-    with Store(path) as store:
-        from memstrata.storage import kura_store
+    with KuraDatabase(path) as store:
+        from memstrata.kura import store as kura_store
 
         rec = kura_store.SourceRecord("diary.md", 1, 1, "h", "prose", 0.0)
         with store.write() as conn:
@@ -74,7 +74,7 @@ def test_percent_encoded_name_never_reads_another_database(kura, tmp_path):
     kura.ok("add", "x")
     planted = "x%2f..%2f..%2fother%2fhome"
     (kura.home / planted).mkdir()
-    with Store(kura.home / planted / "data.db"):
+    with KuraDatabase(kura.home / planted / "data.db"):
         pass  # an empty Kura store, so only the decoded path could find the word
     registry = json.loads((kura.home / "db.json").read_text())
     registry.append({"db": planted, "createAt": registry[0]["createAt"]})
@@ -97,9 +97,9 @@ def test_store_read_only_open_takes_the_path_literally(tmp_path):
     (tmp_path / "x").mkdir()
     literal = tmp_path / "x%2f..%2fvictim" / "data.db"
     literal.parent.mkdir()
-    with Store(literal) as store:
+    with KuraDatabase(literal) as store:
         store.set_meta("who", "literal")
-    with Store(literal, readonly=True) as store:
+    with KuraDatabase(literal, readonly=True) as store:
         assert store.get_meta("who") == "literal"
 
 

@@ -19,7 +19,7 @@ from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
-from memstrata.harness.savings import savings_summary
+from memstrata.harness.proxy.savings import savings_summary
 from memstrata.indexer.workspace import Workspace
 from .mcp_helpers import FIXTURE, LOGIN_QUERY, PROTOCOL_VERSIONS, TOOLS, open_session, text_of, wait_ready, wait_until
 from memstrata.mcp_server import IndexWarmup, build_server, mcp_http_app

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.harness.stormbuffer.codec import render_record
-from memstrata.harness.stormbuffer.records import Record, Source, new_id, now_ns
+from memstrata.stormbuffer.codec import render_record
+from memstrata.stormbuffer.records import Record, Source, new_id, now_ns
 
 
 def hand_written(records: Path, *, title: str = "Hand written", body: str = "written by hand\n",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memstrata.harness.stormbuffer.chunking import MAX_CHUNK_WORDS, chunk_body, retrieval_text, sections
+from memstrata.stormbuffer.chunking import MAX_CHUNK_WORDS, chunk_body, retrieval_text, sections
 
 
 def texts(body: str) -> list[str]:

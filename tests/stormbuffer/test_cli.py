@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from memstrata.harness.stormbuffer.codec import parse_record
+from memstrata.stormbuffer.codec import parse_record
 
 from .conftest import SBUF, assert_clean
 from .helpers import editor_script, hand_written, snapshot

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from memstrata.harness.stormbuffer.codec import parse_record
+from memstrata.stormbuffer.codec import parse_record
 
 from .conftest import SBUF, SOURCE, WAIT
 from .helpers import hand_written

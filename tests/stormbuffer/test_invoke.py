@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from memstrata.harness.stormbuffer.records import new_id
+from memstrata.stormbuffer.records import new_id
 
 from .conftest import SOURCE, assert_clean
 from .helpers import add_human_record, hand_written, read_only, snapshot
@@ -390,7 +390,7 @@ def test_output_too_large(sbuf):
 
 def test_every_code_has_a_test():
     """The vocabulary this file exercises is the whole vocabulary."""
-    from memstrata.harness.stormbuffer.errors import CODES
+    from memstrata.stormbuffer.errors import CODES
     text = open(__file__, encoding="utf-8").read()
     assert [c for c in CODES if f'"{c}"' not in text] == []
 

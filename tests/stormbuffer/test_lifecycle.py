@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 
-from memstrata.harness.stormbuffer.codec import parse_record, render_record
+from memstrata.stormbuffer.codec import parse_record, render_record
 
 from .conftest import SOURCE
 from .helpers import hand_written, snapshot
@@ -168,7 +168,7 @@ def test_an_interrupted_supersession_is_completed_by_the_next_read(sbuf):
     # As if `sbuf approve` was killed after writing its journal and before touching either file:
     old_rec = parse_record(sbuf.record_file(old).read_bytes())
     new_rec = parse_record(sbuf.record_file(new).read_bytes())
-    from memstrata.harness.stormbuffer.codec import toml_string
+    from memstrata.stormbuffer.codec import toml_string
     writes = [(f"{old}.md", render_record(old_rec.evolve(status="superseded"))),
               (f"{new}.md", render_record(new_rec.evolve(status="active")))]
     lines = ["format_version = 1"]

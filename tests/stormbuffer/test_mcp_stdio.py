@@ -364,7 +364,7 @@ def test_the_reader_stays_a_bounded_distance_ahead_of_the_answers(sbuf):
     import os
     import time
 
-    from memstrata.mcp_server.stormbuffer import MAX_QUEUED_LINES
+    from memstrata.stormbuffer.mcp import MAX_QUEUED_LINES
 
     sbuf.init()
     proc = subprocess.Popen([MCP, "--stdio", "--project"], cwd=sbuf.project, env=sbuf.env,

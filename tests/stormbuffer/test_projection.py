@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 
-from memstrata.harness.stormbuffer import projection as projection_module
-from memstrata.harness.stormbuffer.core import Core, View
-from memstrata.harness.stormbuffer.errors import SbufError
-from memstrata.harness.stormbuffer.stores import init_store
-from memstrata.harness.stormbuffer.watch import open_feed
+from memstrata.stormbuffer import projection as projection_module
+from memstrata.stormbuffer.core import Core, View
+from memstrata.stormbuffer.errors import SbufError
+from memstrata.stormbuffer.stores import init_store
+from memstrata.stormbuffer.watch import open_feed
 
 from .helpers import hand_written
 

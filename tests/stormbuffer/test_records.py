@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memstrata.harness.stormbuffer.codec import (
+from memstrata.stormbuffer.codec import (
     CodecError, canonical_table, parse_record, render_record, split_front_matter,
 )
-from memstrata.harness.stormbuffer.records import (
+from memstrata.stormbuffer.records import (
     Record, RecordInvalid, Source, check_provenance, format_timestamp, new_id, normalize_text, now_ns,
     parse_scope, parse_timestamp, parse_uuid, project_name, validate,
 )

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.harness.stormbuffer.core import Core, View
-from memstrata.harness.stormbuffer.retrieval import fts_clauses, query_terms
-from memstrata.harness.stormbuffer.stores import init_store
-from memstrata.storage import stormbuffer_store as sb
+from memstrata.stormbuffer.core import Core, View
+from memstrata.stormbuffer.retrieval import fts_clauses, query_terms
+from memstrata.stormbuffer.stores import init_store
+from memstrata.stormbuffer import index_db as sb
 
 from .helpers import hand_written
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memstrata.mcp_server.strata import StrataServer
-from memstrata.mcp_server.strata_engine import Engine
-from memstrata.storage.strata_store import StrataStore
+from memstrata.strata.mcp import StrataServer
+from memstrata.strata.engine import Engine
+from memstrata.strata.store import StrataStore
 
 STRATA = str(Path(sys.executable).parent / "strata")
 

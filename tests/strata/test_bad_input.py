@@ -6,7 +6,7 @@ import json
 import resource
 
 
-from memstrata.mcp_server.strata_errors import known_codes
+from memstrata.strata.errors import known_codes
 
 from .differential import parse
 from .random_scripts import random_script
@@ -109,9 +109,9 @@ def test_nesting_and_surrogates_are_parse_errors(server):
 
 def test_every_engine_code_is_covered_by_the_differential_scripts(server):
     """Each error code this server can produce (bar its own `server` codes) occurs in a compared script."""
-    from memstrata.mcp_server.strata import StrataServer
-    from memstrata.mcp_server.strata_engine import Engine
-    from memstrata.storage.strata_store import StrataStore
+    from memstrata.strata.mcp import StrataServer
+    from memstrata.strata.engine import Engine
+    from memstrata.strata.store import StrataStore
 
     seen = set()
     scripts = [*SCRIPTS.values(), random_script(0, 250)]
@@ -153,9 +153,9 @@ SAFE_B64 = "c2FmZQ=="  # "safe": KV values travel base64-encoded
 
 
 def test_a_full_disk_is_a_storage_error_that_loses_nothing(tmp_path):
-    from memstrata.mcp_server.strata import StrataServer
-    from memstrata.mcp_server.strata_engine import Engine
-    from memstrata.storage.strata_store import StrataStore
+    from memstrata.strata.mcp import StrataServer
+    from memstrata.strata.engine import Engine
+    from memstrata.strata.store import StrataStore
 
     from ..harness.test_disk_faults import fill, tmpfs
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from memstrata.mcp_server.strata import StrataServer
-from memstrata.mcp_server.strata_engine import Engine
-from memstrata.storage.strata_store import StrataStore
+from memstrata.strata.mcp import StrataServer
+from memstrata.strata.engine import Engine
+from memstrata.strata.store import StrataStore
 
 from .differential import run_script
 from .oracle import OracleSession

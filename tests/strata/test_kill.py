@@ -17,9 +17,9 @@ import threading
 
 import pytest
 
-from memstrata.mcp_server.strata import StrataServer
-from memstrata.mcp_server.strata_engine import Engine
-from memstrata.storage.strata_store import StrataStore
+from memstrata.strata.mcp import StrataServer
+from memstrata.strata.engine import Engine
+from memstrata.strata.store import StrataStore
 
 from .conftest import STRATA, strata_env, tool_call
 

@@ -209,7 +209,7 @@ def test_stdout_carries_only_protocol(tmp_path):
 
 def test_an_oversized_line_is_answered_and_skipped(tmp_path):
     """A line over 16 MiB is never held whole: -32600 (id null), and the next line is served."""
-    from memstrata.mcp_server.strata import MAX_LINE_BYTES
+    from memstrata.strata.mcp import MAX_LINE_BYTES
 
     pad = "x" * (MAX_LINE_BYTES + 1024)
     huge = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": pad}})

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from memstrata.mcp_server.strata import StrataServer
-from memstrata.mcp_server.strata_engine import Engine
-from memstrata.storage import SCHEMA_VERSION
-from memstrata.storage.strata_store import StrataStore
+from memstrata.strata.mcp import StrataServer
+from memstrata.strata.engine import Engine
+from memstrata.strata.schema import STRATA_SCHEMA
+from memstrata.strata.store import StrataStore
 
 
 def _rows(store: StrataStore) -> int:
@@ -45,7 +45,7 @@ def test_reopen_keeps_commits_branches_and_the_clock(tmp_path):
     store.close()
 
     store = StrataStore.open(tmp_path / "db")
-    assert store.store.user_version == SCHEMA_VERSION
+    assert store.store.user_version == STRATA_SCHEMA.version
     server = StrataServer(Engine(store))
     assert json.loads(server.call_tool("strata_kv_get", {"key": "k", "branch": "f"})[0])["data"]["value"]["value"] == "djE="
     later = json.loads(server.call_tool("strata_kv_put", {"key": "k", "value": "v3"})[0])["data"]["commit"]

@@ -1,0 +1,84 @@
+"""The ``memstrata`` command line.
+
+Each command lives in a module exposing ``register(subparsers)``, which adds
+its parser and sets ``func=handler`` (``handler(args) -> int`` exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import importlib
+import logging
+import sys
+
+from memstrata import __version__
+from memstrata.indexer.project import REBUILD_HINT
+from memstrata.storage import StoreCorrupt, StoreError
+
+from memstrata.console import quiet_on_broken_pipe
+
+COMMAND_MODULES = [
+    "memstrata.harness.cli.index",
+    "memstrata.harness.cli.mcp",
+    "memstrata.harness.cli.serve",
+    "memstrata.harness.cli.config",
+    "memstrata.harness.cli.savings",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memstrata",
+        description="Local context engine for coding agents: indexes a project into a "
+        "dependency graph and serves token-budgeted context slices.",
+    )
+    parser.add_argument("--version", action="version", version=f"memstrata {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse, letting the project folder come after options too (``query TEXT --json PATH``):
+    argparse fills an optional positional in the same stretch as the one before it."""
+    args, extra = parser.parse_known_args(argv)
+    if len(extra) == 1 and not extra[0].startswith("-") and getattr(args, "path", "") is None:
+        args.path = extra[0]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+@quiet_on_broken_pipe
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parse(parser, argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="memstrata: %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except StoreCorrupt as exc:  # found damaged while in use (it opened fine)
+        print(f"memstrata: the index is unreadable ({exc.__cause__ or exc}); {REBUILD_HINT}", file=sys.stderr)
+        return 2
+    except StoreError as exc:  # a command that did not say it itself (full disk, read-only index)
+        print(f"memstrata: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+            raise
+        print(f"memstrata: {exc.strerror}: nothing more could be written", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""``memstrata mcp``: MemStrata's MCP tools over stdio, for clients that launch it.
+
+stdout carries the protocol and nothing else: logging goes to stderr (set up
+by the CLI before the SDK is imported), the index progress too, and Python's
+``sys.stdout`` is made unbuffered so that a stray ``print`` while serving lands
+on the stdio front's stderr diversion (:func:`mcp_server.serve_stdio`) at once
+instead of reaching the wire at exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import logging
+import signal
+import sys
+
+from memstrata.indexer.project import ProjectError
+from memstrata.storage import StoreError, StoreReadOnly
+
+from . import argtypes
+from .progress import ProgressBar
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mcp", help="serve the MCP tools (context_query, index_status, savings_summary) over stdio",
+        description="Run MemStrata as an MCP server on stdin/stdout, for MCP clients that launch it "
+        "(e.g. `claude mcp add memstrata -- memstrata mcp`). Opens the project's index (building it "
+        "on first use), catches up with changes since the last run and keeps it fresh while it runs. "
+        "Works side by side with a `memstrata serve` on the same project.")
+    argtypes.add_project(p)
+    p.add_argument("--no-watch", action="store_true",
+                   help="do not follow file changes while serving (index_status then checks the disk)")
+    # SUPPRESS keeps `memstrata -v mcp` working: a subparser default would overwrite it.
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="log detail to stderr")
+    p.set_defaults(func=cmd_mcp)
+
+
+def _unbuffered_stdout() -> None:
+    if sys.stdout is not None and sys.stdout.fileno() == 1:
+        sys.stdout.flush()
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    # Imported here so that other commands do not pay for the SDK.
+    import anyio
+
+    from memstrata.mcp_server import IndexWarmup, build_server, serve_stdio
+
+    _unbuffered_stdout()
+    # Clients stop servers with SIGTERM: unwind like Ctrl-C so the watcher stops
+    # and the store closes cleanly.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    from .index import NotIndexed, open_indexed, open_workspace
+
+    try:
+        try:
+            ws = open_workspace(argtypes.project_of(args))
+        except StoreReadOnly:
+            # An index nobody may update still answers: serve it as it is.
+            ws = open_indexed(argtypes.project_of(args))
+            print("memstrata: the index is read-only: serving it as it is (changes to the project are "
+                  "not indexed until it and its folder are writable)", file=sys.stderr)
+    except (ProjectError, StoreError, NotIndexed) as exc:
+        print(f"memstrata: {exc}", file=sys.stderr)
+        return 2
+
+    first_build = ws.files_indexed() == 0
+    warmup = IndexWarmup(ws, watch=not args.no_watch and not ws.store.readonly,
+                         progress=ProgressBar("memstrata: indexing") if first_build else None)
+    # The session figures are those of the serve processes running on this project now.
+    from memstrata.harness.proxy.savings import savings_summary  # here: `memstrata query` and the rest never need it
+
+    server = build_server(ws, savings=lambda: savings_summary(ws), warmup=warmup)
+    log.info("serving MCP over stdio for %s", ws.root)
+    try:
+        anyio.run(serve_stdio, server)
+    finally:
+        ws.stop_watching()
+        # A catch-up still running owns the store; the process exit ends it
+        # (SQLite rolls back the open transaction), so only close when done.
+        if warmup.join(timeout=5):
+            ws.close()
+    return 0

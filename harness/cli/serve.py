@@ -1,0 +1,192 @@
+"""``memstrata serve``: index, watch, and serve the proxy, the dashboard, /status, /metrics and /mcp."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+import time
+
+from memstrata.indexer.project import ProjectError
+from memstrata.storage import StoreError
+
+from . import argtypes
+from memstrata.harness.proxy.providers import DEFAULT_ANTHROPIC_BASE, DEFAULT_OPENAI_BASE, Providers, ProvidersError
+
+EXIT_PORT_IN_USE = 3
+
+log = logging.getLogger(__name__)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve", help="run the compressing OpenAI/Anthropic proxy with a dashboard, /status, /metrics and /mcp",
+        description="Index the project (catching up on changes), keep it fresh with the watcher, and serve "
+        "http://HOST:PORT: /v1/chat/completions (OpenAI), /anthropic/v1/messages (Anthropic), the dashboard "
+        "page at /, /health, /status, /metrics and /mcp (SSE clients: /sse). Point tools at it with OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or "
+        "ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/anthropic.")
+    argtypes.add_project(p)
+    p.add_argument("--port", type=argtypes.port, default=8080, help="port (default 8080)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to bind (default 127.0.0.1; anything else exposes your proxy to the network)")
+    p.add_argument("--openai-upstream", default=None, metavar="URL",
+                   help=f"OpenAI-compatible base URL to forward to (default: providers.json base_url of "
+                   f"--openai-provider, else {DEFAULT_OPENAI_BASE}); e.g. http://127.0.0.1:11434/v1 for Ollama")
+    p.add_argument("--anthropic-upstream", default=None, metavar="URL",
+                   help=f"Anthropic base URL to forward to (default {DEFAULT_ANTHROPIC_BASE})")
+    p.add_argument("--openai-provider", default="openai", metavar="NAME",
+                   help="providers.json entry whose rates price /v1 traffic (default openai; e.g. ollama)")
+    p.add_argument("--anthropic-provider", default="anthropic", metavar="NAME",
+                   help="providers.json entry whose rates price /anthropic traffic (default anthropic)")
+    p.add_argument("--compress", choices=("safe", "aggressive", "off"), default="safe",
+                   help="safe (default): compress oversized pastes and older tool results, in rare steps that "
+                   "keep provider prompt caches working; aggressive: also the latest tool results, sooner; "
+                   "off: forward every request unchanged (still counted in the ledger)")
+    p.add_argument("--no-compress", dest="compress", action="store_const", const="off",
+                   help="the same as --compress off")
+    p.add_argument("--budget-ratio", type=argtypes.unit_ratio, default=None, metavar="R",
+                   help="in a compressed block, definitions that rank for the question (beyond the ones it "
+                   "names, always kept) may fill this share of the block (default 0.5 safe, 0.25 aggressive)")
+    p.add_argument("--budget-cap", type=argtypes.positive_int, default=None, metavar="N",
+                   help="... and at most this many tokens of it (default 6000)")
+    p.add_argument("--min-tokens", type=argtypes.positive_int, default=None, metavar="N",
+                   help="pasted blocks and tool results smaller than this are never touched (default 1500)")
+    p.add_argument("--read-timeout", type=float, default=600.0, metavar="SECONDS",
+                   help="longest wait for the upstream's next bytes (default 600)")
+    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="longest wait to connect to the upstream (default 10)")
+    p.add_argument("--no-watch", dest="watch", action="store_false", help="do not watch files for changes")
+    p.add_argument("--no-mcp", dest="mcp", action="store_false", help="do not mount the MCP transports at /mcp")
+    p.add_argument("--access-log", action="store_true",
+                   help="print one line per request on stderr: method, path, status, duration, and the "
+                   "request's tokens before -> after when it was compressed (never headers or keys)")
+    p.set_defaults(func=cmd_serve)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Bind before indexing, so a taken port fails at once."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose listening
+    # socket says TCP; without it Nagle + delayed ACK add ~40 ms to every response.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def cmd_serve(args) -> int:
+    from .index import ensure_indexed, fail, open_workspace
+
+    try:
+        providers = Providers.load()  # writes the defaults on first run
+    except ProvidersError as exc:
+        return fail(str(exc))
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return fail(f"port {args.port} on {args.host} is already in use (another memstrata serve?); "
+                        f"stop it or choose another with --port", EXIT_PORT_IN_USE)
+        if exc.errno == errno.EACCES:
+            return fail(f"not allowed to bind port {args.port} on {args.host}; choose a port above 1023",
+                        EXIT_PORT_IN_USE)
+        return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", EXIT_PORT_IN_USE)
+    if not is_loopback(args.host):
+        print(f"memstrata: warning: listening on {args.host}, not loopback; anyone who can reach it can use "
+              f"your proxy", file=sys.stderr)
+    started = time.time()
+    try:
+        ws = open_workspace(argtypes.project_of(args))
+    except (ProjectError, StoreError) as exc:
+        sock.close()
+        return fail(str(exc))
+    try:
+        return _serve(args, ws, sock, providers, started, ensure_indexed)
+    finally:
+        ws.close()
+        sock.close()
+
+
+def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed) -> int:
+    import uvicorn
+
+    from .index import fail
+
+    # The proxy stack (httpx, starlette, prometheus) loads only when serving,
+    # so every other memstrata command starts faster.
+    from memstrata.harness.proxy.app import HarnessConfig, build_app
+    from memstrata.harness.proxy.compress_request import CompressionSettings
+    from memstrata.harness.proxy.http11 import ProxyH11Protocol
+    from memstrata.harness.proxy.forward import ProxyConfig
+
+    try:
+        ensure_indexed(ws)
+    except KeyboardInterrupt:
+        return 130
+    ws.graph  # load now, so updates refresh it incrementally and the first request is fast
+    if args.watch:
+        ws.start_watching()
+    proxy = ProxyConfig(
+        openai_base=args.openai_upstream or providers.base_url(args.openai_provider) or DEFAULT_OPENAI_BASE,
+        anthropic_base=args.anthropic_upstream or providers.base_url(args.anthropic_provider)
+        or DEFAULT_ANTHROPIC_BASE,
+        openai_provider=args.openai_provider, anthropic_provider=args.anthropic_provider,
+        compress=args.compress != "off",
+        compression=CompressionSettings.for_mode(args.compress, budget_ratio=args.budget_ratio,
+                                                 budget_cap=args.budget_cap, min_tokens=args.min_tokens),
+        connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
+    )
+    extra_hosts = () if is_loopback(args.host) or args.host in ("0.0.0.0", "::") else (args.host,)
+    port = sock.getsockname()[1]
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    base = f"http://{shown}:{port}"
+    app = build_app(ws, HarnessConfig(proxy=proxy, allowed_hosts=extra_hosts, mount_mcp=args.mcp,
+                                      access_log=args.access_log, address=base), started=started)
+    print(f"memstrata serving {ws.root} on {base}\n"
+          f"  dashboard: {base}/\n"
+          f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {_origin(proxy.openai_base)}\n"
+          f"  Anthropic: ANTHROPIC_BASE_URL={base}/anthropic  -> {_origin(proxy.anthropic_base)}\n"
+          f"  MCP:       {base}/mcp    status: {base}/status    metrics: {base}/metrics\n"
+          f"  compression {args.compress}; Ctrl-C stops", file=sys.stderr, flush=True)
+    # uvicorn's own access log stays off: --access-log is MemStrata's (harness/proxy/accesslog.py),
+    # which never prints a query string and adds token counts.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
+                            lifespan="on", http=ProxyH11Protocol)
+    server = uvicorn.Server(config)
+    # uvicorn turns SIGINT/SIGTERM into a graceful shutdown (stop accepting,
+    # finish in-flight requests, run the lifespan's shutdown: ledger drained),
+    # then re-raises the signal to the handler that was installed before it.
+    # Installing a no-op one lets the process close the index and exit 0.
+    received: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: received.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        server.run(sockets=[sock])
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not server.started:
+        return fail("the server failed to start (see the messages above)")
+    print("memstrata: stopped; ledger saved", file=sys.stderr, flush=True)
+    return 0
+
+
+def _origin(url: str) -> str:
+    return url.split("?", 1)[0]

@@ -1,0 +1,1 @@
+"""The compressing proxy behind `memstrata serve`."""

@@ -1,0 +1,195 @@
+"""What `memstrata serve` forwards: each request's code compressed inside its own blocks,
+earlier turns forwarded exactly as before.
+
+The rules (docs/proxy.md, "Compression"):
+
+1. Compression works inside each pasted block and each tool result
+   (:mod:`.request_blocks` finds them, :mod:`compressor.block` cuts
+   them): the definitions the question points at stay verbatim and whole,
+   with their class frames and the imports they use; every other run of
+   lines becomes one marker line naming the path and line range.  Nothing
+   from other files is put in.
+2. Blocks under ``min_tokens`` and single definitions are never touched.
+3. In agent conversations the unit is the tool result: the latest
+   ``keep_tool_uses`` results stay whole (unless over ``result_cap``); older
+   ones are compressed at compaction steps; a file read again turns one
+   copy into a pointer to the other.  The question is the latest real user
+   text, harness boilerplate removed, else the task's first message.
+4. Once a message was forwarded in some form, later requests forward it in
+   that form, byte for byte (:mod:`.conversation`); forms change only
+   at rare compaction steps (:mod:`.compaction`).  ``cache_control``
+   markers stay where the client put them.
+5. Tests stay out unless the question is about tests or the block is one.
+7. ``mode``: ``safe`` (default), ``aggressive`` (also trims the current turn's
+   results, compacts sooner), ``off``.
+
+:class:`CompressionResult` carries what the ledger needs to count
+honestly (rule 6): the mode, the conversation, whether this request is a
+compaction step and how many previously forwarded tokens it makes the
+provider re-read uncached.  ``body`` is None when the request is forwarded
+unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from memstrata.compressor.block import BlockSettings
+
+from .compaction import PlanCache, RequestPass, TokenCache, forwarded_message, set_path, uses_prompt_cache
+from .conversation import ConversationStore, Record, as_of, conversation_id, message_key
+from .project_match import ProjectMatcher
+from .request_blocks import ANTHROPIC, MODES, OPENAI
+
+__all__ = ["ANTHROPIC", "OPENAI", "MODES", "CompressionResult", "CompressionSettings", "Compressor",
+           "ProjectMatcher", "set_path"]
+
+
+@dataclass(frozen=True)
+class CompressionSettings:
+    mode: str = "safe"
+    min_tokens: int = 1500          # rule 2: blocks under this are never touched
+    paste_cap: int = 10_000         # a pasted block over this is compressed when it arrives (oversized)
+    result_cap: int = 16_000        # a newer tool result over this is cut down to about this size
+    budget_ratio: float = 0.5       # definitions that rank (beyond the named ones) may fill this share of a block
+    budget_cap: int = 6000          # ... and at most this many tokens of it
+    rel_score: float = 0.1          # ranked definitions need this share of the best score
+    keep_tool_uses: int = 3         # the latest tool results, kept whole
+    trigger: int = 24_000           # compaction is considered once the forwarded request reaches this
+    clear_at_least: int = 6_000     # a compaction step clears at least this many tokens ...
+    payback: float = 0.5            # ... and, when the provider caches the prefix, this share of what it re-reads
+    min_run_lines: int = 4          # unfenced pasted project code needs this many lines
+
+    @classmethod
+    def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
+        """The defaults of ``mode``, with any override that is not None."""
+        if mode not in MODES:
+            raise ValueError(f"unknown compression mode {mode!r} (choose {', '.join(MODES)})")
+        base = dict(_AGGRESSIVE) if mode == "aggressive" else {}
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(mode=mode, **base)
+
+    def block_settings(self) -> BlockSettings:
+        return BlockSettings(min_tokens=self.min_tokens, ranked_share=self.budget_ratio,
+                             ranked_cap=self.budget_cap, rel_score=self.rel_score,
+                             min_ranked=2 if self.mode == "aggressive" else 5)
+
+
+# Aggressive: every paste and every tool result over min_tokens is cut when it arrives, with
+# smaller shares; compaction keeps only the latest result and comes sooner.
+_AGGRESSIVE = dict(paste_cap=0, result_cap=0, budget_ratio=0.25, rel_score=0.3, keep_tool_uses=1, trigger=12_000,
+                   clear_at_least=3_000, payback=0.25)
+
+
+@dataclass
+class CompressionResult:
+    body: dict | None                     # the body to forward; None = forward unchanged
+    reason: str                           # what happened, for logs and tests
+    mode: str = "safe"                    # safe | aggressive | off
+    conversation: str | None = None       # stable id of the conversation the request belongs to
+    compaction: bool = False              # earlier, already forwarded messages are forwarded in a new form
+    prefix_invalidated_tokens: int = 0    # previously forwarded tokens the provider must now re-read uncached
+    question: str | None = None
+    replaced_tokens: int = 0              # tokens of the code this body forwards in a changed form ...
+    replacement_tokens: int = 0           # ... and of what stands in its place
+    runs: int = 0                         # pieces forwarded in a changed form
+    sources: list[str] = field(default_factory=list)        # their files
+    slice_symbols: list[str] = field(default_factory=list)  # "path::qualname" of the definitions kept in them
+
+    @property
+    def changed(self) -> bool:
+        return self.body is not None
+
+
+class Compressor:
+    """The compression state of one serve process: project matcher, token counts, conversations."""
+
+    def __init__(self, ws, settings: CompressionSettings | None = None, store: ConversationStore | None = None):
+        self.ws = ws
+        self.settings = settings or CompressionSettings()
+        self.matcher = ProjectMatcher(ws)
+        self.tokens = TokenCache()
+        self.plans = PlanCache()
+        self.conversations = store or ConversationStore()
+        self._base: OrderedDict[int, int] = OrderedDict()
+        self._base_lock = threading.Lock()
+
+    def compress(self, body: dict, api: str) -> CompressionResult:
+        s = self.settings
+        msgs = body.get("messages")
+        if not isinstance(msgs, list) or not msgs:
+            return CompressionResult(None, "no messages", mode=s.mode)
+        system = body.get("system")
+        first_user = next((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "user"), 0)
+        cid = conversation_id(api, system, msgs[:first_user + 1])
+        if s.mode == "off":
+            return CompressionResult(None, "compression off", mode="off", conversation=cid)
+        keys = [message_key(m) for m in msgs]
+        conv = self.conversations.get(cid)
+        with conv.lock:
+            base, matched = conv.best(keys)
+            before = as_of(base.records, matched) if base is not None else ()
+            work = RequestPass(s, self.matcher, self.tokens, self.plans, api, msgs, list(before),
+                               self._base_tokens(body), uses_prompt_cache(body, api))
+            for i in range(matched, len(msgs)):
+                work.arrive(i)
+                if work.boundary(i):
+                    work.maybe_compact()
+            records = tuple(work.records)
+            conv.save(base, matched, records)
+        self.conversations.trim()
+        return self._result(body, msgs, records, before, cid, work)
+
+    def _result(self, body, msgs, records: tuple[Record, ...], before, cid: str, work) -> CompressionResult:
+        s = self.settings
+        question = work.question() or None
+        changed = [i for i, r in enumerate(records) if r.changed]
+        first_moved = next((i for i, (old, new) in enumerate(zip(before, records)) if old != new), None)
+        invalidated = sum(r.tokens for r in records[first_moved:len(before)]) if first_moved is not None else 0
+        common = dict(mode=s.mode, conversation=cid, compaction=first_moved is not None,
+                      prefix_invalidated_tokens=invalidated, question=question)
+        if not changed:
+            return CompressionResult(None, "nothing to compress", **common)
+        out_msgs = list(msgs)
+        replaced = replacement = runs = 0
+        sources: list[str] = []
+        symbols: list[str] = []
+        for i in changed:
+            out_msgs[i] = forwarded_message(msgs[i], records[i])
+            for p in records[i].pieces:
+                if p.form is None:
+                    continue
+                runs += 1
+                replaced += p.tokens
+                replacement += p.form_tokens
+                if p.path not in sources:
+                    sources.append(p.path)
+                symbols.extend(f"{p.path}::{q}" for q in p.kept)
+        out = dict(body)
+        out["messages"] = out_msgs
+        reason = "compaction step" if first_moved is not None else "compressed"
+        return CompressionResult(out, reason, replaced_tokens=replaced, replacement_tokens=replacement, runs=runs,
+                                 sources=sources, slice_symbols=list(dict.fromkeys(symbols)), **common)
+
+    def _base_tokens(self, body: dict) -> int:
+        """Tokens of the system prompt and tool definitions, counted once per distinct pair."""
+        system, tools = body.get("system"), body.get("tools")
+        if system is None and tools is None:
+            return 0
+        key = hash(repr(system)) ^ hash(repr(tools)) * 31
+        with self._base_lock:
+            hit = self._base.get(key)
+        if hit is not None:
+            return hit
+        n = self.tokens.count(system if isinstance(system, str) else json.dumps(system, ensure_ascii=False))
+        if tools is not None:
+            n += self.tokens.count(json.dumps(tools, ensure_ascii=False))
+        with self._base_lock:
+            self._base[key] = n
+            while len(self._base) > 256:
+                self._base.popitem(last=False)
+        return n
+

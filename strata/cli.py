@@ -1,0 +1,150 @@
+"""The ``strata`` command line.
+
+Targeting follows Strata's CLI: a database path as the first argument or
+``--db PATH``, else ``STRATA_DB``, else ``--cache`` for an in-memory
+database.  The one command is ``mcp serve`` (stdio MCP server).  Usage
+errors go to stderr as ``error: [code]: message`` plus a hint, exit 2; a
+database that cannot be opened exits 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+
+from memstrata import __version__
+
+from memstrata.console import quiet_on_broken_pipe
+
+USAGE = """\
+usage: strata [PATH | --db PATH | --cache] [--branch NAME] mcp serve
+
+Serve a Strata database over MCP (newline-delimited JSON-RPC on stdin/stdout,
+logs on stderr), with MemStrata's store underneath.
+
+  PATH, --db PATH   a durable database folder (created when missing)
+  --cache           an in-memory database, gone when the server exits
+  --branch NAME     the session branch tools use when they name none (default: default)
+  -h, --help        show this help
+  --version         show the version
+
+Without PATH, --db or --cache the folder comes from STRATA_DB.
+
+  strata ./my-db mcp serve
+  STRATA_DB=./my-db strata mcp serve
+  strata --cache mcp serve
+"""
+
+NO_DATABASE_HINT = "pass a path (strata ./mydb kv put …), set STRATA_DB, or use --cache for ephemeral"
+
+
+class UsageError(Exception):
+    def __init__(self, code: str, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.code, self.message, self.hint = code, message, hint
+
+
+def _fail(code: str, message: str, hint: str | None, status: int) -> int:
+    text = f"error: [{code}]: {message}"
+    if hint:
+        text += f"\n  hint: {hint}"
+    print(text, file=sys.stderr)
+    return status
+
+
+def parse(argv: list[str]) -> dict:
+    opts: dict = {"db": None, "cache": False, "branch": None, "words": []}
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-h", "--help"):
+            opts["help"] = True
+        elif arg == "--version":
+            opts["version"] = True
+        elif arg == "--cache":
+            opts["cache"] = True
+        elif arg in ("--db", "--branch") or arg.startswith(("--db=", "--branch=")):
+            name, eq, value = arg.partition("=")
+            if not eq:  # `--db PATH`; `--db=` is an (empty) value of its own
+                value = next(it, None)
+                if value is None:
+                    raise UsageError("invalid_argument.cli.usage", f"{name} needs a value")
+            opts[name[2:]] = value
+        elif arg.startswith("-") and arg != "-":
+            raise UsageError("invalid_argument.cli.usage", f"unknown option {arg}", "run strata --help")
+        else:
+            opts["words"].append(arg)
+    return opts
+
+
+def target(opts: dict) -> tuple[str | None, bool]:
+    """(durable folder, or None for --cache; whether it is the cache)."""
+    words = opts["words"]
+    path = opts["db"]
+    if words and words[0] != "mcp":
+        if path is not None:
+            raise UsageError("invalid_argument.cli.usage", "pass the database path once (a PATH or --db)")
+        path = words.pop(0)
+    if words != ["mcp", "serve"]:
+        command = " ".join(words) or "(none)"
+        raise UsageError("invalid_argument.cli.usage", f"unsupported command {command}; the command is `mcp serve`",
+                         "run strata --help")
+    if opts["cache"]:
+        if path is not None:
+            raise UsageError("invalid_argument.cli.conflicting_targets",
+                             "--cache and a database path cannot be used together",
+                             "pass either a path (or --db) or --cache")
+        return None, True
+    if path is None:
+        path = os.environ.get("STRATA_DB") or None
+    if path is None:
+        raise UsageError("invalid_argument.cli.no_database", "no database specified", NO_DATABASE_HINT)
+    if not path.strip():
+        raise UsageError("invalid_argument.cli.usage", "the database path is empty", NO_DATABASE_HINT)
+    return path, False
+
+
+@quiet_on_broken_pipe
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        opts = parse(argv)
+        if opts.get("help"):
+            print(USAGE, end="")
+            return 0
+        if opts.get("version"):
+            print(f"strata (memstrata) {__version__}")
+            return 0
+        path, cache = target(opts)
+    except UsageError as exc:
+        return _fail(exc.code, exc.message, exc.hint, 2)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="strata: %(message)s")
+    return serve(path, cache, opts["branch"])
+
+
+def serve(path: str | None, cache: bool, branch: str | None) -> int:
+    from .mcp import serve as serve_stdio
+    from .engine import Engine
+    from .store import DEFAULT_BRANCH, StrataStore, StrataStoreError
+
+    try:
+        store = StrataStore.memory() if cache else StrataStore.open(Path(path))
+    except StrataStoreError as exc:
+        return _fail("failed_precondition.cli.open", str(exc), None, 1)
+    try:
+        session = branch or DEFAULT_BRANCH
+        if store.branch(session) is None:
+            return _fail("not_found.cli.branch", f"branch `{session}` does not exist",
+                         "list branches with strata_branch_list, or omit --branch", 2)
+        logging.getLogger("memstrata.strata").info(
+            "serving %s over stdio", "an in-memory database" if cache else f"database {Path(path).name}")
+        return serve_stdio(Engine(store, session_branch=session))
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""The markdown usage guide ``strata_guide`` returns, generated from what this server runs."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from memstrata import __version__
+
+from .catalog import FAMILY, WIRE_TYPES
+from .errors import known_codes
+from .wire import SPECS
+
+SUMMARIES = {
+    "ping": "check the database answers (data.version is this server's version)",
+    "kv_put": "store a value under a key", "kv_get": "read a key (now or as_of)",
+    "kv_delete": "delete a key", "kv_exists": "whether a key is live", "kv_history": "every retained version of a key",
+    "kv_list": "keys in byte order, optionally under a prefix, paged by cursor (the last key returned)",
+    "kv_count": "how many keys (under a prefix)",
+    "kv_scan": "keys with values from `start` (inclusive); the cursor is the next key to read",
+    "json_set": "set the value at a path, creating the document", "json_get": "read the value at a path",
+    "json_delete": "delete the value at a path (`$`: the document)", "json_exists": "whether a document exists",
+    "json_list": "document ids, paged", "json_count": "how many documents", "json_history": "every retained revision",
+    "vector_create_collection": "create a collection (dimension 1..32768; cosine, euclidean, dot_product)",
+    "vector_upsert": "insert or replace a vector", "vector_query": "the k most similar vectors, with a metadata filter",
+    "vector_get": "read one vector", "vector_delete": "delete one vector", "vector_exists": "whether a vector is live",
+    "vector_count": "how many vectors", "vector_list_collections": "the collections with their counts",
+    "vector_delete_collection": "delete a collection (force: even when it holds vectors)",
+    "event_append": "append an event", "event_list": "events in order (cursor: the last sequence returned)",
+    "event_get": "one event by sequence", "event_count": "how many events",
+    "event_verify_chain": "recompute the hash chain",
+    "graph_create": "create a graph", "graph_delete": "delete a graph (force: even when it holds nodes)",
+    "graph_list": "graph names", "graph_get_meta": "counts and versions of a graph",
+    "graph_add_node": "add or replace a node", "graph_get_node": "read a node",
+    "graph_remove_node": "remove a node and its edges", "graph_add_edge": "add or replace an edge",
+    "graph_get_edge": "read an edge", "graph_remove_edge": "remove an edge",
+    "graph_neighbors": "a node's neighbours with their edges, paged",
+    "branch_list": "the active branches", "branch_get": "one branch", "branch_create": "a new empty branch",
+    "branch_delete": "delete a branch (not `default`)", "branch_fork_current": "fork at the source's head",
+    "branch_fork_at_version": "fork at a retained commit version",
+    "branch_fork_at_timestamp": "fork at the newest commit at or before a commit timestamp",
+    "space_list": "the spaces of a branch", "space_exists": "whether a space exists",
+    "space_create": "create a space (spaces are also created by their first write)",
+}
+
+_INTRO = """\
+# Strata (MemStrata {version}): agent usage guide
+
+This server speaks Strata's MCP surface on MemStrata's embedded store: KV
+pairs, JSON documents, vectors, events and graphs, on branches with time
+travel. Tools answer with the same JSON envelopes and error codes as
+Strata's own engine.
+
+## Targeting a database
+
+- `strata ./my-db mcp serve` or `strata --db ./my-db mcp serve`: a durable
+  database in the folder `./my-db` (created when missing).
+- `STRATA_DB=./my-db strata mcp serve`: the same, path from the environment.
+- `strata --cache mcp serve`: an in-memory database, gone when the server exits.
+
+One process opens a durable database at a time; a second one is refused.
+
+## Scope
+
+Data tools take optional `branch` (default `default`) and `space` (default
+`default`). A space is created by its first write; spaces are fully
+isolated. Names starting with `_` are reserved.
+
+## Output contract
+
+A tool result is one text item holding a JSON envelope:
+
+- success: `{{"type": ..., "data": ...}}`, `isError: false`;
+- an engine failure: `{{"error": {{"class", "code", "retry_policy", "retryable",
+  "commit_outcome", "message", "suggested_fix", "docs_url", "reference_id"}}}}`,
+  `isError: true`;
+- arguments the command decoder refuses: the sentence
+  ``invalid arguments for `TOOL`: <reason>``, `isError: true`.
+
+Every write answers with a commit receipt `data.commit`: `version` and
+`timestamp` (the same commit-clock value), `committed_at` (UTC µs),
+`durability`, `put_count`, `delete_count`. Reads take `as_of` (a commit
+timestamp from a receipt) and read the state right after that commit.
+A no-op delete answers `effect.kind: "not_found"` and no receipt. A miss
+answers `{{"found": false, "value": null}}`.
+
+Byte fields are base64 on the wire: KV keys, values and the `strata_kv_list`
+cursor. The `strata_kv_*` tools take text and encode it for you.
+
+## Defaults
+
+`strata_vector_create_collection` metric `cosine`, `strata_vector_query` k
+`10`, `strata_graph_neighbors` direction `outgoing` (limit 100).
+
+## Errors
+
+Codes this server produces:
+
+{codes}
+
+`history_unavailable` means the `as_of` or fork anchor is outside what the
+branch retains (0, or beyond its latest commit). Codes under `server` are
+this server's own: `unsupported.server.command` for a cataloged command it
+does not run, `unsupported.server.argument` for an argument it does not
+implement, `internal.server.storage` when the disk refused a commit.
+
+## Command catalog (strata_command)
+
+Supported commands, with their fields (`*` required):
+
+{supported}
+
+Cataloged but not supported here (answered with `unsupported.server.command`):
+
+{unsupported}
+"""
+
+
+def _fields(wire: str) -> str:
+    fields = SPECS[wire].fields
+    return ", ".join(f"`{f.name}`{'*' if f.required else ''}" for f in fields) or "no fields"
+
+
+@lru_cache(maxsize=1)
+def guide_markdown() -> str:
+    supported, unsupported = [], []
+    families: dict[str, list[str]] = {}
+    for wire in WIRE_TYPES:
+        families.setdefault(FAMILY[wire], []).append(wire)
+    for family, wires in families.items():
+        ours = [w for w in wires if w in SPECS]
+        if ours:
+            supported.append(f"### {family}\n")
+            supported += [f"- `{w}` ({_fields(w)}): {SUMMARIES[w]}" for w in ours]
+            supported.append("")
+        rest = [w for w in wires if w not in SPECS]
+        if rest:
+            unsupported.append(f"- {family}: " + ", ".join(f"`{w}`" for w in rest))
+    return _INTRO.format(
+        version=__version__,
+        codes="\n".join(f"- `{c}`" for c in known_codes()),
+        supported="\n".join(supported).rstrip(),
+        unsupported="\n".join(unsupported),
+    )

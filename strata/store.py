@@ -1,0 +1,644 @@
+"""A Strata database on MemStrata's store: a versioned, branchable record store.
+
+One commit clock per database: every mutation is one SQLite transaction that
+takes the next version and writes rows stamped with it.  Nothing is updated
+in place; a read "as of" version T takes, for each key, the newest row at or
+below T, so every retained version stays readable.
+
+A branch is a timeline.  A fork records its parent and the parent version it
+was taken at and starts empty: reads fall through to the parent's rows up to
+that version (and on up the ancestry), so forking costs a few rows whatever
+the size of the data.  A :class:`View` is that chain of (branch, bound) levels
+for one read; the leaf shadows its ancestors key by key, tombstones included.
+
+What the rows mean (KV bytes, JSON documents, vectors, graphs) is the
+caller's business: this module stores opaque ``value`` bytes and an ``aux``
+text per (space, kind, key, version), plus hash-chained event logs.
+
+A durable database is a folder holding ``strata.db`` and a lock file; one
+process opens it at a time (a POSIX record lock the kernel drops when the
+holder dies, however it dies), which is what lets callers cache what they
+read between commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import heapq
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+from pathlib import Path
+
+from memstrata.storage.db import Store, StoreError
+from .schema import STRATA_SCHEMA
+
+DB_FILE = "strata.db"
+LOCK_FILE = "strata.lock"
+DEFAULT_BRANCH = "default"
+DEFAULT_SPACE = "default"
+
+# Entity kinds (the ``kind`` column).
+KV, JSON, VECTOR_COLLECTION, VECTOR, GRAPH, GRAPH_NODE, GRAPH_OUT, GRAPH_IN, SPACE = range(1, 10)
+
+# Space records live outside every product space.
+REGISTRY_SPACE = ""
+
+# A fresh database has used versions 1 and 2 (engine set-up), as the real one does.
+SETUP_VERSIONS = 2
+# Versions a fork (or a new root branch) consumes, the first two on its own timeline.
+FORK_VERSIONS = 3
+FORK_OWN_VERSIONS = 2
+# Versions a fork refused for its anchor consumes, and a branch deletion.
+FAILED_FORK_VERSIONS = 2
+DELETE_VERSIONS = 2
+
+# Remembered point reads (see StrataStore.get): how many, and the largest value kept.
+_MEMO_ENTRIES = 100_000
+_MEMO_VALUE_BYTES = 16_384
+_NO_ENTRY = object()
+
+# The bound of a view at the head (greater than any version ever handed out).
+HEAD = 2**62
+
+_SCAN_BATCH = 64
+_MAX_SCAN_BATCH = 4096
+
+
+class StrataStoreError(Exception):
+    """The database cannot be opened (in use, not a Strata folder, damaged)."""
+
+
+@dataclass(slots=True, frozen=True)
+class Branch:
+    id: int
+    name: str
+    generation: int
+    status: str
+    parent: int | None
+    fork_version: int | None
+    fork_timestamp: int | None
+    created_at: int | None
+    deleted_at: int | None
+    state_revision: int
+
+
+class Level(NamedTuple):
+    branch: int
+    bound: int  # newest version visible on this level
+
+
+@dataclass(slots=True, frozen=True)
+class View:
+    """What one read sees: the leaf branch first, then its ancestors."""
+
+    levels: tuple[Level, ...]
+
+    @property
+    def leaf(self) -> int:
+        return self.levels[0].branch
+
+
+@dataclass(slots=True, frozen=True)
+class Entry:
+    key: bytes
+    version: int
+    value: bytes | None  # None: deleted at this version
+    aux: str | None
+
+
+@dataclass(slots=True, frozen=True)
+class Event:
+    sequence: int
+    version: int
+    event_type: str
+    payload: str
+    timestamp: int
+    previous_hash: bytes
+    hash: bytes
+
+
+@dataclass(slots=True, frozen=True)
+class Commit:
+    version: int
+    committed_at: int
+
+
+def tuple_key(*parts: str) -> bytes:
+    """An order-preserving encoding of a tuple of strings as one key.
+
+    NUL bytes inside a part are escaped (00 ff) and each part ends with 00 01,
+    so (a, b) sorts by a then b and ``tuple_key(a)`` is a prefix of every key
+    that starts with part a.
+    """
+    return b"".join(p.encode("utf-8").replace(b"\x00", b"\x00\xff") + b"\x00\x01" for p in parts)
+
+
+def split_tuple_key(key: bytes) -> list[str]:
+    parts = key.split(b"\x00\x01")[:-1]
+    return [p.replace(b"\x00\xff", b"\x00").decode("utf-8") for p in parts]
+
+
+def prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix`` (None: no bound)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+class StrataStore:
+    """One open Strata database (a durable folder or an in-memory cache)."""
+
+    def __init__(self, store: Store, *, durable: bool, lock_fd: int | None = None):
+        self.store = store
+        self.durable = durable
+        self._lock_fd = lock_fd
+        self._conn = store._conn  # noqa: SLF001 - the hot paths skip the Store wrappers
+        self._db_lock = store._lock  # noqa: SLF001
+        self._branches: dict[int, Branch] = {}
+        self._active: dict[str, int] = {}
+        self._latest: dict[int, int] = {}
+        self._spaces: set[tuple[int, str]] = set()
+        self._head_views: dict[int, View] = {}
+        self._memo: dict[tuple, Entry | None] = {}
+        if durable:
+            # Only this process opens the folder (the record lock above), so
+            # SQLite may keep its file locks for the whole session instead of
+            # taking and dropping them around every commit.
+            self._conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        self._setup()
+
+    # -- opening ----------------------------------------------------------------
+
+    @classmethod
+    def open(cls, folder: str | Path) -> "StrataStore":
+        """Open (creating when needed) the durable database in ``folder``."""
+        folder = Path(folder)
+        name = _display_name(folder)
+        if folder.exists() and not folder.is_dir():
+            raise StrataStoreError(f"{name} is a file, not a database folder")
+        if folder.is_dir() and not (folder / DB_FILE).exists():
+            foreign = [p.name for p in folder.iterdir() if p.name not in (LOCK_FILE,)]
+            if foreign:
+                raise StrataStoreError(
+                    f"{name} is not empty and holds no MemStrata Strata database "
+                    f"({DB_FILE}); pass a new or empty folder")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StrataStoreError(f"cannot create {name}: {exc.strerror}") from None
+        lock_fd = _take_lock(folder / LOCK_FILE)
+        try:
+            store = Store(folder / DB_FILE, schema=STRATA_SCHEMA)
+        except StoreError as exc:
+            os.close(lock_fd)
+            raise StrataStoreError(str(exc)) from None
+        try:
+            return cls(store, durable=True, lock_fd=lock_fd)
+        except BaseException:
+            store.close()
+            os.close(lock_fd)
+            raise
+
+    @classmethod
+    def memory(cls) -> "StrataStore":
+        """An ephemeral database that lives in this process only."""
+        return cls(Store(Store.MEMORY, schema=STRATA_SCHEMA), durable=False)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.store.close()
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _setup(self) -> None:
+        c = self._conn
+        with self.store.write():
+            if c.execute("SELECT count(*) FROM strata_commits").fetchone()[0] == 0:
+                at = now_us()
+                c.execute(
+                    "INSERT INTO strata_branches(id, name, generation, status, state_revision)"
+                    " VALUES (1, ?, 1, 'active', 0)", (DEFAULT_BRANCH,))
+                c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, 1, ?)",
+                              [(v, at) for v in range(1, SETUP_VERSIONS + 1)])
+                c.execute("INSERT INTO strata_entries(branch, space, kind, key, version, value)"
+                          " VALUES (1, ?, ?, ?, 1, x'')", (REGISTRY_SPACE, SPACE, DEFAULT_SPACE.encode()))
+        self.head = c.execute("SELECT max(version) FROM strata_commits").fetchone()[0]
+        self._last_committed_at = c.execute(
+            "SELECT committed_at FROM strata_commits WHERE version = ?", (self.head,)).fetchone()[0]
+        for row in c.execute("SELECT id, name, generation, status, parent, fork_version, fork_timestamp,"
+                             " created_at, deleted_at, state_revision FROM strata_branches"):
+            self._remember(Branch(*row))
+        for branch, latest in c.execute(
+                "SELECT branch, max(version) FROM strata_commits WHERE branch IS NOT NULL GROUP BY branch"):
+            self._latest[branch] = latest
+
+    def _remember(self, b: Branch) -> None:
+        self._branches[b.id] = b
+        if b.status == "active":
+            self._active[b.name] = b.id
+        elif self._active.get(b.name) == b.id:
+            del self._active[b.name]
+
+    # -- branches ---------------------------------------------------------------
+
+    def branch(self, name: str) -> Branch | None:
+        bid = self._active.get(name)
+        return self._branches[bid] if bid is not None else None
+
+    def branch_by_id(self, bid: int) -> Branch:
+        return self._branches[bid]
+
+    def active_branches(self) -> list[Branch]:
+        return sorted((self._branches[i] for i in self._active.values()), key=lambda b: b.name)
+
+    def generations(self, name: str) -> int:
+        return sum(1 for b in self._branches.values() if b.name == name)
+
+    def latest(self, bid: int) -> int:
+        """The newest version on the branch's own timeline."""
+        return self._latest.get(bid, 0)
+
+    def view(self, b: Branch, as_of: int | None = None) -> View:
+        if as_of is None:
+            # The head of a branch is "everything on it": no bound to move,
+            # so the view is built once per branch.
+            cached = self._head_views.get(b.id)
+            if cached is None:
+                cached = self._head_views[b.id] = self._view(b, HEAD)
+            return cached
+        return self._view(b, as_of)
+
+    def _view(self, b: Branch, bound: int) -> View:
+        levels = [Level(b.id, bound)]
+        while b.parent is not None:
+            bound = min(bound, b.fork_version)
+            b = self._branches[b.parent]
+            levels.append(Level(b.id, bound))
+        return View(tuple(levels))
+
+    def in_timeline(self, b: Branch, version: int) -> bool:
+        """Whether ``version`` is a commit on the branch's timeline (its own or inherited)."""
+        row = self._conn.execute("SELECT branch FROM strata_commits WHERE version = ?", (version,)).fetchone()
+        if row is None or row[0] is None:
+            return False
+        return any(level.branch == row[0] and version <= level.bound for level in self.view(b).levels)
+
+    def timeline_version_at(self, b: Branch, instant: int, *, by_time: bool) -> int | None:
+        """The newest timeline version at or before ``instant`` (a version, or a UTC µs time)."""
+        best = None
+        column = "committed_at" if by_time else "version"
+        with self._db_lock:
+            for level in self.view(b).levels:
+                row = self._conn.execute(
+                    f"SELECT max(version) FROM strata_commits WHERE branch = ? AND version <= ? AND {column} <= ?",
+                    (level.branch, level.bound, instant)).fetchone()
+                if row[0] is not None and (best is None or row[0] > best):
+                    best = row[0]
+        return best
+
+    def create_branch(self, name: str, parent: Branch | None, fork_version: int | None,
+                      fork_timestamp: int | None) -> Branch:
+        """A new branch (a fork of ``parent`` at ``fork_version``, or an empty root)."""
+        with self._db_lock, self.store.write() as c:
+            first = self.head + 1
+            at = self._clock()
+            cur = c.execute(
+                "INSERT INTO strata_branches(name, generation, status, parent, fork_version, fork_timestamp,"
+                " created_at, state_revision) VALUES (?, ?, 'active', ?, ?, ?, ?, 0)",
+                (name, self.generations(name) + 1, parent.id if parent else None,
+                 fork_version, fork_timestamp, first))
+            bid = cur.lastrowid
+            rows = [(first + i, bid if i < FORK_OWN_VERSIONS else None, at) for i in range(FORK_VERSIONS)]
+            c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, ?, ?)", rows)
+            if parent is None:
+                c.execute("INSERT INTO strata_entries(branch, space, kind, key, version, value)"
+                          " VALUES (?, ?, ?, ?, ?, x'')", (bid, REGISTRY_SPACE, SPACE, DEFAULT_SPACE.encode(), first))
+        self.head = first + FORK_VERSIONS - 1
+        self._last_committed_at = at
+        self._latest[bid] = first + FORK_OWN_VERSIONS - 1
+        created = Branch(bid, name, self.generations(name) + 1, "active", parent.id if parent else None,
+                         fork_version, fork_timestamp, first, None, 0)
+        self._remember(created)
+        return created
+
+    def delete_branch(self, b: Branch, state_revision: int) -> Branch:
+        with self._db_lock, self.store.write() as c:
+            first = self.head + 1
+            at = self._clock()
+            c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, NULL, ?)",
+                          [(first + i, at) for i in range(DELETE_VERSIONS)])
+            c.execute("UPDATE strata_branches SET status = 'deleted', deleted_at = ?, state_revision = ?"
+                      " WHERE id = ?", (first, state_revision, b.id))
+            # A fork of this branch reads through to its rows: keep them for it.
+            if not self.has_forks(b):
+                c.execute("DELETE FROM strata_entries WHERE branch = ?", (b.id,))
+                c.execute("DELETE FROM strata_events WHERE branch = ?", (b.id,))
+        self.head = first + DELETE_VERSIONS - 1
+        self._last_committed_at = at
+        gone = Branch(b.id, b.name, b.generation, "deleted", b.parent, b.fork_version, b.fork_timestamp,
+                      b.created_at, first, state_revision)
+        self._remember(gone)
+        self._spaces = {s for s in self._spaces if s[0] != b.id}
+        return gone
+
+    def has_forks(self, b: Branch) -> bool:
+        return any(x.parent == b.id for x in self._branches.values())
+
+    def burn_versions(self, count: int) -> None:
+        """Consume versions no timeline holds (what a refused fork costs the real engine)."""
+        with self._db_lock, self.store.write() as c:
+            at = self._clock()
+            c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, NULL, ?)",
+                          [(self.head + 1 + i, at) for i in range(count)])
+        self.head += count
+        self._last_committed_at = at
+
+    # -- commits ------------------------------------------------------------------
+
+    def _clock(self) -> int:
+        # Strictly increasing, so that "as of this instant" names one commit.
+        at = max(now_us(), self._last_committed_at + 1)
+        return at
+
+    @contextlib.contextmanager
+    def commit(self, b: Branch) -> Iterator["Transaction"]:
+        """One commit on ``b``: everything written inside lands at one new version, or nothing does.
+
+        Rows are buffered and written when the block ends, so reads inside it
+        see the committed state.  A commit of a single row is a single
+        INSERT (atomic on its own; a trigger records the commit with it),
+        the common case of every put; larger ones run in one transaction.
+        """
+        with self._db_lock:
+            tx = Transaction(self, b, self.head + 1, self._clock())
+            yield tx
+            c = self._conn
+            try:
+                if len(tx.entries) == 1 and not tx.events:
+                    c.execute(_INSERT_ENTRY, tx.entries[0])
+                else:
+                    c.execute("BEGIN IMMEDIATE")
+                    try:
+                        c.executemany(_INSERT_ENTRY, tx.entries)
+                        c.executemany(_INSERT_EVENT, tx.events)
+                        c.execute("INSERT OR IGNORE INTO strata_commits(version, branch, committed_at)"
+                                  " VALUES (?, ?, ?)", (tx.version, b.id, tx.committed_at))
+                    except BaseException:
+                        c.execute("ROLLBACK")
+                        raise
+                    c.execute("COMMIT")
+            finally:
+                self._forget(tx.written)
+            # What this commit wrote is what the head now reads.
+            memo = self._memo
+            if len(memo) < _MEMO_ENTRIES:
+                for key, entry in tx.rows:
+                    memo[key] = entry
+            self.head = tx.version
+            self._last_committed_at = tx.committed_at
+            self._latest[b.id] = tx.version
+            self._spaces.update(tx.new_spaces)
+
+    def commit_of(self, version: int) -> Commit | None:
+        with self._db_lock:
+            row = self._conn.execute("SELECT committed_at FROM strata_commits WHERE version = ?", (version,)).fetchone()
+        return Commit(version, row[0]) if row else None
+
+    # -- entries ------------------------------------------------------------------
+
+    _GET = ("SELECT version, value, aux FROM strata_entries WHERE branch = ? AND space = ? AND kind = ?"
+            " AND key = ? AND version <= ? ORDER BY version DESC LIMIT 1")
+
+    def get(self, view: View, space: str, kind: int, key: bytes) -> Entry | None:
+        """The newest row for ``key`` visible in ``view`` (a deletion included), or None.
+
+        Answers are remembered: a read as of a past version can never change,
+        and a read at a branch head changes only when that branch writes the
+        key, which :class:`Transaction` reports back (see ``_forget``).
+        """
+        memo = (view.levels, space, kind, key)
+        hit = self._memo.get(memo, _NO_ENTRY)
+        if hit is not _NO_ENTRY:
+            return hit
+        found = None
+        with self._db_lock:
+            for level in view.levels:
+                row = self._conn.execute(self._GET, (level.branch, space, kind, key, level.bound)).fetchone()
+                if row is not None:
+                    found = Entry(key, row[0], row[1], row[2])
+                    break
+        if found is None or found.value is None or len(found.value) <= _MEMO_VALUE_BYTES:
+            if len(self._memo) >= _MEMO_ENTRIES:
+                self._memo.clear()  # cheap and rare: the working set refills it
+            self._memo[memo] = found
+        return found
+
+    def live(self, view: View, space: str, kind: int, key: bytes) -> Entry | None:
+        """The visible row for ``key`` unless it is absent or deleted."""
+        entry = self.get(view, space, kind, key)
+        return entry if entry is not None and entry.value is not None else None
+
+    def _forget(self, keys: list[tuple]) -> None:
+        for key in keys:
+            self._memo.pop(key, None)
+
+    def history(self, view: View, space: str, kind: int, key: bytes) -> list[Entry]:
+        """Every visible version of ``key``, newest first (deletions included)."""
+        out: list[Entry] = []
+        sql = ("SELECT version, value, aux FROM strata_entries WHERE branch = ? AND space = ? AND kind = ?"
+               " AND key = ? AND version <= ? ORDER BY version DESC")
+        with self._db_lock:
+            for level in view.levels:
+                out += [Entry(key, *row) for row in self._conn.execute(
+                    sql, (level.branch, space, kind, key, level.bound))]
+        return out
+
+    def scan(self, view: View, space: str, kind: int, start: bytes = b"", end: bytes | None = None,
+             *, after: bool = False, batch: int = _SCAN_BATCH) -> Iterator[Entry]:
+        """Live entries with ``start`` <= key < ``end`` (key > start when ``after``), in key order.
+
+        Lazy: each level is read in growing batches, so a caller that stops
+        early never reads the rest, whatever limit it was asked for.
+        """
+        streams = [self._level_stream(i, level, space, kind, start, end, after, batch)
+                   for i, level in enumerate(view.levels)]
+        last: bytes | None = None
+        for key, _, entry in heapq.merge(*streams):
+            if key == last:
+                continue  # an ancestor's row shadowed by a nearer level
+            last = key
+            if entry.value is not None:
+                yield entry
+
+    def _level_stream(self, index: int, level: Level, space: str, kind: int, start: bytes,
+                      end: bytes | None, after: bool, batch: int) -> Iterator[tuple[bytes, int, Entry]]:
+        op = ">" if after else ">="
+        upper = " AND key < ?" if end is not None else ""
+        sql = (f"SELECT key, max(version), value, aux FROM strata_entries WHERE branch = ? AND space = ?"
+               f" AND kind = ? AND key {{op}} ?{upper} AND version <= ? GROUP BY key ORDER BY key LIMIT ?")
+        lower = start
+        while True:
+            params: list = [level.branch, space, kind, lower]
+            if end is not None:
+                params.append(end)
+            params += [level.bound, batch]
+            with self._db_lock:
+                rows = self._conn.execute(sql.format(op=op), params).fetchall()
+            for key, version, value, aux in rows:
+                yield key, index, Entry(key, version, value, aux)
+            if len(rows) < batch:
+                return
+            lower, op = rows[-1][0], ">"
+            batch = min(batch * 4, _MAX_SCAN_BATCH)
+
+    def count(self, view: View, space: str, kind: int, start: bytes = b"", end: bytes | None = None) -> int:
+        return sum(1 for _ in self.scan(view, space, kind, start, end, batch=_MAX_SCAN_BATCH))
+
+    # -- spaces -------------------------------------------------------------------
+
+    def space_known(self, view: View, space: str) -> bool:
+        at_head = view.levels[0].bound == HEAD
+        if at_head and (view.leaf, space) in self._spaces:
+            return True
+        entry = self.get(view, REGISTRY_SPACE, SPACE, space.encode("utf-8"))
+        known = entry is not None and entry.value is not None
+        if known and at_head:
+            self._spaces.add((view.leaf, space))  # spaces are never removed here
+        return known
+
+    def spaces(self, view: View) -> list[str]:
+        return [e.key.decode("utf-8") for e in self.scan(view, REGISTRY_SPACE, SPACE)]
+
+    # -- events -------------------------------------------------------------------
+
+    _EVENT_COLUMNS = "sequence, version, event_type, payload, timestamp, previous_hash, hash"
+
+    def last_event(self, view: View, space: str) -> Event | None:
+        sql = (f"SELECT {self._EVENT_COLUMNS} FROM strata_events WHERE branch = ? AND space = ?"
+               " AND version <= ? ORDER BY sequence DESC LIMIT 1")
+        with self._db_lock:
+            for level in view.levels:
+                row = self._conn.execute(sql, (level.branch, space, level.bound)).fetchone()
+                if row is not None:
+                    return Event(*row)
+        return None
+
+    def event(self, view: View, space: str, sequence: int) -> Event | None:
+        sql = (f"SELECT {self._EVENT_COLUMNS} FROM strata_events WHERE branch = ? AND space = ?"
+               " AND sequence = ? AND version <= ?")
+        with self._db_lock:
+            for level in view.levels:
+                row = self._conn.execute(sql, (level.branch, space, sequence, level.bound)).fetchone()
+                if row is not None:
+                    return Event(*row)
+        return None
+
+    def events(self, view: View, space: str, after: int = -1, event_type: str | None = None,
+               batch: int = _SCAN_BATCH) -> Iterator[Event]:
+        """Visible events with sequence > ``after``, in sequence order (lazily)."""
+        # Ancestors hold the lower sequences: a fork continues its parent's log.
+        type_clause = " AND event_type = ?" if event_type is not None else ""
+        sql = (f"SELECT {self._EVENT_COLUMNS} FROM strata_events WHERE branch = ? AND space = ?"
+               f" AND version <= ? AND sequence > ?{type_clause} ORDER BY sequence LIMIT ?")
+        for level in reversed(view.levels):
+            lower = after
+            size = batch
+            while True:
+                params: list = [level.branch, space, level.bound, lower]
+                if event_type is not None:
+                    params.append(event_type)
+                params.append(size)
+                with self._db_lock:
+                    rows = self._conn.execute(sql, params).fetchall()
+                for row in rows:
+                    yield Event(*row)
+                if len(rows) < size:
+                    break
+                lower = rows[-1][0]
+                size = min(size * 4, _MAX_SCAN_BATCH)
+
+    def integrity_ok(self) -> bool:
+        return self.store.integrity_ok()
+
+
+class Transaction:
+    """The rows of one commit (see :meth:`StrataStore.commit`)."""
+
+    __slots__ = ("_s", "_head", "branch", "version", "committed_at", "new_spaces", "written", "rows",
+                 "entries", "events")
+
+    def __init__(self, s: StrataStore, branch: Branch, version: int, committed_at: int):
+        self._s = s
+        self._head = s.view(branch).levels
+        self.branch = branch
+        self.version = version
+        self.committed_at = committed_at
+        self.new_spaces: list[tuple[int, str]] = []
+        self.written: list[tuple] = []  # head reads this commit changes
+        self.rows: list[tuple[tuple, Entry]] = []  # ... and what they read once it is committed
+        self.entries: list[tuple] = []
+        self.events: list[tuple] = []
+
+    def register_space(self, view: View, space: str) -> bool:
+        """Record ``space`` on this branch unless it is known; True when this commit created it."""
+        if self._s.space_known(view, space):
+            return False
+        self.put(REGISTRY_SPACE, SPACE, space.encode("utf-8"), b"")
+        self.new_spaces.append((self.branch.id, space))
+        return True
+
+    def put(self, space: str, kind: int, key: bytes, value: bytes, aux: str | None = None) -> None:
+        memo = (self._head, space, kind, key)
+        self.written.append(memo)
+        if len(value) <= _MEMO_VALUE_BYTES:
+            self.rows.append((memo, Entry(key, self.version, value, aux)))
+        self.entries.append((self.branch.id, space, kind, key, self.version, value, aux, self.committed_at))
+
+    def delete(self, space: str, kind: int, key: bytes, aux: str | None = None) -> None:
+        """A deletion row (``aux`` may carry what outlives it, e.g. a revision counter)."""
+        memo = (self._head, space, kind, key)
+        self.written.append(memo)
+        self.rows.append((memo, Entry(key, self.version, None, aux)))
+        self.entries.append((self.branch.id, space, kind, key, self.version, None, aux, self.committed_at))
+
+    def append_event(self, space: str, event: Event) -> None:
+        self.events.append((self.branch.id, space, event.sequence, event.version, event.event_type,
+                            event.payload, event.timestamp, event.previous_hash, event.hash))
+
+
+_INSERT_ENTRY = ("INSERT OR REPLACE INTO strata_entries(branch, space, kind, key, version, value, aux, committed_at)"
+                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_EVENT = ("INSERT INTO strata_events(branch, space, sequence, version, event_type, payload, timestamp,"
+                 " previous_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
+
+
+def _display_name(folder: Path) -> str:
+    """The folder's own name for messages (never its full path; ``.`` is named too)."""
+    return folder.name or folder.absolute().resolve().name or str(folder)
+
+
+def _take_lock(path: Path) -> int:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:  # a read-only or unwritable folder: the server could commit nothing
+        raise StrataStoreError(
+            f"cannot open database {_display_name(path.parent)} for writing: {exc.strerror}") from None
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise StrataStoreError(
+            f"database {_display_name(path.parent)} is in use by another process; "
+            "stop that process or use a different path") from None
+    return fd
