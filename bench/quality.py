@@ -26,12 +26,39 @@ Measured per case and averaged over cases (every case weighs the same):
 * file recall: share of gold files in ``sources``;
 * symbol recall: share of gold symbols whose definition line is in the
   slice -- for ``context_query`` the symbol (or an enclosing symbol shown in
-  full) is among the rendered symbols, for naive RAG a packed chunk spans
-  the line of the symbol's signature;
+  full, one whose lines contain the symbol's: a Go method's receiver type
+  does not) is among the rendered symbols, for naive RAG a packed chunk
+  spans the line of the symbol's signature;
+* body recall: share of gold symbols shown whole, i.e. at least 90 % of the
+  symbol's non-blank lines (its text at the parent commit, lines
+  start..end) are in the slice.  Measured on the text, the same way for
+  both arms and whatever the rendering: for ``context_query`` the slice is
+  cut into its per-file sections (header line "# path" / "// path") and the
+  symbol's lines (rstripped) are matched in order against the lines of its
+  own file's section (longest in-order subsequence, never across files);
+  for naive RAG a line counts when a packed chunk's span covers it;
 * tokens, ``baseline_tokens`` (whole text of the files in ``sources``) and
   their per-case ratio;
 * p50/p95 latency of the ``context_query`` call alone (the graph is warm;
   the name-index rebuild after each incremental update is included).
+
+Development half and check half: ``--repos`` is the development half (the
+repositories the code is tuned on), ``--check-repos`` the check half (held
+out).  Each half gets its own table (per repository, per language, overall);
+then a line per figure compares the halves and flags ``FITTED`` where the
+development half's cq figure is more than 0.05 above the check half's, and
+the check half's targets are printed (body recall >= 0.60 overall and >=
+0.45 on every repository, symbol recall >= 0.82, file recall >= 0.92 on
+Python and >= 0.90 on other repositories, the BM25 arm ahead nowhere).
+
+Plain-English questions (``--english-per-repo N``, default 20, 0 = off):
+after the commit cases each repository's HEAD is indexed and up to N
+documented, non-test, non-private functions/methods of at least 5 lines are
+picked (ordered by a hash of their id, so the pick is deterministic).  The
+question is made from the first docstring/doc-comment line only (>= 5
+words): "how does the code <that line, lower-cased, without trailing
+period>?", any word naming the function dropped.  Gold = that function and
+its file; scored like the commit cases and reported apart, per half.
 
 ``--latency-index PATH`` also times ``context_query`` on a large existing
 index (read-only), e.g. the sympy wheel indexed by bench/index_speed.py,
@@ -44,11 +71,16 @@ the rest.  Those processes may save the snapshot and whole-file token counts
 into the index folder, as any reader of a writable index does.
 
 Printed per repository, with a GUARD line for any repository where
-context_query is below the BM25 arm on file or symbol recall, the share of
-slices under half the budget, and issue 10's targets next to their figures.
-A large repository's run is bounded with ``--limit NAME=CASES[/SCAN]``.
+context_query is below the BM25 arm on file, symbol or body recall, the share
+of slices under half the budget, and issue 10's targets (on ``--repos``)
+next to their figures.  A large repository's run is bounded with
+``--limit NAME=CASES[/SCAN]`` (either half).
 
 Example (CORPORA holds the clones; see docs/benchmarks.md for the commands)::
+
+    python bench/quality.py --repos CORPORA/repos/{click,starlette,rich,attrs,eslint,ky,cobra,tokio} \\
+        --check-repos CORPORA/repos/{marshmallow,jinja,koa,mocha,hono,vue-core,echo,viper,axum,tracing} \\
+        --json /tmp/quality.json
 
     python bench/quality.py --repos CORPORA/repos/{click,starlette,rich,attrs,ky,cobra,sympy,twisted,tokio,eslint} \\
         --limit sympy=40/2000 --latency-index CORPORA/sympy_wheel --latency-repo CORPORA/repos/sympy \\
@@ -58,6 +90,7 @@ Example (CORPORA holds the clones; see docs/benchmarks.md for the commands)::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import re
@@ -91,6 +124,12 @@ _TRAILER = re.compile(
 _WS = re.compile(r"\s+")
 _CONTENT_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
 _PR_REF = re.compile(r"\(#\d+\)|#\d+")
+BODY_SHARE = 0.9  # a gold symbol is shown whole when this share of its non-blank lines is in the slice
+FITTED_GAP = 0.05  # development half above the check half by more than this: flagged FITTED
+# Rows per language: a repository's language is the majority language of its gold files.
+LANGUAGE_ROWS = (("Python", ("python",)), ("JS", ("javascript",)), ("TS", ("typescript", "tsx")),
+                 ("Go", ("go",)), ("Rust", ("rust",)))
+RECALLS = (("file recall", "file_recall"), ("symbol recall", "symbol_recall"), ("body recall", "body_recall"))
 
 
 # -- data ---------------------------------------------------------------------
@@ -103,6 +142,7 @@ class GoldSymbol:
     start: int
     end: int
     def_line: int  # the line carrying the signature (after decorators)
+    body_lines: int = 0  # non-blank lines in start..end
 
 
 @dataclass
@@ -113,6 +153,7 @@ class Case:
     query: str
     files: list[str]
     symbols: list[GoldSymbol]
+    source: str = "commit"  # "commit" (message of a commit) or "english" (docstring question at HEAD)
 
 
 @dataclass
@@ -126,6 +167,9 @@ class ArmResult:
     hits: list[str] = field(default_factory=list)  # gold symbols found
     shown: list[str] = field(default_factory=list)  # cq: symbols; rag: "path:a-b" spans
     full: list[str] = field(default_factory=list)  # cq: symbols shown in full
+    body_recall: float = 0.0  # share of gold symbols with >= BODY_SHARE of their non-blank lines in the slice
+    body_hits: list[str] = field(default_factory=list)
+    body_cover: dict[str, float] = field(default_factory=dict)  # gold symbol -> share of its lines shown
 
 
 @dataclass
@@ -144,9 +188,17 @@ class RepoRun:
     scanned: int = 0
     source_lines: int = 0  # non-test source lines indexed at the last case
     language: str = ""  # the language most gold files are in
+    half: str = "development"  # or "check"
+    english: list[CaseResult] = field(default_factory=list)  # plain-English questions at HEAD
+    english_skipped: dict[str, int] = field(default_factory=dict)
+    english_pool: int = 0  # functions that qualified before the pick
+    english_named: int = 0  # picked questions still holding a part of the function's name
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def skip_english(self, reason: str) -> None:
+        self.english_skipped[reason] = self.english_skipped.get(reason, 0) + 1
 
 
 # -- git ------------------------------------------------------------------------
@@ -245,8 +297,14 @@ def gold_symbols(ws: Workspace, ranges: dict[str, list[tuple[int, int]]]) -> lis
                 if hit and hit[2] not in gold:
                     start, end, node, d = hit
                     gold[node] = GoldSymbol(node, d["kind"], start, end,
-                                            definition_line(lines, start, end, d.get("signature") or ""))
+                                            definition_line(lines, start, end, d.get("signature") or ""),
+                                            len(body_lines(lines, start, end)))
     return list(gold.values())
+
+
+def body_lines(lines: list[str], start: int, end: int) -> list[str]:
+    """The non-blank lines of ``start..end`` (1-based, inclusive), rstripped."""
+    return [ln.rstrip() for ln in lines[start - 1 : end] if ln.strip()]
 
 
 # -- scoring ---------------------------------------------------------------------
@@ -258,29 +316,222 @@ def _ancestors(node: str) -> list[str]:
     return [f"{path}::{'.'.join(parts[:i])}" for i in range(len(parts) - 1, 0, -1)]
 
 
-def score_cq(case: Case, sl, latency_ms: float) -> ArmResult:
+def slice_sections(context: str, sources: list[str]) -> dict[str, list[str]]:
+    """The lines (rstripped) of each file's section of a ``context_query`` slice.
+
+    A section starts with its header, "<comment prefix> <path>" (``#`` for
+    Python/Ruby, ``//`` otherwise, see compressor/render.py), as the first
+    line of the slice or after the blank line that joins sections; the
+    header itself is not part of the section.  Gap and elision markers stay:
+    they match no code line.
+    """
+    headers = {f"{c} {p}": p for p in sources for c in ("#", "//")}
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    lines = context.split("\n")
+    for i, line in enumerate(lines):
+        path = headers.get(line.rstrip())
+        if path is not None and (i == 0 or not lines[i - 1].strip()):
+            current = sections.setdefault(path, [])
+            continue
+        if current is not None:
+            current.append(line.rstrip())
+    return sections
+
+
+def in_order_matches(wanted: list[str], shown: list[str]) -> int:
+    """How many of ``wanted`` appear in ``shown`` in the same order: the
+    length of their longest common subsequence (bit-parallel, Hyyroe 2004)."""
+    m = len(wanted)
+    if not m or not shown:
+        return 0
+    masks: dict[str, int] = {}
+    for i, line in enumerate(wanted):
+        masks[line] = masks.get(line, 0) | (1 << i)
+    full = (1 << m) - 1
+    v = full
+    for line in shown:
+        u = v & masks.get(line, 0)
+        if u:
+            v = ((v + u) | (v - u)) & full
+    return m - v.bit_count()
+
+
+def _body_score(case: Case, cover) -> tuple[float, list[str], dict[str, float]]:
+    """Body recall of one arm: ``cover(gold)`` gives the share of the gold
+    symbol's non-blank lines that the arm's slice holds."""
+    shares: dict[str, float] = {}
+    for g in case.symbols:
+        shares[g.node] = cover(g)
+    hits = [n for n, share in shares.items() if share >= BODY_SHARE]
+    return len(hits) / len(case.symbols), hits, shares
+
+
+def enclosing(graph, g: GoldSymbol) -> list[str]:
+    """The symbols named as ``g``'s ancestors whose lines contain ``g``'s: a Go
+    method ``T.m`` is named under its receiver type ``T``, but the type's
+    declaration does not hold the method's code."""
+    out = []
+    for a in _ancestors(g.node):
+        if a in graph:
+            d = graph.node(a)
+            if d["start_line"] <= g.start and g.end <= d["end_line"]:
+                out.append(a)
+    return out
+
+
+def score_cq(case: Case, sl, latency_ms: float, texts: dict[str, list[str]],
+             ancestors: dict[str, list[str]] | None = None) -> ArmResult:
+    """``ancestors``: gold symbol -> the enclosing symbols whose being shown
+    in full shows it (default: every symbol its name is nested under)."""
     shown, full = set(sl.symbols), set(sl.full_symbols)
-    hits = [g.node for g in case.symbols if g.node in shown or any(a in full for a in _ancestors(g.node))]
+    up = ancestors or {}
+    hits = [g.node for g in case.symbols
+            if g.node in shown or any(a in full for a in up.get(g.node, _ancestors(g.node)))]
+    sections = slice_sections(sl.context, list(sl.sources))
+
+    def cover(g: GoldSymbol) -> float:
+        path = g.node.partition("::")[0]
+        wanted = body_lines(texts[path], g.start, g.end)
+        return in_order_matches(wanted, sections.get(path, [])) / len(wanted) if wanted else 0.0
+
+    body, body_hits, shares = _body_score(case, cover)
     return ArmResult(
         file_recall=sum(f in sl.sources for f in case.files) / len(case.files),
         symbol_recall=len(hits) / len(case.symbols),
         tokens=sl.tokens, baseline_tokens=sl.baseline_tokens, latency_ms=latency_ms,
         sources=list(sl.sources), hits=hits, shown=list(sl.symbols), full=list(sl.full_symbols),
+        body_recall=body, body_hits=body_hits, body_cover=shares,
     )
 
 
-def score_rag(case: Case, r, latency_ms: float) -> ArmResult:
+def score_rag(case: Case, r, latency_ms: float, texts: dict[str, list[str]]) -> ArmResult:
     hits = []
     for g in case.symbols:
         path = g.node.partition("::")[0]
         if any(p == path and a <= g.def_line <= b for p, a, b in r.spans):
             hits.append(g.node)
+
+    def cover(g: GoldSymbol) -> float:
+        path = g.node.partition("::")[0]
+        spans = [(a, b) for p, a, b in r.spans if p == path]
+        lines = texts[path]
+        wanted = [i for i in range(g.start, min(g.end, len(lines)) + 1) if lines[i - 1].strip()]
+        covered = sum(1 for i in wanted if any(a <= i <= b for a, b in spans))
+        return covered / len(wanted) if wanted else 0.0
+
+    body, body_hits, shares = _body_score(case, cover)
     return ArmResult(
         file_recall=sum(f in r.sources for f in case.files) / len(case.files),
         symbol_recall=len(hits) / len(case.symbols),
         tokens=r.tokens, baseline_tokens=r.baseline_tokens, latency_ms=latency_ms,
         sources=list(r.sources), hits=hits, shown=[f"{p}:{a}-{b}" for p, a, b in r.spans],
+        body_recall=body, body_hits=body_hits, body_cover=shares,
     )
+
+
+def answer(ws: Workspace, case: Case, args) -> CaseResult:
+    """Both arms on one case, at ``args.max_tokens``, scored."""
+    t0 = time.perf_counter()
+    sl = context_query(ws, case.query, max_tokens=args.max_tokens)
+    cq_ms = (time.perf_counter() - t0) * 1000
+    chunk_index(ws.store)  # built outside the timing, as a long-lived server would hold it
+    t0 = time.perf_counter()
+    rag = naive_rag(ws, case.query, max_tokens=args.max_tokens)
+    rag_ms = (time.perf_counter() - t0) * 1000
+    # The texts the index holds, i.e. those both arms were built from.
+    texts = {p: (ci.file_text(ws.store, p) or "").split("\n")
+             for p in dict.fromkeys(g.node.partition("::")[0] for g in case.symbols)}
+    ancestors = {g.node: enclosing(ws.graph, g) for g in case.symbols}
+    return CaseResult(case, score_cq(case, sl, cq_ms, texts, ancestors), score_rag(case, rag, rag_ms, texts))
+
+
+# -- plain-English questions ---------------------------------------------------------
+
+ENGLISH_KINDS = ("function", "method")
+ENGLISH_MIN_WORDS = 5  # on the docstring's first line
+ENGLISH_MIN_LINES = 5
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_NAME_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# First lines that are no description: licence headers, linter pragmas, doc tags.
+_NOT_A_DESCRIPTION = re.compile(r"copyright|licen[cs]e|spdx|eslint|istanbul|prettier|@ts-|nolint|noinspection|"
+                                r"^\s*[@:]|^\s*(todo|fixme|xxx)\b", re.IGNORECASE)
+
+
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]`'\"])\.\s+(?=[A-Z])")
+
+
+def first_doc_line(doc: str | None) -> str:
+    return next((ln.strip() for ln in (doc or "").splitlines() if ln.strip()), "")
+
+
+def name_parts(name: str) -> set[str]:
+    """The identifier parts of a name (snake_case and CamelCase split), lower-cased, 3+ letters."""
+    return {p.lower() for p in _NAME_PART.findall(name) if len(p) >= 3}
+
+
+def english_question(first_line: str, name: str) -> str | None:
+    """The question for a function, from its first docstring line only:
+    "how does the code <line>?", lower-cased, cut after its first sentence
+    (a wrapped docstring's first line may run into the next one), trailing
+    period dropped, any word naming the function (``name``, ``name()``,
+    ``Cls.name``, `name`; case-insensitive) dropped.  None when fewer than 3
+    words are left."""
+    low = name.lower()
+    sentence = _SENTENCE_END.split(first_line, maxsplit=1)[0]
+    words = [w for w in sentence.split() if not any(t.lower() == low for t in _IDENT.findall(w))]
+    text = " ".join(words).lower().rstrip(" .:;,")
+    if len(text.split()) < 3:
+        return None
+    return f"how does the code {text}?"
+
+
+def english_cases(ws: Workspace, run: RepoRun, n: int) -> list[Case]:
+    """Up to ``n`` questions made from documented functions at the indexed HEAD."""
+    graph = ws.graph
+    pool: list[tuple[str, str, str, dict]] = []
+    for node in graph.nodes():
+        d = graph.node(node)
+        if d.get("type") != SYMBOL or d["kind"] not in ENGLISH_KINDS:
+            continue
+        path, qual = d["path"], d["qualname"]
+        if graph.is_test_node(node) or is_test_path(path) or any(p in ("test", "tests") for p in qual.split(".")):
+            run.skip_english("test")
+            continue
+        if any(part.startswith(("_", "#")) for part in qual.split(".")):
+            run.skip_english("private_or_dunder")
+            continue
+        if d["end_line"] - d["start_line"] + 1 < ENGLISH_MIN_LINES:
+            run.skip_english(f"under_{ENGLISH_MIN_LINES}_lines")
+            continue
+        first = first_doc_line(d.get("doc"))
+        if len(first.split()) < ENGLISH_MIN_WORDS:
+            run.skip_english(f"no_doc_line_of_{ENGLISH_MIN_WORDS}_words")
+            continue
+        if _NOT_A_DESCRIPTION.search(first):
+            run.skip_english("doc_line_not_a_description")
+            continue
+        question = english_question(first, d["name"])
+        if question is None:
+            run.skip_english("doc_line_mostly_the_name")
+            continue
+        pool.append((hashlib.sha1(node.encode()).hexdigest(), node, question, d))
+    pool.sort()
+    run.english_pool = len(pool)
+    cases = []
+    texts: dict[str, list[str]] = {}
+    for _h, node, question, d in pool[:n]:
+        path = d["path"]
+        if path not in texts:
+            texts[path] = (ci.file_text(ws.store, path) or "").split("\n")
+        lines = texts[path]
+        start, end = d["start_line"], d["end_line"]
+        gold = GoldSymbol(node, d["kind"], start, end, definition_line(lines, start, end, d.get("signature") or ""),
+                          len(body_lines(lines, start, end)))
+        if set(_IDENT.findall(question)) & name_parts(d["name"]):
+            run.english_named += 1
+        cases.append(Case(run.name, run.head, run.head, question, [path], [gold], source="english"))
+    return cases
 
 
 # -- one repository ----------------------------------------------------------------
@@ -297,11 +548,11 @@ def prepare_checkout(repo: Path, name: str, scratch: Path, fresh: bool) -> Path:
     return dest
 
 
-def run_repo(repo: Path, args, log) -> RepoRun:
+def run_repo(repo: Path, args, log, half: str = "development") -> RepoRun:
     name = repo.name  # as given: the corpus folder may be a symlink to a mirror named otherwise
     repo = repo.resolve()
     head = git(repo, "rev-parse", "HEAD").strip()
-    run = RepoRun(name, head)
+    run = RepoRun(name, head, half=half)
     checkout = prepare_checkout(repo, name, Path(args.scratch), args.fresh)
     ws: Workspace | None = None
     max_cases, max_scan = repo_limits(name, args)
@@ -345,31 +596,54 @@ def run_repo(repo: Path, args, log) -> RepoRun:
                 continue
             case = Case(name, sha, parent, query, files, symbols)
             try:
-                t0 = time.perf_counter()
-                sl = context_query(ws, query, max_tokens=args.max_tokens)
-                cq_ms = (time.perf_counter() - t0) * 1000
-                chunk_index(ws.store)  # built outside the timing, as a long-lived server would hold it
-                t0 = time.perf_counter()
-                rag = naive_rag(ws, query, max_tokens=args.max_tokens)
-                rag_ms = (time.perf_counter() - t0) * 1000
+                res = answer(ws, case, args)
             except Exception as exc:  # noqa: BLE001 - reported, never hidden
                 log(f"  {sha[:10]}: query failed: {type(exc).__name__}: {exc}")
                 run.skip("query_failed")
                 continue
-            res = CaseResult(case, score_cq(case, sl, cq_ms), score_rag(case, rag, rag_ms))
             run.results.append(res)
             if args.verbose:
                 log(f"  {sha[:10]} files={len(files)} gold={len(symbols)} "
-                    f"cq sym={res.cq.symbol_recall:.2f} file={res.cq.file_recall:.2f} | "
-                    f"rag sym={res.rag.symbol_recall:.2f} file={res.rag.file_recall:.2f} | {cq_ms:.0f} ms")
+                    f"cq sym={res.cq.symbol_recall:.2f} file={res.cq.file_recall:.2f} body={res.cq.body_recall:.2f} | "
+                    f"rag sym={res.rag.symbol_recall:.2f} file={res.rag.file_recall:.2f} "
+                    f"body={res.rag.body_recall:.2f} | {res.cq.latency_ms:.0f} ms")
         if ws is not None:
             run.source_lines = source_lines(ws)
+        if args.english_per_repo > 0:
+            ws = run_english(run, checkout, ws, args, log)
     finally:
         if ws is not None:
             ws.close()
-    langs = [language_for_path(f) or "" for r in run.results for f in r.case.files]
+    langs = [language_for_path(f) or "" for r in (run.results or run.english) for f in r.case.files]
     run.language = max(sorted(set(langs)), key=langs.count) if langs else ""
     return run
+
+
+def run_english(run: RepoRun, checkout: Path, ws: Workspace | None, args, log) -> Workspace | None:
+    """The plain-English questions of one repository, at its HEAD."""
+    try:
+        git(checkout, "checkout", "--quiet", "--force", "--detach", run.head)
+        if ws is None:
+            ws = Workspace.open(checkout)
+        ws.index()
+        ws.graph  # noqa: B018 - refreshed here, outside the timed calls
+    except Exception as exc:  # noqa: BLE001
+        log(f"  HEAD {run.head[:10]} failed to index: {type(exc).__name__}: {exc}")
+        run.skip_english("head_index_failed")
+        return ws
+    for case in english_cases(ws, run, args.english_per_repo):
+        try:
+            res = answer(ws, case, args)
+        except Exception as exc:  # noqa: BLE001 - reported, never hidden
+            log(f"  english {case.symbols[0].node}: query failed: {type(exc).__name__}: {exc}")
+            run.skip_english("query_failed")
+            continue
+        run.english.append(res)
+        if args.verbose:
+            log(f"  english {case.symbols[0].node}: cq file={res.cq.file_recall:.0f} sym={res.cq.symbol_recall:.0f} "
+                f"body={res.cq.body_recall:.0f} | rag file={res.rag.file_recall:.0f} sym={res.rag.symbol_recall:.0f} "
+                f"body={res.rag.body_recall:.0f} | {case.query[:90]}")
+    return ws
 
 
 def repo_limits(name: str, args) -> tuple[int, int]:
@@ -414,6 +688,8 @@ def summarize(results: list[CaseResult], budget: int) -> dict:
             "file_recall": mean(a.file_recall for a in rs),
             "symbol_recall": mean(a.symbol_recall for a in rs),
             "symbol_recall_micro": (sum(len(a.hits) for a in rs) / max(1, sum(len(r.case.symbols) for r in results))),
+            "body_recall": mean(a.body_recall for a in rs),
+            "body_recall_micro": (sum(len(a.body_hits) for a in rs) / max(1, sum(len(r.case.symbols) for r in results))),
             "tokens": mean(a.tokens for a in rs),
             "baseline_tokens": mean(a.baseline_tokens for a in rs),
             "tokens_over_baseline": mean(a.tokens / a.baseline_tokens for a in rs if a.baseline_tokens),
@@ -444,55 +720,180 @@ def code_state() -> str:
     return head + (f" + uncommitted {', '.join(dirty)}" if dirty else "")
 
 
-def print_tables(runs: list[RepoRun], overall: dict, args, out) -> None:
+def language_label(language: str) -> str | None:
+    return next((label for label, langs in LANGUAGE_ROWS if language in langs), None)
+
+
+def commit_cases(run: RepoRun) -> list[CaseResult]:
+    return run.results
+
+
+def english_results(run: RepoRun) -> list[CaseResult]:
+    return run.english
+
+
+WIDTH = 153
+
+
+def print_header(args, out) -> None:
+    print(f"\nRetrieval quality at max_tokens={args.max_tokens} (cq = context_query, rag = naive BM25 over "
+          f"40-line chunks)", file=out)
+    print(f"memstrata code: {code_state()}; cases per repo <= {args.cases_per_repo}, "
+          f"min query words {args.min_query_words}, max gold symbols {args.max_gold_symbols}, "
+          f"English questions per repo <= {args.english_per_repo}; body = >= {BODY_SHARE:.0%} of a gold "
+          f"symbol's non-blank lines in the slice", file=out)
+
+
+def print_table(title: str, runs: list[RepoRun], get, args, out) -> dict | None:
+    """One table: a row per repository, per language (Python/JS/TS/Go/Rust) and
+    overall, for the cases ``get(run)`` returns; GUARD lines after it.
+    Returns the overall summary (None without cases)."""
+
     def row(name: str, s: dict) -> str:
         c, r = s["context_query"], s["naive_rag"]
         return (f"{name:<10} {s['cases']:>5} {s['gold_symbols']:>5.1f} | "
                 f"{c['file_recall']:>5.2f} {r['file_recall']:>5.2f} | "
                 f"{c['symbol_recall']:>5.2f} {r['symbol_recall']:>5.2f} {s['symbol_recall_vs_naive']:>5.2f}x | "
+                f"{c['body_recall']:>5.2f} {r['body_recall']:>5.2f} | "
                 f"{c['tokens']:>6.0f} {c['baseline_tokens']:>7.0f} {c['tokens_over_baseline']:>5.2f} | "
                 f"{r['tokens']:>6.0f} {r['baseline_tokens']:>7.0f} | "
                 f"{c['p50_ms']:>6.1f} {c['p95_ms']:>6.1f} | {r['p50_ms']:>5.1f} | {c['under_half_budget']:>4.2f}")
 
-    print(f"\nRetrieval quality at max_tokens={args.max_tokens} (cq = context_query, rag = naive BM25 over "
-          f"40-line chunks)", file=out)
-    print(f"memstrata code: {code_state()}; cases per repo <= {args.cases_per_repo}, "
-          f"min query words {args.min_query_words}, max gold symbols {args.max_gold_symbols}", file=out)
-    print(f"{'':<10} {'':>5} {'gold':>5} | {'file recall':^11} | {'symbol recall':^18} | "
+    results = [r for run in runs for r in get(run)]
+    print(f"\n{title}", file=out)
+    if not results:
+        print("  (no cases)", file=out)
+        return None
+    overall = summarize(results, args.max_tokens)
+    print(f"{'':<10} {'':>5} {'gold':>5} | {'file recall':^11} | {'symbol recall':^18} | {'body recall':^11} | "
           f"{'cq tokens / baseline':^20} | {'rag tok / base':^14} | {'cq latency ms':^13} | {'rag':>5} | {'cq':>4}", file=out)
     print(f"{'repo':<10} {'cases':>5} {'syms':>5} | {'cq':>5} {'rag':>5} | {'cq':>5} {'rag':>5} {'ratio':>6} | "
+          f"{'cq':>5} {'rag':>5} | "
           f"{'tokens':>6} {'base':>7} {'t/b':>5} | {'tokens':>6} {'base':>7} | {'p50':>6} {'p95':>6} | {'p50':>5} | {'<1/2':>4}",
           file=out)
-    print("-" * 139, file=out)
+    print("-" * WIDTH, file=out)
     for run in runs:
-        if run.results:
-            print(row(run.name, summarize(run.results, args.max_tokens)), file=out)
+        if get(run):
+            print(row(run.name, summarize(get(run), args.max_tokens)), file=out)
         else:
             print(f"{run.name:<10} {0:>5}  (no qualifying cases)", file=out)
-    print("-" * 139, file=out)
-    if overall["cases"]:
-        print(row("overall", overall), file=out)
+    print("-" * WIDTH, file=out)
+    for label, langs in LANGUAGE_ROWS:
+        rs = [r for run in runs if run.language in langs for r in get(run)]
+        if rs:
+            print(row(label, summarize(rs, args.max_tokens)), file=out)
+    print(row("overall", overall), file=out)
     print("(t/b = mean over cases of tokens / baseline_tokens; recall = mean over cases; <1/2 = share of cq slices "
-          "under half the budget; symbol recall micro: "
-          f"cq {overall['context_query']['symbol_recall_micro']:.2f}, "
-          f"rag {overall['naive_rag']['symbol_recall_micro']:.2f})", file=out)
+          "under half the budget; micro (all gold symbols pooled): symbol "
+          f"cq {overall['context_query']['symbol_recall_micro']:.2f} rag {overall['naive_rag']['symbol_recall_micro']:.2f}, "
+          f"body cq {overall['context_query']['body_recall_micro']:.2f} rag {overall['naive_rag']['body_recall_micro']:.2f})",
+          file=out)
+    for name, below in guards(runs, get, args):
+        print(f"GUARD {name}: context_query below the BM25 arm on {', '.join(below)}", file=out)
+    return overall
 
+
+def guards(runs: list[RepoRun], get, args) -> list[tuple[str, list[str]]]:
+    """Repositories where the BM25 arm is ahead of cq on file, symbol or body recall."""
+    out = []
     for run in runs:
-        if not run.results:
+        if not get(run):
             continue
-        c, r = (summarize(run.results, args.max_tokens)[k] for k in ("context_query", "naive_rag"))
-        below = [f"{what} {c[key]:.3f} < {r[key]:.3f}" for what, key in (("file recall", "file_recall"),
-                                                                          ("symbol recall", "symbol_recall"))
-                 if c[key] < r[key]]
+        s = summarize(get(run), args.max_tokens)
+        c, r = s["context_query"], s["naive_rag"]
+        below = [f"{what} {c[key]:.3f} < {r[key]:.3f}" for what, key in RECALLS if c[key] < r[key]]
         if below:
-            print(f"GUARD {run.name}: context_query below the BM25 arm on {', '.join(below)}", file=out)
+            out.append((run.name, below))
+    return out
 
+
+def print_built(runs: list[RepoRun], out) -> None:
     print("\nCases built / skipped (commits scanned newest first):", file=out)
     for run in runs:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(run.skipped.items(), key=lambda kv: -kv[1]))
         print(f"  {run.name:<10} {run.language or '-':<10} {run.source_lines:>8,} lines  HEAD {run.head[:10]}  "
               f"scanned {run.scanned:>4}  built {len(run.results):>3}  "
               f"skipped {sum(run.skipped.values()):>4}: {reasons}", file=out)
+
+
+def print_english_built(runs: list[RepoRun], out) -> None:
+    print("\nEnglish questions (functions/methods at HEAD; qualified = documented, non-test, public, >= "
+          f"{ENGLISH_MIN_LINES} lines):", file=out)
+    for run in runs:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(run.english_skipped.items(), key=lambda kv: -kv[1]))
+        print(f"  {run.name:<10} qualified {run.english_pool:>5}  asked {len(run.english):>3}  "
+              f"still naming a part of the function {run.english_named:>3}  not qualified: {reasons}", file=out)
+    examples = [(run.name, r.case.query) for run in runs for r in run.english[:2]]
+    for name, q in examples[:6]:
+        print(f"    e.g. [{name}] {q[:140]}", file=out)
+
+
+def print_half(half: str, runs: list[RepoRun], args, out) -> tuple[dict | None, dict | None]:
+    """Both tables of one half (commit cases, English questions). Returns their overall summaries."""
+    names = ", ".join(run.name for run in runs)
+    overall = print_table(f"{half} half, commit cases ({names})", runs, commit_cases, args, out)
+    print_built(runs, out)
+    english = None
+    if args.english_per_repo > 0:
+        english = print_table(f"{half} half, plain-English questions from docstrings ({names})",
+                              runs, english_results, args, out)
+        print_english_built(runs, out)
+    return overall, english
+
+
+def print_halves(what: str, dev: dict | None, check: dict | None, out) -> list[str]:
+    """A line per figure, development half against check half; returns the figures flagged FITTED."""
+    if not dev or not check:
+        return []
+    print(f"\nDevelopment half vs check half, {what} (FITTED: development cq more than {FITTED_GAP} above check):",
+          file=out)
+    fitted = []
+    for label, key in RECALLS:
+        d, c = dev["context_query"][key], check["context_query"][key]
+        dr, cr = dev["naive_rag"][key], check["naive_rag"][key]
+        flag = d - c > FITTED_GAP
+        if flag:
+            fitted.append(label)
+        print(f"  {label:<14} cq: development {d:.3f}  check {c:.3f}  ({d - c:+.3f})   "
+              f"rag: development {dr:.3f}  check {cr:.3f}  ({dr - cr:+.3f})  {'FITTED' if flag else 'ok'}", file=out)
+    return fitted
+
+
+def check_targets(runs: list[RepoRun], args) -> list[tuple[str, float, float, str]]:
+    """The check half's targets: (what, measured, goal, ">=" or "<=")."""
+    per_repo = {run.name: summarize(run.results, args.max_tokens) for run in runs if run.results}
+    results = [r for run in runs for r in run.results]
+    if not results:
+        return []
+    c = summarize(results, args.max_tokens)["context_query"]
+    checks: list[tuple[str, float, float, str]] = [("overall body recall >= 0.60", c["body_recall"], 0.60, ">=")]
+    for name, s in per_repo.items():
+        checks.append((f"{name} body recall >= 0.45", s["context_query"]["body_recall"], 0.45, ">="))
+    checks.append(("overall symbol recall >= 0.82", c["symbol_recall"], 0.82, ">="))
+    for run in runs:
+        if run.name in per_repo:
+            goal = 0.92 if run.language == "python" else 0.90
+            checks.append((f"{run.name} ({run.language or '-'}) file recall >= {goal:.2f}",
+                           per_repo[run.name]["context_query"]["file_recall"], goal, ">="))
+    ahead = guards(runs, commit_cases, args)
+    named = "; ".join(f"{n}: " + ", ".join(b) for n, b in ahead) or "none"
+    checks.append((f"BM25 ahead on no repository on file/symbol/body recall ({named})", float(len(ahead)), 0, "<="))
+    return checks
+
+
+def print_check_targets(runs: list[RepoRun], args, out, on_development: bool = False) -> list:
+    checks = check_targets(runs, args)
+    if not checks:
+        return []
+    where = ("the development half: no --check-repos given, so these figures are not held out" if on_development
+             else "the check half")
+    print(f"\nTargets on {where} (max_tokens {args.max_tokens}, commit cases):", file=out)
+    rows = []
+    for name, value, goal, op in checks:
+        ok = value >= goal if op == ">=" else value <= goal
+        rows.append({"target": name, "measured": value, "goal": goal, "op": op, "pass": ok})
+        print(f"  {'PASS' if ok else 'MISS'}  {name:<72} measured {value:.3f}", file=out)
+    return rows
 
 
 LARGE_LINES = 300_000
@@ -538,12 +939,13 @@ def print_targets(runs: list[RepoRun], overall: dict, latency: dict | None, args
     print(f"        share of cq slices under half the budget: {c['under_half_budget']:.3f}", file=out)
 
 
-def print_failures(runs: list[RepoRun], n: int, out) -> None:
-    if n <= 0:
+def print_failures(runs: list[RepoRun], n: int, out, get=commit_cases, what: str = "cases") -> None:
+    if n <= 0 or not any(r.cq.symbol_recall < 1.0 for run in runs for r in get(run)):
         return
-    print(f"\nCases where context_query missed gold symbols (up to {n} per repo):", file=out)
+    print(f"\n{what[:1].upper()}{what[1:]} where context_query missed gold symbols (up to {n} per repo; "
+          "body = share of the symbol's non-blank lines in the slice):", file=out)
     for run in runs:
-        missed = [r for r in run.results if r.cq.symbol_recall < 1.0]
+        missed = [r for r in get(run) if r.cq.symbol_recall < 1.0]
         for r in missed[:n]:
             c = r.case
             print(f"\n[{run.name} {c.sha[:10]}] {c.query[:300]}", file=out)
@@ -551,7 +953,9 @@ def print_failures(runs: list[RepoRun], n: int, out) -> None:
             for g in c.symbols:
                 mark_cq = "cq+" if g.node in r.cq.hits else "cq-"
                 mark_rag = "rag+" if g.node in r.rag.hits else "rag-"
-                print(f"  gold symbol: {g.node} ({g.kind}, lines {g.start}-{g.end})  {mark_cq} {mark_rag}", file=out)
+                print(f"  gold symbol: {g.node} ({g.kind}, lines {g.start}-{g.end})  {mark_cq} {mark_rag}  "
+                      f"body cq {r.cq.body_cover.get(g.node, 0):.2f} rag {r.rag.body_cover.get(g.node, 0):.2f}",
+                      file=out)
             print(f"  cq sources : {r.cq.sources[:8]}{' ...' if len(r.cq.sources) > 8 else ''}", file=out)
             print(f"  cq full    : {r.cq.full[:6]}", file=out)
             print(f"  cq shown   : {len(r.cq.shown)} symbols, first {r.cq.shown[:8]}", file=out)
@@ -661,7 +1065,12 @@ def oneshot_bench(root: Path, questions: list[str], max_tokens: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--repos", nargs="*", default=[], metavar="DIR", help="git repositories with full history")
+    ap.add_argument("--repos", nargs="*", default=[], metavar="DIR",
+                    help="git repositories with full history: the development half")
+    ap.add_argument("--check-repos", nargs="*", default=[], metavar="DIR",
+                    help="git repositories with full history: the check half (held out, reported apart)")
+    ap.add_argument("--english-per-repo", type=int, default=20, metavar="N",
+                    help="plain-English questions made from docstrings at HEAD, per repository (0: none)")
     ap.add_argument("--cases-per-repo", type=int, default=40)
     ap.add_argument("--max-tokens", type=int, default=4096)
     ap.add_argument("--max-scan", type=int, default=4000, help="commits looked at per repository at most")
@@ -683,38 +1092,65 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every case and figure here")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per case while running")
     args = ap.parse_args(argv)
-    if not args.repos and not args.latency_index:
-        ap.error("give --repos and/or --latency-index")
+    if not args.repos and not args.check_repos and not args.latency_index:
+        ap.error("give --repos, --check-repos and/or --latency-index")
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
     out = sys.stdout
-    runs: list[RepoRun] = []
-    for repo in args.repos:
-        t0 = time.perf_counter()
-        log(f"{Path(repo).name}: building cases ...")
-        run = run_repo(Path(repo), args, log)
-        log(f"{run.name}: {len(run.results)} cases in {time.perf_counter() - t0:.0f} s")
-        runs.append(run)
-    all_results = [r for run in runs for r in run.results]
-    overall = summarize(all_results, args.max_tokens) if all_results else None
-    if overall:
-        print_tables(runs, overall, args, out)
-        print_failures(runs, args.show_failures, out)
+    halves: dict[str, list[RepoRun]] = {"development": [], "check": []}
+    for half, repos in (("development", args.repos), ("check", args.check_repos)):
+        for repo in repos:
+            t0 = time.perf_counter()
+            log(f"{Path(repo).name} ({half} half): building cases ...")
+            run = run_repo(Path(repo), args, log, half)
+            log(f"{run.name}: {len(run.results)} cases, {len(run.english)} English questions "
+                f"in {time.perf_counter() - t0:.0f} s")
+            halves[half].append(run)
+    runs, check_runs = halves["development"], halves["check"]
+    summaries: dict[str, dict[str, dict | None]] = {}
+    if runs or check_runs:
+        print_header(args, out)
+    for half, label in (("development", "Development"), ("check", "Check")):
+        if halves[half]:
+            commit_overall, english_overall = print_half(label, halves[half], args, out)
+            summaries[half] = {"commit": commit_overall, "english": english_overall}
+    overall = summaries.get("development", {}).get("commit")
+    fitted: dict[str, list[str]] = {}
+    if runs and check_runs:
+        for what, key in (("commit cases", "commit"), ("plain-English questions", "english")):
+            fitted[key] = print_halves(what, summaries["development"][key], summaries["check"][key], out)
+    print_failures(runs + check_runs, args.show_failures, out)
+    print_failures(runs + check_runs, args.show_failures, out, english_results, "plain-English questions")
     latency = None
     if args.latency_index:
         commits = commit_questions(args.latency_repo, args.latency_commits, args.min_query_words) if args.latency_repo else []
         latency = latency_bench(args.latency_index, args.latency_queries, args.max_tokens, out, commits)
     if overall:
         print_targets(runs, overall, latency, args, out)
+    targets = (print_check_targets(check_runs, args, out) if check_runs
+               else print_check_targets(runs, args, out, on_development=True))
     if args.json:
+        def repo_entry(run: RepoRun) -> dict:
+            return {"head": run.head, "half": run.half, "language": run.language, "scanned": run.scanned,
+                    "skipped": run.skipped,
+                    "summary": summarize(run.results, args.max_tokens) if run.results else None,
+                    "cases": [asdict(r) for r in run.results],
+                    "english": {"qualified": run.english_pool, "naming_a_part": run.english_named,
+                                "not_qualified": run.english_skipped,
+                                "summary": summarize(run.english, args.max_tokens) if run.english else None,
+                                "cases": [asdict(r) for r in run.english]}}
+
         payload = {
             "max_tokens": args.max_tokens,
-            "repos": {run.name: {"head": run.head, "scanned": run.scanned, "skipped": run.skipped,
-                                 "summary": summarize(run.results, args.max_tokens) if run.results else None,
-                                 "cases": [asdict(r) for r in run.results]} for run in runs},
+            "body_share": BODY_SHARE,
+            "repos": {run.name: repo_entry(run) for run in runs},
             "overall": overall,
+            "check_repos": {run.name: repo_entry(run) for run in check_runs},
+            "halves": summaries,  # half -> {"commit": overall summary, "english": overall summary}
+            "fitted": fitted,  # figures where the development half is more than FITTED_GAP above the check half
+            "targets_check": {"on": "check" if check_runs else "development", "rows": targets},
             "latency": latency,
         }
         args.json.write_text(json.dumps(payload, indent=1, default=str), encoding="utf-8")
