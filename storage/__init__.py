@@ -2,12 +2,18 @@
 
 Public face: :class:`Store` (connection, transactions, schema migrations,
 meta), :class:`StoreError` (with :class:`StoreFull` and :class:`StoreReadOnly` for failed writes,
-:class:`StoreCorrupt` for a damaged file, :class:`StoreBusy` for a write that would not wait), the code-index reads/writes in
-:mod:`storage.code_index`, and identifier-aware text helpers in
-:mod:`storage.text`.
+:class:`StoreCorrupt` for a damaged file, :class:`StoreForeign` for another chain's file,
+:class:`StoreBusy` for a write that would not wait), :class:`Schema` (a migration chain:
+:data:`CORE_SCHEMA` is MemStrata's index, each product declares its own), atomic
+writes (:mod:`storage.files`), checked files (:mod:`storage.checked_file`),
+identifier-aware text helpers (:mod:`storage.text`), and MemStrata's own
+tables: the code index (:mod:`storage.code_index`) and the savings ledger
+(:mod:`storage.ledger`).
 """
 
-from .db import Store, StoreBusy, StoreCorrupt, StoreError, StoreFull, StoreReadOnly
-from .schema import SCHEMA_VERSION
+from .db import Store, StoreBusy, StoreCorrupt, StoreError, StoreForeign, StoreFull, StoreReadOnly
+from .migrations import LegacyAdoption, Schema
+from .schema import CORE_SCHEMA, SCHEMA_VERSION
 
-__all__ = ["Store", "StoreBusy", "StoreCorrupt", "StoreError", "StoreFull", "StoreReadOnly", "SCHEMA_VERSION"]
+__all__ = ["Store", "StoreBusy", "StoreCorrupt", "StoreError", "StoreForeign", "StoreFull", "StoreReadOnly",
+           "Schema", "LegacyAdoption", "CORE_SCHEMA", "SCHEMA_VERSION"]

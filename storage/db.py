@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from .schema import MIGRATIONS, SCHEMA_VERSION
+from .migrations import Schema, SchemaMismatch, adopt_legacy
+from .schema import CORE_SCHEMA
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -57,6 +58,10 @@ def write_error(exc: sqlite3.Error, name: str) -> sqlite3.Error | StoreError:
     return exc
 
 
+class StoreForeign(StoreError):
+    """The file is another program's database (another schema chain's mark)."""
+
+
 class StoreBusy(StoreError):
     """A write that asked not to wait found another writer holding the store."""
 
@@ -65,10 +70,14 @@ class Store:
     # ``Store(MEMORY)`` is a private in-memory database (gone when closed),
     # for surfaces that offer an ephemeral mode (``strata --cache``).
     MEMORY = ":memory:"
+    # The migration chain a file opened by this class follows; a product's
+    # store class names its own (``class KuraDatabase(Store): schema = ...``).
+    schema: Schema = CORE_SCHEMA
 
-    def __init__(self, path: str | Path, *, readonly: bool = False):
+    def __init__(self, path: str | Path, *, readonly: bool = False, schema: Schema | None = None):
         self.path = Path(path)
         self.readonly = readonly
+        self.schema = schema or type(self).schema
         self.memory = str(path) == self.MEMORY
         self._lock = threading.RLock()
         try:
@@ -136,21 +145,35 @@ class Store:
             delay = min(delay * 2, 0.2)
 
     def _migrate(self) -> None:
+        schema = self.schema
         with self._lock:
+            marked = self._conn.execute("PRAGMA application_id").fetchone()[0]
+            if marked != schema.application_id:
+                # A new file, or one written before the products had chains
+                # of their own: marked (and adopted) once, under the write lock.
+                # Files already marked never take a write lock to open.
+                with self.write() as c:
+                    try:
+                        adopt_legacy(c, schema)
+                    except SchemaMismatch:
+                        raise StoreForeign(f"{self.path.name} is not a {schema.name}: it belongs to "
+                                           "another program; nothing was changed") from None
             version = self.user_version
-            if version > SCHEMA_VERSION:
+            if version > schema.version:
+                hint = ("delete the .memstrata folder" if schema is CORE_SCHEMA
+                        else "nothing was changed")
                 raise StoreError(
-                    f"index schema v{version} is newer than this MemStrata (v{SCHEMA_VERSION}); "
-                    "upgrade MemStrata or delete the .memstrata folder"
+                    f"{'index' if schema is CORE_SCHEMA else schema.name} schema v{version} is newer "
+                    f"than this MemStrata (v{schema.version}); upgrade MemStrata or {hint}"
                 )
-            while version < SCHEMA_VERSION:
+            while version < schema.version:
                 with self.write() as c:
                     # Re-read inside the write lock: another process may have
                     # migrated while we waited.
                     version = c.execute("PRAGMA user_version").fetchone()[0]
-                    if version >= SCHEMA_VERSION:
+                    if version >= schema.version:
                         break
-                    for statement in _split_sql(MIGRATIONS[version]):
+                    for statement in _split_sql(schema.migrations[version]):
                         c.execute(statement)
                     c.execute(f"PRAGMA user_version = {version + 1}")
                 version += 1

@@ -3,11 +3,15 @@
 The version lives in ``PRAGMA user_version``.  Each migration moves the
 schema from version ``n`` to ``n + 1`` inside one transaction; migrations are
 append-only, so a store written by an older release opens in a newer one.
-Every product surface (code index, savings ledger, the compatible MCP
-servers) adds its tables here rather than opening a database of its own.
+This chain is MemStrata's own file, ``.memstrata/index.db``: the code index
+and the savings ledger.  The compatible products keep their tables in
+database files of their own, each with its own chain (``kura/schema.py``,
+``strata/schema.py``, ``stormbuffer/schema.py``; storage/migrations.py).
 """
 
 from __future__ import annotations
+
+from .migrations import Schema
 
 MIGRATIONS: list[str] = [
     # 1: the code index.
@@ -133,107 +137,12 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX ledger_time ON ledger(time);
     """,
-    # 3: Kura-compatible document databases (storage/kura_store.py).  Each Kura
-    # database folder holds its own store; these tables are empty elsewhere.
-    """
-    CREATE TABLE kura_sources (
-        id          INTEGER PRIMARY KEY,
-        path        TEXT NOT NULL UNIQUE,      -- relative to the watched folder, POSIX
-        size        INTEGER NOT NULL,
-        mtime_ns    INTEGER NOT NULL,
-        hash        TEXT NOT NULL,             -- blake2b of the raw bytes
-        kind        TEXT NOT NULL,             -- prose | table | code:<language>
-        chunks      INTEGER NOT NULL,
-        indexed_at  REAL NOT NULL
-    );
-
-    -- Chunks are numbered from 1 within their source.  idents holds the split
-    -- parts of the CamelCase identifiers in content (storage/text.py), so the
-    -- search index sees "AuthService" as authservice + auth + service.
-    CREATE TABLE kura_chunks (
-        id         INTEGER PRIMARY KEY,
-        source_id  INTEGER NOT NULL REFERENCES kura_sources(id),
-        chunk      INTEGER NOT NULL,
-        content    TEXT NOT NULL,
-        idents     TEXT NOT NULL DEFAULT ''
-    );
-    CREATE INDEX kura_chunks_source ON kura_chunks(source_id, chunk);
-
-    -- External content: the text lives once, in kura_chunks; kura_store keeps
-    -- the two in step inside each write transaction.  No stemmer (keywords
-    -- match as typed, variants through prefix queries); detail=full keeps
-    -- positions for phrase matches; prefix=3 makes "abc*" a single lookup.
-    CREATE VIRTUAL TABLE kura_fts USING fts5(
-        content, idents,
-        content = 'kura_chunks', content_rowid = 'id',
-        tokenize = 'unicode61 remove_diacritics 2',
-        prefix = '3'
-    );
-    INSERT INTO kura_fts(kura_fts, rank) VALUES ('rank', 'bm25(1.0, 0.5)');
-    """,
-    # 4: Strata-compatible databases (storage/strata_store.py).  Each Strata
-    # database folder holds its own store; these tables are empty elsewhere.
-    """
-    -- The commit clock: every version ever handed out, with the branch whose
-    -- timeline it belongs to (NULL: engine bookkeeping no branch can read at).
-    CREATE TABLE strata_commits (
-        version       INTEGER PRIMARY KEY,
-        branch        INTEGER,
-        committed_at  INTEGER NOT NULL           -- UTC microseconds
-    );
-    CREATE INDEX strata_commits_branch ON strata_commits(branch, version);
-
-    -- A fork points at its parent and the parent version it was taken at;
-    -- it shares the parent's rows up to that version instead of copying them.
-    CREATE TABLE strata_branches (
-        id              INTEGER PRIMARY KEY,
-        name            TEXT NOT NULL,
-        generation      INTEGER NOT NULL,
-        status          TEXT NOT NULL,           -- active | deleted
-        parent          INTEGER REFERENCES strata_branches(id),
-        fork_version    INTEGER,
-        fork_timestamp  INTEGER,
-        created_at      INTEGER,
-        deleted_at      INTEGER,
-        state_revision  INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE UNIQUE INDEX strata_branches_active ON strata_branches(name) WHERE status = 'active';
-
-    -- Every version of every entity (KV pairs, JSON documents, vectors, graph
-    -- nodes and edges, collection/graph/space records): a read at version T
-    -- takes the newest row at or below T.  value NULL is a deletion.
-    CREATE TABLE strata_entries (
-        branch   INTEGER NOT NULL,
-        space    TEXT NOT NULL,
-        kind     INTEGER NOT NULL,
-        key      BLOB NOT NULL,
-        version  INTEGER NOT NULL,
-        value    BLOB,
-        aux      TEXT,
-        committed_at INTEGER,                    -- the commit's time (see the trigger below)
-        PRIMARY KEY (branch, space, kind, key, version)
-    ) WITHOUT ROWID;
-    -- A commit of one row is one INSERT; this records the commit with it, in
-    -- the same statement (and so atomically).  Larger commits insert their
-    -- commit row themselves, which this then leaves alone.
-    CREATE TRIGGER strata_entries_commit AFTER INSERT ON strata_entries WHEN NEW.committed_at IS NOT NULL BEGIN INSERT OR IGNORE INTO strata_commits(version, branch, committed_at) VALUES (NEW.version, NEW.branch, NEW.committed_at); END;
-
-    -- Append-only event logs, dense sequences per branch and space, each
-    -- event chained to the previous one by its SHA-256 hash.
-    CREATE TABLE strata_events (
-        branch         INTEGER NOT NULL,
-        space          TEXT NOT NULL,
-        sequence       INTEGER NOT NULL,
-        version        INTEGER NOT NULL,
-        event_type     TEXT NOT NULL,
-        payload        TEXT NOT NULL,            -- compact JSON, keys sorted
-        timestamp      INTEGER NOT NULL,         -- UTC microseconds
-        previous_hash  BLOB NOT NULL,
-        hash           BLOB NOT NULL,
-        PRIMARY KEY (branch, space, sequence)
-    ) WITHOUT ROWID;
-    CREATE INDEX strata_events_type ON strata_events(branch, space, event_type, sequence);
-    """,
+    # 3: formerly Kura's tables; they live in their own database files now
+    # (a product schema, storage/migrations.py), so this step adds nothing.
+    "",
+    # 4: formerly Strata's tables; they live in their own database files now
+    # (a product schema, storage/migrations.py), so this step adds nothing.
+    "",
     # 5: ledger accounting (storage/ledger.py): the provider's cache usage, what the
     # proxy's compression did to the forwarded prefix, rows written before their
     # token counts (crash safety), and sessions that record how they ended.
@@ -256,76 +165,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE ledger_sessions ADD COLUMN address TEXT;           -- http://host:port it served
     ALTER TABLE ledger_sessions ADD COLUMN crashed INTEGER NOT NULL DEFAULT 0;  -- closed by a later start
     """,
-    # 6: Stormbuffer-compatible agent memory (storage/stormbuffer_store.py).  The
-    # projection of one Stormbuffer store's Markdown records; the Markdown is
-    # the source of truth, so these tables can be dropped and rebuilt at will.
-    """
-    -- One row per *.md file below records/, valid or not.  The stat fields
-    -- let a sync skip unchanged files without reading them; racy = 1 when the
-    -- file was read so soon after its last write that its stat cannot be
-    -- trusted next time (the next sync re-hashes it).
-    CREATE TABLE sbuf_files (
-        id        INTEGER PRIMARY KEY,
-        path      TEXT NOT NULL UNIQUE,         -- relative to records/, POSIX
-        size      INTEGER NOT NULL,
-        mtime_ns  INTEGER NOT NULL,
-        ctime_ns  INTEGER NOT NULL,
-        inode     INTEGER NOT NULL,
-        racy      INTEGER NOT NULL DEFAULT 0,
-        hash      TEXT NOT NULL,                -- blake2b of the raw bytes
-        error     TEXT,                         -- why the file is invalid; NULL = valid
-        seq       INTEGER NOT NULL              -- transaction counter: other processes reload only newer rows
-    );
-    CREATE INDEX sbuf_files_invalid ON sbuf_files(path) WHERE error IS NOT NULL;
-    CREATE INDEX sbuf_files_seq ON sbuf_files(seq);
-
-    -- The parsed record of each valid file.  Lists are JSON arrays; the two
-    -- norm_* columns serve the duplicate and conflict checks of proposals.
-    CREATE TABLE sbuf_records (
-        file_id     INTEGER PRIMARY KEY REFERENCES sbuf_files(id) ON DELETE CASCADE,
-        id          TEXT NOT NULL,              -- the record uuid (not unique: duplicates are an error state)
-        title       TEXT NOT NULL,
-        kind        TEXT NOT NULL,
-        scope       TEXT NOT NULL,
-        status      TEXT NOT NULL,
-        access      TEXT NOT NULL,
-        created_at  TEXT NOT NULL,
-        updated_at  TEXT NOT NULL,
-        tags        TEXT NOT NULL,
-        aliases     TEXT NOT NULL,
-        supersedes  TEXT NOT NULL,
-        sources     TEXT NOT NULL,
-        body        TEXT NOT NULL,
-        norm_title  TEXT NOT NULL,
-        norm_body   TEXT NOT NULL               -- digest of the whitespace-folded, lower-cased body
-    );
-    CREATE INDEX sbuf_records_id ON sbuf_records(id);
-    CREATE INDEX sbuf_records_overlap ON sbuf_records(scope, kind, norm_title);
-
-    -- Retrieval chunks of each record: text is what a context block quotes,
-    -- retrieval what the full-text index sees (title, headings, aliases,
-    -- tags and file name before the text).
-    CREATE TABLE sbuf_chunks (
-        id         INTEGER PRIMARY KEY,
-        file_id    INTEGER NOT NULL REFERENCES sbuf_files(id) ON DELETE CASCADE,
-        ordinal    INTEGER NOT NULL,
-        text       TEXT NOT NULL,
-        retrieval  TEXT NOT NULL
-    );
-    CREATE INDEX sbuf_chunks_file ON sbuf_chunks(file_id, ordinal);
-
-    -- External content over sbuf_chunks.retrieval; stormbuffer_store keeps the
-    -- two in step.  No stemmer and diacritics kept: Stormbuffer's tokenizer.
-    CREATE VIRTUAL TABLE sbuf_fts USING fts5(
-        retrieval,
-        content = 'sbuf_chunks', content_rowid = 'id',
-        tokenize = 'unicode61 remove_diacritics 0'
-    );
-    -- Per-token document counts: a query clause whose token is in at least
-    -- half the chunks has its BM25 weight clamped to 1e-6 by FTS5, so search
-    -- need not score it (storage/stormbuffer_store.py).
-    CREATE VIRTUAL TABLE sbuf_fts_vocab USING fts5vocab(sbuf_fts, 'row');
-    """,
+    # 6: formerly Stormbuffer's tables; they live in their own database files now
+    # (a product schema, storage/migrations.py), so this step adds nothing.
+    "",
     # 7: the code index's generation, a token every change the graph is built
     # from replaces (files written or dropped, import targets re-pointed), so a
     # saved graph can tell whether it still matches (indexer/graph_snapshot.py).
@@ -349,6 +191,28 @@ MIGRATIONS: list[str] = [
         UPDATE meta SET value = lower(hex(randomblob(8))) WHERE key = 'code_generation';
     END;
     """,
+    # 8: drop the products' tables an index written before the split carries
+    # (always empty in a MemStrata index: each product opens its own file).
+    """
+    DROP TABLE IF EXISTS kura_fts;
+    DROP TABLE IF EXISTS kura_chunks;
+    DROP TABLE IF EXISTS kura_sources;
+    DROP TABLE IF EXISTS strata_events;
+    DROP TABLE IF EXISTS strata_entries;
+    DROP TABLE IF EXISTS strata_branches;
+    DROP TABLE IF EXISTS strata_commits;
+    DROP TABLE IF EXISTS sbuf_fts_vocab;
+    DROP TABLE IF EXISTS sbuf_fts;
+    DROP TABLE IF EXISTS sbuf_chunks;
+    DROP TABLE IF EXISTS sbuf_records;
+    DROP TABLE IF EXISTS sbuf_files;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
+
+CORE_SCHEMA = Schema(
+    name="MemStrata index",
+    application_id=0x4D535452,  # "MSTR"
+    migrations=tuple(MIGRATIONS),
+)
