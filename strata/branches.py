@@ -1,0 +1,155 @@
+"""Strata admin, branch and space commands: ``ping``, ``branch_*`` and ``space_*``.
+
+A family like the others: its handlers register with
+:mod:`memstrata.strata.commands` when the engine imports it.  Branches get a
+stable ``branch_id`` (a UUIDv5 of the name, the nil UUID for the store's
+original default branch) as the real engine reports them.  A fork the engine
+refuses for its anchor still spends versions, as the real engine's does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from memstrata import __version__
+from .store import DEFAULT_BRANCH, FAILED_FORK_VERSIONS, Branch
+
+from . import errors
+from .commands import EFFECT_CREATED, EFFECT_DELETED, EFFECT_UNCHANGED, check_branch_name, handler, page
+from .errors import StrataError
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+NIL_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+@handler("ping")
+def ping(e: Engine, a: dict) -> dict:
+    return {"type": "pong", "data": {"version": __version__}}
+
+
+def branch_id(b: Branch) -> str:
+    if b.name == DEFAULT_BRANCH and b.parent is None and b.created_at is None:
+        return NIL_UUID
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, b.name))
+
+
+def branch_json(e: Engine, b: Branch) -> dict:
+    parent = None
+    if b.parent is not None:
+        p = e.store.branch_by_id(b.parent)
+        parent = {"name": p.name, "branch_id": branch_id(p), "generation": p.generation,
+                  "fork_version": b.fork_version, "fork_timestamp": b.fork_timestamp}
+    return {"name": b.name, "branch_id": branch_id(b), "generation": b.generation, "status": b.status,
+            "parent": parent, "created_at": b.created_at, "deleted_at": b.deleted_at,
+            "state_revision": b.state_revision}
+
+
+@handler("branch_list")
+def branch_list(e: Engine, a: dict) -> dict:
+    return {"type": "branches", "data": page([branch_json(e, b) for b in e.store.active_branches()], False, None)}
+
+
+@handler("branch_get")
+def branch_get(e: Engine, a: dict) -> dict:
+    return {"type": "branch", "data": branch_json(e, e.branch(a["branch"]))}
+
+
+def _new_branch_name(e: Engine, name: str) -> None:
+    check_branch_name(name)
+    if e.store.branch(name) is not None:
+        raise StrataError("already_exists.engine.branch", f"branch `{name}` already exists")
+
+
+@handler("branch_create")
+def branch_create(e: Engine, a: dict) -> dict:
+    _new_branch_name(e, a["branch"])
+    return _fork(e, a, None, None)
+
+
+def _fork(e: Engine, a: dict, source: Branch, version: int, stamp: int | None = None) -> dict:
+    return {"type": "branch", "data": branch_json(e, e.store.create_branch(a["branch"], source, version, stamp))}
+
+
+def _refused_anchor(e: Engine, reason: str) -> StrataError:
+    # The real engine spends versions on a fork it then refuses for its anchor.
+    e.store.burn_versions(FAILED_FORK_VERSIONS)
+    return errors.history(reason)
+
+
+@handler("branch_fork_current")
+def branch_fork_current(e: Engine, a: dict) -> dict:
+    _new_branch_name(e, a["branch"])
+    source = e.branch(a["source"], source=True)
+    return _fork(e, a, source, e.store.latest(source.id))
+
+
+@handler("branch_fork_at_version")
+def branch_fork_at_version(e: Engine, a: dict) -> dict:
+    _new_branch_name(e, a["branch"])
+    source = e.branch(a["source"], source=True)
+    version = a["version"]
+    if version == 0 or version > e.store.latest(source.id):
+        raise _refused_anchor(e, "commit version is outside retained branch history")
+    if not e.store.in_timeline(source, version):
+        raise _refused_anchor(e, "commit version is outside retained timeline history")
+    return _fork(e, a, source, version)
+
+
+@handler("branch_fork_at_timestamp")
+def branch_fork_at_timestamp(e: Engine, a: dict) -> dict:
+    _new_branch_name(e, a["branch"])
+    source = e.branch(a["source"], source=True)
+    stamp = a["timestamp"]
+    if stamp > e.store.latest(source.id):
+        raise _refused_anchor(e, "timestamp is newer than retained timeline history")
+    version = e.store.timeline_version_at(source, stamp, by_time=False) if stamp else None
+    if version is None:
+        raise _refused_anchor(e, "timestamp is outside retained timeline history")
+    return _fork(e, a, source, version, stamp)
+
+
+@handler("branch_delete")
+def branch_delete(e: Engine, a: dict) -> dict:
+    b = e.branch(a["branch"])
+    if b.name == DEFAULT_BRANCH:
+        raise StrataError("invalid_argument.engine.branch_delete", "default branch cannot be deleted")
+    own_writes = e.store.latest(b.id) > (b.created_at or 0) + 1
+    gone = e.store.delete_branch(b, state_revision=3 if own_writes else 2)
+    gone_kept = e.store.has_forks(b)
+    for cache in e.caches.values():
+        for key in [k for k in cache if k[0] == b.id]:
+            del cache[key]
+    return {"type": "branch_delete_result", "data": {
+        "deleted": True, "effect": dict(EFFECT_DELETED), "branch": branch_json(e, gone),
+        "generation_before": b.generation, "generation_after": b.generation,
+        # What the deletion freed in this store: the branch's rows, unless a
+        # fork of it still reads through to them.
+        "cleanup": {"removed_refs": 1, "releasable_tables": int(not gone_kept),
+                    "protected_tables": int(gone_kept)}}}
+
+
+@handler("space_list")
+def space_list(e: Engine, a: dict) -> dict:
+    b = e.branch(a.get("branch"))
+    return {"type": "space_list", "data": page(e.store.spaces(e.store.view(b)), False, None)}
+
+
+@handler("space_exists")
+def space_exists(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    return {"type": "bool", "data": e.store.space_known(e.store.view(b), space)}
+
+
+@handler("space_create")
+def space_create(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    if e.store.space_known(view, space):
+        return {"type": "space_create_result", "data": {"space": space, "effect": dict(EFFECT_UNCHANGED)}}
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+    return {"type": "space_create_result",
+            "data": {"space": space, "effect": dict(EFFECT_CREATED), "commit": e.receipt(tx, 1)}}

@@ -1,0 +1,149 @@
+"""The Strata command registry and what every command handler shares.
+
+Each family module (``branches``, ``kv``, ``jsondocs``, ``vectors``,
+``events``, ``graph``) registers its handlers here with :func:`handler` when
+it is imported, and :class:`~memstrata.strata.engine.Engine` dispatches
+through :data:`HANDLERS`.  The registry, the JSON text the engine writes, the
+shapes of results (effects, pages, point reads) and the checks on branch and
+space names live here rather than in ``engine`` so that the families and the
+engine both depend on this module and never on each other: the engine
+imports the families to have them register, and a family needs the engine
+only as a type.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Iterable
+from itertools import islice
+from typing import TYPE_CHECKING, Any, Callable
+
+from .errors import StrataError
+from .store import DEFAULT_SPACE
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+# -- JSON text as the engine writes it ------------------------------------------------
+
+_EXP = re.compile(r"e-0+(?=\d)")
+
+
+_ENCODERS = {flag: json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=flag)
+             for flag in (False, True)}
+
+
+def dumps(value: Any, *, sort_keys: bool = False) -> str:
+    """Compact JSON, non-ASCII kept, floats as the engine prints them (``1e-7``, not ``1e-07``)."""
+    text = _ENCODERS[sort_keys].encode(value)
+    if "e-0" not in text:
+        return text
+    # Only Python's two-digit negative exponents differ; re-encode with those
+    # floats swapped for markers so that strings are never touched.
+    fixed: dict[str, str] = {}
+
+    def mark(v: Any) -> Any:
+        if type(v) is float:
+            r = repr(v)
+            if "e-0" in r:
+                marker = f"\x00{len(fixed)}\x00"
+                fixed[json.dumps(marker)] = _EXP.sub("e-", r)
+                return marker
+            return v
+        if isinstance(v, dict):
+            return {k: mark(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [mark(x) for x in v]
+        return v
+
+    text = _ENCODERS[sort_keys].encode(mark(value))
+    for marker, number in fixed.items():
+        text = text.replace(marker, number)
+    return text
+
+
+def canonical(value: Any) -> str:
+    """Stored form of a user JSON value: keys sorted, as the engine keeps them."""
+    return dumps(value, sort_keys=True)
+
+
+# -- result shapes ----------------------------------------------------------------------
+
+EFFECT_CREATED = {"applied": True, "kind": "created", "matched": False, "affected_count": 1}
+EFFECT_UPDATED = {"applied": True, "kind": "updated", "matched": True, "affected_count": 1}
+EFFECT_DELETED = {"applied": True, "kind": "deleted", "matched": True, "affected_count": 1}
+EFFECT_NOT_FOUND = {"applied": False, "kind": "not_found", "matched": False, "affected_count": 0}
+EFFECT_UNCHANGED = {"applied": False, "kind": "unchanged", "matched": True, "affected_count": 0}
+
+
+def effect(created: bool) -> dict:
+    return dict(EFFECT_CREATED if created else EFFECT_UPDATED)
+
+
+def page(items: list, has_more: bool, cursor: Any) -> dict:
+    return {"items": items, "has_more": has_more, "cursor": cursor if has_more else None}
+
+
+def found(kind: str, value: Any) -> dict:
+    """A point read's envelope: ``{"found": false, "value": null}`` on a miss, never an error."""
+    return {"type": kind, "data": {"found": value is not None, "value": value}}
+
+
+def name_page(kind: str, entries: Iterable, limit: int | None) -> dict:
+    """A page of names (the decoded keys of ``entries``); the cursor is the last name returned."""
+    rows, has_more = take(entries, limit)
+    names = [x.key.decode("utf-8") for x in rows]
+    return {"type": kind, "data": page(names, has_more, names[-1] if has_more else None)}
+
+
+def take(items: Iterable, limit: int | None) -> tuple[list, bool]:
+    """The first ``limit`` items (all when None) and whether more follow, reading one extra at most."""
+    if limit is None:
+        return list(items), False
+    if limit == 0:
+        return [], False
+    got = list(islice(items, min(limit, sys.maxsize - 1) + 1))
+    return got[:limit], len(got) > limit
+
+
+def batch_for(limit: int | None) -> int:
+    """How many rows a paged read fetches per level at first."""
+    return 256 if limit is None else max(1, min(limit + 1, 4096))
+
+
+# -- branch and space names ------------------------------------------------------------
+
+
+def check_branch_name(name: str) -> None:
+    if name == "":
+        raise StrataError("invalid_argument.engine.branch_name", "branch name must not be empty")
+    if name.startswith("_"):
+        raise StrataError("invalid_argument.engine.branch_name_reserved",
+                          "branch name is reserved for engine control data")
+
+
+def check_space(space: str | None) -> str:
+    if space is None:
+        return DEFAULT_SPACE
+    if space == "":
+        raise StrataError("invalid_argument.engine.product_space", "product space must not be empty")
+    if space.startswith("_"):
+        raise StrataError("invalid_argument.engine.product_space_reserved",
+                          "product space is reserved for engine control data")
+    return space
+
+
+# -- the registry -----------------------------------------------------------------------
+
+Handler = Callable[["Engine", dict], dict]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handler(wire: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[wire] = fn
+        return fn
+    return register

@@ -1,0 +1,142 @@
+"""The Strata command executor on MemStrata's store.
+
+:class:`Engine` runs one wire command (a ``{"type": ..., ...}`` object) and
+answers what the real engine answers: an output envelope ``{"type", "data"}``,
+an error status, or the deserializer's sentence.  It holds what every command
+runs against: the open store, the session branch, branch and space scoping,
+time-travel views and commit receipts.  The commands themselves are handlers
+in the family modules, found through the registry in
+:mod:`memstrata.strata.commands`; they register when imported, which is why
+this module imports them all although it names none of them.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from .store import DEFAULT_BRANCH, Branch, StrataStore, View
+
+from . import errors
+from .catalog import WIRE_TYPES
+from .commands import HANDLERS, check_branch_name, check_space, dumps
+from .errors import StrataError
+from .wire import SPECS, NumberRangeError, WireError, check_number_range, command_type
+
+# Imported for their side effect: each registers its handlers in HANDLERS.
+from . import branches, events, graph, jsondocs, kv, vectors  # noqa: F401
+
+log = logging.getLogger("memstrata.strata")
+_KNOWN = frozenset(WIRE_TYPES)
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one command produced: exactly one of envelope, error status, wire message."""
+
+    envelope: dict | None = None
+    error: dict | None = None
+    invalid: str | None = None
+
+    def text(self) -> str:
+        if self.envelope is not None:
+            return dumps(self.envelope)
+        if self.error is not None:
+            return dumps({"error": self.error})
+        return self.invalid or ""
+
+
+class Engine:
+    """Runs wire commands against one open :class:`StrataStore`."""
+
+    def __init__(self, store: StrataStore, *, session_branch: str = DEFAULT_BRANCH):
+        self.store = store
+        self.session_branch = session_branch
+        self.durability = "standard" if store.durable else "not_durable"
+        self._instance = secrets.token_hex(4)
+        self._errors = 0
+        # Per-family caches (the vector index) keyed by what invalidates them.
+        self.caches: dict[str, dict] = {}
+
+    # -- running commands ---------------------------------------------------------
+
+    def run(self, command: Any) -> Outcome:
+        try:
+            check_number_range(command)
+            wire = command_type(command, _KNOWN, WIRE_TYPES)
+            spec = SPECS.get(wire)
+            if spec is None:
+                raise errors.unsupported_command(wire)
+            args = spec.decode(command)
+            return Outcome(envelope=HANDLERS[wire](self, args))
+        except WireError as exc:
+            return Outcome(invalid=str(exc))
+        except NumberRangeError:
+            return self._failure(StrataError("invalid_argument.executor.json_number",
+                                             "a JSON integer is outside the supported i64/u64 range"))
+        except StrataError as exc:
+            return self._failure(exc)
+        except (sqlite3.Error, OSError) as exc:
+            # A full disk or a vanished folder: nothing was committed (the
+            # transaction rolled back); say so without paths or a traceback.
+            log.error("storage failure: %s", exc)
+            return self._failure(StrataError("internal.server.storage",
+                                             f"the database could not complete the command: {_brief(exc)}"))
+
+    def _failure(self, exc: StrataError) -> Outcome:
+        self._errors += 1
+        return Outcome(error=exc.status(f"err_local_{self._instance}_{self._errors:06d}"))
+
+    # -- scope --------------------------------------------------------------------
+
+    def branch(self, name: str | None, *, source: bool = False) -> Branch:
+        name = self.session_branch if name is None else name
+        check_branch_name(name)
+        b = self.store.branch(name)
+        if b is None:
+            raise errors.branch_missing(name, source=source)
+        return b
+
+    def scope(self, args: dict) -> tuple[Branch, str]:
+        # The engine checks both names before it looks the branch up.
+        name = self.session_branch if args.get("branch") is None else args["branch"]
+        check_branch_name(name)
+        space = check_space(args.get("space"))
+        return self.branch(name), space
+
+    def read_view(self, b: Branch, args: dict) -> View:
+        """The view a read sees: the head, or the state after the commit ``as_of`` names."""
+        as_of, as_of_time = args.get("as_of"), args.get("as_of_time")
+        if as_of is not None and as_of_time is not None:
+            raise StrataError(
+                "invalid_argument.executor.as_of_conflict",
+                "as_of and as_of_time are mutually exclusive: pass a commit timestamp or a wall-clock "
+                "instant, not both")
+        if as_of_time is not None:
+            version = self.store.timeline_version_at(b, as_of_time, by_time=True)
+            if version is None:
+                raise errors.history("wall-clock instant is before the first dated commit")
+            newest = self.store.commit_of(self.store.latest(b.id))
+            if newest is not None and as_of_time > newest.committed_at:
+                raise errors.history("wall-clock instant is after the latest dated commit")
+            return self.store.view(b, version)
+        if as_of is None:
+            return self.store.view(b)
+        if as_of == 0:
+            raise errors.history("timestamp is before retained timeline history")
+        if as_of > self.store.latest(b.id):
+            raise errors.history("timestamp is after latest retained timeline history")
+        return self.store.view(b, as_of)
+
+    def receipt(self, tx, puts: int, deletes: int = 0) -> dict:
+        return {"version": tx.version, "timestamp": tx.version, "committed_at": tx.committed_at,
+                "durability": self.durability, "put_count": puts, "delete_count": deletes}
+
+
+def _brief(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc).split(":")[0]

@@ -1,0 +1,281 @@
+"""Strata JSON documents: path reads and writes, one ``document_version`` per revision.
+
+Paths are the engine's subset of JSONPath: ``$`` (also ``""`` and ``$.``) is
+the whole document; then ``.name`` (letters, digits, ``_``, ``-``),
+``['any key']`` or ``["any key"]``, and ``[N]`` array indexes.  A path that
+does not start with ``$`` is read as if ``$.`` preceded it.  Recursive
+descent, wildcards and negative indexes are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from .store import JSON, prefix_end
+
+from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, name_page
+from .errors import StrataError
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+U64_MAX = 2**64 - 1
+_INDEX = re.compile(r"[0-9]+")
+_MISSING = object()
+
+
+def _path_error(message: str) -> StrataError:
+    return StrataError("invalid_argument.engine.json_path", message)
+
+
+def parse_path(path: str) -> list[str | int]:
+    if path in ("", "$", "$."):
+        return []
+    if not path.startswith("$"):
+        path = ("$" if path.startswith("[") else "$.") + path
+    if path.startswith("$.."):
+        raise _path_error("recursive descent is not supported in JSON path")
+    segments: list[str | int] = []
+    i, n = 1, len(path)
+    while i < n:
+        ch = path[i]
+        if ch == "." or (ch != "[" and i > 1 and path[i - 1] == "]"):
+            # A key: after a dot, or straight after a bracket.
+            i += ch == "."
+            name = _name_at(path, i)
+            if not name:
+                if i >= n or path[i] in ".[":
+                    raise _path_error("empty key in JSON path")
+                raise _unsupported_character()
+            segments.append(name)
+            i += len(name)
+        elif ch == "[":
+            close = path.find("]", i)
+            if i + 1 < n and path[i + 1] in "'\"":
+                quote = path[i + 1]
+                end = path.find(quote, i + 2)
+                if end < 0:
+                    raise _path_error("unclosed quoted key in JSON path")
+                if end + 1 >= n or path[end + 1] != "]":
+                    raise _path_error("unclosed bracket in JSON path")
+                if end == i + 2:
+                    raise _path_error("empty key in JSON path")
+                segments.append(path[i + 2:end])
+                i = end + 2
+            else:
+                if close < 0:
+                    raise _path_error("unclosed bracket in JSON path")
+                inner = path[i + 1:close]
+                if not _INDEX.fullmatch(inner) or int(inner) > U64_MAX:
+                    raise _path_error("invalid array index in JSON path")
+                segments.append(int(inner))
+                i = close + 1
+        else:
+            raise _unsupported_character()
+    return segments
+
+
+def _name_at(path: str, i: int) -> str:
+    end = i
+    while end < len(path) and (path[end].isalnum() or path[end] in "_-"):
+        end += 1
+    return path[i:end]
+
+
+def _unsupported_character() -> StrataError:
+    return _path_error(
+        'unsupported character in JSON path; use bracket notation (e.g. ["my.key"]) to address keys '
+        "with dots, spaces, or other characters outside [A-Za-z0-9_-]")
+
+
+def _type_error(expected: str) -> StrataError:
+    return StrataError("invalid_argument.engine.json_path_type", f"JSON path expected {expected}")
+
+
+def _not_found() -> StrataError:
+    return StrataError("invalid_argument.engine.json_path_not_found", "JSON path not found")
+
+
+def get_at(doc: Any, segments: list[str | int]) -> Any:
+    node = doc
+    for seg in segments:
+        if isinstance(seg, str) and isinstance(node, dict) and seg in node:
+            node = node[seg]
+        elif isinstance(seg, int) and isinstance(node, list) and seg < len(node):
+            node = node[seg]
+        else:
+            return _MISSING
+    return node
+
+
+def set_at(doc: Any, segments: list[str | int], value: Any) -> Any:
+    """``doc`` with ``value`` at the path (``doc`` is _MISSING for a new document).
+
+    A missing key, or a null where an object is needed, becomes an object on
+    the way down; arrays are never created or extended.
+    """
+    if not segments:
+        return value
+    seg, rest = segments[0], segments[1:]
+    if isinstance(seg, str):
+        if doc is _MISSING or doc is None:
+            doc = {}
+        elif not isinstance(doc, dict):
+            raise _type_error("object")
+        doc[seg] = set_at(doc.get(seg, _MISSING), rest, value) if rest else value
+        return doc
+    if not isinstance(doc, list):
+        raise _type_error("array")
+    if seg >= len(doc):
+        raise _not_found()
+    doc[seg] = set_at(doc[seg], rest, value) if rest else value
+    return doc
+
+
+def delete_at(doc: Any, segments: list[str | int]) -> bool:
+    """Remove the value at the path in place; False when nothing is there."""
+    node = doc
+    for seg in segments[:-1]:
+        if isinstance(seg, str):
+            if not isinstance(node, dict):
+                raise _type_error("object")
+            if seg not in node:
+                return False
+        else:
+            if not isinstance(node, list):
+                raise _type_error("array")
+            if seg >= len(node):
+                return False
+        node = node[seg]
+    last = segments[-1]
+    if isinstance(last, str):
+        if not isinstance(node, dict):
+            raise _type_error("object")
+        if last not in node:
+            return False
+    else:
+        if not isinstance(node, list):
+            raise _type_error("array")
+        if last >= len(node):
+            return False
+    del node[last]
+    return True
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+def check_doc_id(key: str) -> bytes:
+    if key == "":
+        raise StrataError("invalid_argument.engine.json_document_id", "JSON document id must not be empty")
+    return key.encode("utf-8")
+
+
+def _document(e: Engine, view, space: str, key: bytes) -> tuple[Any, int, int]:
+    """(document or _MISSING, its version, its document_version)."""
+    entry = e.store.live(view, space, JSON, key)
+    if entry is None:
+        return _MISSING, 0, 0
+    return json.loads(entry.value), entry.version, int(entry.aux)
+
+
+@handler("json_set")
+def json_set(e: Engine, a: dict) -> dict:
+    key = check_doc_id(a["key"])
+    segments = parse_path(a["path"])
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    doc, _, revision = _document(e, view, space, key)
+    created = doc is _MISSING
+    new = set_at(doc, segments, a["value"])
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+        tx.put(space, JSON, key, canonical(new).encode("utf-8"), str(revision + 1))
+    return {"type": "json_write_result",
+            "data": {"key": a["key"], "effect": effect(created), "commit": e.receipt(tx, 1)}}
+
+
+@handler("json_get")
+def json_get(e: Engine, a: dict) -> dict:
+    key = check_doc_id(a["key"])
+    segments = parse_path(a["path"])
+    b, space = e.scope(a)
+    doc, version, revision = _document(e, e.read_view(b, a), space, key)
+    value = _MISSING if doc is _MISSING else get_at(doc, segments)
+    return found("json_versioned_value", None if value is _MISSING else {
+        "value": value, "version": version, "timestamp": version, "document_version": revision})
+
+
+@handler("json_delete")
+def json_delete(e: Engine, a: dict) -> dict:
+    key = check_doc_id(a["key"])
+    segments = parse_path(a["path"])
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    doc, _, revision = _document(e, view, space, key)
+    missing = {"type": "json_delete_result", "data": {"key": a["key"], "effect": dict(EFFECT_NOT_FOUND)}}
+    if doc is _MISSING:
+        return missing
+    if not segments:
+        with e.store.commit(b) as tx:
+            tx.delete(space, JSON, key)
+        counts = (0, 1)
+    else:
+        if not delete_at(doc, segments):
+            return missing
+        with e.store.commit(b) as tx:
+            tx.put(space, JSON, key, canonical(doc).encode("utf-8"), str(revision + 1))
+        counts = (1, 0)
+    return {"type": "json_delete_result",
+            "data": {"key": a["key"], "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, *counts)}}
+
+
+@handler("json_exists")
+def json_exists(e: Engine, a: dict) -> dict:
+    key = check_doc_id(a["key"])
+    b, space = e.scope(a)
+    return {"type": "bool", "data": e.store.live(e.store.view(b), space, JSON, key) is not None}
+
+
+def _doc_keys(e: Engine, a: dict, view, space: str, start: str, after: bool):
+    prefix = (a.get("prefix") or "").encode("utf-8")
+    lower = max(prefix, start.encode("utf-8")) if start else prefix
+    if start and start.encode("utf-8") < prefix:
+        after = False
+    return e.store.scan(view, space, JSON, lower, prefix_end(prefix) if prefix else None, after=after)
+
+
+@handler("json_list")
+def json_list(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    cursor = a.get("cursor")
+    return name_page("json_list_result", _doc_keys(e, a, view, space, cursor or "", cursor is not None),
+                     a.get("limit"))
+
+
+@handler("json_count")
+def json_count(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    return {"type": "uint", "data": sum(1 for _ in _doc_keys(e, a, view, space, "", False))}
+
+
+@handler("json_history")
+def json_history(e: Engine, a: dict) -> dict:
+    key = check_doc_id(a["key"])
+    b, space = e.scope(a)
+    rows = e.store.history(e.store.view(b), space, JSON, key)
+    if not rows:
+        return {"type": "json_version_history", "data": None}
+    items = []
+    for entry in rows:
+        commit = e.store.commit_of(entry.version)
+        items.append({
+            "value": None if entry.value is None else json.loads(entry.value),
+            "version": entry.version, "timestamp": entry.version,
+            "document_version": int(entry.aux) if entry.aux else None,
+            "tombstone": entry.value is None, "committed_at": commit.committed_at if commit else None})
+    return {"type": "json_version_history", "data": items}

@@ -1,0 +1,160 @@
+"""Strata KV commands: byte keys and values (base64 on the wire), versioned."""
+
+from __future__ import annotations
+
+import base64
+import sys
+from itertools import islice
+from typing import TYPE_CHECKING
+
+from .store import KV, prefix_end
+
+from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, batch_for, effect, found, handler, page, take
+from .errors import StrataError
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+# The engine refuses a key whose storage encoding exceeds 64 KiB: the key
+# bytes (NULs count twice) plus the space name plus a fixed 36-byte frame.
+KEY_LIMIT = 65536
+KEY_FRAME = 36
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def check_key(key: bytes) -> None:
+    if not key:
+        raise StrataError("invalid_argument.engine.kv_key", "KV key must not be empty")
+
+
+def check_key_size(key: bytes, space: str) -> None:
+    size = KEY_FRAME + len(space.encode("utf-8")) + len(key) + key.count(0)
+    if size > KEY_LIMIT:
+        raise StrataError(
+            "invalid_argument.engine.persistence",
+            f"persistence request was invalid: the key is too large to encode ({size} bytes; "
+            f"the limit is {KEY_LIMIT})",
+            [("field", "key"), ("reason", "a committed key exceeds the maximum encodable size"),
+             ("actual_bytes", str(size)), ("limit_bytes", str(KEY_LIMIT))])
+
+
+def _live(e: Engine, view, space: str, key: bytes):
+    return e.store.live(view, space, KV, key)
+
+
+@handler("kv_put")
+def kv_put(e: Engine, a: dict) -> dict:
+    key = a["key"]
+    check_key(key)
+    b, space = e.scope(a)
+    check_key_size(key, space)
+    view = e.store.view(b)
+    created = _live(e, view, space, key) is None
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+        tx.put(space, KV, key, a["value"])
+    return {"type": "write_result",
+            "data": {"key": b64(key), "effect": effect(created), "commit": e.receipt(tx, 1)}}
+
+
+@handler("kv_get")
+def kv_get(e: Engine, a: dict) -> dict:
+    check_key(a["key"])
+    b, space = e.scope(a)
+    entry = _live(e, e.read_view(b, a), space, a["key"])
+    return found("kv_versioned_value", entry and {
+        "value": b64(entry.value), "version": entry.version, "timestamp": entry.version})
+
+
+@handler("kv_delete")
+def kv_delete(e: Engine, a: dict) -> dict:
+    key = a["key"]
+    check_key(key)
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    if _live(e, view, space, key) is None:
+        return {"type": "delete_result", "data": {"key": b64(key), "effect": dict(EFFECT_NOT_FOUND)}}
+    with e.store.commit(b) as tx:
+        tx.delete(space, KV, key)
+    return {"type": "delete_result",
+            "data": {"key": b64(key), "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, 0, 1)}}
+
+
+@handler("kv_exists")
+def kv_exists(e: Engine, a: dict) -> dict:
+    check_key(a["key"])
+    b, space = e.scope(a)
+    return {"type": "bool", "data": _live(e, e.store.view(b), space, a["key"]) is not None}
+
+
+@handler("kv_history")
+def kv_history(e: Engine, a: dict) -> dict:
+    check_key(a["key"])
+    b, space = e.scope(a)
+    rows = e.store.history(e.store.view(b), space, KV, a["key"])
+    if not rows:
+        return {"type": "version_history", "data": None}
+    items = []
+    for entry in rows:
+        commit = e.store.commit_of(entry.version)
+        items.append({"value": None if entry.value is None else b64(entry.value),
+                      "tombstone": entry.value is None, "version": entry.version,
+                      "timestamp": entry.version, "committed_at": commit.committed_at if commit else None})
+    return {"type": "version_history", "data": {"items": items}}
+
+
+def _prefix(a: dict) -> bytes:
+    prefix = a.get("prefix")
+    if prefix is None:
+        return b""
+    check_key(prefix)  # the engine treats an empty prefix as an empty key
+    return prefix
+
+
+@handler("kv_list")
+def kv_list(e: Engine, a: dict) -> dict:
+    prefix = _prefix(a)
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    limit = a.get("limit")
+    cursor = a.get("cursor")
+    if cursor is not None and cursor >= prefix:
+        start, after = cursor, True
+    else:
+        start, after = prefix, False
+    entries = e.store.scan(view, space, KV, start, prefix_end(prefix) if prefix else None, after=after,
+                           batch=batch_for(limit))
+    rows, has_more = take(entries, limit)
+    keys = [x.key for x in rows]
+    return {"type": "keys_page", "data": page([b64(k) for k in keys], has_more, b64(keys[-1]) if has_more else None)}
+
+
+@handler("kv_count")
+def kv_count(e: Engine, a: dict) -> dict:
+    prefix = _prefix(a)
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    return {"type": "uint", "data": e.store.count(view, space, KV, prefix, prefix_end(prefix) if prefix else None)}
+
+
+@handler("kv_scan")
+def kv_scan(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    start = a.get("start") or b""
+    limit = a.get("limit")
+    entries = e.store.scan(e.store.view(b), space, KV, start, batch=batch_for(limit))
+    if limit is None:
+        rows, has_more, cursor = list(entries), False, None
+    else:
+        # The scan cursor names the next key to read (inclusive), unlike
+        # kv_list's; even a zero limit reports it.
+        rows = list(islice(entries, min(limit, sys.maxsize - 1) + 1))
+        has_more = len(rows) > limit
+        cursor = b64(rows[limit].key) if has_more else None
+        rows = rows[:limit]
+    items = [{"key": b64(x.key), "value": b64(x.value), "version": x.version, "timestamp": x.version}
+             for x in rows]
+    return {"type": "kv_scan_result", "data": page(items, has_more, cursor)}

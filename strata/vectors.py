@@ -1,0 +1,427 @@
+"""Strata vector collections: f32 embeddings with metadata, exact similarity search.
+
+Scores are computed in f32 as the engine reports them: cosine similarity
+(0 against a zero vector), ``1 / (1 + distance)`` for euclidean, the raw dot
+product for dot_product; ties go to the smaller key.  Search is exact (every
+visible vector is scored): at the head of a branch the collection is held in
+memory as one matrix and kept current by the writes of this process, which
+is the only one that has the database open; reads at an older version build
+the matrix for that version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .store import (
+    VECTOR, VECTOR_COLLECTION, View, prefix_end, split_tuple_key, tuple_key,
+)
+
+from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler
+from .errors import StrataError
+from .wire import Condition
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+MAX_DIMENSION = 32768
+
+
+def f32_text(x: float) -> float:
+    """The shortest decimal that reads back as the same f32 (what the engine prints)."""
+    return float(str(np.float32(x)))
+
+
+# -- collections ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Collection:
+    name: str
+    dimension: int
+    metric: str
+    count: int
+    version: int
+
+    def aux(self) -> str:
+        return json.dumps({"dimension": self.dimension, "metric": self.metric, "count": self.count})
+
+    def listing(self) -> dict:
+        return {"name": self.name, "dimension": self.dimension, "metric": self.metric, "count": self.count}
+
+
+def check_collection_name(name: str) -> None:
+    if name == "":
+        raise StrataError("invalid_argument.engine.vector_collection", "vector collection name must not be empty")
+    if "/" in name:
+        raise StrataError("invalid_argument.engine.vector_collection",
+                          "vector collection name must not contain `/`")
+    if name.startswith("_"):
+        raise StrataError("invalid_argument.engine.vector_collection_reserved",
+                          "vector collection name is reserved for engine internals")
+
+
+def _missing() -> StrataError:
+    return StrataError("not_found.engine.vector_collection", "vector collection does not exist")
+
+
+def load_collection(e: Engine, view: View, space: str, name: str) -> Collection | None:
+    entry = e.store.live(view, space, VECTOR_COLLECTION, name.encode("utf-8"))
+    if entry is None:
+        return None
+    meta = json.loads(entry.aux)
+    return Collection(name, meta["dimension"], meta["metric"], meta["count"], entry.version)
+
+
+def require_collection(e: Engine, view: View, space: str, name: str) -> Collection:
+    coll = load_collection(e, view, space, name)
+    if coll is None:
+        raise _missing()
+    return coll
+
+
+# -- the in-memory matrix ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Record:
+    key: str
+    embedding: np.ndarray
+    metadata: Any  # dict, or None when the vector has none
+    version: int
+    revision: int
+
+
+def decode_record(key: str, value: bytes, aux: str, version: int) -> Record:
+    extra = json.loads(aux)
+    return Record(key, np.frombuffer(value, dtype=np.float32), extra.get("m"), version, extra["r"])
+
+
+@dataclass
+class Index:
+    """Every visible vector of one collection, as rows of one f32 matrix."""
+
+    dimension: int
+    keys: list[str] = field(default_factory=list)
+    rows: dict[str, int] = field(default_factory=dict)
+    metadata: list[Any] = field(default_factory=list)
+    alive: list[bool] = field(default_factory=list)
+    matrix: np.ndarray | None = None
+    norms: np.ndarray | None = None
+    size: int = 0
+
+    def set(self, key: str, embedding: np.ndarray, metadata: Any) -> None:
+        row = self.rows.get(key)
+        if row is None:
+            row = self.size
+            self._grow(row + 1)
+            self.rows[key] = row
+            self.keys.append(key)
+            self.metadata.append(metadata)
+            self.alive.append(True)
+            self.size += 1
+        else:
+            self.metadata[row] = metadata
+            self.alive[row] = True
+        self.matrix[row] = embedding
+        self.norms[row] = np.sqrt(np.dot(embedding, embedding))
+
+    def remove(self, key: str) -> None:
+        row = self.rows.get(key)
+        if row is not None:
+            self.alive[row] = False
+
+    def _grow(self, needed: int) -> None:
+        if self.matrix is None:
+            cap = max(16, needed)
+            self.matrix = np.zeros((cap, self.dimension), dtype=np.float32)
+            self.norms = np.zeros(cap, dtype=np.float32)
+        elif needed > len(self.matrix):
+            cap = max(needed, len(self.matrix) * 2)
+            matrix = np.zeros((cap, self.dimension), dtype=np.float32)
+            matrix[:self.size] = self.matrix[:self.size]
+            norms = np.zeros(cap, dtype=np.float32)
+            norms[:self.size] = self.norms[:self.size]
+            self.matrix, self.norms = matrix, norms
+
+    def search(self, metric: str, query: np.ndarray, k: int,
+               conditions: list[Condition]) -> list[tuple[float, str, Any]]:
+        if self.size == 0 or k == 0:
+            return []
+        rows = np.fromiter((i for i in range(self.size) if self.alive[i]
+                            and _matches(self.metadata[i], conditions)), dtype=np.int64) \
+            if conditions or not all(self.alive) else None
+        matrix = self.matrix[:self.size] if rows is None else self.matrix[rows]
+        if len(matrix) == 0:
+            return []
+        scores = _scores(metric, matrix, self.norms[:self.size] if rows is None else self.norms[rows], query)
+        ids = np.arange(self.size) if rows is None else rows
+        if k < len(scores):
+            # Every row tied with the k-th best stays in, so ties resolve by key.
+            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+            keep = scores >= kth
+            scores, ids = scores[keep], ids[keep]
+        order = sorted(range(len(ids)), key=lambda j: (-float(scores[j]), self.keys[ids[j]]))[:k]
+        return [(float(scores[j]), self.keys[ids[j]], self.metadata[ids[j]]) for j in order]
+
+
+def _scores(metric: str, matrix: np.ndarray, norms: np.ndarray, query: np.ndarray) -> np.ndarray:
+    if metric == "euclidean":
+        diff = matrix - query
+        return (np.float32(1.0) / (np.float32(1.0) + np.sqrt(np.einsum("ij,ij->i", diff, diff)))).astype(np.float32)
+    dots = matrix @ query
+    if metric == "dot_product":
+        return dots.astype(np.float32)
+    qn = np.float32(np.sqrt(np.dot(query, query)))
+    denom = norms * qn
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(denom > 0, dots / denom, np.float32(0.0))
+    return out.astype(np.float32)
+
+
+def _matches(metadata: Any, conditions: list[Condition]) -> bool:
+    if not conditions:
+        return True
+    if not isinstance(metadata, dict):
+        return False
+    for c in conditions:
+        if c.field not in metadata:
+            return False
+        v = metadata[c.field]
+        if c.kind == "null":
+            if v is not None:
+                return False
+        elif c.kind == "bool":
+            if not (v is True or v is False) or v != c.value:
+                return False
+        elif c.kind == "number":
+            if v is True or v is False or not isinstance(v, (int, float)) or float(v) != c.value:
+                return False
+        elif not isinstance(v, str) or v != c.value:
+            return False
+    return True
+
+
+def _index_key(b_id: int, space: str, name: str) -> tuple:
+    return (b_id, space, name)
+
+
+def build_index(e: Engine, view: View, space: str, coll: Collection) -> Index:
+    index = Index(coll.dimension)
+    prefix = tuple_key(coll.name)
+    for entry in e.store.scan(view, space, VECTOR, prefix, prefix_end(prefix), batch=4096):
+        rec = decode_record(split_tuple_key(entry.key)[1], entry.value, entry.aux, entry.version)
+        index.set(rec.key, rec.embedding, rec.metadata)
+    return index
+
+
+def head_index(e: Engine, b_id: int, view: View, space: str, coll: Collection) -> Index:
+    cache = e.caches.setdefault("vectors", {})
+    key = _index_key(b_id, space, coll.name)
+    index = cache.get(key)
+    if index is None:
+        index = cache[key] = build_index(e, view, space, coll)
+    return index
+
+
+def _cached(e: Engine, b_id: int, space: str, name: str) -> Index | None:
+    return e.caches.setdefault("vectors", {}).get(_index_key(b_id, space, name))
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def _vector_input(a: dict, field: str) -> list[float]:
+    vector, text = a.get(field), a.get("text")
+    if vector is not None and text is not None:
+        raise StrataError("invalid_argument.executor.vector_input",
+                          "pass either a vector or a text to embed, not both")
+    if text is not None:
+        return None  # type: ignore[return-value]
+    if not vector:
+        raise StrataError("invalid_argument.executor.vector_input", "pass a vector, or a text to embed")
+    return vector
+
+
+def _no_model(name: str) -> StrataError:
+    return StrataError(
+        "failed_precondition.engine.embedding_model_missing",
+        f"vector collection `{name}` records no embedding model, so text cannot be embedded for it; "
+        f"declare one with `vector collection set-embedding-model {name} <model>`, or pass a vector directly")
+
+
+def _embedding(values: list[float], dimension: int) -> np.ndarray:
+    if len(values) != dimension:
+        raise StrataError("invalid_argument.engine.vector_dimension",
+                          f"vector dimension mismatch: expected {dimension}, got {len(values)}")
+    with np.errstate(over="ignore"):
+        arr = np.asarray(values, dtype=np.float32)
+    if not np.isfinite(arr).all():
+        raise StrataError("invalid_argument.engine.vector_embedding", "vector embedding contains a non-finite value")
+    return arr
+
+
+@handler("vector_create_collection")
+def vector_create_collection(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    name = a["collection"]
+    check_collection_name(name)
+    if a.get("embedding_model") is not None:
+        raise StrataError("unsupported.server.argument",
+                          "embedding models are not supported by this server: pass vectors directly")
+    if not 1 <= a["dimension"] <= MAX_DIMENSION:
+        raise StrataError("invalid_argument.engine.vector_dimension",
+                          "vector collection dimension is outside the supported range")
+    view = e.store.view(b)
+    if load_collection(e, view, space, name) is not None:
+        raise StrataError("already_exists.engine.vector_collection", "vector collection already exists")
+    coll = Collection(name, a["dimension"], a["metric"], 0, 0)
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+        tx.put(space, VECTOR_COLLECTION, name.encode("utf-8"), b"", coll.aux())
+    e.caches.setdefault("vectors", {}).pop(_index_key(b.id, space, name), None)
+    return {"type": "vector_collection_list", "data": {"items": [coll.listing()], "has_more": False, "cursor": None}}
+
+
+@handler("vector_upsert")
+def vector_upsert(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    values = _vector_input(a, "vector")
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    if values is None:
+        raise _no_model(coll.name)
+    embedding = _embedding(values, coll.dimension)
+    metadata = a.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise StrataError("invalid_argument.engine.vector_metadata", "vector metadata must be a JSON object")
+    key = tuple_key(coll.name, a["key"])
+    old = e.store.get(view, space, VECTOR, key)
+    created = old is None or old.value is None
+    revision = 1 if old is None or old.aux is None else json.loads(old.aux)["r"] + 1
+    if metadata is not None:
+        metadata = json.loads(canonical(metadata))
+    extra = {"r": revision} if metadata is None else {"m": metadata, "r": revision}
+    with e.store.commit(b) as tx:
+        tx.put(space, VECTOR, key, embedding.tobytes(), json.dumps(extra))
+        if created:
+            coll.count += 1
+            tx.put(space, VECTOR_COLLECTION, coll.name.encode("utf-8"), b"", coll.aux())
+    index = _cached(e, b.id, space, coll.name)
+    if index is not None:
+        index.set(a["key"], embedding, metadata)
+    return {"type": "vector_write_result", "data": {
+        "collection": coll.name, "key": a["key"], "effect": effect(created), "commit": e.receipt(tx, 1),
+        "vector_revision": revision}}
+
+
+@handler("vector_query")
+def vector_query(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    values = _vector_input(a, "query")
+    view = e.read_view(b, a)
+    coll = require_collection(e, view, space, a["collection"])
+    if values is None:
+        raise _no_model(coll.name)
+    query = _embedding(values, coll.dimension)
+    at_head = a.get("as_of") is None and a.get("as_of_time") is None
+    index = head_index(e, b.id, view, space, coll) if at_head else build_index(e, view, space, coll)
+    out = []
+    for score, key, metadata in index.search(coll.metric, query, a["k"], a.get("filter") or []):
+        match = {"key": key, "score": f32_text(score)}
+        if metadata is not None:
+            match["metadata"] = metadata
+        out.append(match)
+    return {"type": "vector_matches", "data": out}
+
+
+def _live_record(e: Engine, view: View, space: str, coll: Collection, key: str) -> Record | None:
+    entry = e.store.live(view, space, VECTOR, tuple_key(coll.name, key))
+    if entry is None:
+        return None
+    return decode_record(key, entry.value, entry.aux, entry.version)
+
+
+@handler("vector_get")
+def vector_get(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    coll = require_collection(e, view, space, a["collection"])
+    rec = _live_record(e, view, space, coll, a["key"])
+    if rec is None:
+        return found("vector_data", None)
+    data: dict = {"embedding": [f32_text(x) for x in rec.embedding.tolist()]}
+    if rec.metadata is not None:
+        data["metadata"] = rec.metadata
+    return found("vector_data", {"key": rec.key, "data": data, "version": rec.version,
+                                 "timestamp": rec.version, "vector_revision": rec.revision})
+
+
+@handler("vector_delete")
+def vector_delete(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    base = {"collection": coll.name, "key": a["key"]}
+    rec = _live_record(e, view, space, coll, a["key"])
+    if rec is None:
+        return {"type": "vector_delete_result", "data": {**base, "effect": dict(EFFECT_NOT_FOUND)}}
+    with e.store.commit(b) as tx:
+        # The revision counter survives the deletion: a re-insert continues it.
+        tx.delete(space, VECTOR, tuple_key(coll.name, a["key"]), json.dumps({"r": rec.revision}))
+        coll.count -= 1
+        tx.put(space, VECTOR_COLLECTION, coll.name.encode("utf-8"), b"", coll.aux())
+    index = _cached(e, b.id, space, coll.name)
+    if index is not None:
+        index.remove(a["key"])
+    return {"type": "vector_delete_result",
+            "data": {**base, "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, 0, 1)}}
+
+
+@handler("vector_exists")
+def vector_exists(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    return {"type": "bool", "data": _live_record(e, view, space, coll, a["key"]) is not None}
+
+
+@handler("vector_count")
+def vector_count(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    coll = require_collection(e, e.read_view(b, a), space, a["collection"])
+    return {"type": "uint", "data": coll.count}
+
+
+@handler("vector_list_collections")
+def vector_list_collections(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    items = [Collection(x.key.decode("utf-8"), **json.loads(x.aux), version=x.version).listing()
+             for x in e.store.scan(view, space, VECTOR_COLLECTION)]
+    return {"type": "vector_collection_list", "data": {"items": items, "has_more": False, "cursor": None}}
+
+
+@handler("vector_delete_collection")
+def vector_delete_collection(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = load_collection(e, view, space, a["collection"])
+    if coll is None:
+        return {"type": "bool", "data": False}
+    if coll.count and not a.get("force"):
+        raise StrataError("failed_precondition.engine.vector_collection_not_empty",
+                          f"vector collection `{coll.name}` contains visible data; retry with force=true to delete it")
+    prefix = tuple_key(coll.name)
+    keys = [x.key for x in e.store.scan(view, space, VECTOR, prefix, prefix_end(prefix))]
+    with e.store.commit(b) as tx:
+        for key in keys:
+            tx.delete(space, VECTOR, key)
+        tx.delete(space, VECTOR_COLLECTION, coll.name.encode("utf-8"))
+    e.caches.setdefault("vectors", {}).pop(_index_key(b.id, space, coll.name), None)
+    return {"type": "bool", "data": True}
+
