@@ -19,7 +19,8 @@ instead and keeps to JSON-RPC 2.0:
 - at most :data:`MAX_IN_FLIGHT` requests are read ahead of their answers.
 
 Everything valid goes to the SDK unchanged, so the protocol itself (versions,
-``initialize``, tools, ``-32601`` for unknown methods) stays the SDK's.
+``initialize``, tools, ``-32601`` for unknown methods) stays the SDK's.  The
+line framing is :mod:`.jsonrpc`'s, in this front's words (:data:`DIALECT`).
 
 While serving, file descriptor 0 reads from ``/dev/null`` and 1 writes to
 stderr; the protocol uses private duplicates.  A library that prints, or a
@@ -36,7 +37,6 @@ import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import IO, Any
 
 import anyio
@@ -45,11 +45,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 
+from .jsonrpc import (
+    INVALID_PARAMS, INVALID_REQUEST, BatchPolicy, Dialect, Message, Reply, error_response, is_mcp_id, read_lines,
+    write_line)
+
 log = logging.getLogger(__name__)
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-INVALID_PARAMS = -32602
 MAX_MESSAGE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE  # the same cap as one HTTP request body
 DEFAULT_DRAIN_TIMEOUT = 60.0  # longer than a context_query may wait for the index
 # Requests handed to the SDK and not answered yet.  The SDK runs each one in a task
@@ -58,88 +59,66 @@ DEFAULT_DRAIN_TIMEOUT = 60.0  # longer than a context_query may wait for the ind
 # stops reading until an answer goes out.  (These servers never send requests to
 # the client, so no answer the SDK waits for can be stuck behind the cap.)
 MAX_IN_FLIGHT = 64
+_EOF = object()
 
 
-@dataclass(slots=True)
-class Rejection:
-    """A message answered here, never passed to the SDK."""
-
-    id: str | int | None
-    code: int
-    message: str
-
-    def payload(self) -> dict[str, Any]:
-        return {"jsonrpc": "2.0", "id": self.id, "error": {"code": self.code, "message": self.message}}
-
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def decode_line(line: bytes) -> Any:
-    """Bytes of one line -> a JSON value, or a parse-error Rejection."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return Rejection(None, PARSE_ERROR, f"Parse error: the message is not valid UTF-8 (byte {exc.start})")
-    try:
-        return json.loads(text, parse_constant=_no_constants)
-    except RecursionError:
-        return Rejection(None, PARSE_ERROR, "Parse error: the JSON is nested too deeply")
-    except ValueError as exc:
-        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        return Rejection(None, PARSE_ERROR, f"Parse error: {reason}")
+# The front's words for what it answers itself; the SDK never sees those lines.
+DIALECT = Dialect(
+    valid_id=is_mcp_id,  # MCP's ids: a string or an integer, never null
+    # MCP carries one message per line, and the SDK's HTTP transport refuses
+    # batches the same way: each element owed an answer gets this -32600.
+    batches=BatchPolicy.refused("Invalid Request: batches are not supported; send one message per line"),
+    not_utf8="Parse error: the message is not valid UTF-8 (byte {byte})",
+    not_json="Parse error: {msg}",
+    constant="Parse error: {name} is not JSON",
+    bad_value="Parse error: {reason}",
+    too_deep="Parse error: the JSON is nested too deeply",
+    lone_surrogate=None,
+    too_long="Invalid Request: the message is larger than {mib} MiB",
+    empty_batch="Invalid Request: empty batch",
+    not_an_object="Invalid Request: a JSON-RPC message is a JSON object",
+    bad_id="Invalid Request: id must be a string or an integer",
+    bad_version='Invalid Request: "jsonrpc" must be "2.0"',
+    bad_method="Invalid Request: method must be a string",
+)
 
 
-def check_message(obj: Any) -> SessionMessage | Rejection:
-    """One decoded JSON value -> the message for the SDK, or why it is not one."""
-    if not isinstance(obj, dict):
-        return Rejection(None, INVALID_REQUEST, "Invalid Request: a JSON-RPC message is a JSON object")
-    has_id = "id" in obj
-    ident = obj.get("id")
-    if has_id and not _valid_id(ident):
-        return Rejection(None, INVALID_REQUEST, "Invalid Request: id must be a string or an integer")
-    reply_id = ident if has_id else None
-    if obj.get("jsonrpc") != "2.0":
-        return Rejection(reply_id, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
+def _refusal(id_: Any, code: int, message: str) -> Reply:
+    return Reply(error_response(id_, code, message))
+
+
+def check_message(obj: Any) -> SessionMessage | Reply:
+    """One decoded JSON value -> the message for the SDK, or the answer it gets here instead.
+
+    Past the envelope, params and responses are checked here too, since the
+    SDK would drop what it cannot validate without a word.
+    """
+    refused = DIALECT.check_envelope(obj)
+    if refused is not None:
+        return Reply(refused)
+    reply_id = obj.get("id")
     if "method" in obj:
-        if not isinstance(obj["method"], str):
-            return Rejection(reply_id, INVALID_REQUEST, "Invalid Request: method must be a string")
         params = obj.get("params")
         if isinstance(params, list):
-            return Rejection(reply_id, INVALID_PARAMS, "Invalid params: params must be an object")
+            return _refusal(reply_id, INVALID_PARAMS, "Invalid params: params must be an object")
         if params is not None and not isinstance(params, dict):
-            return Rejection(reply_id, INVALID_REQUEST, "Invalid Request: params must be an object")
-    elif not has_id or ("result" in obj) == ("error" in obj):
-        return Rejection(reply_id, INVALID_REQUEST,
-                         "Invalid Request: a message needs a method, or an id with a result or an error")
+            return _refusal(reply_id, INVALID_REQUEST, "Invalid Request: params must be an object")
+    elif "id" not in obj or ("result" in obj) == ("error" in obj):
+        return _refusal(reply_id, INVALID_REQUEST,
+                        "Invalid Request: a message needs a method, or an id with a result or an error")
     try:
         message = types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
     except ValueError:  # pydantic's ValidationError; its text is not for the wire
-        return Rejection(reply_id, INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message")
+        return _refusal(reply_id, INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message")
     return SessionMessage(message)
 
 
-def classify(line: bytes) -> SessionMessage | Rejection | list[Rejection] | None:
-    """A line of input -> what to do with it (None: nothing, a blank line)."""
-    if not line.strip():
-        return None
-    obj = decode_line(line)
-    if isinstance(obj, Rejection):
-        return obj
-    if isinstance(obj, list):
-        if not obj:
-            return Rejection(None, INVALID_REQUEST, "Invalid Request: empty batch")
-        # One answer per element that expects one (JSON-RPC 2.0, section 6);
-        # notifications get none.
-        return [Rejection(el.get("id") if isinstance(el, dict) and _valid_id(el.get("id")) else None,
-                          INVALID_REQUEST, "Invalid Request: batches are not supported; send one message per line")
-                for el in obj if not (isinstance(el, dict) and "id" not in el and "method" in el)]
-    return check_message(obj)
+def classify(line: bytes) -> SessionMessage | Reply | None:
+    """A line of input -> the message for the SDK, or the answer it gets here (None: nothing, a blank line)."""
+    incoming = DIALECT.parse(line)
+    if not isinstance(incoming, Message):
+        return incoming  # never a Batch: DIALECT refuses batches
+    return check_message(incoming.value)
 
 
 @contextlib.contextmanager
@@ -208,27 +187,19 @@ class StdioFront:
     # -- input -------------------------------------------------------------------
 
     async def _read_requests(self, to_sdk: anyio.abc.ObjectSendStream) -> None:
+        lines = read_lines(self.stdin, self.max_message_bytes)
         while not self._broken:
-            line = await anyio.to_thread.run_sync(self.stdin.readline, self.max_message_bytes + 1,
-                                                  abandon_on_cancel=True, limiter=self._read_thread)
-            if not line:
-                return  # end of input
-            if len(line) > self.max_message_bytes and not line.endswith(b"\n"):
-                await self._skip_rest_of_line()
-                await self._reject(Rejection(None, INVALID_REQUEST, "Invalid Request: the message is larger than "
-                                                                  f"{self.max_message_bytes // (1024 * 1024)} MiB"))
-                continue
-            outcome = classify(line)
+            # Only the read runs on the thread: parsing stays on this one, so its
+            # nesting bound (RecursionError) is the same wherever the front runs.
+            line = await anyio.to_thread.run_sync(next, lines, _EOF, abandon_on_cancel=True,
+                                                  limiter=self._read_thread)
+            if line is _EOF:
+                return
+            outcome = Reply(DIALECT.oversized(self.max_message_bytes)) if line is None else classify(line)
             if outcome is None:
                 continue
-            if isinstance(outcome, list):
-                for rejection in outcome:
-                    log.info("refused a JSON-RPC batch element: %s", rejection.message)
-                if outcome:
-                    await self._write([r.payload() for r in outcome])
-                continue
-            if isinstance(outcome, Rejection):
-                await self._reject(outcome)
+            if isinstance(outcome, Reply):
+                await self._refuse(outcome.payload)
                 continue
             message = outcome.message
             if isinstance(message, types.JSONRPCRequest):
@@ -240,16 +211,9 @@ class StdioFront:
             elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
                 # A cancelled request is never answered (MCP): stop waiting for it.
                 request_id = (message.params or {}).get("requestId")
-                if _valid_id(request_id):
+                if is_mcp_id(request_id):
                     self._answered(request_id)
             await to_sdk.send(outcome)
-
-    async def _skip_rest_of_line(self) -> None:
-        while True:
-            chunk = await anyio.to_thread.run_sync(self.stdin.readline, self.max_message_bytes,
-                                                   abandon_on_cancel=True, limiter=self._read_thread)
-            if not chunk or chunk.endswith(b"\n"):
-                return
 
     async def _drain(self) -> None:
         """After end of input: wait (bounded) until every request read has been answered."""
@@ -285,9 +249,13 @@ class StdioFront:
         if not self._pending and self._drained is not None:
             self._drained.set()
 
-    async def _reject(self, rejection: Rejection) -> None:
-        log.info("refused a JSON-RPC message: %s", rejection.message)
-        await self._write(rejection.payload())
+    async def _refuse(self, payload: dict | list) -> None:
+        if isinstance(payload, list):
+            for refusal in payload:
+                log.info("refused a JSON-RPC batch element: %s", refusal["error"]["message"])
+        else:
+            log.info("refused a JSON-RPC message: %s", payload["error"]["message"])
+        await self._write(payload)
 
     async def _write(self, payload: Any) -> None:
         await self._write_line(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
@@ -297,7 +265,7 @@ class StdioFront:
             return  # the client is gone; keep consuming so the SDK never blocks
         async with self._write_lock:
             try:
-                await anyio.to_thread.run_sync(self._write_all, data + b"\n", abandon_on_cancel=True,
+                await anyio.to_thread.run_sync(write_line, self.stdout, data, abandon_on_cancel=True,
                                                limiter=self._write_thread)
             except OSError as exc:  # EPIPE: the client closed its end
                 log.info("stdout closed (%s); ending the session", exc.strerror or exc)
@@ -307,12 +275,6 @@ class StdioFront:
                 if self._room is not None:
                     self._room.set()
 
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = self.stdout.write(view)
-            view = view[written or 0:]
-
 
 async def serve_stdio(server: MCPServer, *, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT) -> None:
     """Serve ``server`` on this process's stdin/stdout until the input ends
@@ -321,4 +283,4 @@ async def serve_stdio(server: MCPServer, *, drain_timeout: float = DEFAULT_DRAIN
         await StdioFront(server, stdin, stdout, drain_timeout=drain_timeout).run()
 
 
-__all__ = ["serve_stdio", "StdioFront", "classify", "Rejection", "MAX_MESSAGE_BYTES", "DEFAULT_DRAIN_TIMEOUT"]
+__all__ = ["serve_stdio", "StdioFront", "classify", "DIALECT", "MAX_MESSAGE_BYTES", "DEFAULT_DRAIN_TIMEOUT"]

@@ -1,0 +1,289 @@
+"""Newline-delimited JSON-RPC 2.0: the framing every stdio server here shares.
+
+Three servers read JSON-RPC from stdin one line at a time: the front of the
+SDK-based servers (``memstrata mcp``, ``kura mcp``; :mod:`.stdio`), the
+Strata-compatible server (:mod:`memstrata.strata.mcp`) and the
+Stormbuffer-compatible adapter (:mod:`memstrata.stormbuffer.mcp`).  Whatever
+they serve, a line has to be read without holding an endless one, decoded,
+told apart as a message or a batch, and its envelope checked before the
+server can look at its method; a malformed one is answered, never dropped.
+Those rules live here once.
+
+What does differ is wording and policy: each server answers in the words of
+the product it stands in for (``"Parse error: ..."``, ``"parse error: ..."``,
+a bare ``"Parse error"``), takes JSON-RPC's ids or only MCP's, and answers or
+refuses batches.  A server states all of that in one :class:`Dialect`, which
+also keeps clients' byte-for-byte expectations of each server in one place.
+
+Not here, because the servers differ in substance: what a checked message
+means (methods, params, a response from the client, cancellation), how an
+answer is encoded (the engine's float format, ASCII or not) and what a
+failed write means for the session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+# -- reading --------------------------------------------------------------------------
+
+
+def read_lines(stdin: BinaryIO, limit: int) -> Iterator[bytes | None]:
+    """Each line of ``stdin`` (with its newline) up to end of input; ``None`` for a line over ``limit`` bytes.
+
+    ``readline()`` without a limit keeps reading until it meets a newline, so
+    one endless line from a client would grow a server's memory without
+    bound.  This never holds more than ``limit + 1`` bytes of a line: the rest
+    of a longer one is read and dropped in pieces of ``limit`` bytes, and the
+    line after it is read as usual, so the session survives it.
+    """
+    while True:
+        line = stdin.readline(limit + 1)
+        if not line:
+            return
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:  # drop the rest of the oversized line
+                more = stdin.readline(limit)
+                if not more or more.endswith(b"\n"):
+                    break
+            yield None
+            continue
+        yield line
+
+
+# -- answers --------------------------------------------------------------------------
+
+
+def result_response(id_: Any, result: Any) -> dict:
+    """A success response; the key order is part of what clients compare byte for byte."""
+    return {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+def error_response(id_: Any, code: int, message: str) -> dict:
+    """An error response; the key order is part of what clients compare byte for byte."""
+    return {"jsonrpc": "2.0", "id": id_, "error": {"code": code, "message": message}}
+
+
+def write_line(stream: BinaryIO, data: bytes) -> None:
+    """Write one encoded answer as one line, flushed at once.
+
+    A client waits for each answer, so nothing may sit in a buffer; an
+    unbuffered stream may take only part of a write, so the rest is written
+    until all of it is out.  Errors (the client gone) are left to the caller:
+    each server decides what a broken pipe means for its session.
+    """
+    view = memoryview(data + b"\n")
+    while view:
+        written = stream.write(view)
+        view = view[written or 0:]
+    stream.flush()
+
+
+# -- ids ------------------------------------------------------------------------------
+
+
+def is_mcp_id(value: Any) -> bool:
+    """MCP's ids: a string or an integer (MCP forbids JSON-RPC's null, and a fraction is no id)."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def is_jsonrpc_id(value: Any) -> bool:
+    """JSON-RPC 2.0's ids: a string, a number or null (of JSON's values, anything but true, false,
+    an object or an array)."""
+    return value is None or isinstance(value, (str, float)) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+# -- what one line holds ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An answer decided here (a parse error, an empty or refused batch): the server never sees the line."""
+
+    payload: dict | list
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One JSON value sent as a message, its envelope not checked yet.
+
+    The server checks it (:meth:`Dialect.check_envelope`) when it answers, so
+    that it can act on the line before then: Stormbuffer's reader notes a
+    cancellation as soon as it is read, malformed or not.
+    """
+
+    value: Any
+
+    @property
+    def messages(self) -> list[Any]:
+        return [self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A non-empty batch whose elements the server answers, each as if it came on a line of its own."""
+
+    value: list[Any]
+
+    @property
+    def messages(self) -> list[Any]:
+        return self.value
+
+
+Incoming = Reply | Message | Batch | None  # None: a blank line, which is not a message
+
+
+def reply_to(incoming: Incoming, answer: Callable[[Any], dict | None]) -> dict | list | None:
+    """What one line is owed, given ``answer`` for one message (None: nothing, a notification's due).
+
+    A batch gets its elements' answers in one array, in order, and nothing at
+    all when none was owed one (JSON-RPC 2.0, section 6).
+    """
+    if incoming is None:
+        return None
+    if isinstance(incoming, Reply):
+        return incoming.payload
+    if isinstance(incoming, Batch):
+        return [a for a in map(answer, incoming.value) if a is not None] or None
+    return answer(incoming.value)
+
+
+# -- per server -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPolicy:
+    """What a server does with a batch (a JSON array of messages on one line).
+
+    JSON-RPC 2.0 answers a batch element by element; MCP dropped batches in
+    its 2025-06-18 revision, so a server may refuse them instead.  Either way
+    an empty batch is -32600 and a notification inside one is owed nothing.
+    """
+
+    refusal: str | None  # None: answered; else the -32600 message of each element owed an answer
+
+    @classmethod
+    def answered(cls) -> BatchPolicy:
+        return cls(None)
+
+    @classmethod
+    def refused(cls, message: str) -> BatchPolicy:
+        return cls(message)
+
+
+class _Constant(ValueError):
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
+
+
+def _refuse_constant(name: str) -> Any:
+    # Python's json takes NaN, Infinity and -Infinity; JSON does not.
+    raise _Constant(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """One server's JSON-RPC: the ids it takes, its batch policy and the words of every error found here.
+
+    The messages are ``str.format`` templates where a field is named.  All
+    parse errors are -32700 with id null; all the rest -32600.
+    """
+
+    valid_id: Callable[[Any], bool]
+    batches: BatchPolicy
+    # -32700
+    not_utf8: str                # {byte}: the offset of the first byte that is not UTF-8
+    not_json: str                # {msg}, {line}, {column}: the decoder's own account
+    constant: str                # {name}: NaN, Infinity or -Infinity
+    bad_value: str               # {reason}: a value the decoder refuses (an integer over Python's digit limit)
+    too_deep: str
+    lone_surrogate: str | None   # None: a \uD800-style escape without its pair is let through
+    # -32600
+    too_long: str                # {limit}: the bound in bytes, {mib}: in whole MiB
+    empty_batch: str
+    not_an_object: str
+    bad_id: str
+    bad_version: str
+    bad_method: str
+
+    def parse(self, line: bytes) -> Incoming:
+        """One line read -> a message or a batch for the server, or the answer it gets here."""
+        if not line.strip():
+            return None
+        # json.loads is called right here, not in a helper, so that the nesting a
+        # line may have before RecursionError stays where the servers had it.
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return self._unparsable(self.not_utf8.format(byte=exc.start))
+        try:
+            value = json.loads(text, parse_constant=_refuse_constant)
+        except RecursionError:
+            return self._unparsable(self.too_deep)
+        except _Constant as exc:
+            return self._unparsable(self.constant.format(name=exc.name))
+        except json.JSONDecodeError as exc:
+            return self._unparsable(self.not_json.format(msg=exc.msg, line=exc.lineno, column=exc.colno))
+        except ValueError as exc:
+            return self._unparsable(self.bad_value.format(reason=exc))
+        if self.lone_surrogate is not None and "\\u" in text:
+            # Valid to Python, not to JSON, and it could not be written back as UTF-8.
+            try:
+                json.dumps(value, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                return self._unparsable(self.lone_surrogate)
+            except RecursionError:
+                return self._unparsable(self.too_deep)
+        if not isinstance(value, list):
+            return Message(value)
+        if not value:
+            return Reply(error_response(None, INVALID_REQUEST, self.empty_batch))
+        if self.batches.refusal is None:
+            return Batch(value)
+        # One refusal per element owed an answer, that is, per element but a notification.
+        refusals = [error_response(el.get("id") if isinstance(el, dict) and self.valid_id(el.get("id")) else None,
+                                   INVALID_REQUEST, self.batches.refusal)
+                    for el in value if not (isinstance(el, dict) and "id" not in el and "method" in el)]
+        return Reply(refusals) if refusals else None
+
+    def check_envelope(self, obj: Any) -> dict | None:
+        """The -32600 answer when ``obj`` is not a JSON-RPC 2.0 message, else None.
+
+        Checked: an object, an id this server takes, ``"jsonrpc": "2.0"`` and
+        a method that is a string when there is one; in that order, since the
+        order decides which id an answer carries.  A message without a method
+        passes: whether a server takes responses is its own affair.
+        """
+        if not isinstance(obj, dict):
+            return error_response(None, INVALID_REQUEST, self.not_an_object)
+        if "id" in obj and not self.valid_id(obj["id"]):
+            return error_response(None, INVALID_REQUEST, self.bad_id)  # an id unfit to answer with
+        if obj.get("jsonrpc") != "2.0":
+            return error_response(obj.get("id"), INVALID_REQUEST, self.bad_version)
+        if "method" in obj and not isinstance(obj["method"], str):
+            return error_response(obj.get("id"), INVALID_REQUEST, self.bad_method)
+        return None
+
+    def oversized(self, limit: int) -> dict:
+        """The answer to a line over ``limit`` bytes (:func:`read_lines` yielded None); its id was never read."""
+        return error_response(None, INVALID_REQUEST, self.too_long.format(limit=limit, mib=limit // (1024 * 1024)))
+
+    @staticmethod
+    def _unparsable(message: str) -> Reply:
+        return Reply(error_response(None, PARSE_ERROR, message))
+
+
+__all__ = ["PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
+           "read_lines", "result_response", "error_response", "write_line", "is_mcp_id", "is_jsonrpc_id",
+           "Reply", "Message", "Batch", "Incoming", "reply_to", "BatchPolicy", "Dialect"]
