@@ -9,7 +9,7 @@ import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from memstrata.indexer.graph import CodeGraph
+from memstrata.indexer.graph_view import GraphView
 from memstrata.storage import code_index as ci
 from memstrata.storage.text import query_terms, split_identifier
 
@@ -240,7 +240,7 @@ class NameIndex:
     """Case- and separator-insensitive lookup of symbol names, file stems and
     directory names."""
 
-    def __init__(self, graph: CodeGraph):
+    def __init__(self, graph: GraphView):
         self.by_key: dict[str, set[str]] = defaultdict(set)
         for name in graph.names():
             self.by_key[_key(name)].add(name)
@@ -305,7 +305,7 @@ def _tokens(text: str) -> list[_Token]:
     return out
 
 
-def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_tests: bool) -> Seeds:
+def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_tests: bool) -> Seeds:
     seeds = Seeds()
     text = clean_query(query)
     tests = graph.test_files
@@ -416,11 +416,11 @@ def find_seeds(query: str, graph: CodeGraph, names: NameIndex, store, include_te
     return seeds
 
 
-_term_counts_by_graph: "weakref.WeakKeyDictionary[CodeGraph, tuple[int, dict[str, int]]]" = weakref.WeakKeyDictionary()
+_term_counts_by_graph: "weakref.WeakKeyDictionary[GraphView, tuple[int, dict[str, int]]]" = weakref.WeakKeyDictionary()
 _term_counts_lock = threading.Lock()
 
 
-def _term_counts(graph: CodeGraph) -> dict[str, int]:
+def _term_counts(graph: GraphView) -> dict[str, int]:
     """Rows each full-text token matches, remembered until the graph (and so
     the index behind it) changes: questions share most of their words."""
     with _term_counts_lock:
@@ -474,7 +474,7 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
             seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
 
 
-def _seed_qualified(tok: _Token, graph: CodeGraph, names: NameIndex, seeds: Seeds, allowed) -> bool:
+def _seed_qualified(tok: _Token, graph: GraphView, names: NameIndex, seeds: Seeds, allowed) -> bool:
     """Seeds for ``Class.method``, ``module.func``, ``pkg.mod.Class.method``,
     ``a::b::C``: the longest qualname suffix that matches wins; leading parts
     that match no qualname are read as a module path.  False when nothing
@@ -515,7 +515,7 @@ def _path_has(path: str, module: list[str]) -> bool:
     return any(pieces[i : i + n] == module for i in range(len(pieces) - n + 1))
 
 
-def _def_evidence(node: str, graph: CodeGraph, seeds: Seeds, words: set[str]) -> float:
+def _def_evidence(node: str, graph: GraphView, seeds: Seeds, words: set[str]) -> float:
     """How much more than its namesakes one definition of a name is backed
     by the rest of the question: its file or directory named, its class named."""
     boost = seeds.path_boost(graph.file_of(node))

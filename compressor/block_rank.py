@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from functools import lru_cache
 
-from .baseline import STOPWORDS, terms_of
 from .outline import Outline
+from .terms import STOPWORDS, terms_of
 
 K1 = 1.2
 B = 0.75

@@ -16,7 +16,7 @@ import threading
 import weakref
 from collections import deque
 
-from memstrata.indexer.graph import CodeGraph
+from memstrata.indexer.graph_view import GraphView
 
 ALPHA = 0.35
 EPSILON = 4e-4
@@ -25,7 +25,7 @@ MAX_FANOUT = 300  # strongest edges considered per node
 
 
 def personalized_rank(
-    graph: CodeGraph,
+    graph: GraphView,
     seeds: dict[str, float],
     weights: dict[tuple[str, bool], float],
     include_tests: bool = False,
@@ -72,11 +72,11 @@ def personalized_rank(
 
 
 _CACHE_NODES = 200_000  # transition lists kept across queries, per weighting
-_caches: "weakref.WeakKeyDictionary[CodeGraph, dict[tuple, dict]]" = weakref.WeakKeyDictionary()
+_caches: "weakref.WeakKeyDictionary[GraphView, dict[tuple, dict]]" = weakref.WeakKeyDictionary()
 _caches_lock = threading.Lock()
 
 
-def _transition_cache(graph: CodeGraph, weights, include_tests: bool) -> dict[str, list[tuple[str, float]]]:
+def _transition_cache(graph: GraphView, weights, include_tests: bool) -> dict[str, list[tuple[str, float]]]:
     """Transition lists depend only on the graph and the question's edge
     weights, of which there are a handful: questions share them (hubs are
     pushed by nearly every query), until the graph changes."""
@@ -91,7 +91,7 @@ def _transition_cache(graph: CodeGraph, weights, include_tests: bool) -> dict[st
         return cache
 
 
-def _transitions(graph: CodeGraph, u: str, weights, include_tests: bool) -> list[tuple[str, float]]:
+def _transitions(graph: GraphView, u: str, weights, include_tests: bool) -> list[tuple[str, float]]:
     acc: dict[str, float] = {}
     for v, kind, weight, outgoing, is_test in graph.adjacency(u):
         if is_test and not include_tests:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from memstrata.indexer.graph import CodeGraph, split_symbol_id
+from memstrata.indexer.graph import split_symbol_id
+from memstrata.indexer.graph_view import GraphView
 
 from .tokens import count_tokens
 
@@ -77,7 +78,7 @@ def _begins_signature(line: str, head: str) -> bool:
     return head in line or (0 < len(line) < len(head) and head.startswith(line))
 
 
-def render_unit(doc: FileDoc, unit: Unit, graph: CodeGraph, with_doc: bool = True) -> str:
+def render_unit(doc: FileDoc, unit: Unit, graph: GraphView, with_doc: bool = True) -> str:
     lines = doc.lines
     if unit.mode == FULL:
         return "\n".join(lines[unit.start - 1 : unit.end])
@@ -113,7 +114,7 @@ def _first_doc_line(doc: str | None) -> str:
     return ""
 
 
-def render(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str],
+def render(docs: dict[str, FileDoc], units: list[Unit], graph: GraphView, file_order: list[str],
            compact: bool = False, count=count_tokens) -> str:
     """The slice text.  ``compact`` drops the framing (gap markers, enclosing
     class headers, imports, docstring hints) for budgets too small for it."""
@@ -125,7 +126,7 @@ def join_sections(chunks: list[str]) -> str:
     return "\n\n".join(chunks) + ("\n" if chunks else "")
 
 
-def render_sections(docs: dict[str, FileDoc], units: list[Unit], graph: CodeGraph, file_order: list[str],
+def render_sections(docs: dict[str, FileDoc], units: list[Unit], graph: GraphView, file_order: list[str],
                     compact: bool = False, count=count_tokens, memo: dict | None = None) -> list[str]:
     """One text per file of ``file_order`` that has units; ``count`` counts tokens
     and ``memo`` keeps sections whose inputs did not change (repeated fitting
@@ -165,7 +166,7 @@ def whole_file_tokens(doc: FileDoc) -> int:
     return doc.whole_tokens
 
 
-def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files: set[str],
+def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files: set[str],
                  compact: bool = False) -> str:
     """One file's section: header, then shown spans in line order with gap markers."""
     c = comment_prefix(doc.language)
@@ -223,7 +224,7 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: CodeGraph, shown_files:
     return "\n".join(out)
 
 
-def _parent_of(node: str, graph: CodeGraph) -> str | None:
+def _parent_of(node: str, graph: GraphView) -> str | None:
     path, qual = split_symbol_id(node)
     if "." not in qual:
         return None
@@ -235,12 +236,12 @@ def _indent_of(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def unit_for(node: str, graph: CodeGraph, score: float) -> Unit:
+def unit_for(node: str, graph: GraphView, score: float) -> Unit:
     d = graph.node(node)
     return Unit(node, d["path"], score, FULL, d["start_line"], d["end_line"], d["kind"], _parent_of(node, graph))
 
 
-def cost_of(doc: FileDoc, unit: Unit, graph: CodeGraph, mode: str) -> int:
+def cost_of(doc: FileDoc, unit: Unit, graph: GraphView, mode: str) -> int:
     saved = unit.mode
     unit.mode = mode
     try:

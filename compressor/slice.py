@@ -10,7 +10,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from memstrata.indexer.graph import CodeGraph
+from memstrata.indexer.graph_view import GraphView
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
@@ -62,7 +62,7 @@ _name_indexes: dict[int, tuple[int, NameIndex]] = {}
 _file_tokens: dict[tuple[str, int], int] = {}
 
 
-def _name_index(graph: CodeGraph) -> NameIndex:
+def _name_index(graph: GraphView) -> NameIndex:
     with _caches_lock:
         hit = _name_indexes.get(id(graph))
         if hit is not None and hit[0] == graph.version:
@@ -176,7 +176,7 @@ MEMBER_RANK = 40  # a named class's members rank no lower than this place, as si
 MAX_NAMED_MEMBERS = 60
 
 
-def _with_named_members(graph: CodeGraph, named: set[str], adjusted: list[tuple[str, float]],
+def _with_named_members(graph: GraphView, named: set[str], adjusted: list[tuple[str, float]],
                         allowed) -> tuple[list[tuple[str, float]], set[str]]:
     """A class (struct, trait, ...) the question names brings its members,
     wherever they are defined (impl blocks in other files too): too large to
@@ -201,7 +201,7 @@ def _with_named_members(graph: CodeGraph, named: set[str], adjusted: list[tuple[
     return list(scores.items()), promoted
 
 
-def _fill_candidates(graph: CodeGraph, seeds, adjusted: list[tuple[str, float]], allowed) -> list[tuple[str, float]]:
+def _fill_candidates(graph: GraphView, seeds, adjusted: list[tuple[str, float]], allowed) -> list[tuple[str, float]]:
     """What fills the budget once the graph ranking runs out, best first:
     the rest of the ranked pool, then full-text hits the ranking never
     reached, then the definitions of the files the question names."""
@@ -225,7 +225,7 @@ _PERIPHERAL_DIRS = frozenset({"examples", "example", "benchmarks", "benchmark", 
 _RUST_TEST_MODULES = frozenset({"tests", "test"})
 
 
-def _prior(graph: CodeGraph, node: str) -> float:
+def _prior(graph: GraphView, node: str) -> float:
     """A multiplier on ranking scores for symbols that are usually noise."""
     data = graph.node(node)
     path = data["path"]
@@ -241,7 +241,7 @@ def _prior(graph: CodeGraph, node: str) -> float:
     return factor
 
 
-def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], budget: int,
+def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], budget: int,
            notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset(),
            fill: list[tuple[str, float]] = (), sig_only: set[str] = frozenset()) -> ContextSlice:
     docs = _Docs(ws, graph)
@@ -288,7 +288,7 @@ def _build(ws: Workspace, graph: CodeGraph, ranked: list[tuple[str, float]], bud
 class _Docs:
     """File texts for selection: the ranked files up front, fill files on demand."""
 
-    def __init__(self, ws: Workspace, graph: CodeGraph):
+    def __init__(self, ws: Workspace, graph: GraphView):
         self.ws, self.graph = ws, graph
         self.texts: dict[str, str] = {}
         self.hashes: dict[str, str] = {}
@@ -348,7 +348,7 @@ class _Docs:
         return docs
 
 
-def _select(graph: CodeGraph, docs: _Docs, ranked, budget: int, named: set[str] = frozenset(),
+def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] = frozenset(),
             focus: set[str] = frozenset(), fill: list[tuple[str, float]] = (),
             full_limit: int | None = None, sig_only: set[str] = frozenset()) -> tuple[list[Unit], int]:
     """Units in rank order until the (estimated) budget is spent, and that estimate.
@@ -407,7 +407,7 @@ def _is_inside(node: str, container: Unit) -> bool:
     return node.startswith(container.node + ".")
 
 
-def _covered(node: str, chosen: dict[str, Unit], graph: CodeGraph) -> bool:
+def _covered(node: str, chosen: dict[str, Unit], graph: GraphView) -> bool:
     """True when an enclosing symbol is already shown in full."""
     path, _, qual = node.partition("::")
     parts = qual.split(".")
@@ -418,7 +418,7 @@ def _covered(node: str, chosen: dict[str, Unit], graph: CodeGraph) -> bool:
     return False
 
 
-def _fit(graph: CodeGraph, docs, units: list[Unit], budget: int, sections: dict | None = None,
+def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict | None = None,
          memo: dict[str, int] | None = None) -> tuple[str, list[Unit], list[str]]:
     """Render within ``budget``, degrading lowest-ranked first (full -> signature -> drop).
 

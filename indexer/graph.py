@@ -29,10 +29,12 @@ import itertools
 import posixpath
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memstrata.storage import Store
 from memstrata.storage import code_index as ci
+
+from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
 
 FILE = "file"
 SYMBOL = "symbol"
@@ -61,14 +63,6 @@ def split_symbol_id(node: str) -> tuple[str, str]:
     return path, qual
 
 
-@dataclass(slots=True, frozen=True)
-class Neighbor:
-    node: str
-    kind: str
-    weight: float
-    outgoing: bool  # True: edge node->neighbour, False: neighbour->node
-
-
 class _Bindings:
     """What names a file's imports bring into scope."""
 
@@ -80,8 +74,9 @@ class _Bindings:
         self.wildcards: list[str] = []  # files whose top-level names are all visible
 
 
-class CodeGraph:
-    """In-memory dependency graph over one project's index."""
+class CodeGraph(GraphQueries):
+    """In-memory dependency graph over one project's index; the only graph
+    that can be refreshed (it implements :class:`GraphView`)."""
 
     def __init__(self) -> None:
         import networkx as nx  # here, not at the top: a snapshot graph never needs it (0.1 s to import)
@@ -96,7 +91,7 @@ class CodeGraph:
         self._dir_files: dict[str, set[str]] = defaultdict(set)
         self._pending_targets: dict[int, str | None] = {}
         self._by_db_id: dict[int, str] = {}
-        self._adj: dict[str, list[tuple[str, str, float, bool]]] = {}
+        self._adj_cache: dict[str, list[Adjacent]] = {}  # node -> adjacency(node), dropped when its edges change
         self.test_files: set[str] = set()
         self.version = next(_VERSIONS)  # renewed on every change, for caches built over the graph
         self.generation: str | None = None  # the store's code generation this graph reflects
@@ -225,7 +220,7 @@ class CodeGraph:
             parent_node = symbol_id(path, parent) if parent else None
             container = parent_node if parent_node and parent_node in g else path
             g.add_edge(container, node, key="contains", weight=1.0)
-            self._adj.pop(container, None)
+            self._adj_cache.pop(container, None)
             owner = parent or (qualname.rsplit(".", 1)[0] if "." in qualname else None)
             if owner and container == path and symbol_id(path, owner) not in g:
                 members.append((path, owner, node))
@@ -324,14 +319,14 @@ class CodeGraph:
         return (owner, node, "contains", 1.0)
 
     def _remove_node(self, node: str) -> None:
-        self._adj.pop(node, None)
-        for nb in (*self.g._succ[node], *self.g._pred[node]):
-            self._adj.pop(nb, None)
+        self._adj_cache.pop(node, None)
+        for nb in (*self.g.successors(node), *self.g.predecessors(node)):
+            self._adj_cache.pop(nb, None)
         self.g.remove_node(node)
 
     def _inc_edge(self, src: str, dst: str, kind: str, count: float = 1.0) -> None:
-        self._adj.pop(src, None)
-        self._adj.pop(dst, None)
+        self._adj_cache.pop(src, None)
+        self._adj_cache.pop(dst, None)
         data = self.g.get_edge_data(src, dst, key=kind)
         if data is None:
             self.g.add_edge(src, dst, key=kind, weight=count)
@@ -339,8 +334,8 @@ class CodeGraph:
             data["weight"] += count
 
     def _dec_edge(self, src: str, dst: str, kind: str, count: float = 1.0) -> None:
-        self._adj.pop(src, None)
-        self._adj.pop(dst, None)
+        self._adj_cache.pop(src, None)
+        self._adj_cache.pop(dst, None)
         data = self.g.get_edge_data(src, dst, key=kind)
         if data is None:
             return
@@ -508,8 +503,8 @@ class CodeGraph:
                 node = symbol_id(data["path"], f"{data['qualname']}.{name}")
                 if node in self.g:
                     return node
-                for v, keyed in self.g._succ[c].items():  # members defined in other files (impl blocks)
-                    if "contains" in keyed and self.g.nodes[v].get("name") == name:
+                for v in self.g.successors(c):  # members defined in other files (impl blocks)
+                    if self.g.has_edge(c, v, "contains") and self.g.nodes[v].get("name") == name:
                         return v
                 nxt.extend(v for _, v, k in self.g.out_edges(c, keys=True) if k == "inherits")
             frontier = nxt
@@ -523,7 +518,7 @@ class CodeGraph:
         self._pending_targets.clear()
         return out
 
-    # -- queries (the compressor's API) ---------------------------------------
+    # -- queries (GraphView; those derived from neighbors are GraphQueries') --
 
     def __contains__(self, node: str) -> bool:
         return node in self.g
@@ -534,12 +529,6 @@ class CodeGraph:
     def nodes(self) -> list[str]:
         """Every node id, files and symbols."""
         return list(self.g.nodes)
-
-    def files(self) -> list[str]:
-        return list(self._file_symbols)
-
-    def symbols_in_file(self, path: str) -> list[str]:
-        return list(self._file_symbols.get(path, ()))
 
     def definitions(self, name: str) -> list[str]:
         """Symbol nodes whose short name is ``name``."""
@@ -567,46 +556,26 @@ class CodeGraph:
                 if wanted is None or k in wanted:
                     yield Neighbor(u, k, w, False)
 
-    def adjacency(self, node: str) -> list[tuple[str, str, float, bool, bool]]:
+    def adjacency(self, node: str) -> list[Adjacent]:
         """Every edge at ``node`` as (neighbour, kind, weight, outgoing,
         neighbour_is_test), cached until an edge at ``node`` changes.
 
         The ranking walks these lists thousands of times per query; plain
         tuples are an order of magnitude cheaper than networkx's views.
         """
-        adj = self._adj.get(node)
+        adj = self._adj_cache.get(node)
         if adj is None:
-            tests = self.test_files
-            # networkx keeps a multigraph's adjacency as nested dicts:
-            # succ[u][v][key] -> edge data (pred mirrors it).
+            g, tests = self.g, self.test_files
+            # get_edge_data(u, v) hands back the multigraph's own {key: edge data}
+            # dict of the u->v edges: walked so, the edges cost about what reading
+            # networkx's internals would, while succ[node].items() wraps every
+            # entry in a view and costs four times as much.
             adj = [(v, k, d["weight"], True, v.split("::", 1)[0] in tests)
-                   for v, keyed in self.g._succ[node].items() for k, d in keyed.items()]
+                   for v in g.successors(node) for k, d in g.get_edge_data(node, v).items()]
             adj += [(u, k, d["weight"], False, u.split("::", 1)[0] in tests)
-                    for u, keyed in self.g._pred[node].items() for k, d in keyed.items()]
-            self._adj[node] = adj
+                    for u in g.predecessors(node) for k, d in g.get_edge_data(u, node).items()]
+            self._adj_cache[node] = adj
         return adj
-
-    def is_test_node(self, node: str) -> bool:
-        """Whether ``node`` (a file or symbol) lives in a test file."""
-        return node.split("::", 1)[0] in self.test_files
-
-    def callers(self, node: str) -> list[str]:
-        return sorted({n.node for n in self.neighbors(node, ("calls",), "in")})
-
-    def callees(self, node: str) -> list[str]:
-        return sorted({n.node for n in self.neighbors(node, ("calls",), "out")})
-
-    def subclasses(self, node: str) -> list[str]:
-        return sorted({n.node for n in self.neighbors(node, ("inherits",), "in")})
-
-    def bases(self, node: str) -> list[str]:
-        return sorted({n.node for n in self.neighbors(node, ("inherits",), "out")})
-
-    def importers(self, path: str) -> list[str]:
-        return sorted({n.node for n in self.neighbors(path, ("imports",), "in")})
-
-    def imported_files(self, path: str) -> list[str]:
-        return sorted({n.node for n in self.neighbors(path, ("imports",), "out")})
 
     def stats(self) -> dict[str, int]:
         kinds: dict[str, int] = defaultdict(int)
@@ -614,6 +583,10 @@ class CodeGraph:
             kinds[k] += 1
         return {"files": len(self._file_symbols), "symbols": self.g.number_of_nodes() - len(self._file_symbols),
                 **{f"edges_{k}": kinds.get(k, 0) for k in EDGE_KINDS}}
+
+
+if TYPE_CHECKING:  # a type checker confirms CodeGraph implements the read API
+    _view: type[GraphView] = CodeGraph
 
 
 def _dotted(module: str) -> bool:

@@ -5,7 +5,8 @@ seconds on a repository of 500k+ lines, paid by every one-shot ``memstrata
 query``.  What the compressor reads of a graph (nodes and their attributes,
 the adjacency lists the ranking walks, names, files, tests) is small and
 final once resolved, so it is written to ``.memstrata/graph.snapshot`` and
-read back as a :class:`SnapshotGraph` with the same query API.
+read back as a :class:`SnapshotGraph`: another implementation of the same
+read API (:class:`~.graph_view.GraphView`), over arrays instead of networkx.
 
 A snapshot names the store's code generation it was taken at (a token the
 schema's triggers renew on every change the graph is built from); one that
@@ -27,10 +28,12 @@ import sys
 from array import array
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memstrata.storage import checked_file
 
-from .graph import _VERSIONS, EDGE_KINDS, CodeGraph, Neighbor
+from .graph import _VERSIONS, EDGE_KINDS, CodeGraph
+from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
 
 log = logging.getLogger(__name__)
 
@@ -40,15 +43,17 @@ _KIND_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
 _LAYOUT = [sys.byteorder, array("I").itemsize, array("d").itemsize]
 
 
-class SnapshotGraph(CodeGraph):
-    """A read-only graph loaded from a snapshot (see the module docstring)."""
+class SnapshotGraph(GraphQueries):
+    """A read-only graph loaded from a snapshot (see the module docstring).
+
+    It is a :class:`GraphView`, not a :class:`CodeGraph`: it has no networkx
+    graph and no resolution tables (what a snapshot spares), so nothing can
+    refresh it.
+    """
 
     def __init__(self, state: dict):
-        # CodeGraph.__init__ is not called: its networkx graph and resolution
-        # tables are what a snapshot spares; every method that reads them is
-        # overridden here.
         self.version = next(_VERSIONS)
-        self._adj: dict[str, list[tuple[str, str, float, bool, bool]]] = {}
+        self._adj_cache: dict[str, list[Adjacent]] = {}  # node -> adjacency(node), decoded once
         self.generation = state["generation"]
         self._ids: list[str] = state["nodes"]
         self._index = {n: i for i, n in enumerate(self._ids)}
@@ -95,8 +100,8 @@ class SnapshotGraph(CodeGraph):
         i = self._by_db_id_idx.get(symbol_db_id)
         return None if i is None else self._ids[i]
 
-    def adjacency(self, node: str) -> list[tuple[str, str, float, bool, bool]]:
-        adj = self._adj.get(node)
+    def adjacency(self, node: str) -> list[Adjacent]:
+        adj = self._adj_cache.get(node)
         if adj is None:
             i = self._index[node]
             ids, tests, code, weight, nbr = self._ids, self.test_files, self._code, self._weight, self._nbr
@@ -105,7 +110,7 @@ class SnapshotGraph(CodeGraph):
                 v = ids[nbr[j]]
                 c = code[j]
                 adj.append((v, EDGE_KINDS[c >> 1], weight[j], bool(c & 1), v.split("::", 1)[0] in tests))
-            self._adj[node] = adj
+            self._adj_cache[node] = adj
         return adj
 
     def neighbors(self, node: str, kinds: Iterable[str] | None = None, direction: str = "both") -> Iterator[Neighbor]:
@@ -125,20 +130,19 @@ class SnapshotGraph(CodeGraph):
         return {"files": len(self._file_symbols), "symbols": len(self._ids) - len(self._file_symbols),
                 **{f"edges_{k}": counts[i] for i, k in enumerate(EDGE_KINDS)}}
 
-    def refresh(self, store, changed=(), removed=()):  # noqa: D401 - see the class docstring
-        raise TypeError("a snapshot graph is read-only; load a CodeGraph to follow changes")
 
-    def take_resolved_targets(self) -> list[tuple[str | None, int]]:
-        return []
+if TYPE_CHECKING:  # a type checker confirms SnapshotGraph implements the read API
+    _view: type[GraphView] = SnapshotGraph
 
 
 def snapshot_path(index_dir: Path) -> Path:
     return index_dir / SNAPSHOT_FILE
 
 
-def save(graph: CodeGraph, path: Path) -> bool:
-    """Write ``graph`` to ``path``; False when it cannot be (see checked_file)."""
-    if graph.generation is None or isinstance(graph, SnapshotGraph):
+def save(graph: GraphView, path: Path) -> bool:
+    """Write ``graph`` to ``path``; False when it cannot be (see checked_file),
+    or when it is no :class:`CodeGraph` (a snapshot graph is already saved)."""
+    if not isinstance(graph, CodeGraph) or graph.generation is None:
         return False
     try:
         state = _state(graph)

@@ -21,6 +21,7 @@ from memstrata.storage import code_index as ci
 from . import graph_snapshot
 from .graph import CodeGraph
 from .graph_snapshot import SnapshotGraph
+from .graph_view import GraphView
 from .project import open_store, resolve_root, writer_active_elsewhere
 from .run import Indexer, IndexSummary, Progress
 from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
@@ -64,7 +65,7 @@ class Workspace:
         self.store = store
         self.indexer = Indexer(root, store, max_file_bytes=max_file_bytes, workers=workers)
         self.lock = threading.RLock()  # guards the graph
-        self._graph: CodeGraph | None = None
+        self._graph: GraphView | None = None  # a CodeGraph, or a SnapshotGraph until the first change
         self._known: dict[str, str] = {}  # path -> hash the graph reflects
         self._data_version: int | None = None
         self._snapshot_timer: threading.Timer | None = None
@@ -148,7 +149,7 @@ class Workspace:
     # -- graph --------------------------------------------------------------
 
     @property
-    def graph(self) -> CodeGraph:
+    def graph(self) -> GraphView:
         """The graph, loaded on first use and caught up with other processes' writes."""
         with self.lock:
             if self._graph is None:
@@ -166,7 +167,7 @@ class Workspace:
             generation = ci.code_generation(self.store)
             self._known = {p: s.hash for p, s in ci.file_states(self.store).items()}
         path = graph_snapshot.snapshot_path(self.store.path.parent)
-        graph = graph_snapshot.load(path, generation)
+        graph: GraphView | None = graph_snapshot.load(path, generation)
         if graph is None:
             graph = self._graph = CodeGraph.load(self.store)
             self._persist_targets()
@@ -231,7 +232,7 @@ class Workspace:
         """Refresh the graph for ``changed``/``removed`` files; ``seen`` is the
         (generation, file hashes) those were worked out from, read before."""
         assert self._graph is not None
-        if isinstance(self._graph, SnapshotGraph):  # read-only: the first change needs the full graph
+        if not isinstance(self._graph, CodeGraph):  # a snapshot is read-only: the first change needs the full graph
             self._load_graph()
             return
         # The label comes from before the rows are read: a write landing
@@ -268,7 +269,8 @@ class Workspace:
                 graph_snapshot.save(self._graph, graph_snapshot.snapshot_path(self.store.path.parent))
 
     def _persist_targets(self) -> None:
-        rows = self._graph.take_resolved_targets() if self._graph is not None else []
+        # Only a CodeGraph resolves references; a snapshot holds no resolution state.
+        rows = self._graph.take_resolved_targets() if isinstance(self._graph, CodeGraph) else []
         if rows and not self.store.readonly:
             try:
                 with self.store.write() as conn:
