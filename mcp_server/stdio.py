@@ -73,7 +73,10 @@ DIALECT = Dialect(
     constant="Parse error: {name} is not JSON",
     bad_value="Parse error: {reason}",
     too_deep="Parse error: the JSON is nested too deeply",
-    lone_surrogate=None,
+    # A lone surrogate (a \ud800 escape without its pair) is valid to Python but
+    # cannot be written back as UTF-8: answered here, it never reaches the SDK,
+    # whose encoder would fail.
+    lone_surrogate="Parse error: lone surrogate in a string escape",
     too_long="Invalid Request: the message is larger than {mib} MiB",
     empty_batch="Invalid Request: empty batch",
     not_an_object="Invalid Request: a JSON-RPC message is a JSON object",

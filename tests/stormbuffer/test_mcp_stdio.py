@@ -172,6 +172,7 @@ def test_jsonrpc_errors_for_malformed_lines(sbuf, session):
         (b"this is not json\n", {"id": None, "code": -32700}),
         (b"\xff\xfe{\"jsonrpc\":\"2.0\"}\n", {"id": None, "code": -32700}),
         (b'{"jsonrpc":"2.0","id":1,"method":"ping"\n', {"id": None, "code": -32700}),
+        (b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}\n', {"id": None, "code": -32700}),
         (b"42\n", {"id": None, "code": -32600}),
         (b'"text"\n', {"id": None, "code": -32600}),
         (b"[]\n", {"id": None, "code": -32600}),
