@@ -42,7 +42,10 @@ commands:
   archive ID / restore ID    archive an active record / make an archived one active again
   search QUERY               lexical search (--limit, --all, --json)
   context QUERY              the context result as JSON (--budget, --limit, --all)
+  forget ID --destroy        delete a record's file for good (asks first; --yes does not)
   sync / reindex             catch the index up with the Markdown / rebuild it from scratch
+  watch [--once]             keep the index caught up while files change (--interval-ms 500)
+  gc [--dry-run]             remove the index and leftover temp files (rebuilt on the next read)
   doctor                     check the store, its records and its index
   invoke OPERATION           the version-1 JSON protocol on stdin/stdout
   mcp --stdio                run the MCP adapter (stormbuffer-mcp) on this store
@@ -97,7 +100,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=512, help="word budget (1-4096, default 512)")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--all", action="store_true", help="every status, not only active records")
+    p = sub.add_parser("forget", help="permanently delete a record's file (needs --destroy)")
+    p.add_argument("id")
+    p.add_argument("--destroy", action="store_true", help="acknowledge that the file is deleted for good")
+    p.add_argument("--yes", action="store_true", help="skip the confirmation (needed without a terminal)")
     sub.add_parser("sync", help="catch the index up with the Markdown")
+    p = sub.add_parser("watch", help="keep the index caught up while record files change")
+    p.add_argument("--once", action="store_true", help="run one cycle and exit")
+    p.add_argument("--interval-ms", type=_milliseconds, default=500, metavar="MS",
+                   help="time between cycles (default 500, at least 50)")
+    p = sub.add_parser("gc", help="remove the disposable index and leftover temp files")
+    p.add_argument("--dry-run", action="store_true", help="list what would be removed, remove nothing")
     sub.add_parser("reindex", help="rebuild the index from the Markdown")
     sub.add_parser("doctor", help="check the store, its records and its index")
     p = sub.add_parser("invoke", help="the version-1 JSON protocol (one request on stdin)")
@@ -108,6 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _milliseconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("the interval cannot be negative")
+    return value
+
+
 def _draft_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--title")
     p.add_argument("--kind")
@@ -116,7 +139,10 @@ def _draft_args(p: argparse.ArgumentParser) -> None:
 
 @quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "forget" and args.yes and not args.destroy:
+        parser.error("--yes requires --destroy")
     mode = args.mode or "global"
     if args.command is None:
         build_parser().print_help()

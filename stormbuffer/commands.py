@@ -78,7 +78,9 @@ def cmd_status(view: View, args) -> int:
     initialized = loc.initialized()
     visibility = loc.read_config().visibility if initialized else None
     count = len(walk_records(loc.records_dir)) if initialized else 0
-    status = {"scope": loc.scope, "root": str(loc.root), "initialized": initialized, "visibility": visibility,
+    # The JSON names the store kind ("project" | "global"), as Stormbuffer's does;
+    # the record scope string is in the text form.
+    status = {"scope": loc.kind, "root": str(loc.root), "initialized": initialized, "visibility": visibility,
               "record_count": count}
     if args.json:
         _out(json.dumps(status, ensure_ascii=False, sort_keys=True) + "\n")
@@ -198,6 +200,31 @@ def cmd_restore(view: View, args) -> int:
     return 0
 
 
+def cmd_forget(view: View, args) -> int:
+    """Delete a record's file for good: only with --destroy, and only after a
+    person confirms at a terminal (or passes --yes)."""
+    if not args.destroy:
+        raise SbufError("invalid_request", errors.INVALID_INPUT, "forget requires --destroy for permanent deletion")
+    record_id = _record_id(args.id)
+    _synced(view)
+    loaded = view.repository().find(record_id)
+    if loaded is None:
+        raise SbufError("not_found", errors.NOT_FOUND, f"record {record_id} was not found")
+    if not args.yes:
+        if not all(stream.isatty() for stream in (sys.stdin, sys.stdout, sys.stderr)):
+            raise SbufError("permission_denied", errors.INVALID_INPUT, "noninteractive deletion requires --yes")
+        sys.stderr.write(f"Permanently delete {loaded.record.title} ({record_id})? [y/N] ")
+        sys.stderr.flush()
+        answer = sys.stdin.readline()
+        if answer.strip().lower() not in ("y", "yes"):
+            raise SbufError("invalid_state", errors.INVALID_INPUT, "deletion cancelled")
+    # No lock was held while the person answered: the record is looked up again under it.
+    with view.repository().mutation() as repo:
+        repo.forget(record_id)
+    _out(f"Forgot {record_id}\n")
+    return 0
+
+
 def _clamped(value: int, maximum: int) -> int:
     return min(max(value, 1), maximum)
 
@@ -232,12 +259,21 @@ def _editor(name: str):
     return handler
 
 
+def _maintenance(name: str):
+    def handler(view: View, args) -> int:
+        from . import maintenance
+
+        return getattr(maintenance, name)(view, args)
+    return handler
+
+
 HANDLERS = {
     "init": cmd_init, "root": cmd_root, "status": cmd_status, "sync": cmd_sync, "reindex": cmd_reindex,
     "doctor": cmd_doctor, "list": cmd_list, "show": cmd_show, "approve": cmd_approve, "reject": cmd_reject,
     "archive": cmd_archive, "restore": cmd_restore, "search": cmd_search, "context": cmd_context,
     "add": _editor("cmd_add"), "propose": _editor("cmd_propose"), "edit": _editor("cmd_edit"),
-    "supersede": _editor("cmd_supersede"),
+    "supersede": _editor("cmd_supersede"), "forget": cmd_forget,
+    "watch": _maintenance("cmd_watch"), "gc": _maintenance("cmd_gc"),
 }
 
 __all__ = ["run", "HANDLERS"]

@@ -184,6 +184,7 @@ def _is_bounded(value: Any, limit: int = MAX_STRING_BYTES) -> bool:
 
 
 def bounded(m: dict, key: str, *, required: bool = True) -> str | None:
+    """A record field: missing and required is "field `x` is required"."""
     value = m.get(key, _MISSING)
     if value is _MISSING:
         if required:
@@ -194,9 +195,17 @@ def bounded(m: dict, key: str, *, required: bool = True) -> str | None:
     return value
 
 
+def request_string(m: dict, key: str) -> str:
+    """A request-level string (``query``, ``id``): Stormbuffer reads these with
+    one check, so a missing value gets the same sentence as a wrong type."""
+    value = m.get(key)
+    if not _is_bounded(value):
+        raise invalid_request(f"field `{key}` must be a bounded string")
+    return value
+
+
 def query_field(m: dict) -> str:
-    query = bounded(m, "query")
-    assert query is not None
+    query = request_string(m, "query")
     if utf8_len(query) > MAX_QUERY_BYTES:
         raise invalid_request("query is too long")
     return query
@@ -212,9 +221,9 @@ def integer_field(m: dict, key: str, default: int, maximum: int) -> int:
 
 
 def id_field(m: dict, key: str = "id", *, required: bool = True) -> str | None:
-    value = bounded(m, key, required=required)
-    if value is None:
+    if not required and key not in m:
         return None
+    value = request_string(m, key)
     canonical = parse_uuid(value)
     if canonical is None:
         raise invalid_request("id must be a valid record identifier")
@@ -225,10 +234,10 @@ def scope_filter(m: dict, defaults: list[str]) -> list[str]:
     """The allowed scopes of a read or lookup, narrowed by ``scope`` or ``scopes``."""
     has_one, has_many = "scope" in m, "scopes" in m
     if has_one and has_many:
-        raise invalid_request("request must not combine `scope` and `scopes`")
+        raise invalid_request("use either scope or scopes, not both")
     if has_one:
         if not isinstance(m["scope"], str):
-            raise invalid_request("field `scope` must be a bounded string")
+            raise invalid_request("scope must be a string")
         requested = [m["scope"]]
     elif has_many:
         value = m["scopes"]
@@ -370,7 +379,7 @@ __all__ = [
     "VERSION", "OPERATIONS", "ALLOWED_KEYS", "RECORD_FIELDS", "MAX_INPUT_BYTES", "MAX_OUTPUT_BYTES",
     "MAX_QUERY_BYTES", "MAX_STRING_BYTES", "DEFAULT_LIMIT", "MAX_LIMIT", "DEFAULT_BUDGET", "MAX_BUDGET",
     "success", "failure", "encode", "guarded", "answer_stdin", "parse_json", "check_request", "ensure_keys",
-    "is_path_like", "bounded", "query_field", "integer_field", "id_field", "scope_filter", "access_field",
+    "is_path_like", "bounded", "request_string", "query_field", "integer_field", "id_field", "scope_filter", "access_field",
     "write_guard", "kind_field", "record_scope_field", "string_list", "source_object", "parse_source",
     "sources_field", "ids_field", "timestamp_field", "nested_fields", "utf8_len",
 ]

@@ -114,6 +114,21 @@ def walk_records(records_dir: Path) -> dict[str, os.stat_result]:
     return found
 
 
+def _identity(index: Path) -> tuple:
+    """(device, inode) of the index file and of its WAL side files (None when
+    missing).  While a connection is open SQLite keeps all three, so a change
+    means someone deleted or replaced the projection under it."""
+    out = []
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            st = os.stat(f"{index}{suffix}")
+        except OSError:
+            out.append(None)
+        else:
+            out.append((st.st_dev, st.st_ino))
+    return tuple(out)
+
+
 def _same_stat(old: sb.FileState, st: os.stat_result) -> bool:
     return (not old.racy and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size
             and old.ctime_ns == st.st_ctime_ns and old.inode == st.st_ino)
@@ -170,7 +185,10 @@ class Projection:
         self._feed: ChangeFeed | None = None
         self._store: Store | None = None
         self._path: Path | None = None
-        self._inode: int | None = None
+        self._identity: tuple | None = None
+        # Set when the index was (re)opened: its rows say nothing of what the
+        # change feed already reported, so the next sync walks every file.
+        self._fresh = True
         self._states: dict[str, sb.FileState] | None = None
         self._version: int | None = None
         self._seq = 0
@@ -182,6 +200,10 @@ class Projection:
     def lock_path(self) -> Path:
         return self._index_path().parent / "projection.lock"
 
+    def index_file(self) -> Path:
+        """Where this store's projection lives (the preferred place or the private fallback)."""
+        return self._index_path()
+
     def _index_path(self) -> Path:
         if self._path is None:
             try:
@@ -191,16 +213,22 @@ class Projection:
         return self._path
 
     def store(self) -> Store:
-        """The open projection, (re)opened when its file was deleted or replaced."""
+        """The open projection, (re)opened when its file or a WAL side file was
+        deleted or replaced (a person or ``sbuf gc`` removed it, ``sbuf reindex``
+        rebuilt it)."""
         path = self._index_path()
         if self._store is not None:
-            try:
-                inode = os.stat(path).st_ino
-            except OSError:
-                inode = None
-            if inode == self._inode:
+            identity = _identity(path)
+            if identity == self._identity:
                 return self._store
             self._close_store()
+            assert self._identity is not None
+            if identity[0] is not None and identity[0] == self._identity[0]:
+                # The same main file without the WAL it was written with: its
+                # pages may be older than the commits it reported, so it is
+                # thrown away with the rest.
+                with contextlib.suppress(OSError):
+                    sb.discard_projection(path)
         if not path.exists():
             # Side files of a deleted index would be replayed into the new one.
             with contextlib.suppress(OSError):
@@ -217,8 +245,9 @@ class Projection:
         except (OSError, sqlite3.Error):
             raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
         self._store = store
-        self._inode = os.stat(path).st_ino
+        self._identity = _identity(path)
         self._states = None
+        self._fresh = True
         return store
 
     def close(self) -> None:
@@ -301,7 +330,8 @@ class Projection:
     def _sync(self, full: bool = False) -> SyncReport:
         store = self.store()
         known = self._known(store)
-        changed = self._changed_paths(full)
+        changed = self._changed_paths(full or self._fresh)
+        self._fresh = False
         if changed is None:
             present, candidates = scan_records(self.loc.records_dir, known)
             gone = [rel for rel in known if rel not in present] if len(present) != len(known) or any(

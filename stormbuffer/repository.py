@@ -36,7 +36,7 @@ from .stores import StoreLocation
 OVERLAP_STATUSES = ("candidate", "active")
 REQUIRES_APPROVAL = "candidate awaits explicit approval"
 REPLACEMENT_REQUIRES_APPROVAL = "replacement candidate awaits explicit approval"
-DUPLICATE = "an identical record already exists; nothing was written"
+DUPLICATE = "proposal matches an existing memory"
 CONFLICT = "candidate awaits explicit approval; a record with the same title has a different body"
 
 
@@ -82,6 +82,16 @@ class Repository:
 
     @contextlib.contextmanager
     def mutation(self) -> Iterator["Repository"]:
+        with self.locked():
+            self.projection.sync()
+            self.projection.require_valid(writing=True)
+            yield self
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator["Repository"]:
+        """The mutation lock with any interrupted supersession completed, but no
+        sync: for maintenance (``sbuf gc``) that must work on a store whose
+        records are invalid."""
         self.loc.read_config()
         try:
             self.loc.locks_dir.mkdir(exist_ok=True)
@@ -89,8 +99,6 @@ class Repository:
             raise _io_error("the lock folder cannot be created") from None
         with locks.exclusive(self.lock_path):
             self._replay_journal()
-            self.projection.sync()
-            self.projection.require_valid(writing=True)
             yield self
 
     def recover_if_needed(self) -> None:
@@ -199,6 +207,19 @@ class Repository:
         else:
             self.write(cand.evolve(status="active", updated_at=now), loaded.rel)
         return "accepted", "active"
+
+    def forget(self, record_id: str) -> None:
+        """Delete a record's file: the one irreversible operation, reachable only
+        from ``sbuf forget --destroy`` (agents archive instead)."""
+        loaded = self._require(record_id)
+        path = self.loc.records_dir / loaded.rel
+        try:
+            path.unlink()
+            fsync_dir(path.parent)
+        except FileNotFoundError:
+            raise SbufError("conflict", errors.BUSY, "the record file vanished; retry") from None
+        except OSError:
+            raise _io_error("the record file cannot be deleted") from None
 
     def supersede(self, old: Loaded, replacement: Record) -> None:
         """Replace an active record by an active ``replacement`` at once (human and CLI paths)."""

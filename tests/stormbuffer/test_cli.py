@@ -42,7 +42,8 @@ def test_root_and_status_never_create_anything(sbuf):
     assert sbuf.ok("--project", "root") == f"{sbuf.store}\n"
     assert sbuf.ok("root") == f"{sbuf.global_store}\n"
     status = json.loads(sbuf.ok("--project", "status", "--json"))
-    assert status == {"scope": "project:demo-project", "root": str(sbuf.store), "initialized": False,
+    # "scope" is the store kind, not the record scope string (spec 7.5)
+    assert status == {"scope": "project", "root": str(sbuf.store), "initialized": False,
                       "visibility": None, "record_count": 0}
     assert not sbuf.store.exists()
     sbuf.init()
@@ -50,6 +51,9 @@ def test_root_and_status_never_create_anything(sbuf):
     sbuf.remember("Second", "second body\n")
     status = json.loads(sbuf.ok("--project", "status", "--json"))
     assert status["initialized"] is True and status["visibility"] == "private" and status["record_count"] == 2
+    assert status["scope"] == "project"
+    assert "scope: project:demo-project\n" in sbuf.ok("--project", "status")
+    assert json.loads(sbuf.ok("status", "--json"))["scope"] == "global"
     assert "not initialized" in sbuf.fails("list")  # the global store is not
 
 

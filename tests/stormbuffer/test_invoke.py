@@ -107,19 +107,20 @@ def test_keys_are_checked_in_sorted_order(sbuf):
 
 
 @pytest.mark.parametrize("fields, message", [
-    ({}, "field `query` is required"),
+    ({}, "field `query` must be a bounded string"),  # missing: the wrong-type sentence (spec 7.5)
     ({"query": ""}, "field `query` must be a bounded string"),
     ({"query": 7}, "field `query` must be a bounded string"),
     ({"query": "é" * 1025}, "query is too long"),
     ({"query": "q", "limit": "5"}, "field `limit` must be an integer"),
     ({"query": "q", "limit": -1}, "field `limit` must be an integer"),
     ({"query": "q", "budget": 2.5}, "field `budget` must be an integer"),
-    ({"query": "q", "scope": "global", "scopes": ["global"]}, "request must not combine `scope` and `scopes`"),
+    ({"query": "q", "scope": "global", "scopes": ["global"]}, "use either scope or scopes, not both"),
     ({"query": "q", "scopes": []}, "scope filter is out of bounds"),
     ({"query": "q", "scopes": ["global"] * 17}, "scope filter is out of bounds"),
     ({"query": "q", "scopes": "global"}, "field `scopes` must be an array"),
     ({"query": "q", "scopes": [1]}, "field `scopes` must hold scope strings"),
-    ({"query": "q", "scope": 3}, "field `scope` must be a bounded string"),
+    ({"query": "q", "scope": 3}, "scope must be a string"),
+    ({"query": "q", "scope": None}, "scope must be a string"),
     ({"query": "q", "access": "robot"}, "access must be `agent` or `human`"),
 ])
 def test_context_field_errors(sbuf, fields, message):
@@ -234,7 +235,10 @@ def test_ids(sbuf):
         ("invalid_request", "id must be a valid record identifier")
     assert code_and_message(sbuf, "get", {**V, "id": "00000000-0000-0000-0000-000000000000"})[0] == \
         "invalid_request"
-    assert code_and_message(sbuf, "get", V) == ("invalid_request", "field `id` is required")
+    assert code_and_message(sbuf, "get", V) == ("invalid_request", "field `id` must be a bounded string")
+    assert code_and_message(sbuf, "archive", V) == ("invalid_request", "field `id` must be a bounded string")
+    assert code_and_message(sbuf, "update", {**V, "source": SOURCE}) == \
+        ("invalid_request", "field `id` must be a bounded string")
     record_id = sbuf.active()
     # any UUID spelling finds the record
     assert sbuf.result("get", {"id": "{" + record_id.upper() + "}"})["id"] == record_id

@@ -51,11 +51,24 @@ def test_remember_creates_a_candidate_that_recall_skips_until_approved(sbuf):
                    "a candidate, not active\n")
 
 
+def test_a_duplicate_of_a_candidate_names_it_and_writes_nothing(sbuf):
+    sbuf.init()
+    first = sbuf.remember()
+    assert first["outcome"] == "requires_approval"
+    files = sbuf.record_files()
+    dup = sbuf.remember(title="RELEASE   constraint")
+    assert dup == {"outcome": "duplicate_of", "record_id": dup["record_id"], "related_id": first["record_id"],
+                   "status": "candidate", "message": "proposal matches an existing memory"}
+    assert sbuf.record_files() == files
+
+
 def test_duplicates_are_not_written_and_conflicts_are(sbuf):
     sbuf.init()
     first = sbuf.active()
     dup = sbuf.remember(body="  releases   SHIP on Tuesdays.  ")
     assert dup["outcome"] == "duplicate_of" and dup["related_id"] == first and dup["status"] == "active"
+    assert dup["message"] == "proposal matches an existing memory"
+    assert set(dup) == {"outcome", "record_id", "related_id", "status", "message"} and dup["record_id"] != first
     assert not sbuf.record_file(dup["record_id"]).exists()
     conflict = sbuf.remember(body="Releases ship on Thursdays.\n")
     assert conflict["outcome"] == "conflicts_with" and conflict["related_id"] == first
@@ -144,8 +157,7 @@ def test_project_scope_comes_from_the_folder_name(sbuf):
     sbuf.ok("--project", "init", cwd=folder)
     out = sbuf.ok("--project", "root", cwd=folder / "sub" / "dir")
     assert out.strip() == str(folder / ".sbuf")
-    env_status = sbuf.ok("--project", "status", "--json", cwd=folder / "sub")
-    assert '"scope": "project:my-app"' in env_status
+    assert "scope: project:my-app\n" in sbuf.ok("--project", "status", cwd=folder / "sub")
 
 
 def test_invoke_propose_and_supersede(sbuf):

@@ -141,7 +141,7 @@ def test_arguments_reach_the_protocol_checks(sbuf, session):
     s = session("--project", "--allow-writes")
     s.initialize()
     assert s.envelope("memory_recall", {})["error"] == {"code": "invalid_request",
-                                                         "message": "field `query` is required"}
+                                                         "message": "field `query` must be a bounded string"}
     assert s.envelope("memory_recall", {"query": "x" * 3000})["error"]["message"] == "query is too long"
     assert s.envelope("memory_recall", None)["error"]["code"] == "invalid_request"
     assert s.envelope("memory_recall", {"query": "x", "db_path": "/tmp"})["error"]["code"] == "path_denied"

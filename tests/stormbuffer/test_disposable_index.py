@@ -1,0 +1,72 @@
+"""The projection is disposable under a running ``stormbuffer-mcp`` (spec 1.3, 7.5): delete
+``index.sqlite3`` and its side files while the server runs, and the next recall rebuilds
+it from the Markdown and answers as before."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from .conftest import SOURCE
+from .helpers import hand_written
+from .test_mcp_stdio import envelope_of, run_sdk
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def _without_receipt_ids(envelope: dict) -> dict:
+    envelope = json.loads(json.dumps(envelope))
+    receipt = envelope["result"]["receipt"]
+    del receipt["receipt_id"], receipt["retrieved_at"]
+    return envelope
+
+
+def _index_files(sbuf) -> list:
+    return [p for p in (sbuf.store / "index.sqlite3", sbuf.store / "index.sqlite3-wal",
+                        sbuf.store / "index.sqlite3-shm") if p.exists()]
+
+
+@pytest.mark.parametrize("also_lock", [False, True])
+def test_deleting_the_index_under_a_running_server_rebuilds_it(sbuf, tmp_path, also_lock):
+    sbuf.init()
+    first = sbuf.active()
+    second = sbuf.active(title="Deploy checklist", body="check the release notes before each deploy\n")
+    query = {"query": "release", "budget": 256}
+
+    async def steps(session):
+        before = envelope_of(await session.call_tool("memory_recall", query))
+        got_before = envelope_of(await session.call_tool("memory_get", {"id": first}))
+        deleted = _index_files(sbuf)
+        for path in deleted:
+            path.unlink()
+        if also_lock:
+            (sbuf.store / "projection.lock").unlink()
+        after = envelope_of(await session.call_tool("memory_recall", query))
+        rebuilt = (sbuf.store / "index.sqlite3").exists()
+        got_after = envelope_of(await session.call_tool("memory_get", {"id": first}))
+        # Deleted again, and a record written by hand meanwhile: found too.
+        for path in _index_files(sbuf):
+            path.unlink()
+        third = hand_written(sbuf.records, title="Release train", body="the release train leaves on Monday\n")
+        later = envelope_of(await session.call_tool("memory_recall", query))
+        remembered = envelope_of(await session.call_tool("memory_remember", {
+            "title": "Deploy checklist", "kind": "decision",
+            "body": "check the release notes before each deploy\n", "source": SOURCE}))
+        # `sbuf gc` removes it under the server too
+        cleaned = await anyio.to_thread.run_sync(lambda: sbuf.ok("--project", "gc"))
+        after_gc = envelope_of(await session.call_tool("memory_recall", query))
+        return before, got_before, deleted, after, rebuilt, got_after, third, later, remembered, cleaned, after_gc
+
+    _, out = run_sdk(sbuf, tmp_path, ["--project", "--allow-writes"], steps)
+    before, got_before, deleted, after, rebuilt, got_after, third, later, remembered, cleaned, after_gc = out
+    assert "index.sqlite3\t" in cleaned and _without_receipt_ids(after_gc) == _without_receipt_ids(later)
+    assert deleted[0].name == "index.sqlite3"
+    assert {b["record_id"] for b in before["result"]["blocks"]} == {first, second}
+    assert rebuilt
+    assert _without_receipt_ids(after) == _without_receipt_ids(before)
+    assert got_after == got_before and got_after["ok"]
+    assert {b["record_id"] for b in later["result"]["blocks"]} == {first, second, third}
+    # the duplicate check reads the rebuilt projection as well
+    assert remembered["result"]["outcome"] == "duplicate_of" and remembered["result"]["related_id"] == second
