@@ -58,6 +58,10 @@ class LedgerEntry:
     prefix_invalidated_tokens: int = 0
     miss_write_tokens: int = 0   # re-billed as cache writes because the proxy changed the prefix
     miss_input_tokens: int = 0   # re-billed at the full input rate for the same reason
+    # The counterfactual: how the provider would have billed the unmodified request's prompt.
+    cf_input_tokens: int | None = None
+    cf_cache_read_tokens: int | None = None
+    cf_cache_write_tokens: int | None = None
     counted: bool = True
     id: int | None = None
 
@@ -83,7 +87,10 @@ class ModelTotals:
     have billed the request had the proxy not broken its cached prefix (the
     reported mix with the ``miss_*`` tokens moved back to cache reads), so
     that pricing them is a sum of rate × tokens.  The symbol sums cover
-    requests whose answer was measured against a slice.
+    requests whose answer was measured against a slice.  ``cf_*`` sum the rows
+    priced against the counterfactual bill; ``est_*`` repeat the estimate's
+    split for the rows that are not (written before it existed, or without
+    reported usage).
     """
 
     provider: str | None
@@ -107,6 +114,18 @@ class ModelTotals:
     prefix_invalidated_tokens: int = 0
     miss_write_tokens: int = 0
     miss_input_tokens: int = 0
+    cf_requests: int = 0          # 2xx rows priced against the counterfactual bill
+    cf_input_tokens: int = 0      # ... the unmodified requests as the provider would have billed them
+    cf_cache_read_tokens: int = 0
+    cf_cache_write_tokens: int = 0
+    cf_reported_input: int = 0    # ... and what it reported for the forwarded ones
+    cf_reported_read: int = 0
+    cf_reported_write: int = 0
+    est_fresh: float = 0.0        # the per-request estimate, for rows without a counterfactual
+    est_read: float = 0.0
+    est_write: float = 0.0
+    est_miss_write: int = 0
+    est_miss_input: int = 0
     measured: int = 0
     slice_symbols: int = 0
     answer_symbols: int = 0
@@ -133,12 +152,13 @@ _COLUMNS = (
     "tokens_original", "tokens_forwarded", "tokens_saved", "input_tokens", "output_tokens", "sources",
     "slice_symbols", "answer_symbols", "symbol_hits", "duration_ms", "cache_read_tokens", "cache_write_tokens",
     "mode", "conversation", "compaction", "prefix_invalidated_tokens", "miss_write_tokens", "miss_input_tokens",
-    "counted",
+    "counted", "cf_input_tokens", "cf_cache_read_tokens", "cf_cache_write_tokens",
 )
 _BOOLS = ("stream", "compressed", "compaction", "counted")
 # What complete() may fill in once the counts are known.
 _COMPLETED = ("tokens_original", "tokens_forwarded", "tokens_saved", "sources", "slice_symbols",
-              "answer_symbols", "symbol_hits", "counted")
+              "answer_symbols", "symbol_hits", "counted", "cf_input_tokens", "cf_cache_read_tokens",
+              "cf_cache_write_tokens")
 
 
 def _value(e: LedgerEntry, col: str):
@@ -391,6 +411,25 @@ def totals(store: Store, since: float | None = None, until: float | None = None,
                sum(CASE WHEN ok THEN prefix_invalidated_tokens ELSE 0 END),
                sum(CASE WHEN ok THEN miss_write_tokens ELSE 0 END),
                sum(CASE WHEN ok THEN miss_input_tokens ELSE 0 END),
+               sum(CASE WHEN ok AND cf THEN 1 ELSE 0 END),
+               sum(CASE WHEN ok AND cf THEN cf_input_tokens ELSE 0 END),
+               sum(CASE WHEN ok AND cf THEN cf_cache_read_tokens ELSE 0 END),
+               sum(CASE WHEN ok AND cf THEN cf_cache_write_tokens ELSE 0 END),
+               sum(CASE WHEN ok AND cf THEN coalesce(input_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok AND cf THEN coalesce(cache_read_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok AND cf THEN coalesce(cache_write_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN NOT ok OR cf THEN 0
+                        WHEN billed > 0 THEN tokens_saved * (coalesce(input_tokens, 0) - miss_input_tokens) / billed
+                        ELSE tokens_saved END),
+               sum(CASE WHEN ok AND NOT cf AND billed > 0
+                        THEN tokens_saved * (coalesce(cache_read_tokens, 0) + miss_input_tokens
+                                             + miss_write_tokens) / billed
+                        ELSE 0 END),
+               sum(CASE WHEN ok AND NOT cf AND billed > 0
+                        THEN tokens_saved * (coalesce(cache_write_tokens, 0) - miss_write_tokens) / billed
+                        ELSE 0 END),
+               sum(CASE WHEN ok AND NOT cf THEN miss_write_tokens ELSE 0 END),
+               sum(CASE WHEN ok AND NOT cf THEN miss_input_tokens ELSE 0 END),
                sum(measured),
                sum(CASE WHEN measured THEN slice_symbols ELSE 0 END),
                sum(CASE WHEN measured THEN answer_symbols ELSE 0 END),
@@ -398,6 +437,7 @@ def totals(store: Store, since: float | None = None, until: float | None = None,
         FROM (
             SELECT *,
                    (status BETWEEN 200 AND 299) AS ok,
+                   (cf_input_tokens IS NOT NULL) AS cf,
                    CAST(coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0)
                         + coalesce(cache_write_tokens, 0) AS REAL) AS billed,
                    (slice_symbols IS NOT NULL AND answer_symbols IS NOT NULL
@@ -410,7 +450,8 @@ def totals(store: Store, since: float | None = None, until: float | None = None,
     out = []
     names = [f.name for f in fields(ModelTotals)][3:]
     for r in store.execute(sql, tuple(params)):
-        values = {n: (float(v or 0) if n.startswith("saved_") else int(v or 0)) for n, v in zip(names, r[3:])}
+        values = {n: (float(v or 0) if n.startswith(("saved_", "est_")) and "miss" not in n else int(v or 0))
+                  for n, v in zip(names, r[3:])}
         out.append(ModelTotals(r[0], r[1], r[2], **values))
     return out
 

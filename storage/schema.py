@@ -207,6 +207,14 @@ MIGRATIONS: list[str] = [
     DROP TABLE IF EXISTS sbuf_records;
     DROP TABLE IF EXISTS sbuf_files;
     """,
+    # 9: the counterfactual bill (harness/proxy/counterfactual.py): the prompt tokens the
+    # provider would have billed for the unmodified request, by rate, in the provider's
+    # tokens; NULL when it could not be priced (no usage reported, rows written before).
+    """
+    ALTER TABLE ledger ADD COLUMN cf_input_tokens INTEGER;
+    ALTER TABLE ledger ADD COLUMN cf_cache_read_tokens INTEGER;
+    ALTER TABLE ledger ADD COLUMN cf_cache_write_tokens INTEGER;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

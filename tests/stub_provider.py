@@ -1,8 +1,9 @@
 """A stand-in model provider for tests and benchmarks (no network needed).
 
-It speaks both wire formats the proxy forwards — OpenAI chat/completions and
-Anthropic messages, as JSON and as SSE streams (Anthropic's event types,
-OpenAI's ``data: [DONE]``) — and records what it received so a test can
+It speaks the wire formats the proxy forwards — OpenAI chat/completions,
+OpenAI responses and Anthropic messages, as JSON and as SSE streams
+(Anthropic's event types, OpenAI's ``data: [DONE]``, the Responses API's
+``response.*`` events) — and records what it received so a test can
 assert what was forwarded.  The request's ``model`` picks a behaviour:
 
 ==============  ===============================================================
@@ -72,7 +73,7 @@ class StubUpstream:
                  created: int = 1_700_000_000, prompt_cache: bool = False):
         self.answer = answer
         self.prompt_cache = prompt_cache
-        self._prompts: dict[str, list[str]] = {"openai": [], "anthropic": []}
+        self._prompts: dict[str, list[str]] = {"openai": [], "anthropic": [], "responses": []}
         self.created = created  # fixed, so identical requests get identical bytes
         self.record = record
         self.chunks = chunks
@@ -84,6 +85,7 @@ class StubUpstream:
         self.gate_timed_out = False
         self.app = Starlette(routes=[
             Route("/v1/chat/completions", self._openai, methods=["POST"]),
+            Route("/v1/responses", self._responses, methods=["POST"]),
             Route("/v1/messages", self._anthropic, methods=["POST"]),
             Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
@@ -222,6 +224,63 @@ class StubUpstream:
     async def _stall_json(self):
         yield b'{"id": "stub", "content": "part of an answer'
         await asyncio.sleep(3600)
+
+    # -- OpenAI Responses -------------------------------------------------------------
+
+    def _responses_usage(self, data: dict, output: int) -> dict:
+        text = json.dumps([data.get("instructions"), data.get("input", "")])
+        prompt = len(text) // 4
+        cached = min(self._cached_chars("responses", text) // 4, prompt)
+        cached = cached // 128 * 128 if prompt >= 1024 and cached >= 1024 else 0
+        return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": cached},
+                "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": prompt + output}
+
+    def _response_object(self, model: str, status: str, usage: dict | None, text: str | None) -> dict:
+        output = [] if text is None else [{
+            "type": "message", "id": "msg_stub", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}]
+        return {"id": "resp_stub", "object": "response", "created_at": self.created, "status": status,
+                "model": model, "output": output, "usage": usage, "error": None, "incomplete_details": None,
+                "instructions": None, "metadata": {}, "parallel_tool_calls": True, "temperature": 1.0,
+                "tool_choice": "auto", "tools": [], "top_p": 1.0}
+
+    async def _responses(self, request: Request) -> Response:
+        data, bad = await self._receive(request)
+        if bad:
+            return bad
+        model = str(data.get("model", ""))
+        if (err := self._behaviour("openai", model)) is not None:
+            return err
+        usage = self._responses_usage(data, len(self.answer.split()))
+        if data.get("stream") is True:
+            return StreamingResponse(self._responses_stream(model, usage), media_type="text/event-stream",
+                                     headers={"x-request-id": "req_stub"})
+        if model == "stub-drop":
+            return StreamingResponse(self._drop_json(), media_type="application/json")
+        return JSONResponse(self._response_object(model, "completed", usage, self.answer),
+                            headers={"x-request-id": "req_stub"})
+
+    async def _responses_stream(self, model: str, usage: dict):
+        seq = 0
+
+        def event(kind, **fields):
+            nonlocal seq
+            seq += 1
+            return f"event: {kind}\ndata: {json.dumps({'type': kind, 'sequence_number': seq, **fields})}\n\n".encode()
+
+        yield event("response.created", response=self._response_object(model, "in_progress", None, None))
+        item = {"type": "message", "id": "msg_stub", "status": "in_progress", "role": "assistant", "content": []}
+        yield event("response.output_item.added", output_index=0, item=item)
+        yield event("response.content_part.added", item_id="msg_stub", output_index=0, content_index=0,
+                    part={"type": "output_text", "text": "", "annotations": []})
+        for i, piece in enumerate(self._pieces(), start=1):
+            await self._pace(model, i)
+            yield event("response.output_text.delta", item_id="msg_stub", output_index=0, content_index=0,
+                        delta=piece)
+        yield event("response.output_text.done", item_id="msg_stub", output_index=0, content_index=0,
+                    text=self.answer)
+        yield event("response.completed", response=self._response_object(model, "completed", usage, self.answer))
 
     # -- Anthropic ------------------------------------------------------------------
 

@@ -125,7 +125,9 @@ def _dollars(w: WindowSavings) -> str:
     if w.dollar_saved is None:
         return "unknown (no rate for the models used)"
     text = usd(w.dollar_saved)
-    if w.cache_miss_dollars:
+    if w.cf_requests and w.bill_direct is not None:
+        text += f" (prompts {usd(w.bill_direct)} without the proxy, {usd(w.bill_proxied)} through it)"
+    elif w.cache_miss_dollars:
         text += f" ({usd(w.dollar_saved_gross)} saved, {usd(w.cache_miss_dollars)} lost to cache misses)"
     if w.unpriced_tokens_saved:
         text += f"; {w.unpriced_tokens_saved:,} tokens saved on models without a rate"

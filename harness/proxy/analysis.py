@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from memstrata.compressor.tokens import count_tokens
 
-from .compress_request import ANTHROPIC, OPENAI
+from .compress_request import ANTHROPIC, OPENAI, RESPONSES
+from .responses_api import chat_view
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 
@@ -28,7 +29,7 @@ def _compact(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
-def _texts(value) -> Iterator[str]:
+def content_texts(value) -> Iterator[str]:
     """Text pieces in a content value (string, list of parts, nested tool results)."""
     if isinstance(value, str):
         yield value
@@ -39,7 +40,7 @@ def _texts(value) -> Iterator[str]:
                 if isinstance(part.get("text"), str):
                     yield part["text"]
                 elif t == "tool_result":
-                    yield from _texts(part.get("content"))
+                    yield from content_texts(part.get("content"))
                 elif t in ("tool_use", "server_tool_use"):
                     if isinstance(part.get("name"), str):
                         yield part["name"]
@@ -51,14 +52,14 @@ def _texts(value) -> Iterator[str]:
                     if source.get("type") == "text" and isinstance(source.get("data"), str):
                         yield source["data"]
                     elif source.get("type") == "content":
-                        yield from _texts(source.get("content"))
+                        yield from content_texts(source.get("content"))
                 elif isinstance(part.get("refusal"), str):
                     yield part["refusal"]
             elif isinstance(part, str):
                 yield part
 
 
-def _tool_definitions(body: dict, api: str) -> Iterator[str]:
+def tool_definitions(body: dict, api: str) -> Iterator[str]:
     tools = body.get("tools")
     for tool in tools if isinstance(tools, list) else ():
         if api == OPENAI and isinstance(tool, dict) and isinstance(tool.get("function"), dict):
@@ -72,23 +73,34 @@ def _tool_definitions(body: dict, api: str) -> Iterator[str]:
 
 def prompt_texts(body: dict, api: str) -> Iterator[str]:
     """Every text piece of the request the model reads: system, tools, messages."""
+    if api == RESPONSES:
+        yield from content_texts(body.get("instructions"))
+        yield from tool_definitions(body, api)
+        view = chat_view(body)
+        if view is not None:
+            yield from prompt_texts({"messages": view["messages"]}, OPENAI)
+        return
     if api == ANTHROPIC:
-        yield from _texts(body.get("system"))
-    yield from _tool_definitions(body, api)
+        yield from content_texts(body.get("system"))
+    yield from tool_definitions(body, api)
     for m in body.get("messages") or []:
-        if not isinstance(m, dict):
-            continue
-        yield from _texts(m.get("content"))
-        if api == OPENAI:
-            calls = list(m.get("tool_calls") or [])
-            if isinstance(m.get("function_call"), dict):
-                calls.append({"function": m["function_call"]})
-            for call in calls:
-                fn = call.get("function") if isinstance(call, dict) else None
-                if isinstance(fn, dict):
-                    for key in ("name", "arguments"):
-                        if isinstance(fn.get(key), str):
-                            yield fn[key]
+        if isinstance(m, dict):
+            yield from message_texts(m, api)
+
+
+def message_texts(m: dict, api: str) -> Iterator[str]:
+    """The text pieces of one message (its content, and on OpenAI its tool calls)."""
+    yield from content_texts(m.get("content"))
+    if api != ANTHROPIC:
+        calls = list(m.get("tool_calls") or [])
+        if isinstance(m.get("function_call"), dict):
+            calls.append({"function": m["function_call"]})
+        for call in calls:
+            fn = call.get("function") if isinstance(call, dict) else None
+            if isinstance(fn, dict):
+                for key in ("name", "arguments"):
+                    if isinstance(fn.get(key), str):
+                        yield fn[key]
 
 
 _CACHE_MIN_CHARS = 512
@@ -144,6 +156,15 @@ class Answer:
             if v is not None:
                 setattr(self, attr, v)
 
+    def set_responses(self, usage: dict) -> None:
+        """Responses API usage: ``input_tokens`` with ``input_tokens_details.cached_tokens``."""
+        prompt = _int(usage.get("input_tokens"))
+        details = usage.get("input_tokens_details") if isinstance(usage.get("input_tokens_details"), dict) else {}
+        cached = _int(details.get("cached_tokens"))
+        self.cache_read_tokens = cached
+        self.input_tokens = None if prompt is None else max(prompt - (cached or 0), 0)
+        self.output_tokens = _int(usage.get("output_tokens"))
+
     def set_openai(self, usage: dict) -> None:
         prompt = _int(usage.get("prompt_tokens"))
         details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
@@ -168,11 +189,29 @@ def _int(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def _responses_output(data: dict) -> list[str]:
+    """Text and tool-call arguments of a Responses API ``response`` object's output items."""
+    parts = []
+    for item in data.get("output") or []:
+        if not isinstance(item, dict):
+            continue
+        for c in item.get("content") or [] if isinstance(item.get("content"), list) else []:
+            if isinstance(c, dict) and isinstance(c.get("text"), str):
+                parts.append(c["text"])
+        for key in ("arguments", "input"):
+            if isinstance(item.get(key), str):
+                parts.append(item[key])
+    return parts
+
+
 def _from_json(api: str, data: dict) -> Answer:
     ans = Answer()
     usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
     parts: list[str] = []
-    if api == OPENAI:
+    if api == RESPONSES:
+        parts = _responses_output(data)
+        ans.set_responses(usage)
+    elif api == OPENAI:
         for choice in data.get("choices") or []:
             msg = choice.get("message") if isinstance(choice, dict) else None
             if isinstance(msg, dict):
@@ -215,7 +254,16 @@ def _from_sse(api: str, raw: bytes) -> Answer:
     ans = Answer()
     parts: list[str] = []
     for ev in _sse_data(raw):
-        if api == OPENAI:
+        if api == RESPONSES:
+            t = ev.get("type")
+            if t in ("response.output_text.delta", "response.function_call_arguments.delta") \
+                    and isinstance(ev.get("delta"), str):
+                parts.append(ev["delta"])
+            elif t in ("response.completed", "response.incomplete", "response.failed"):
+                response = ev.get("response") if isinstance(ev.get("response"), dict) else {}
+                if isinstance(response.get("usage"), dict):
+                    ans.set_responses(response["usage"])
+        elif api == OPENAI:
             for choice in ev.get("choices") or []:
                 delta = choice.get("delta") if isinstance(choice, dict) else None
                 if isinstance(delta, dict):

@@ -33,6 +33,7 @@ from .metrics import Metrics
 from .forward import Proxy, ProxyConfig
 from .recorder import Recorder
 from .savings import WindowSavings, iso, load_providers, savings_report
+from .compress_request import RESPONSES
 from .upstream import ANTHROPIC, OPENAI, api_for_path, error_body
 
 log = logging.getLogger(__name__)
@@ -171,6 +172,9 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
     async def openai_chat(request: Request) -> Response:
         return await proxy.model_call(request, OPENAI, "chat/completions", "openai.chat")
 
+    async def openai_responses(request: Request) -> Response:
+        return await proxy.model_call(request, RESPONSES, "responses", "openai.responses")
+
     async def anthropic_messages(request: Request) -> Response:
         return await proxy.model_call(request, ANTHROPIC, "v1/messages", "anthropic.messages")
 
@@ -182,6 +186,7 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
     app.add_route("/v1/chat/completions", openai_chat, methods=["POST"])
+    app.add_route("/v1/responses", openai_responses, methods=["POST"])
     app.add_route("/anthropic/v1/messages", anthropic_messages, methods=["POST"])
     app.add_route("/v1/{rest:path}", openai_other, methods=methods)
     app.add_route("/anthropic/{rest:path}", anthropic_other, methods=methods)
@@ -226,6 +231,7 @@ _WINDOW_FIELDS = (
     "requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded", "tokens_saved",
     "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "compactions",
     "prefix_invalidated_tokens", "dollar_saved_gross", "cache_miss_dollars", "dollar_saved", "dollar_spent",
+    "cf_requests", "bill_direct", "bill_proxied",
     "unpriced_tokens_saved", "top_model",
 )
 

@@ -42,9 +42,10 @@ from memstrata.compressor.block import BlockSettings
 from .compaction import PlanCache, RequestPass, TokenCache, forwarded_message, set_path, uses_prompt_cache
 from .conversation import ConversationStore, Record, as_of, conversation_id, message_key
 from .project_match import ProjectMatcher
-from .request_blocks import ANTHROPIC, MODES, OPENAI
+from .request_blocks import ANTHROPIC, MODES, OPENAI, RESPONSES
+from .responses_api import apply_view, chat_view
 
-__all__ = ["ANTHROPIC", "OPENAI", "MODES", "CompressionResult", "CompressionSettings", "Compressor",
+__all__ = ["ANTHROPIC", "OPENAI", "RESPONSES", "MODES", "CompressionResult", "CompressionSettings", "Compressor",
            "ProjectMatcher", "set_path"]
 
 
@@ -118,6 +119,8 @@ class Compressor:
         self._base_lock = threading.Lock()
 
     def compress(self, body: dict, api: str) -> CompressionResult:
+        if api == RESPONSES:
+            return self._compress_responses(body)
         s = self.settings
         msgs = body.get("messages")
         if not isinstance(msgs, list) or not msgs:
@@ -142,6 +145,16 @@ class Compressor:
             conv.save(base, matched, records)
         self.conversations.trim()
         return self._result(body, msgs, records, before, cid, work)
+
+    def _compress_responses(self, body: dict) -> CompressionResult:
+        """A Responses request, compressed through its chat view and mapped back item by item."""
+        view = chat_view(body)
+        if view is None:
+            return CompressionResult(None, "no input items", mode=self.settings.mode)
+        result = self.compress(view, OPENAI)
+        if result.body is not None:
+            result.body = apply_view(body, result.body["messages"])
+        return result
 
     def _result(self, body, msgs, records: tuple[Record, ...], before, cid: str, work) -> CompressionResult:
         s = self.settings

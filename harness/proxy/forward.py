@@ -1,4 +1,4 @@
-"""The compressing proxy: OpenAI chat/completions and Anthropic messages.
+"""The compressing proxy: OpenAI chat/completions and responses, Anthropic messages.
 
 A model call is read whole (it is JSON), compressed on a worker thread,
 forwarded with httpx, and the upstream's response is streamed back chunk by
@@ -22,7 +22,8 @@ import httpx
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from .compress_request import ANTHROPIC, OPENAI, CompressionResult, CompressionSettings, Compressor
+from .compress_request import ANTHROPIC, OPENAI, RESPONSES, CompressionResult, CompressionSettings, Compressor
+from .counterfactual import cache_family
 from .metrics import Metrics
 from .recorder import Finished, Recorder
 from .upstream import (
@@ -71,6 +72,7 @@ class Proxy:
             OPENAI: Upstream(OPENAI, config.openai_base, config.openai_provider),
             ANTHROPIC: Upstream(ANTHROPIC, config.anthropic_base, config.anthropic_provider),
         }
+        self.upstreams[RESPONSES] = self.upstreams[OPENAI]  # the same host, another endpoint
         self.client: httpx.AsyncClient | None = None
         self.session_id: int | None = None
         self.stats = {"requests": 0, "compressed": 0, "errors": 0}
@@ -122,7 +124,10 @@ class Proxy:
 
         # Token counting starts now, on the recorder's thread, while the upstream answers;
         # the access log reads the counts from request.state.
-        counting = self.recorder.begin(body, comp, api) if self.recorder is not None else None
+        counting = None
+        if self.recorder is not None:
+            counting = self.recorder.begin(body, comp, api, family=cache_family(api, upstream.provider),
+                                           model=model, arrived=arrived)
         request.state.counting = counting
 
         def finish(status: int | None, error: str | None, captured: bytes | None, completed: bool = False) -> None:
@@ -293,11 +298,13 @@ class Proxy:
         return JSONResponse(error_body(api, status, message), status_code=status)
 
 
-_STREAM_ENDS = (b"data: [DONE]", b"event: message_stop")
+# Responses API streams send no [DONE]: their last event is the response's final state.
+_STREAM_ENDS = (b"data: [DONE]", b"event: message_stop", b"event: response.completed",
+                b"event: response.incomplete", b"event: response.failed")
 
 
 def ends_stream(data: bytes) -> bool:
-    """True when ``data`` holds the final event of an OpenAI or Anthropic stream."""
+    """True when ``data`` holds the final event of an OpenAI, Responses or Anthropic stream."""
     return any(marker in data for marker in _STREAM_ENDS)
 
 

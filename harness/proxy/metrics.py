@@ -42,6 +42,10 @@ class Metrics:
         self.cache_miss_dollars = Counter("memstrata_cache_miss_dollars",
                                           "USD the proxy's prefix changes cost in lost provider cache hits",
                                           ["project"], registry=r)
+        self.prompt_bill = Counter("memstrata_prompt_bill_dollars",
+                                   "USD of prompt tokens, by bill: direct (what the provider would have billed "
+                                   "for the unmodified requests, under its caching rules) and proxied (what it "
+                                   "billed for the forwarded ones)", ["project", "bill"], registry=r)
         self.requests = Counter("memstrata_requests", "Proxied model requests by the status returned to the client",
                                 ["status"], registry=r)
         self.upstream_errors = Counter("memstrata_upstream_errors",
@@ -65,6 +69,8 @@ class Metrics:
             series.labels(project=project)
         for kind in ("input", "output", "cache_read", "cache_write"):
             self.provider_tokens.labels(project=project, kind=kind)
+        for bill in ("direct", "proxied"):
+            self.prompt_bill.labels(project=project, bill=bill)
         for kind in ("counting", "completion", "row"):
             self.ledger_dropped.labels(kind=kind)
 

@@ -36,6 +36,7 @@ from memstrata.storage.ledger import LedgerEntry
 
 from .analysis import Answer, parse_answer, prompt_tokens, symbol_overlap
 from .compress_request import ANTHROPIC, CompressionResult
+from .counterfactual import NO_CACHE, ShadowCache, Split, scaled
 from .providers import Providers, ProvidersError
 from .savings import price
 
@@ -48,14 +49,23 @@ MAX_PENDING = 1024
 
 
 class Counting:
-    """The whole-request token counts of one request, filled in by the recorder's thread."""
+    """The whole-request token counts of one request, filled in by the recorder's thread, and how the
+    provider would have billed the request as the client sent it (priced against the shadow cache
+    in arrival order, which is the order the recorder's thread runs them in)."""
 
-    def __init__(self, body: dict, compression: CompressionResult | None, api: str):
+    def __init__(self, body: dict, compression: CompressionResult | None, api: str, *,
+                 shadow: ShadowCache | None = None, family: str = NO_CACHE, model: str | None = None,
+                 arrived: float = 0.0):
         self.body = body
         self.compression = compression
         self.api = api
+        self.shadow = shadow
+        self.family = family
+        self.model = model
+        self.arrived = arrived
         self.original: int | None = None
         self.forwarded: int | None = None
+        self.counterfactual: Split | None = None
         self._done = threading.Event()
 
     @property
@@ -66,6 +76,8 @@ class Counting:
         try:
             self.original = prompt_tokens(self.body, self.api)
             self.forwarded = prompt_tokens(self.compression.body, self.api) if self.changed else self.original
+            if self.shadow is not None:
+                self.counterfactual = self.shadow.bill(self.body, self.api, self.family, self.model, self.arrived)
         finally:
             self._done.set()
 
@@ -78,6 +90,14 @@ class Counting:
 
     def tokens(self) -> tuple[int, int] | None:
         return (self.original, self.forwarded) if self.done else None
+
+    def counterfactual_usage(self, ans: Answer) -> tuple[int, int, int] | None:
+        """(input, cache read, cache write) the provider would have billed for the unmodified request,
+        in its own tokens; None until counted or when it reported no usage."""
+        if not self.done or self.counterfactual is None or ans.input_tokens is None:
+            return None
+        reported = ans.input_tokens + (ans.cache_read_tokens or 0) + (ans.cache_write_tokens or 0)
+        return scaled(self.counterfactual, reported, self.forwarded or 0)
 
 
 @dataclass
@@ -118,6 +138,12 @@ def miss_split(invalidated: int, api: str, ans: Answer) -> tuple[int, int]:
     return 0, bound
 
 
+def _set_counterfactual(e: LedgerEntry, counting: Counting, ans: Answer) -> None:
+    usage = counting.counterfactual_usage(ans)
+    if usage is not None:
+        e.cf_input_tokens, e.cf_cache_read_tokens, e.cf_cache_write_tokens = usage
+
+
 class Recorder:
     def __init__(self, ws, metrics=None, session_id: int | None = None, *, store: Store | None = None,
                  providers: Providers | None = None, max_pending: int = MAX_PENDING):
@@ -128,6 +154,7 @@ class Recorder:
         self._providers = providers
         self._providers_fixed = providers is not None
         self._providers_stamp: tuple | None = None
+        self.shadow = ShadowCache()  # the provider's prompt cache had every request gone out unmodified
         self._q: queue.Queue = queue.Queue(maxsize=max_pending)
         self.dropped: dict[str, int] = {}  # hand-offs dropped on a full queue, by kind
         self._dropped_lock = threading.Lock()
@@ -136,8 +163,10 @@ class Recorder:
 
     # -- the request path's hand-offs -----------------------------------------------------
 
-    def begin(self, body: dict, compression: CompressionResult | None, api: str) -> Counting:
-        counting = Counting(body, compression, api)
+    def begin(self, body: dict, compression: CompressionResult | None, api: str, *, family: str = NO_CACHE,
+              model: str | None = None, arrived: float = 0.0) -> Counting:
+        counting = Counting(body, compression, api, shadow=self.shadow, family=family, model=model,
+                            arrived=arrived)
         self._hand_over(counting, "counting")
         return counting
 
@@ -258,6 +287,7 @@ class Recorder:
         if it.counting is not None and it.counting.done:
             e.tokens_original, e.tokens_forwarded = it.counting.original, it.counting.forwarded
             e.counted = True
+            _set_counterfactual(e, it.counting, ans)
         return e
 
     def _fill(self, e: LedgerEntry, it: Finished) -> None:
@@ -265,6 +295,7 @@ class Recorder:
         if not e.counted and it.counting is not None and it.counting.done:
             e.tokens_original, e.tokens_forwarded = it.counting.original, it.counting.forwarded
             e.counted = True
+            _set_counterfactual(e, it.counting, self._answer(it))
         comp = it.compression
         ans = self._answer(it)
         if comp is not None and comp.changed and it.status is not None and 200 <= it.status < 300 and ans.text:
@@ -322,3 +353,5 @@ class Recorder:
                 dollars = price(t, rate)
                 m.dollars_saved.labels(project=project).inc(max(dollars.gross_saved, 0.0))
                 m.cache_miss_dollars.labels(project=project).inc(dollars.miss_cost)
+                m.prompt_bill.labels(project=project, bill="direct").inc(dollars.bill_direct)
+                m.prompt_bill.labels(project=project, bill="proxied").inc(dollars.bill_proxied)

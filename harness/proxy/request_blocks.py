@@ -29,6 +29,7 @@ from .project_match import PATHLIKE, ProjectMatcher
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
+RESPONSES = "responses"  # OpenAI's Responses API: compressed through its chat view (responses_api.py)
 MODES = ("safe", "aggressive", "off")  # compression modes (harness.compress_request)
 
 _NUMBERED = re.compile(r"^( *)(\d{1,7})(→|\t)(.*)$")

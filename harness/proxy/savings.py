@@ -18,7 +18,12 @@ cache-aware (docs/proxy.md defines each figure):
 * **cache-miss cost** — tokens of an already-forwarded prefix that the proxy
   changed, re-billed as cache writes or full input instead of cache reads:
   ``tokens × (write or input rate − cache read rate)``;
-* **saved** (``*_dollar_saved``) — gross saved minus cache-miss cost.
+* **saved** (``*_dollar_saved``) — the counterfactual bill minus the real one:
+  what the provider would have billed for the unmodified requests' prompts
+  under its caching rules (:mod:`.counterfactual`) minus what it reported
+  billing for the forwarded ones (``bill_direct - bill_proxied``).  Rows
+  without a counterfactual (no usage reported, or written by an older
+  release) fall back on the estimate: gross saved minus cache-miss cost.
 
 Tokens saved on a model with no known rate are not priced (if nothing can be
 priced the dollar figures are null).  ``recall``/``precision`` are
@@ -49,28 +54,31 @@ class Dollars:
     gross_saved: float = 0.0
     miss_cost: float = 0.0
     spent: float | None = 0.0   # None when an output rate is unknown
-
-    @property
-    def saved(self) -> float:
-        return self.gross_saved - self.miss_cost
+    bill_direct: float = 0.0    # the counterfactual: the unmodified requests' prompts, as the provider bills
+    bill_proxied: float = 0.0   # what the provider billed for the forwarded prompts (the same requests)
+    saved: float = 0.0          # bill_direct - bill_proxied, plus the estimate for rows without them
 
 
 def price(t: ModelTotals, rate: Rate) -> Dollars:
     """The dollar figures of ``t``'s token sums at ``rate``."""
-    gross = (t.saved_fresh * rate.input_per_token + t.saved_read * rate.cache_read_per_token
-             + t.saved_write * rate.cache_write_per_token)
-    miss = (t.miss_write_tokens * max(rate.cache_write_per_token - rate.cache_read_per_token, 0.0)
-            + t.miss_input_tokens * max(rate.input_per_token - rate.cache_read_per_token, 0.0))
+    inp, read, write = rate.input_per_token, rate.cache_read_per_token, rate.cache_write_per_token
+    gross = t.saved_fresh * inp + t.saved_read * read + t.saved_write * write
+    miss = (t.miss_write_tokens * max(write - read, 0.0) + t.miss_input_tokens * max(inp - read, 0.0))
+    direct = t.cf_input_tokens * inp + t.cf_cache_read_tokens * read + t.cf_cache_write_tokens * write
+    proxied = t.cf_reported_input * inp + t.cf_reported_read * read + t.cf_reported_write * write
+    estimate = (t.est_fresh * inp + t.est_read * read + t.est_write * write
+                - t.est_miss_write * max(write - read, 0.0) - t.est_miss_input * max(inp - read, 0.0))
     out = rate.output_per_token
     spent = None if out is None and t.output_tokens else (
-        t.input_tokens * rate.input_per_token + t.cache_read_tokens * rate.cache_read_per_token
-        + t.cache_write_tokens * rate.cache_write_per_token + t.output_tokens * (out or 0.0))
-    return Dollars(gross, miss, spent)
+        t.input_tokens * inp + t.cache_read_tokens * read + t.cache_write_tokens * write
+        + t.output_tokens * (out or 0.0))
+    return Dollars(gross, miss, spent, direct, proxied, direct - proxied + estimate)
 
 
 _SUMMED = ("requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded", "tokens_saved",
            "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "usage_requests",
-           "compactions", "prefix_invalidated_tokens", "miss_write_tokens", "miss_input_tokens", "measured")
+           "compactions", "prefix_invalidated_tokens", "miss_write_tokens", "miss_input_tokens", "measured",
+           "cf_requests")
 
 
 @dataclass
@@ -95,6 +103,9 @@ class WindowSavings:
     dollar_saved_gross: float | None = 0.0
     cache_miss_dollars: float | None = 0.0
     dollar_spent: float | None = 0.0
+    cf_requests: int = 0                   # requests priced against the counterfactual bill ...
+    bill_direct: float | None = 0.0        # ... what their prompts would have cost sent unmodified
+    bill_proxied: float | None = 0.0       # ... and what the provider billed for them as forwarded
     unpriced_tokens_saved: int = 0
     top_model: str | None = None
     top_provider: str | None = None
@@ -107,6 +118,7 @@ class WindowSavings:
     def as_dict(self) -> dict:
         d = {k: getattr(self, k) for k in (
             "since", *_SUMMED, "dollar_saved", "dollar_saved_gross", "cache_miss_dollars", "dollar_spent",
+            "bill_direct", "bill_proxied",
             "unpriced_tokens_saved", "top_model", "rate_per_token", "recall", "precision", "models")}
         d["since_iso"] = iso(self.since) if self.since is not None else None
         return d
@@ -141,7 +153,7 @@ def window(store, since: float | None, providers: Providers | None, until: float
     priced_any = False
     spent_known = True
     hits = answer = sliced = 0
-    gross = miss = spent = 0.0
+    gross = miss = spent = saved = direct = proxied = 0.0
     for t in ledger.totals(store, since, until, session_ids=session_ids):
         for name in _SUMMED:
             setattr(w, name, getattr(w, name) + getattr(t, name))
@@ -153,6 +165,9 @@ def window(store, since: float | None, providers: Providers | None, until: float
         if dollars is not None:
             gross += dollars.gross_saved
             miss += dollars.miss_cost
+            saved += dollars.saved
+            direct += dollars.bill_direct
+            proxied += dollars.bill_proxied
             if dollars.spent is None:
                 spent_known = False
             else:
@@ -176,7 +191,9 @@ def window(store, since: float | None, providers: Providers | None, until: float
     nothing_priced = w.unpriced_tokens_saved and not priced_any
     w.dollar_saved_gross = None if nothing_priced else _round(gross)
     w.cache_miss_dollars = None if nothing_priced else _round(miss)
-    w.dollar_saved = None if nothing_priced else _round(gross - miss)
+    w.dollar_saved = None if nothing_priced else _round(saved)
+    w.bill_direct = None if nothing_priced else _round(direct)
+    w.bill_proxied = None if nothing_priced else _round(proxied)
     w.dollar_spent = _round(spent) if spent_known else None
     w.recall = round(hits / answer, 4) if answer else None
     w.precision = round(hits / sliced, 4) if sliced else None

@@ -264,8 +264,30 @@ def test_compaction_miss_is_subtracted(ws):
                                 + 500 * rate.cache_write_per_token) / billed
     assert w.cache_miss_dollars == pytest.approx(miss, abs=1e-6)
     assert w.dollar_saved_gross == pytest.approx(gross, abs=1e-6)
-    assert w.dollar_saved == pytest.approx(gross - miss, abs=1e-6)
     assert w.compactions == 1 and w.prefix_invalidated_tokens == 2000
+    # dollar_saved is the counterfactual bill minus the real one.  The unmodified request marks no
+    # cache_control (and the recorder was told of no caching provider): all of it would have been
+    # input, in the provider's tokens (its count of the forwarded request over ours).
+    scale = billed / row.tokens_forwarded
+    assert row.cf_cache_read_tokens == row.cf_cache_write_tokens == 0
+    assert row.cf_input_tokens == pytest.approx(row.tokens_original * scale, abs=1)
+    proxied = 10 * rate.input_per_token + 2500 * rate.cache_write_per_token
+    assert w.bill_proxied == pytest.approx(proxied, abs=1e-6)
+    assert w.bill_direct == pytest.approx(row.cf_input_tokens * rate.input_per_token, abs=1e-6)
+    assert w.dollar_saved == pytest.approx(w.bill_direct - w.bill_proxied, abs=1e-6)
+
+
+def test_rows_without_counterfactual_keep_the_estimate(ws):
+    """Rows written before the counterfactual existed (or without usage) are priced as before."""
+    store = ws.store
+    e = ledger.LedgerEntry(time=2000.0, endpoint="anthropic.messages", tokens_original=3000, tokens_forwarded=1000,
+                           provider="anthropic", model="claude-sonnet-4-6", status=200, input_tokens=1000,
+                           cache_read_tokens=0, cache_write_tokens=0)
+    ledger.record(store, [e])
+    w = window(store, 1999.0, Providers.defaults(), until=2001.0)
+    rate = Providers.defaults().rate("claude-sonnet-4-6", "anthropic")
+    assert w.cf_requests == 0 and w.bill_direct == 0
+    assert w.dollar_saved == pytest.approx(2000 * rate.input_per_token, abs=1e-9)
 
 
 def test_row_written_at_completion_before_its_counts(ws):

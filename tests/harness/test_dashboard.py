@@ -142,6 +142,12 @@ def test_dashboard_shows_what_status_says(serve):
         assert s["cache_read_tokens"] > 0
         assert float(f["s-dollar-saved"]["value"]) == pytest.approx(s["dollar_saved"])
         assert float(f["s-cache-miss"]["value"]) == pytest.approx(s["cache_miss_dollars"])
+        # both bills: what the prompts would have cost sent unmodified, and what they cost
+        assert float(f["s-bill-direct"]["value"]) == pytest.approx(s["bill_direct"])
+        assert float(f["s-bill-proxied"]["value"]) == pytest.approx(s["bill_proxied"])
+        assert s["bill_direct"] > s["bill_proxied"] > 0
+        assert s["dollar_saved"] == pytest.approx(s["bill_direct"] - s["bill_proxied"], abs=1e-5)
+        assert float(f["c-bill-direct"]["value"]) == pytest.approx(c["bill_direct"])
         shows("c-tokens-saved", c["tokens_saved"])
         shows("c-requests", c["requests"])
         assert float(f["c-dollar-saved"]["value"]) == pytest.approx(c["dollar_saved"])

