@@ -13,10 +13,10 @@ import uuid
 from typing import TYPE_CHECKING
 
 from memstrata import __version__
-from .store import DEFAULT_BRANCH, FAILED_FORK_VERSIONS, Branch
+from .store import DEFAULT_BRANCH, DEFAULT_SPACE, FAILED_FORK_VERSIONS, REGISTRY_SPACE, SPACE, Branch
 
 from . import errors
-from .commands import EFFECT_CREATED, EFFECT_DELETED, EFFECT_UNCHANGED, check_branch_name, handler, page
+from .commands import EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, EFFECT_UNCHANGED, check_branch_name, handler, page
 from .errors import StrataError
 
 if TYPE_CHECKING:
@@ -153,3 +153,37 @@ def space_create(e: Engine, a: dict) -> dict:
         tx.register_space(view, space)
     return {"type": "space_create_result",
             "data": {"space": space, "effect": dict(EFFECT_CREATED), "commit": e.receipt(tx, 1)}}
+
+
+@handler("space_delete")
+def space_delete(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    force = bool(a.get("force"))
+    if space == DEFAULT_SPACE:
+        raise StrataError("invalid_argument.engine.space_delete_default", "default product space cannot be deleted")
+    view = e.store.view(b)
+    base = {"space": space, "force": force}
+    if not e.store.space_known(view, space):
+        return {"type": "space_delete_result", "data": {**base, "deleted_rows": 0, "effect": dict(EFFECT_NOT_FOUND)}}
+    rows = [(kind, x.key) for kind in e.store.kinds_in(view, space)
+            for x in e.store.scan(view, space, kind, batch=4096)]
+    has_events = e.store.last_event(view, space) is not None
+    if (rows or has_events) and not force:
+        raise StrataError("failed_precondition.engine.space_not_empty",
+                          f"product space `{space}` contains visible data; retry with force=true to delete it")
+    if has_events:
+        # Event logs here are append-only per branch and space (their
+        # sequence is the key), so a log cannot restart at 0 in place.
+        raise StrataError("unsupported.server.argument",
+                          f"product space `{space}` holds events, and this server cannot delete an event log; "
+                          "delete the space's other data, or use a new space")
+    with e.store.commit(b) as tx:
+        for kind, key in rows:
+            tx.delete(space, kind, key)
+        tx.delete(REGISTRY_SPACE, SPACE, space.encode("utf-8"))
+    e.store.space_removed(b.id, space)
+    for cache in e.caches.values():
+        for key in [k for k in cache if k[:2] == (b.id, space)]:
+            del cache[key]
+    return {"type": "space_delete_result", "data": {
+        **base, "deleted_rows": len(rows), "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, 0, len(rows))}}

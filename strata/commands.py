@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 import sys
 from collections.abc import Iterable
 from itertools import islice
@@ -43,15 +44,16 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
         return text
     # Only Python's two-digit negative exponents differ; re-encode with those
     # floats swapped for markers so that strings are never touched.
-    fixed: dict[str, str] = {}
+    # A marker carries a per-call random tag, so no string value can pass for one.
+    tag = secrets.token_hex(6)
+    fixed: list[str] = []
 
     def mark(v: Any) -> Any:
         if type(v) is float:
             r = repr(v)
             if "e-0" in r:
-                marker = f"\x00{len(fixed)}\x00"
-                fixed[json.dumps(marker)] = _EXP.sub("e-", r)
-                return marker
+                fixed.append(_EXP.sub("e-", r))
+                return f"\x00{tag}{len(fixed) - 1}\x00"
             return v
         if isinstance(v, dict):
             return {k: mark(x) for k, x in v.items()}
@@ -60,9 +62,10 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
         return v
 
     text = _ENCODERS[sort_keys].encode(mark(value))
-    for marker, number in fixed.items():
-        text = text.replace(marker, number)
-    return text
+    # One pass over the text: a replace per marker is quadratic on large results
+    # (10,000 PageRank scores took seconds).
+    marker = re.compile(r'"\\u0000' + tag + r'(\d+)\\u0000"')
+    return marker.sub(lambda m: fixed[int(m.group(1))], text)
 
 
 def canonical(value: Any) -> str:

@@ -27,7 +27,8 @@ from .errors import StrataError
 from .wire import SPECS, NumberRangeError, WireError, check_number_range, command_type
 
 # Imported for their side effect: each registers its handlers in HANDLERS.
-from . import branches, events, graph, jsondocs, kv, vectors  # noqa: F401
+from . import admin, branches, events, graph, jsondocs, kv, vectors  # noqa: F401
+from . import graph_analytics, graph_batch  # noqa: F401
 
 log = logging.getLogger("memstrata.strata")
 _KNOWN = frozenset(WIRE_TYPES)
@@ -87,8 +88,12 @@ class Engine:
                                              f"the database could not complete the command: {_brief(exc)}"))
 
     def _failure(self, exc: StrataError) -> Outcome:
+        return Outcome(error=self.error_status(exc))
+
+    def error_status(self, exc: StrataError) -> dict:
+        """The status of a failure, with the next reference id (a batch item's error takes one too)."""
         self._errors += 1
-        return Outcome(error=exc.status(f"err_local_{self._instance}_{self._errors:06d}"))
+        return exc.status(f"err_local_{self._instance}_{self._errors:06d}")
 
     # -- scope --------------------------------------------------------------------
 

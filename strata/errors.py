@@ -20,6 +20,7 @@ _FIX_JSON_DOC = "Use a valid JSON document id and a JSON value within the config
 _FIX_VECTOR = "Use the collection dimension, valid vector keys, and metadata/filter values supported by the collection."
 _FIX_GRAPH = "Use valid graph, node, edge, and binding identifiers and keep graph properties within limits."
 _FIX_EVENT = "Use a valid event type, payload, and metadata within the documented event limits."
+_FIX_JSON_INDEX = "Use a non-reserved JSON index name and definition compatible with the indexed field."
 _FIX_FIELD = "Correct the invalid field named by the error message and retry the operation."
 
 # code -> (retry_policy, commit_outcome, suggested_fix)
@@ -78,6 +79,26 @@ _CODES: dict[str, tuple[str, str, str]] = {
     "invalid_argument.engine.graph_edge_type": ("never", "not_started", _FIX_GRAPH),
     "invalid_argument.engine.graph_cursor": ("never", "not_started", _FIX_GRAPH),
     "failed_precondition.engine.graph_not_empty": ("never", "not_started", _FIX_GRAPH),
+    # The batch, index, space-deletion and admin commands (issue 23).
+    "invalid_argument.executor.kv_batch_duplicate_key": (
+        "never", "not_started", "Remove duplicate keys so each KV batch item targets a unique key."),
+    "invalid_argument.executor.json_batch_duplicate_key": (
+        "never", "not_started", "Remove duplicates so each JSON batch item targets a unique document and path."),
+    "invalid_argument.executor.vector_batch_duplicate_key": (
+        "never", "not_started", "Remove duplicate keys so each vector batch item targets a unique key."),
+    "invalid_argument.executor.vector_dimension": (
+        "never", "not_started", "Use embeddings whose length matches the vector collection dimension."),
+    "invalid_argument.engine.vector_metadata_patch": ("never", "not_started", _FIX_VECTOR),
+    "invalid_argument.engine.vector_filter": ("never", "not_started", _FIX_VECTOR),
+    "already_exists.engine.json_index": (
+        "never", "not_started", "Drop the existing index or choose a different index name."),
+    "invalid_argument.engine.json_index_name": ("never", "not_started", _FIX_JSON_INDEX),
+    "invalid_argument.engine.json_index_name_reserved": ("never", "not_started", _FIX_JSON_INDEX),
+    "invalid_argument.engine.space_delete_default": ("never", "not_started", _FIX_SPACE),
+    "failed_precondition.engine.space_not_empty": ("never", "not_started", _FIX_SPACE),
+    "unsupported.engine.persistence_capability": (
+        "after_state_change", "not_applicable",
+        "Open the database with a backend that supports the requested persistence capability."),
     # Codes of this server (not in the real engine's registry).
     "unsupported.server.command": (
         "never", "not_started",
@@ -89,6 +110,18 @@ _CODES: dict[str, tuple[str, str, str]] = {
         "Check the database folder (free disk space, permissions) and retry; nothing was applied "
         "unless a later read shows it."),
 }
+
+# The graph analytics, ontology, graph batch and merge commands (issue 23).
+_CODES.update({
+    "not_found.engine.graph_node": (
+        "never", "not_applicable", "List the graph's nodes, then retry with an existing node id."),
+    "resource_exhausted.engine.graph_analytics_budget": (
+        "after_state_change", "not_applicable",
+        "Lower the graph analytics workload (fewer nodes, lower iteration count) or raise the configured analytics budget."),
+    "invalid_argument.engine.graph_pagerank_options": ("never", "not_started", _FIX_GRAPH),
+    "invalid_argument.engine.graph_personalization": ("never", "not_started", _FIX_GRAPH),
+    "failed_precondition.engine.graph_negative_weight": ("never", "not_started", _FIX_GRAPH),
+})
 
 NON_RETRYABLE = ("never", "unknown")
 # Codes of this server point at its own documentation (docs/strata.md in MemStrata), not at stratadb.org.

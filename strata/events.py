@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from .store import Event, View
 
+from .batch import Batch
 from .commands import EFFECT_CREATED, batch_for, canonical, found, handler, page, take
 from .errors import StrataError
 
@@ -110,3 +111,84 @@ def event_verify_chain(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     view: View = e.store.view(b)
     return {"type": "event_chain_verification", "data": verify(e.store.events(view, space, batch=4096))}
+
+
+# -- batches, ranges and types -----------------------------------------------------------------
+
+
+def _check_event(event_type: str, payload) -> None:
+    if event_type == "":
+        raise StrataError("invalid_argument.engine.event_type", "event type must not be empty")
+    if not isinstance(payload, dict):
+        raise StrataError("invalid_argument.engine.event_payload", "event payload must be a JSON object")
+
+
+@handler("event_batch_append")
+def event_batch_append(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    batch = Batch(e)
+    good = []
+    for x in a["entries"]:
+        try:
+            _check_event(x["event_type"], x["payload"])
+        except StrataError as exc:
+            batch.fail(exc, {"sequence": None, "event_type": None})
+            continue
+        good.append((batch.add(None, effect=dict(EFFECT_CREATED)), x))
+    if not good:
+        return batch.envelope("event_batch_append_results")
+    view = e.store.view(b)
+    last = e.store.last_event(view, space)
+    sequence = 0 if last is None else last.sequence + 1
+    previous = GENESIS if last is None else last.hash
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+        # Each event of the batch gets its own instant, strictly increasing
+        # and never after the commit's, so time ranges order them.
+        first = max(tx.committed_at - len(good) + 1, e.store.last_commit_time() + 1)
+        for i, (item, x) in enumerate(good):
+            payload = canonical(x["payload"])
+            at = min(first + i, tx.committed_at)
+            digest = event_hash(sequence, x["event_type"], at, payload, previous)
+            tx.append_event(space, Event(sequence, tx.version, x["event_type"], payload, at, previous, digest))
+            item["result"] = {"sequence": sequence, "event_type": x["event_type"]}
+            sequence, previous = sequence + 1, digest
+    return batch.envelope("event_batch_append_results", e.receipt(tx, 2 * len(good) + 1))
+
+
+@handler("event_exists")
+def event_exists(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    return {"type": "bool", "data": e.store.event(e.store.view(b), space, a["sequence"]) is not None}
+
+
+def _range(e: Engine, a: dict, inside) -> dict:
+    b, space = e.scope(a)
+    event_type = a.get("event_type")
+    if event_type == "":
+        raise StrataError("invalid_argument.engine.event_type", "event type must not be empty")
+    events = [ev for ev in e.store.events(e.store.view(b), space, -1, event_type, batch=4096) if inside(ev)]
+    if a["direction"] == "reverse":
+        events.reverse()
+    rows, has_more = take(events, a.get("limit"))
+    return {"type": "event_range_result",
+            "data": page([record(ev) for ev in rows], has_more, rows[-1].sequence if has_more else None)}
+
+
+@handler("event_range")
+def event_range(e: Engine, a: dict) -> dict:
+    start, end = a["start_seq"], a.get("end_seq")
+    return _range(e, a, lambda ev: ev.sequence >= start and (end is None or ev.sequence < end))
+
+
+@handler("event_range_by_time")
+def event_range_by_time(e: Engine, a: dict) -> dict:
+    start, end = a["start_ts"], a.get("end_ts")
+    return _range(e, a, lambda ev: ev.timestamp >= start and (end is None or ev.timestamp < end))
+
+
+@handler("event_list_types")
+def event_list_types(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    types = sorted({ev.event_type for ev in e.store.events(e.read_view(b, a), space, batch=4096)})
+    return {"type": "event_type_list", "data": page(types, False, None)}

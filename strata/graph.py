@@ -355,3 +355,47 @@ def graph_neighbors(e: Engine, a: dict) -> dict:
                     "node": node.json(g.name), "edge": edge.json(g.name)})
         last = SEP.join((d, edge.edge_type, neighbour, edge.dst))
     return {"type": "graph_neighbor_page", "data": page(out, has_more, last if has_more else None)}
+
+
+def _nodes(e: Engine, view: View, space: str, graph: str, start: str = "", after: bool = False,
+           prefix: str | None = None) -> Iterator[Node]:
+    low = tuple_key(graph, start) if start else tuple_key(graph)
+    high = prefix_end(tuple_key(graph) + prefix.encode("utf-8") if prefix else tuple_key(graph))
+    for entry in e.store.scan(view, space, GRAPH_NODE, low, high, after=after and bool(start)):
+        node_id = split_tuple_key(entry.key)[1]
+        if prefix and not node_id.startswith(prefix):
+            continue
+        yield Node(node_id, json.loads(entry.aux) if entry.aux else None, entry.version)
+
+
+@handler("graph_list_nodes")
+def graph_list_nodes(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    if a.get("prefix") == "":
+        check_node_id("")
+    view = e.read_view(b, a)
+    g = require_graph(e, view, space, a["graph"])
+    limit = DEFAULT_LIMIT if a.get("limit") is None else a["limit"]
+    cursor = a.get("cursor")
+    # An id that starts with the cursor sorts after it: resume strictly past the cursor's own key.
+    nodes = (n for n in _nodes(e, view, space, g.name, cursor or "", True, a.get("prefix"))
+             if cursor is None or n.node_id > cursor)
+    items, has_more = take(nodes, limit)
+    return {"type": "graph_node_page", "data": page(
+        [n.json(g.name) for n in items], has_more, items[-1].node_id if has_more else None)}
+
+
+SAMPLE_COUNT = 10
+
+
+@handler("graph_sample")
+def graph_sample(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    g = require_graph(e, view, space, a["graph"])
+    nodes = list(_nodes(e, view, space, g.name))
+    count = SAMPLE_COUNT if a.get("count") is None else a["count"]
+    # Evenly strided over the ordered ids: the i-th pick is at i * total // count.
+    picks = nodes if count >= len(nodes) else [nodes[i * len(nodes) // count] for i in range(count)]
+    return {"type": "graph_sample_result", "data": {
+        "total_count": len(nodes), "items": [n.json(g.name) for n in picks], "has_more": False, "cursor": None}}

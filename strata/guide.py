@@ -42,6 +42,36 @@ SUMMARIES = {
     "space_create": "create a space (spaces are also created by their first write)",
 }
 
+SUMMARIES.update({
+    "info": "what this database is: target, durability, branch and space counts, memory budget",
+    "health": "whether the catalog and registry answer", "metrics": "target, durability and counts",
+    "storage": "the storage footprint of a durable database (audit: the full accounting)",
+    "describe": "branches, spaces and what a branch and space hold", "config_get": "the open configuration",
+    "space_delete": "delete a space (force: even when it holds data; not `default`)",
+    "kv_batch_put": "put many keys in one commit (itemwise results)", "kv_batch_get": "read many keys",
+    "kv_batch_delete": "delete many keys in one commit", "kv_batch_exists": "whether each key is live",
+    "kv_sample": "`count` (10) keys spread evenly over the keyspace, with the total",
+    "json_batch_set": "set many paths in one commit (path type errors refuse the batch)",
+    "json_batch_get": "read many paths (now or as_of)", "json_batch_delete": "delete many paths in one commit",
+    "json_batch_exists": "whether each document exists",
+    "json_scan": "documents with values from `start` (inclusive); the cursor is the next id",
+    "json_sample": "`count` (10) documents spread evenly, with the total",
+    "json_create_index": "define a numeric, tag or text index on a field path",
+    "json_drop_index": "drop an index definition", "json_list_indexes": "the index definitions of a space",
+    "vector_collection_stats": "one collection with its count", "vector_sample": "`count` (10) vectors spread evenly",
+    "vector_history": "every retained version of a vector", "vector_batch_exists": "whether each vector is live",
+    "vector_list_keys": "vector keys, paged (cursor: the last key returned)",
+    "vector_scan": "vectors from `start` (inclusive); the cursor is the next key",
+    "vector_update_metadata": "merge fields into a vector's metadata", "vector_update_embedding": "replace an embedding",
+    "vector_delete_by_filter": "delete the vectors a metadata filter matches",
+    "vector_delete_all": "delete every vector of a collection", "vector_index_query": "vector_query with planner diagnostics",
+    "vector_batch_upsert": "upsert many vectors in one commit", "vector_batch_get": "read many vectors",
+    "vector_batch_delete": "delete many vectors in one commit",
+    "event_batch_append": "append many events in one commit", "event_exists": "whether a sequence exists",
+    "event_range": "events in [start_seq, end_seq), forward or reverse",
+    "event_range_by_time": "events in [start_ts, end_ts) by event time", "event_list_types": "the event types used",
+})
+
 _INTRO = """\
 # Strata (MemStrata {version}): agent usage guide
 
@@ -130,7 +160,7 @@ def guide_markdown() -> str:
         ours = [w for w in wires if w in SPECS]
         if ours:
             supported.append(f"### {family}\n")
-            supported += [f"- `{w}` ({_fields(w)}): {SUMMARIES[w]}" for w in ours]
+            supported += [f"- `{w}` ({_fields(w)}): {SUMMARIES.get(w, FAMILY[w] + ' command')}" for w in ours]
             supported.append("")
         rest = [w for w in wires if w not in SPECS]
         if rest:

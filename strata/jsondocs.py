@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from .store import JSON, prefix_end
+from .store import JSON, JSON_INDEX, prefix_end
 
+from .batch import Batch, check_unique, sample_page
+from .commands import batch_for
 from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, name_page
 from .errors import StrataError
 
@@ -279,3 +283,228 @@ def json_history(e: Engine, a: dict) -> dict:
             "document_version": int(entry.aux) if entry.aux else None,
             "tombstone": entry.value is None, "committed_at": commit.committed_at if commit else None})
     return {"type": "json_version_history", "data": items}
+
+
+# -- batches, scans and samples -------------------------------------------------------------
+
+_MISS = {"found": False, "value": None, "version": None, "timestamp": None, "document_version": None}
+
+
+def _check_targets(entries: list[dict]) -> None:
+    check_unique([(x["key"], x["path"]) for x in entries], "invalid_argument.executor.json_batch_duplicate_key",
+                 "JSON batch contains duplicate document targets")
+
+
+def _target(x: dict) -> tuple[bytes, list]:
+    return check_doc_id(x["key"]), parse_path(x["path"])
+
+
+@handler("json_batch_set")
+def json_batch_set(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    entries = a["entries"]
+    _check_targets(entries)
+    view = e.store.view(b)
+    batch = Batch(e)
+    docs: dict[bytes, list] = {}  # key -> [document, document_version], as the batch leaves it
+    for x in entries:
+        try:
+            key, segments = _target(x)
+        except StrataError as exc:
+            batch.fail(exc, {"document_version": None})
+            continue
+        state = docs.get(key)
+        if state is None:
+            doc, _, revision = _document(e, view, space, key)
+            state = docs[key] = [doc, revision]
+        created = state[0] is _MISSING
+        # A value that does not fit its path refuses the whole batch, as the engine does.
+        state[0] = set_at(state[0], segments, json.loads(canonical(x["value"])))
+        state[1] += 1
+        batch.add({"document_version": state[1]}, effect=effect(created))
+    if not docs:
+        return batch.envelope("json_batch_results")
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+        for key, (doc, revision) in docs.items():
+            tx.put(space, JSON, key, canonical(doc).encode("utf-8"), str(revision))
+    return batch.envelope("json_batch_results", e.receipt(tx, len(docs)))
+
+
+@handler("json_batch_delete")
+def json_batch_delete(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    entries = a["entries"]
+    _check_targets(entries)
+    view = e.store.view(b)
+    batch = Batch(e)
+    docs: dict[bytes, list] = {}  # key -> [document or _MISSING, document_version, changed]
+    for x in entries:
+        try:
+            key, segments = _target(x)
+        except StrataError as exc:
+            batch.fail(exc, {"document_version": None})
+            continue
+        state = docs.get(key)
+        if state is None:
+            doc, _, revision = _document(e, view, space, key)
+            state = docs[key] = [doc, revision, False]
+        gone = False
+        if state[0] is not _MISSING:
+            if not segments:
+                state[0], state[1], gone = _MISSING, 0, True
+            elif delete_at(state[0], segments):
+                state[1] += 1
+                gone = True
+        state[2] |= gone
+        batch.add({"document_version": None}, effect=dict(EFFECT_DELETED if gone else EFFECT_NOT_FOUND))
+    changed = {k: s for k, s in docs.items() if s[2]}
+    if not changed:
+        return batch.envelope("json_batch_results")
+    puts = 0
+    with e.store.commit(b) as tx:
+        for key, (doc, revision, _) in changed.items():
+            if doc is _MISSING:
+                tx.delete(space, JSON, key)
+            else:
+                tx.put(space, JSON, key, canonical(doc).encode("utf-8"), str(revision))
+                puts += 1
+    return batch.envelope("json_batch_results", e.receipt(tx, puts, len(changed) - puts))
+
+
+@handler("json_batch_get")
+def json_batch_get(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    batch = Batch(e)
+    for x in a["entries"]:
+        try:
+            key, segments = _target(x)
+        except StrataError as exc:
+            batch.fail(exc, dict(_MISS))
+            continue
+        doc, version, revision = _document(e, view, space, key)
+        value = _MISSING if doc is _MISSING else get_at(doc, segments)
+        if value is _MISSING:
+            batch.add(dict(_MISS), status="miss")
+        else:
+            batch.add({"found": True, "value": value, "version": version, "timestamp": version,
+                       "document_version": revision})
+    return batch.envelope("json_batch_get_results")
+
+
+@handler("json_batch_exists")
+def json_batch_exists(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    batch = Batch(e)
+    for doc_id in a["keys"]:
+        try:
+            key = check_doc_id(doc_id)
+        except StrataError as exc:
+            batch.fail(exc, None)
+            continue
+        batch.add({"exists": e.store.live(view, space, JSON, key) is not None})
+    return batch.envelope("json_batch_exists_results")
+
+
+def _doc_item(entry) -> dict:
+    return {"key": entry.key.decode("utf-8"), "value": json.loads(entry.value), "version": entry.version,
+            "timestamp": entry.version, "document_version": int(entry.aux)}
+
+
+@handler("json_scan")
+def json_scan(e: Engine, a: dict) -> dict:
+    start = a.get("start")
+    lower = b"" if start is None else check_doc_id(start)
+    b, space = e.scope(a)
+    limit = a.get("limit")
+    entries = e.store.scan(e.store.view(b), space, JSON, lower, batch=batch_for(limit))
+    rows = list(entries) if limit is None else list(islice(entries, min(limit, sys.maxsize - 1) + 1))
+    # Like kv_scan: the cursor names the next document to read (inclusive).
+    has_more = limit is not None and len(rows) > limit
+    cursor = rows[limit].key.decode("utf-8") if has_more else None
+    items = [_doc_item(x) for x in (rows[:limit] if has_more else rows)]
+    return {"type": "json_scan_result", "data": {"items": items, "has_more": has_more, "cursor": cursor}}
+
+
+@handler("json_sample")
+def json_sample(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    prefix = (a.get("prefix") or "").encode("utf-8")
+    rows = list(e.store.scan(e.store.view(b), space, JSON, prefix, prefix_end(prefix) if prefix else None,
+                             batch=4096))
+    return sample_page("json_sample_result", rows, a.get("count"), _doc_item)
+
+
+# -- index definitions ----------------------------------------------------------------------
+
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def render_path(segments: list[str | int]) -> str:
+    """A parsed path as the engine prints an index's field path: ``a.b``, ``["x y"].c``, ``[0]``, ``$``."""
+    if not segments:
+        return "$"
+    out = []
+    for seg in segments:
+        if isinstance(seg, int):
+            out.append(f"[{seg}]")
+        elif _PLAIN_KEY.fullmatch(seg):
+            out.append(("." if out else "") + seg)
+        else:
+            out.append(f"[{json.dumps(seg, ensure_ascii=False)}]")
+    return "".join(out)
+
+
+def _check_index_name(name: str) -> bytes:
+    if name == "":
+        raise StrataError("invalid_argument.engine.json_index_name", "JSON index name must not be empty")
+    if name.startswith("_"):
+        raise StrataError("invalid_argument.engine.json_index_name_reserved",
+                          "JSON index name is reserved for engine internals")
+    return name.encode("utf-8")
+
+
+def _index_json(entry, space: str) -> dict:
+    spec = json.loads(entry.value)
+    return {"name": entry.key.decode("utf-8"), "space": space, "field_path": spec["field_path"],
+            "index_type": spec["index_type"], "created_version": entry.version,
+            "created_timestamp": entry.version}
+
+
+@handler("json_create_index")
+def json_create_index(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    name = _check_index_name(a["name"])
+    field_path = render_path(parse_path(a["field_path"]))
+    view = e.store.view(b)
+    if e.store.live(view, space, JSON_INDEX, name) is not None:
+        raise StrataError("already_exists.engine.json_index", "JSON index already exists")
+    spec = {"field_path": field_path, "index_type": a["index_type"]}
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+        tx.put(space, JSON_INDEX, name, json.dumps(spec).encode("utf-8"))
+    return {"type": "json_index_definition", "data": _index_json(e.store.live(e.store.view(b), space, JSON_INDEX,
+                                                                              name), space)}
+
+
+@handler("json_drop_index")
+def json_drop_index(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    name = _check_index_name(a["name"])
+    if e.store.live(e.store.view(b), space, JSON_INDEX, name) is None:
+        return {"type": "bool", "data": False}
+    with e.store.commit(b) as tx:
+        tx.delete(space, JSON_INDEX, name)
+    return {"type": "bool", "data": True}
+
+
+@handler("json_list_indexes")
+def json_list_indexes(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    rows = list(e.store.scan(e.store.view(b), space, JSON_INDEX))
+    # The engine lists index names shortest first, then in byte order.
+    rows.sort(key=lambda x: (len(x.key), x.key))
+    return {"type": "json_index_list",
+            "data": {"items": [_index_json(x, space) for x in rows], "has_more": False, "cursor": None}}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .store import KV, prefix_end
 
+from .batch import Batch, check_unique, sample_page
 from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, batch_for, effect, found, handler, page, take
 from .errors import StrataError
 
@@ -158,3 +159,111 @@ def kv_scan(e: Engine, a: dict) -> dict:
     items = [{"key": b64(x.key), "value": b64(x.value), "version": x.version, "timestamp": x.version}
              for x in rows]
     return {"type": "kv_scan_result", "data": page(items, has_more, cursor)}
+
+
+# -- batches and samples ------------------------------------------------------------------
+
+
+def _batch_scope(e: Engine, a: dict, keys: list[bytes]):
+    b, space = e.scope(a)
+    check_unique(keys, "invalid_argument.executor.kv_batch_duplicate_key", "KV batch contains duplicate keys")
+    return b, space
+
+
+@handler("kv_batch_put")
+def kv_batch_put(e: Engine, a: dict) -> dict:
+    entries = a["entries"]
+    b, space = _batch_scope(e, a, [x["key"] for x in entries])
+    for x in entries:
+        if x["key"]:
+            check_key_size(x["key"], space)
+    view = e.store.view(b)
+    batch = Batch(e)
+    writes = []
+    for x in entries:
+        key = x["key"]
+        try:
+            check_key(key)
+        except StrataError as exc:
+            batch.fail(exc, {"key": b64(key)})
+            continue
+        batch.add({"key": b64(key)}, effect=effect(_live(e, view, space, key) is None))
+        writes.append(x)
+    if not writes:
+        return batch.envelope("batch_results")
+    with e.store.commit(b) as tx:
+        tx.register_space(view, space)
+        for x in writes:
+            tx.put(space, KV, x["key"], x["value"])
+    return batch.envelope("batch_results", e.receipt(tx, len(writes)))
+
+
+@handler("kv_batch_delete")
+def kv_batch_delete(e: Engine, a: dict) -> dict:
+    keys = a["keys"]
+    b, space = _batch_scope(e, a, keys)
+    view = e.store.view(b)
+    batch = Batch(e)
+    gone = []
+    for key in keys:
+        try:
+            check_key(key)
+        except StrataError as exc:
+            batch.fail(exc, {"key": b64(key)})
+            continue
+        live = _live(e, view, space, key) is not None
+        batch.add({"key": b64(key)}, effect=dict(EFFECT_DELETED if live else EFFECT_NOT_FOUND))
+        if live:
+            gone.append(key)
+    if not gone:
+        return batch.envelope("batch_results")
+    with e.store.commit(b) as tx:
+        for key in gone:
+            tx.delete(space, KV, key)
+    return batch.envelope("batch_results", e.receipt(tx, 0, len(gone)))
+
+
+@handler("kv_batch_get")
+def kv_batch_get(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    batch = Batch(e)
+    for key in a["keys"]:
+        miss = {"key": b64(key), "found": False, "value": None, "version": None, "timestamp": None}
+        try:
+            check_key(key)
+        except StrataError as exc:
+            batch.fail(exc, miss)
+            continue
+        entry = _live(e, view, space, key)
+        if entry is None:
+            batch.add(miss, status="miss")
+        else:
+            batch.add({"key": b64(key), "found": True, "value": b64(entry.value), "version": entry.version,
+                       "timestamp": entry.version})
+    return batch.envelope("batch_get_results")
+
+
+@handler("kv_batch_exists")
+def kv_batch_exists(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    batch = Batch(e)
+    for key in a["keys"]:
+        try:
+            check_key(key)
+        except StrataError as exc:
+            batch.fail(exc, {"key": b64(key), "exists": False})
+            continue
+        batch.add({"key": b64(key), "exists": _live(e, view, space, key) is not None})
+    return batch.envelope("batch_exists_results")
+
+
+@handler("kv_sample")
+def kv_sample(e: Engine, a: dict) -> dict:
+    prefix = _prefix(a)
+    b, space = e.scope(a)
+    rows = list(e.store.scan(e.store.view(b), space, KV, prefix, prefix_end(prefix) if prefix else None,
+                             batch=4096))
+    return sample_page("sample_result", rows, a.get("count"), lambda x: {
+        "key": b64(x.key), "value": b64(x.value), "version": x.version, "timestamp": x.version})

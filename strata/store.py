@@ -43,6 +43,8 @@ DEFAULT_SPACE = "default"
 
 # Entity kinds (the ``kind`` column).
 KV, JSON, VECTOR_COLLECTION, VECTOR, GRAPH, GRAPH_NODE, GRAPH_OUT, GRAPH_IN, SPACE = range(1, 10)
+# JSON index definitions (kept apart from the range above, which other kinds extend).
+JSON_INDEX = 20
 
 # Space records live outside every product space.
 REGISTRY_SPACE = ""
@@ -570,6 +572,45 @@ class StrataStore:
 
     def integrity_ok(self) -> bool:
         return self.store.integrity_ok()
+
+    # -- space deletion and the storage footprint (additions for issue 23) ---------
+
+    def last_commit_time(self) -> int:
+        """The newest commit's ``committed_at`` (UTC µs)."""
+        return self._last_committed_at
+
+    def kinds_in(self, view: View, space: str) -> list[int]:
+        """Every entity kind with rows in ``space`` on the view's levels (live or not)."""
+        kinds: set[int] = set()
+        with self._db_lock:
+            for level in view.levels:
+                kinds.update(k for (k,) in self._conn.execute(
+                    "SELECT DISTINCT kind FROM strata_entries WHERE branch = ? AND space = ? AND version <= ?",
+                    (level.branch, space, level.bound)))
+        return sorted(kinds)
+
+    def space_removed(self, bid: int, space: str) -> None:
+        """Forget that ``space`` is known on branch ``bid`` (a committed space deletion removed it)."""
+        self._spaces.discard((bid, space))
+
+    def file_pages(self) -> tuple[int, int, int]:
+        """(page count, page size, free pages) of the database file."""
+        with self._db_lock:
+            c = self._conn
+            return (c.execute("PRAGMA page_count").fetchone()[0], c.execute("PRAGMA page_size").fetchone()[0],
+                    c.execute("PRAGMA freelist_count").fetchone()[0])
+
+    def wal_bytes(self) -> int:
+        wal = Path(str(self.store.path) + "-wal")
+        try:
+            return wal.stat().st_size
+        except OSError:
+            return 0
+
+    def row_count(self) -> int:
+        with self._db_lock:
+            return sum(self._conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                       for t in ("strata_entries", "strata_events"))
 
 
 class Transaction:

@@ -12,7 +12,9 @@ the matrix for that version.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,7 +23,8 @@ from .store import (
     VECTOR, VECTOR_COLLECTION, View, prefix_end, split_tuple_key, tuple_key,
 )
 
-from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler
+from .batch import Batch, check_unique, sample_page
+from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, page, take
 from .errors import StrataError
 from .wire import Condition
 
@@ -425,3 +428,325 @@ def vector_delete_collection(e: Engine, a: dict) -> dict:
     e.caches.setdefault("vectors", {}).pop(_index_key(b.id, space, coll.name), None)
     return {"type": "bool", "data": True}
 
+
+
+# -- batches, history, scans and bulk updates -----------------------------------------------------
+
+
+def _record_json(rec: Record) -> dict:
+    data: dict = {"embedding": [f32_text(x) for x in rec.embedding.tolist()]}
+    if rec.metadata is not None:
+        data["metadata"] = rec.metadata
+    return {"key": rec.key, "data": data, "version": rec.version, "timestamp": rec.version,
+            "vector_revision": rec.revision}
+
+
+def _write(e: Engine, tx, b_id: int, space: str, coll: Collection, key: str, embedding: np.ndarray,
+           metadata: Any, revision: int) -> None:
+    extra = {"r": revision} if metadata is None else {"m": metadata, "r": revision}
+    tx.put(space, VECTOR, tuple_key(coll.name, key), embedding.tobytes(), json.dumps(extra))
+    index = _cached(e, b_id, space, coll.name)
+    if index is not None:
+        index.set(key, embedding, metadata)
+
+
+def _erase(e: Engine, tx, b_id: int, space: str, coll: Collection, rec: Record) -> None:
+    # The revision counter survives the deletion, as in vector_delete.
+    tx.delete(space, VECTOR, tuple_key(coll.name, rec.key), json.dumps({"r": rec.revision}))
+    index = _cached(e, b_id, space, coll.name)
+    if index is not None:
+        index.remove(rec.key)
+
+
+def _revision_after(e: Engine, view: View, space: str, coll: Collection, key: str) -> tuple[bool, int]:
+    old = e.store.get(view, space, VECTOR, tuple_key(coll.name, key))
+    created = old is None or old.value is None
+    return created, 1 if old is None or old.aux is None else json.loads(old.aux)["r"] + 1
+
+
+def _unique_keys(keys: list[str]) -> None:
+    check_unique(keys, "invalid_argument.executor.vector_batch_duplicate_key", "vector batch contains duplicate keys")
+
+
+def _batch_embedding(values: list[float], dimension: int) -> np.ndarray:
+    if not 1 <= len(values) <= MAX_DIMENSION:
+        raise StrataError("invalid_argument.engine.vector_embedding",
+                          "vector embedding dimension is outside the supported range")
+    if len(values) != dimension:
+        raise StrataError("invalid_argument.executor.vector_dimension",
+                          f"vector dimension mismatch: expected {dimension}, got {len(values)}")
+    return _embedding(values, dimension)
+
+
+@handler("vector_batch_upsert")
+def vector_batch_upsert(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    entries = a["entries"]
+    _unique_keys([x["key"] for x in entries])
+    batch = Batch(e)
+    writes = []
+    for x in entries:
+        try:
+            embedding = _batch_embedding(x["vector"], coll.dimension)
+            metadata = x.get("metadata")
+            if metadata is not None and not isinstance(metadata, dict):
+                raise StrataError("invalid_argument.engine.vector_metadata", "vector metadata must be a JSON object")
+        except StrataError as exc:
+            batch.fail(exc, {"vector_revision": None})
+            continue
+        created, revision = _revision_after(e, view, space, coll, x["key"])
+        batch.add({"vector_revision": revision}, effect=effect(created))
+        writes.append((x["key"], embedding, None if metadata is None else json.loads(canonical(metadata)),
+                       revision, created))
+    if not writes:
+        return batch.envelope("vector_batch_upsert_results")
+    with e.store.commit(b) as tx:
+        for key, embedding, metadata, revision, created in writes:
+            _write(e, tx, b.id, space, coll, key, embedding, metadata, revision)
+            coll.count += created
+        tx.put(space, VECTOR_COLLECTION, coll.name.encode("utf-8"), b"", coll.aux())
+    return batch.envelope("vector_batch_upsert_results", e.receipt(tx, len(writes)))
+
+
+@handler("vector_batch_get")
+def vector_batch_get(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    batch = Batch(e)
+    for key in a["keys"]:
+        rec = _live_record(e, view, space, coll, key)
+        if rec is None:
+            batch.add({"found": False, "value": None}, status="miss")
+        else:
+            batch.add({"found": True, "value": _record_json(rec)})
+    return batch.envelope("vector_batch_get_results")
+
+
+@handler("vector_batch_exists")
+def vector_batch_exists(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    batch = Batch(e)
+    for key in a["keys"]:
+        batch.add({"exists": _live_record(e, view, space, coll, key) is not None})
+    return batch.envelope("vector_batch_exists_results")
+
+
+def _delete_records(e: Engine, b, view: View, space: str, coll: Collection, records: list[Record]):
+    with e.store.commit(b) as tx:
+        for rec in records:
+            _erase(e, tx, b.id, space, coll, rec)
+        coll.count -= len(records)
+        tx.put(space, VECTOR_COLLECTION, coll.name.encode("utf-8"), b"", coll.aux())
+    return tx
+
+
+@handler("vector_batch_delete")
+def vector_batch_delete(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    _unique_keys(a["keys"])
+    batch = Batch(e)
+    gone = []
+    for key in a["keys"]:
+        rec = _live_record(e, view, space, coll, key)
+        batch.add({"vector_revision": None}, effect=dict(EFFECT_NOT_FOUND if rec is None else EFFECT_DELETED))
+        if rec is not None:
+            gone.append(rec)
+    if not gone:
+        return batch.envelope("vector_batch_delete_results")
+    tx = _delete_records(e, b, view, space, coll, gone)
+    return batch.envelope("vector_batch_delete_results", e.receipt(tx, 0, len(gone)))
+
+
+@handler("vector_history")
+def vector_history(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    rows = e.store.history(view, space, VECTOR, tuple_key(coll.name, a["key"]))
+    if not rows:
+        return {"type": "vector_version_history", "data": None}
+    items = []
+    for entry in rows:
+        commit = e.store.commit_of(entry.version)
+        at = commit.committed_at if commit else None
+        if entry.value is None:
+            items.append({"key": a["key"], "version": entry.version, "timestamp": entry.version,
+                          "tombstone": True, "committed_at": at})
+        else:
+            item = _record_json(decode_record(a["key"], entry.value, entry.aux, entry.version))
+            items.append({**item, "tombstone": False, "committed_at": at})
+    return {"type": "vector_version_history", "data": {"items": items}}
+
+
+def _records(e: Engine, view: View, space: str, coll: Collection, start: str = "", *, after: bool = False,
+             prefix: str = ""):
+    base = tuple_key(coll.name)
+    lower = base + start.encode("utf-8") if start >= prefix else base + prefix.encode("utf-8")
+    if start < prefix:
+        after = False
+    upper = prefix_end(base + prefix.encode("utf-8")) if prefix else prefix_end(base)
+    # Keys inside the collection sort by their text, so a key's raw bytes bound the scan;
+    # the exact tuple key of ``start`` (its terminator included) is what "after" skips.
+    if after:
+        lower = tuple_key(coll.name, start)
+    for entry in e.store.scan(view, space, VECTOR, lower, upper, after=after, batch=4096):
+        yield decode_record(split_tuple_key(entry.key)[1], entry.value, entry.aux, entry.version)
+
+
+@handler("vector_list_keys")
+def vector_list_keys(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    coll = require_collection(e, view, space, a["collection"])
+    cursor = a.get("cursor")
+    prefix = a.get("prefix") or ""
+    recs = (r for r in _records(e, view, space, coll, cursor or "", after=cursor is not None, prefix=prefix)
+            if r.key.startswith(prefix))
+    rows, has_more = take(recs, a.get("limit"))
+    keys = [r.key for r in rows]
+    return {"type": "vector_key_page", "data": page(keys, has_more, keys[-1] if has_more else None)}
+
+
+@handler("vector_scan")
+def vector_scan(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    limit = a.get("limit")
+    recs = _records(e, view, space, coll, a.get("start") or "")
+    rows = list(recs) if limit is None else list(islice(recs, min(limit, sys.maxsize - 1) + 1))
+    has_more = limit is not None and len(rows) > limit
+    cursor = rows[limit].key if has_more else None
+    items = [_record_json(r) for r in (rows[:limit] if has_more else rows)]
+    return {"type": "vector_scan_result", "data": {"items": items, "has_more": has_more, "cursor": cursor}}
+
+
+@handler("vector_sample")
+def vector_sample(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    return sample_page("vector_sample_result", list(_records(e, view, space, coll)), a.get("count"), _record_json)
+
+
+@handler("vector_collection_stats")
+def vector_collection_stats(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    coll = require_collection(e, e.store.view(b), space, a["collection"])
+    return {"type": "vector_collection_list", "data": {"items": [coll.listing()], "has_more": False, "cursor": None}}
+
+
+def _not_updated(kind: str, coll: Collection, key: str) -> dict:
+    return {"type": kind, "data": {"collection": coll.name, "key": key, "effect": dict(EFFECT_NOT_FOUND)}}
+
+
+def _update(e: Engine, b, space: str, coll: Collection, rec: Record, kind: str, embedding: np.ndarray,
+            metadata: Any) -> dict:
+    with e.store.commit(b) as tx:
+        _write(e, tx, b.id, space, coll, rec.key, embedding, metadata, rec.revision + 1)
+    return {"type": kind, "data": {"collection": coll.name, "key": rec.key, "effect": effect(False),
+                                   "commit": e.receipt(tx, 1), "vector_revision": rec.revision + 1}}
+
+
+@handler("vector_update_metadata")
+def vector_update_metadata(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    patch = a["patch"]
+    if not isinstance(patch, dict):
+        raise StrataError("invalid_argument.engine.vector_metadata_patch", "vector metadata patch must be a JSON object")
+    if not patch:
+        raise StrataError("invalid_argument.engine.vector_metadata_patch",
+                          "vector metadata patch must contain at least one field")
+    rec = _live_record(e, view, space, coll, a["key"])
+    if rec is None:
+        return _not_updated("vector_metadata_update_result", coll, a["key"])
+    # A shallow merge: each patched field replaces the old value (null included).
+    merged = json.loads(canonical({**(rec.metadata or {}), **patch}))
+    return _update(e, b, space, coll, rec, "vector_metadata_update_result", rec.embedding, merged)
+
+
+@handler("vector_update_embedding")
+def vector_update_embedding(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    values = _vector_input(a, "vector")
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    if values is None:
+        raise _no_model(coll.name)
+    embedding = _embedding(values, coll.dimension)
+    rec = _live_record(e, view, space, coll, a["key"])
+    if rec is None:
+        return _not_updated("vector_embedding_update_result", coll, a["key"])
+    return _update(e, b, space, coll, rec, "vector_embedding_update_result", embedding, rec.metadata)
+
+
+def _bulk_delete(e: Engine, b, view: View, space: str, coll: Collection, records: list[Record]) -> dict:
+    if not records:
+        return {"type": "vector_bulk_delete_result", "data": {"collection": coll.name,
+                                                               "effect": dict(EFFECT_NOT_FOUND)}}
+    tx = _delete_records(e, b, view, space, coll, records)
+    return {"type": "vector_bulk_delete_result", "data": {
+        "collection": coll.name, "effect": {**EFFECT_DELETED, "affected_count": len(records)},
+        "commit": e.receipt(tx, 0, len(records))}}
+
+
+@handler("vector_delete_by_filter")
+def vector_delete_by_filter(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    conditions = a["filter"]
+    if not conditions:
+        raise StrataError("invalid_argument.engine.vector_filter",
+                          "vector metadata filter must not be empty for filtered delete")
+    records = [r for r in _records(e, view, space, coll) if _matches(r.metadata, conditions)]
+    return _bulk_delete(e, b, view, space, coll, records)
+
+
+@handler("vector_delete_all")
+def vector_delete_all(e: Engine, a: dict) -> dict:
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
+    return _bulk_delete(e, b, view, space, coll, list(_records(e, view, space, coll)))
+
+
+# What the engine's index planner reports; this server always searches exactly
+# (every visible vector is scored), which is what the engine does below its
+# exact threshold and, with no index manifest built, above it.
+EXACT_THRESHOLD = 64
+U64_MAX = 2**64 - 1
+
+
+def _diagnostics(coll: Collection) -> dict:
+    return {
+        "collection": coll.name, "manifest_status": "missing", "manifest_ref_count": 0,
+        "manifest_inherited_ref_count": 0, "manifest_owned_ref_count": 0, "active_delta_count": 0,
+        "policy_mode": "auto", "collection_exact_threshold": EXACT_THRESHOLD,
+        "source_flat_threshold": EXACT_THRESHOLD, "source_hnsw_threshold": U64_MAX, "overfetch_factor": 4,
+        "filtered_underfill_fallback": True, "active_delta_seal_threshold": 16,
+        "hnsw_memory_budget_bytes": 64 * 1024 * 1024, "source_candidate_limit": U64_MAX,
+        "resolved_index_kind_summary": "exact", "exact_fallback_count": 0, "hnsw_graph_builds": 0,
+        "indexed_source_count": 0, "exact_source_count": 1, "flat_source_count": 0, "hnsw_source_count": 0,
+        "active_delta_source_count": 0, "indexed_vector_count": 0, "derived_bytes": 0,
+        "last_query_used_index": False,
+        "last_query_fallback_reason": ("collection_below_exact_threshold" if coll.count < EXACT_THRESHOLD
+                                       else "missing"),
+        "artifact_sources": []}
+
+
+@handler("vector_index_query")
+def vector_index_query(e: Engine, a: dict) -> dict:
+    matches = vector_query(e, {**a, "text": None})["data"]
+    b, space = e.scope(a)
+    coll = require_collection(e, e.read_view(b, a), space, a["collection"])
+    return {"type": "vector_index_query", "data": {"matches": matches, "diagnostics": _diagnostics(coll)}}

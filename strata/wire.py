@@ -401,6 +401,104 @@ SPECS: dict[str, Spec] = {s.wire: s for s in (
 )}
 
 
+
+# -- batch entries, and the commands past the curated tools ------------------------------
+
+
+def seq_of(item: Decoder) -> Decoder:
+    def decode(v: Any) -> list:
+        if not isinstance(v, list):
+            raise invalid_type(v, "a sequence")
+        return [item(x) for x in v]
+    return decode
+
+
+def struct(name: str, *fields: tuple) -> Decoder:
+    """A batch entry: a map (unknown keys ignored, as the engine's entries are not strict) or a sequence."""
+    specs = tuple(Field(*f) for f in fields)
+
+    def decode(v: Any) -> dict:
+        out: dict[str, Any] = {}
+        if isinstance(v, dict):
+            for f in specs:
+                if f.name in v and (f.required or v[f.name] is not None):
+                    out[f.name] = f.decode(v[f.name])
+                elif f.required:
+                    raise WireError(f"missing field `{f.name}`")
+                else:
+                    out[f.name] = None
+            return out
+        if isinstance(v, list):
+            if len(v) < len(specs):
+                raise WireError(f"invalid length {len(v)}, expected struct {name} with {len(specs)} elements")
+            if len(v) > len(specs):
+                raise WireError(f"invalid length {len(v)}, expected {len(specs)} elements in sequence")
+            for f, x in zip(specs, v):
+                out[f.name] = None if x is None and not f.required else f.decode(x)
+            return out
+        raise invalid_type(v, f"struct {name}")
+    return decode
+
+
+event_direction = enum("forward", "reverse")
+json_index_type = enum("numeric", "tag", "text")
+KV_ENTRY = struct("BatchKvEntry", ("key", byte_string, R), ("value", byte_string, R))
+JSON_ENTRY = struct("BatchJsonEntry", ("key", string, R), ("path", string, R), ("value", any_json, R))
+JSON_GET_ENTRY = struct("BatchJsonGetEntry", ("key", string, R), ("path", string, R))
+JSON_DELETE_ENTRY = struct("BatchJsonDeleteEntry", ("key", string, R), ("path", string, R))
+VECTOR_ENTRY = struct("BatchVectorEntry", ("key", string, R), ("vector", f32_list, R), ("metadata", any_json))
+EVENT_ENTRY = struct("BatchEventEntry", ("event_type", string, R), ("payload", any_json, R))
+COLLECTION = ("collection", string, R)
+
+SPECS.update({s.wire: s for s in (
+    _spec("info", BRANCH),
+    _spec("health", BRANCH),
+    _spec("metrics", BRANCH),
+    _spec("storage", BRANCH, ("audit", boolean)),
+    _spec("describe", *SCOPE),
+    _spec("config_get"),
+    _spec("space_delete", *SCOPE[:1], ("space", string, R), ("force", boolean)),
+    _spec("kv_batch_put", *SCOPE, ("entries", seq_of(KV_ENTRY), R)),
+    _spec("kv_batch_get", *SCOPE, ("keys", seq_of(byte_string), R)),
+    _spec("kv_batch_delete", *SCOPE, ("keys", seq_of(byte_string), R)),
+    _spec("kv_batch_exists", *SCOPE, ("keys", seq_of(byte_string), R)),
+    _spec("kv_sample", *SCOPE, ("prefix", byte_string), ("count", u64)),
+    _spec("json_batch_exists", *SCOPE, ("keys", seq_of(string), R)),
+    _spec("json_batch_set", *SCOPE, ("entries", seq_of(JSON_ENTRY), R)),
+    _spec("json_batch_get", *SCOPE, ("entries", seq_of(JSON_GET_ENTRY), R), AS_OF, AS_OF_TIME),
+    _spec("json_batch_delete", *SCOPE, ("entries", seq_of(JSON_DELETE_ENTRY), R)),
+    _spec("json_scan", *SCOPE, ("start", string), ("limit", u64)),
+    _spec("json_sample", *SCOPE, ("prefix", string), ("count", u64)),
+    _spec("json_create_index", *SCOPE, ("name", string, R), ("field_path", string, R),
+          ("index_type", json_index_type, R)),
+    _spec("json_drop_index", *SCOPE, ("name", string, R)),
+    _spec("json_list_indexes", *SCOPE),
+    _spec("vector_collection_stats", *SCOPE, COLLECTION),
+    _spec("vector_sample", *SCOPE, COLLECTION, ("count", u64)),
+    _spec("vector_history", *SCOPE, COLLECTION, ("key", string, R)),
+    _spec("vector_batch_exists", *SCOPE, COLLECTION, ("keys", seq_of(string), R)),
+    _spec("vector_list_keys", *SCOPE, COLLECTION, ("prefix", string), ("cursor", string), ("limit", u64),
+          AS_OF, AS_OF_TIME),
+    _spec("vector_scan", *SCOPE, COLLECTION, ("start", string), ("limit", u64)),
+    _spec("vector_update_metadata", *SCOPE, COLLECTION, ("key", string, R), ("patch", any_json, R)),
+    _spec("vector_update_embedding", *SCOPE, COLLECTION, ("key", string, R), ("vector", f32_list),
+          ("text", string)),
+    _spec("vector_delete_by_filter", *SCOPE, COLLECTION, ("filter", vector_filter, R)),
+    _spec("vector_delete_all", *SCOPE, COLLECTION),
+    _spec("vector_index_query", *SCOPE, COLLECTION, ("query", f32_list), ("k", u64, R),
+          ("filter", vector_filter), AS_OF, AS_OF_TIME),
+    _spec("vector_batch_upsert", *SCOPE, COLLECTION, ("entries", seq_of(VECTOR_ENTRY), R)),
+    _spec("vector_batch_get", *SCOPE, COLLECTION, ("keys", seq_of(string), R)),
+    _spec("vector_batch_delete", *SCOPE, COLLECTION, ("keys", seq_of(string), R)),
+    _spec("event_batch_append", *SCOPE, ("entries", seq_of(EVENT_ENTRY), R)),
+    _spec("event_exists", *SCOPE, ("sequence", u64, R)),
+    _spec("event_range", *SCOPE, ("start_seq", u64, R), ("end_seq", u64), ("limit", u64),
+          ("direction", event_direction, R), ("event_type", string)),
+    _spec("event_range_by_time", *SCOPE, ("start_ts", u64, R), ("end_ts", u64), ("limit", u64),
+          ("direction", event_direction, R), ("event_type", string)),
+    _spec("event_list_types", *SCOPE, AS_OF, AS_OF_TIME),
+)})
+
 def command_type(command: Any, known: frozenset[str], all_types: tuple[str, ...]) -> str:
     """The command's ``type`` tag, checked the way the engine's internally tagged enum checks it."""
     if isinstance(command, list):
@@ -420,3 +518,110 @@ def command_type(command: Any, known: frozenset[str], all_types: tuple[str, ...]
     if not isinstance(command, dict):
         raise invalid_type(command, "internally tagged enum Command")
     return tag
+
+
+# -- graph analytics -------------------------------------------------------------------
+
+
+def strict_struct(name: str, *fields: tuple) -> Decoder:
+    """A nested struct the engine decodes strictly: unknown keys refused, a sequence read positionally."""
+    specs = tuple(Field(*f) for f in fields)
+    inner = Spec(name, specs)
+
+    def decode(v: Any) -> dict:
+        if isinstance(v, dict):
+            return inner.decode(v)
+        if isinstance(v, list):
+            if len(v) != len(specs):
+                if len(v) > len(specs):
+                    raise WireError(f"invalid length {len(v)}, expected {len(specs)} elements in sequence")
+                raise WireError(f"invalid length {len(v)}, expected struct {name} with {len(specs)} elements")
+            return {f.name: None if x is None and not f.required else f.decode(x) for f, x in zip(specs, v)}
+        raise invalid_type(v, f"struct {name}")
+    return decode
+
+
+def f64_map(v: Any) -> dict[str, float]:
+    if not isinstance(v, dict):
+        raise invalid_type(v, "a map")
+    return {k: f64(x) for k, x in v.items()}
+
+
+def string_list(v: Any) -> list[str]:
+    if not isinstance(v, list):
+        raise invalid_type(v, "a sequence")
+    return [string(x) for x in v]
+
+
+BUDGET = ("budget", strict_struct("GraphAnalyticsBudget", ("max_nodes", u64), ("max_edges", u64)))
+GRAPH_ARG = ("graph", string, R)
+AT = (BUDGET, AS_OF, AS_OF_TIME)
+
+SPECS.update({s.wire: s for s in (
+    _spec("graph_bfs", *SCOPE, GRAPH_ARG, ("start", string, R), ("max_depth", u64), ("max_nodes", u64),
+          ("edge_types", string_list), ("direction", direction), *AT),
+    _spec("graph_wcc", *SCOPE, GRAPH_ARG, *AT),
+    _spec("graph_lcc", *SCOPE, GRAPH_ARG, *AT),
+    _spec("graph_sssp", *SCOPE, GRAPH_ARG, ("source", string, R), ("direction", direction),
+          ("edge_types", string_list), *AT),
+    _spec("graph_pagerank", *SCOPE, GRAPH_ARG, ("damping", f64), ("max_iterations", u64), ("tolerance", f64),
+          ("personalization", f64_map), *AT),
+    _spec("graph_cdlp", *SCOPE, GRAPH_ARG, ("max_iterations", u64), ("direction", direction), *AT),
+)})
+
+
+# -- graph batches ---------------------------------------------------------------------
+
+
+def loose_struct(name: str, *fields: tuple) -> Decoder:
+    """A nested struct whose unknown keys the engine ignores (a map only; null is refused)."""
+    specs = tuple(Field(*f) for f in fields)
+
+    def decode(v: Any) -> dict:
+        if not isinstance(v, dict):
+            raise invalid_type(v, f"struct {name}")
+        return {f.name: None if v.get(f.name) is None else f.decode(v[f.name]) for f in specs}
+    return decode
+
+
+_BATCH_OPS = {s.wire: s for s in (
+    _spec("upsert_node", ("node_id", string, R),
+          ("data", loose_struct("GraphNodeData", ("properties", any_json), ("object_type", string),
+                                ("binding", any_json)), R)),
+    _spec("delete_node", ("node_id", string, R)),
+    _spec("upsert_edge", ("src", string, R), ("edge_type", string, R), ("dst", string, R),
+          ("data", loose_struct("GraphEdgeData", ("weight", f64), ("properties", any_json)), R)),
+    _spec("delete_edge", ("src", string, R), ("edge_type", string, R), ("dst", string, R)),
+)}
+_BATCH_OP_NAMES = tuple(_BATCH_OPS)
+
+
+def graph_batch_operation(v: Any) -> dict:
+    if not isinstance(v, dict):
+        raise invalid_type(v, "internally tagged enum GraphBatchOperation")
+    if "type" not in v:
+        raise WireError("missing field `type`")
+    tag = v["type"]
+    if not isinstance(tag, str):
+        raise invalid_type(tag, "variant identifier")
+    if tag not in _BATCH_OPS:
+        raise WireError(f"unknown variant `{tag}`, {_variants(_BATCH_OP_NAMES)}")
+    return {"type": tag, **_BATCH_OPS[tag].decode(v)}
+
+
+BULK_NODE = strict_struct("GraphBulkNode", ("node_id", string, R), ("properties", any_json), ("binding", any_json),
+                          ("object_type", string))
+BULK_EDGE = strict_struct("GraphBulkEdge", ("src", string, R), ("edge_type", string, R), ("dst", string, R),
+                          ("weight", f64), ("properties", any_json))
+
+SPECS.update({s.wire: s for s in (
+    _spec("graph_batch_write", *SCOPE, GRAPH_ARG, ("operations", seq_of(graph_batch_operation), R)),
+    _spec("graph_bulk_insert", *SCOPE, GRAPH_ARG, ("nodes", seq_of(BULK_NODE)), ("edges", seq_of(BULK_EDGE)),
+          ("chunk_size", u64)),
+)})
+
+SPECS.update({s.wire: s for s in (
+    _spec("graph_list_nodes", *SCOPE, GRAPH_ARG, ("prefix", string), ("cursor", string), ("limit", u64),
+          AS_OF, AS_OF_TIME),
+    _spec("graph_sample", *SCOPE, GRAPH_ARG, ("count", u64)),
+)})

@@ -69,6 +69,14 @@ def normalise(value: Any, side: Side, parent: str | None = None, in_event: bool 
                 # one even differs between its cache and durable modes).
                 assert set(v) == {"removed_refs", "releasable_tables", "protected_tables"}, v
                 out[k] = "<storage accounting>"
+            elif k == "memory_budget" and isinstance(v, dict):
+                # The host's free memory, read by each side at its own moment.
+                assert set(v) == {"total_bytes", "source", "usable_host_bytes"}, v
+                out[k] = {"source": v["source"]}
+            elif k == "capabilities" and isinstance(v, dict):
+                # Arrow and inference are families this server does not run
+                # (docs/strata.md); it says so where the engine says true.
+                out[k] = {c: f for c, f in v.items() if c not in ("arrow", "inference")}
             elif k == "version" and isinstance(v, str):
                 out[k] = "<engine version>"  # ping reports each implementation's own
             elif k in CLOCK_KEYS and (not event or k != "timestamp"):
@@ -104,7 +112,15 @@ def pick(value: Any, path: str) -> Any:
     return value
 
 
+# Per-node float maps of the graph analytics: equal keys (in the same order)
+# and values within 1e-6, since summation order may differ between engines.
+APPROX_MAPS = {"ranks", "coefficients", "distances"}
+
+
 def same(a: Any, b: Any, key: str | None = None) -> bool:
+    if key in APPROX_MAPS and isinstance(a, dict) and isinstance(b, dict):
+        return list(a) == list(b) and all(
+            type(a[k]) is type(b[k]) is float and math.isclose(a[k], b[k], rel_tol=0, abs_tol=1e-6) for k in a)
     if key == "score" and isinstance(a, float) and isinstance(b, float):
         ulp = float(np.spacing(np.float32(max(abs(a), abs(b), 1e-30))))
         return math.isclose(a, b, abs_tol=4 * ulp)

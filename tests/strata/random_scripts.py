@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+from .random_more import extra_step
+
 KEYS = ["a", "b", "c", "app:1", "app:2", "app:10", "z"]
 DOCS = ["d1", "d2"]
 PATHS = ["$", "$.x", "$.y.z", "$.list", "$.list[0]", "$.list[1]"]
@@ -20,6 +22,7 @@ EDGE_TYPES = ["uses", "owns"]
 
 def random_script(seed: int, steps: int) -> list:
     rng = random.Random(seed)
+    extra = random.Random(seed + 1_000_003)
     branches = ["default"]
     stamps: list[str] = []
     script: list = [
@@ -116,4 +119,7 @@ def random_script(seed: int, steps: int) -> list:
         if len(step) == 3:
             stamps.append(save)
         script.append(step)
+        more = extra_step(extra, n, scope, as_of)
+        if more is not None:
+            script.append(more)
     return script

@@ -10,6 +10,7 @@ from memstrata.strata.errors import known_codes
 
 from .differential import parse
 from .random_scripts import random_script
+from .graph_scenarios import SCRIPTS as GRAPH_SCRIPTS
 from .scenarios import SCRIPTS
 
 
@@ -114,7 +115,7 @@ def test_every_engine_code_is_covered_by_the_differential_scripts(server):
     from memstrata.strata.store import StrataStore
 
     seen = set()
-    scripts = [*SCRIPTS.values(), random_script(0, 250)]
+    scripts = [*SCRIPTS.values(), *GRAPH_SCRIPTS.values(), random_script(0, 250)]
     for script in scripts:
         store = StrataStore.memory()
         s = StrataServer(Engine(store))
@@ -128,6 +129,10 @@ def test_every_engine_code_is_covered_by_the_differential_scripts(server):
                     side.saved[name] = pick(value, path)
             if is_error and isinstance(value, dict):
                 seen.add(value["error"]["code"])
+            elif isinstance(value, dict) and isinstance(value.get("data"), dict):
+                # A batch reports the errors of its items inside a success.
+                seen.update(i["error"]["code"] for i in value["data"].get("items") or []
+                            if isinstance(i, dict) and i.get("error"))
         store.close()
     engine_codes = {c for c in known_codes() if ".server." not in c}
     assert engine_codes - seen == set()
