@@ -126,6 +126,21 @@ def clean_query(query: str) -> str:
     return _ROLE.sub("", text)
 
 
+# A commit subject's leading scope ("io: ...", "fix(parser): ...",
+# "tokio-util, net: ...") names a component (a directory, a crate, a
+# package), not a symbol: it counts as path evidence only, so a module that
+# happens to share the scope's name is not read as the named target.
+_SCOPE_PREFIX = re.compile(r"^\s*[a-z][\w./-]*(?:\([^)\n]{0,60}\))?(?:\s*,\s*[a-z][\w./-]*)*!?:\s")
+
+
+def split_scope(text: str) -> tuple[str, str]:
+    """(scope, rest) of a message that starts with a commit scope, else ("", text)."""
+    m = _SCOPE_PREFIX.match(text)
+    if m is None:
+        return "", text
+    return m.group(0), text[m.end():]
+
+
 # -- seeds --------------------------------------------------------------------
 
 _STOP_FOR_PATHS = frozenset(
@@ -331,6 +346,7 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
     # 2. Words and hyphenated names that name a file stem or a directory
     # (a dialect, backend, plugin, rule, package): evidence for what lives there.
     _path_evidence(text, names, seeds, include_tests, tests)
+    _scope, text = split_scope(text)
 
     # 3. Identifiers, qualified or not, exactly as written.  Words count as
     # code when their phrasing says so (backticks, a call, a qualifier,

@@ -38,6 +38,10 @@ class Unit:
     parent: str | None
     cost_full: int = 0
     cost_sig: int = 0
+    # A signature carries its docstring's first line only when the symbol is
+    # a plausible target: for the many signatures shown for orientation the
+    # hint would cost as much as the signature itself.
+    hint: bool = True
 
 
 @dataclass
@@ -56,8 +60,11 @@ def comment_prefix(language: str) -> str:
 def signature_end(lines: list[str], start: int, end: int, signature: str) -> int:
     """Last line (1-based) of the declaration that ``signature`` summarises."""
     target = _WS.sub("", signature.rstrip(". "))[:120]
-    if not target:
-        return start
+    # A span past the text's end (rows and text read at different moments of
+    # a concurrent rewrite) must not index out of it.
+    end = min(end, len(lines))
+    if not target or start > end:
+        return min(start, max(end, 1))
     head = target[:12]
     i = start
     # Skip decorators/annotations before the line where the signature begins
@@ -89,7 +96,7 @@ def render_unit(doc: FileDoc, unit: Unit, graph: GraphView, with_doc: bool = Tru
     if hidden <= 0:
         return "\n".join(shown)
     indent = _body_indent(lines, sig_end, unit.end, shown[-1] if shown else "")
-    doc_line = _first_doc_line(data.get("doc")) if with_doc else ""
+    doc_line = _first_doc_line(data.get("doc")) if with_doc and unit.hint else ""
     what = f"{hidden} line{'s' if hidden != 1 else ''} elided"
     note = f"{indent}{comment_prefix(doc.language)} ... {what}" + (f": {doc_line}" if doc_line else "")
     return "\n".join([*shown, note])

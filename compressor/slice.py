@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import logging
 import operator
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -25,12 +27,23 @@ from .tokens import count_tokens
 log = logging.getLogger(__name__)
 
 MAX_CANDIDATES = 160
-# Symbols the question names are shown in full; so is anything else scoring
-# at least this share of the best unnamed function-like symbol, while full
-# bodies leave SIGNATURE_RESERVE of the budget for the signatures around them.
-FULL_SHARE = 0.8
-MIN_FULL = 2
-SIGNATURE_RESERVE = 0.15
+# Selection spends the budget by expected value per token.  Each candidate
+# gets ``p``, the chance that it is the code the question needs, read from the
+# ranking's own confidence (see target_probability).  Shown whole it is worth
+# ``p``; as a signature SIG_VALUE * p (it names the target, but an agent about
+# to edit still has to read the body) plus ORIENTATION (a signature tells
+# where things are, whichever symbol the target is).  Offers (a body, a
+# signature) are taken best value per token first while they fit, so a larger
+# budget buys the bodies of the next most likely targets, not more signatures.
+SIG_VALUE = 0.2
+ORIENTATION = 0.002
+# A file nothing else in the slice shows: its likeliest candidate's signature
+# also carries FILE_VALUE times the chance that the file holds a target, so
+# the slice names every file that probably matters before it spends tokens
+# on a second body from one it already shows.
+FILE_VALUE = 0.3
+FOCUS_PROBABILITY = 0.5  # what the question asks about a named symbol ("its callers")
+HINT_PROBABILITY = 0.05  # below this a signature goes without its docstring line
 FILE_FRAMING = 12  # estimated tokens of a file header line
 UNIT_FRAMING = 10  # estimated tokens of the gap marker before a unit
 REFILL_BELOW = 0.8  # a slice under this share of the budget is selected again
@@ -157,7 +170,8 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
             for v, kind, _w, outgoing, is_test in graph.adjacency(node):
                 if (kind, outgoing) in boosted and "::" in v and (include_tests or not is_test):
                     focus.add(v)
-        result = _build(ws, graph, ranked, budget, notes, seeds.named, focus, fill, sig_only)
+        evidence = _Evidence.of(seeds, personalization)
+        result = _build(ws, graph, ranked, budget, notes, seeds.named, focus, fill, sig_only, evidence)
     return result
 
 
@@ -243,10 +257,11 @@ def _prior(graph: GraphView, node: str) -> float:
 
 def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], budget: int,
            notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset(),
-           fill: list[tuple[str, float]] = (), sig_only: set[str] = frozenset()) -> ContextSlice:
+           fill: list[tuple[str, float]] = (), sig_only: set[str] = frozenset(),
+           evidence: "_Evidence | None" = None) -> ContextSlice:
     docs = _Docs(ws, graph)
     docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranked)))
-    units, estimate = _select(graph, docs, ranked, budget, named, focus, fill, sig_only=sig_only)
+    units, estimate = _select(graph, docs, ranked, budget, named, focus, fill, sig_only=sig_only, evidence=evidence)
     # Whole-file token counts (baseline_tokens) are the costliest count of a
     # query on a cold cache; tiktoken releases the GIL, so they run on the
     # other core while the slice is fitted.
@@ -260,7 +275,8 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
         # The per-unit framing estimates were pessimistic (small units, few
         # gap markers): select again for the budget the text really has left.
         nominal = int(budget * min(3.0, estimate / tokens) * 0.95)
-        units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget, sig_only=sig_only)
+        units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget, sig_only=sig_only,
+                           evidence=evidence)
         shown = docs.shown(units)
         context2, fitted2, order2 = _fit(graph, shown, units, budget, sections, counted)
         tokens2 = counted.get(context2) if context2 in counted else count_tokens(context2)
@@ -350,57 +366,175 @@ class _Docs:
 
 def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] = frozenset(),
             focus: set[str] = frozenset(), fill: list[tuple[str, float]] = (),
-            full_limit: int | None = None, sig_only: set[str] = frozenset()) -> tuple[list[Unit], int]:
-    """Units in rank order until the (estimated) budget is spent, and that estimate.
-    ``full_limit`` caps the full bodies when ``budget`` is a nominal figure."""
+            full_limit: int | None = None, sig_only: set[str] = frozenset(),
+            evidence: "_Evidence | None" = None) -> tuple[list[Unit], int]:
+    """Units chosen by expected value per token until the (estimated) budget
+    is spent, and that estimate.  ``full_limit`` caps the full bodies when
+    ``budget`` is a nominal figure (a refill after pessimistic estimates)."""
     if not ranked:
         return [], 0
-    unnamed = [s for n, s in ranked if n not in named and n not in sig_only and graph.node(n)["kind"] not in CONTAINERS]
+    evidence = evidence or _Evidence()
+    unnamed = [s for n, s in ranked
+               if n not in named and n not in sig_only and graph.node(n)["kind"] not in _CONTAINER_KINDS]
     top = (unnamed[0] if unnamed else ranked[0][1]) or 1.0
-    full_budget = (full_limit or budget) * (1 - SIGNATURE_RESERVE)
+    full_cap = full_limit or budget
     chosen: dict[str, Unit] = {}
     files: set[str] = set()
     used = 0
+
+    def framing(path: str) -> int:
+        return UNIT_FRAMING + (0 if path in files else FILE_FRAMING)
+
+    def take(unit: Unit, mode: str, cost: int) -> None:
+        nonlocal used
+        previous = chosen.get(unit.node)
+        if previous is not None:  # an upgrade: the body replaces the signature, its framing stays
+            used -= previous.cost_sig
+        else:
+            used += framing(unit.path)
+        if mode == FULL:
+            # A container shown in full covers members chosen before it.
+            for member in [n for n in chosen if _is_inside(n, unit)]:
+                m = chosen.pop(member)
+                used -= (m.cost_full if m.mode == FULL else m.cost_sig) + UNIT_FRAMING
+        unit.mode = mode
+        chosen[unit.node] = unit
+        files.add(unit.path)
+        used += cost
+
+    # What the question names comes first, whole when it fits.
+    units: dict[str, Unit] = {}
+    probability: dict[str, float] = {}
+    candidates: list[tuple[int, str, Unit, bool]] = []
     n_ranked = len(ranked)
     for i, (node, score) in enumerate(itertools.chain(ranked, fill)):
-        if used >= budget * 0.98:
-            break
-        path = graph.file_of(node)
-        doc = docs.get(path)
-        if doc is None or node in chosen or _covered(node, chosen, graph):
+        if node in units:
             continue
-        unit = unit_for(node, graph, score)
+        doc = docs.get(graph.file_of(node))
+        if doc is None:
+            continue
+        unit = units[node] = unit_for(node, graph, score)
+        is_container = unit.kind in CONTAINERS
+        lines = unit.end - unit.start + 1
+        if i >= n_ranked:
+            p = 0.0  # fill: past the ranking, offered as a signature only
+        else:
+            p = target_probability(i, score / top, node in named, node in sig_only, unit.kind, lines,
+                                   evidence.lexical.get(node), node in evidence.seeded,
+                                   evidence.path_boost(unit.path))
+            if node in focus:
+                p = max(p, FOCUS_PROBABILITY)
         # Classes are shown whole only when the question names a small one;
         # otherwise their header frames the members that rank on their own.
-        # Fill candidates (past the ranking) are shown as signatures.
-        if unit.kind in CONTAINERS:
-            want_full = node in named and unit.end - unit.start + 1 <= MAX_FULL_CONTAINER_LINES
+        if is_container:
+            can_full = node in named and lines <= MAX_FULL_CONTAINER_LINES
         else:
-            want_full = i < n_ranked and node not in sig_only and (
-                node in focus or score >= FULL_SHARE * top or i < MIN_FULL)
-        # Framing: a file header for a new file, a gap marker per unit.
-        header = UNIT_FRAMING + (0 if path in files else FILE_FRAMING)
-        if want_full:
-            unit.cost_full = cost_of(doc, unit, graph, FULL)
-            limit = (full_limit or budget) if node in named else full_budget
-            if used + unit.cost_full + header <= limit:
-                unit.mode = FULL
-                # A container shown in full covers members chosen before it.
-                for member in [n for n in chosen if _is_inside(n, unit)]:
-                    m = chosen.pop(member)
-                    used -= m.cost_full if m.mode == FULL else m.cost_sig
-                chosen[node] = unit
-                files.add(path)
-                used += unit.cost_full + header
+            can_full = i < n_ranked
+        probability[node] = p
+        unit.hint = node in named or p >= HINT_PROBABILITY
+        candidates.append((i, node, unit, can_full))
+    # The chance that each file holds a target, and its likeliest candidate.
+    file_miss: dict[str, float] = {}
+    file_best: dict[str, str] = {}
+    for node, p in probability.items():
+        path = units[node].path
+        file_miss[path] = file_miss.get(path, 1.0) * (1.0 - p)
+        if p > probability.get(file_best.get(path, ""), -1.0):
+            file_best[path] = node
+    offers: list[tuple[float, int, str, str]] = []
+    for i, node, unit, can_full in candidates:
+        p = probability[node]
+        if node in named:
+            offers.append((-float("inf"), i, node, FULL if can_full else SIG))
+            continue
+        if can_full and p > 0:
+            offers.append((-(p / (_estimate_tokens(docs.get(unit.path), unit) + UNIT_FRAMING)), i, node, FULL))
+        value = SIG_VALUE * p + ORIENTATION
+        if file_best.get(unit.path) == node:
+            value += FILE_VALUE * (1.0 - file_miss[unit.path])
+        offers.append((-(value / (SIG_ESTIMATE + UNIT_FRAMING)), i, node, SIG))
+    offers.sort()
+    for _density, _i, node, mode in offers:
+        if used >= budget * 0.98:
+            break
+        unit = units[node]
+        current = chosen.get(node)
+        if current is not None and (current.mode == FULL or mode == SIG):
+            continue
+        if _covered(node, chosen, graph):
+            continue
+        doc = docs.get(unit.path)
+        extra = 0 if current is not None else framing(unit.path)
+        if mode == FULL:
+            refund = current.cost_sig if current is not None else 0
+            room = full_cap - used + refund - extra
+            # Counting a body exactly costs as much as rendering it: a body
+            # whose estimate is well past the room left is not counted at all.
+            fits = _estimate_tokens(doc, unit) <= room * FULL_ESTIMATE_SLACK
+            unit.cost_full = cost_of(doc, unit, graph, FULL) if fits else room + 1
+            if unit.cost_full <= room:
+                take(unit, FULL, unit.cost_full)
+                continue
+            if node in named and current is None:
+                mode = SIG  # a named symbol too large to show whole still gets its signature
+            else:
                 continue
         unit.cost_sig = cost_of(doc, unit, graph, SIG)
-        if used + unit.cost_sig + header <= budget:
-            unit.mode = SIG
+        if used + unit.cost_sig + extra <= budget:
             unit.cost_full = 0
-            chosen[node] = unit
-            files.add(path)
-            used += unit.cost_sig + header
+            take(unit, SIG, unit.cost_sig)
     return list(chosen.values()), used
+
+
+SIG_ESTIMATE = 24  # tokens of a typical signature line with its elision note
+FULL_ESTIMATE_SLACK = 1.4  # how far a body's character-based estimate may overshoot its count
+
+# Kinds that hold other definitions: rarely the edited unit themselves.
+_CONTAINER_KINDS = frozenset({"class", "struct", "interface", "enum", "module", "impl", "trait", "type"})
+@dataclass
+class _Evidence:
+    """What the seeding knew about each candidate, beyond its score."""
+
+    lexical: dict[str, int] = field(default_factory=dict)  # place among the full-text hits
+    seeded: frozenset[str] = frozenset()  # started with mass of its own
+    path_boost: Callable[[str], float] = lambda path: 1.0  # the path evidence's multiplier for a file
+
+    @classmethod
+    def of(cls, seeds, personalization: dict[str, float]) -> "_Evidence":
+        return cls({n: i for i, n in enumerate(seeds.lexical)}, frozenset(personalization), seeds.path_boost)
+
+
+# A logistic model of "this candidate is what the question needs" over
+# features every ranking has: the candidate's place, its score relative to
+# the best unnamed function-like candidate, whether the question names it or
+# names the class holding it, whether it is a container, its length (a
+# longer body is likelier to hold the line a change touches), whether and
+# how high full-text search found it (words of the question in its code),
+# whether it was a seed itself, and the path evidence for its file.  Fitted
+# by maximum likelihood on the development half of bench/quality.py (commit
+# messages of eight repositories in five languages; each feature's weight was
+# also checked leaving one repository out) and checked on the repositories
+# of the check half, which it never saw; see docs/benchmarks.md.
+_P_WEIGHTS = (-4.388, -0.360, 0.516, 0.321, 2.333, -1.382, 0.521, 3.007, -0.451, -0.809, 0.904)
+
+
+def target_probability(rank: int, ratio: float, named: bool, member_of_named: bool, kind: str, lines: int,
+                       lexical_rank: int | None = None, seeded: bool = False, path_boost: float = 1.0) -> float:
+    (bias, w_rank, w_ratio, w_named, w_member, w_container, w_lines,
+     w_lexical, w_lexical_rank, w_seeded, w_boost) = _P_WEIGHTS
+    z = (bias + w_rank * math.log(rank + 1) + w_ratio * math.log(min(max(ratio, 1e-6), 4.0))
+         + w_named * named + w_member * member_of_named + w_container * (kind in _CONTAINER_KINDS)
+         + w_lines * math.log(max(lines, 1))
+         + (w_lexical + w_lexical_rank * math.log(lexical_rank + 1) if lexical_rank is not None else 0.0)
+         + w_seeded * seeded + w_boost * math.log(max(path_boost, 1e-3)))
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def _estimate_tokens(doc: FileDoc, unit: Unit) -> int:
+    """A body's tokens, estimated from its characters (about 3.6 a token in code)
+    so offers can be ordered without counting every candidate exactly."""
+    chars = sum(len(line) + 1 for line in doc.lines[unit.start - 1 : unit.end])
+    return max(1, int(chars / 3.6))
 
 
 def _is_inside(node: str, container: Unit) -> bool:

@@ -433,14 +433,25 @@ class CodeGraph(GraphQueries):
                     and self.g.nodes[n]["qualname"].count(".") == 1]
             if len(hits) == 1:
                 return hits[0]
-        if _hops < 2:
+        if _hops < 3:
+            # Re-exports: a module (a package's __init__.py, a barrel index.ts,
+            # a crate's lib.rs) hands on names it imported, one by one
+            # (`from .x import y`, `export { y } from`, `pub use x::y`) or all
+            # at once (`export * from`, `pub use x::*`, `from .x import *`).
             for f in files:
                 b = self._bindings.get(f)
-                bound = b.names.get(member) if b is not None else None
+                if b is None:
+                    continue
+                bound = b.names.get(member)
                 if bound is not None and bound[0] != f:
                     hit = self._member(bound[0], bound[1] or member, _hops + 1)
                     if hit:
                         return hit
+                for wildcard in b.wildcards:
+                    if wildcard != f:
+                        hit = self._member(wildcard, member, _hops + 1)
+                        if hit:
+                            return hit
         return None
 
     def _default_export(self, target: str) -> str | None:

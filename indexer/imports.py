@@ -395,6 +395,12 @@ class ResolveContext:
     # (module path, directory of its go.mod), longest module path first
     go_modules: tuple[tuple[str, str], ...] = ()
     ts_base_url: str | None = None
+    # tsconfig "paths": (pattern, [target patterns]) in the file's order; a
+    # pattern holds at most one "*", targets are project-relative.
+    ts_paths: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # packages of a JavaScript/TypeScript workspace: (name, directory, entry
+    # file or None), longest name first, so `@scope/pkg/sub` finds `@scope/pkg`.
+    js_packages: tuple[tuple[str, str, str | None], ...] = ()
     # directories holding a Rust crate root (lib.rs / main.rs)
     rust_crate_dirs: frozenset[str] = field(default_factory=frozenset)
     # a workspace's library crates: name as `use` spells it (`tokio_util`) -> crate root directory
@@ -425,24 +431,102 @@ def _read_go_mod(path: Path) -> str | None:
     return match.group(1) if match else None
 
 
-def _read_ts_base_url(root: Path) -> str | None:
-    for name in ("tsconfig.json", "jsconfig.json"):
-        try:
-            text = (root / name).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+def _read_json_loose(path: Path) -> dict | None:
+    """A JSON config that may carry comments and trailing commas (tsconfig)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"(^|\s)//[^\n]*", r"\1", text)
+    text = re.sub(r",(\s*[}\]])", r"\1", text)
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _read_ts_config(root: Path) -> tuple[str | None, tuple[tuple[str, tuple[str, ...]], ...]]:
+    """The root tsconfig's (or jsconfig's) ``baseUrl`` and ``paths`` mapping."""
+    for name in ("tsconfig.json", "jsconfig.json", "tsconfig.base.json"):
+        data = _read_json_loose(root / name)
+        if data is None:
             continue
-        # tsconfig allows comments and trailing commas; strip the common forms.
-        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-        text = re.sub(r"(^|\s)//[^\n]*", r"\1", text)
-        text = re.sub(r",(\s*[}\]])", r"\1", text)
-        try:
-            data = json.loads(text)
-        except ValueError:
-            continue
-        base = (data.get("compilerOptions") or {}).get("baseUrl")
-        if isinstance(base, str):
-            return _join(base)
+        options = data.get("compilerOptions") or {}
+        base = options.get("baseUrl")
+        base_dir = _join(base) if isinstance(base, str) else None
+        mapping: list[tuple[str, tuple[str, ...]]] = []
+        paths = options.get("paths")
+        if isinstance(paths, dict):
+            for pattern, targets in paths.items():
+                if isinstance(pattern, str) and isinstance(targets, list) and pattern.count("*") <= 1:
+                    kept = tuple(_join(base_dir or "", t) for t in targets if isinstance(t, str) and t.count("*") <= 1)
+                    if kept:
+                        mapping.append((pattern, kept))
+        if base_dir is not None or mapping:
+            return base_dir, tuple(mapping)
+    return None, ()
+
+
+# Fields of package.json that name a package's entry, most source-like first:
+# a workspace package is imported by name, and its source (not its build
+# output, which is never indexed) is what the import means to a reader.
+_PACKAGE_ENTRY_FIELDS = ("source", "types", "typings", "module", "main")
+
+
+def _package_entry(ctx_files: frozenset[str], directory: str, data: dict) -> str | None:
+    candidates: list[str] = []
+    for field_name in _PACKAGE_ENTRY_FIELDS:
+        value = data.get(field_name)
+        if isinstance(value, str):
+            candidates.append(value)
+    exports = data.get("exports")
+    if isinstance(exports, str):
+        candidates.append(exports)
+    elif isinstance(exports, dict):
+        dot = exports.get(".", exports)
+        if isinstance(dot, str):
+            candidates.append(dot)
+        elif isinstance(dot, dict):
+            candidates += [v for k, v in dot.items() if isinstance(v, str) and k in ("source", "types", "import", "default", "require")]
+    # Built entries (dist/index.js) are not indexed: their source usually
+    # sits under src/ with the same stem.
+    probes: list[str] = []
+    for c in candidates:
+        rel = _join(directory, c)
+        probes.append(rel)
+        stem = posixpath.basename(c)
+        for ext in (".d.ts", ".js", ".mjs", ".cjs", ".ts"):
+            if stem.endswith(ext):
+                stem = stem[: -len(ext)]
+                break
+        probes.append(_join(directory, "src", stem))
+    probes += [_join(directory, "src", "index"), _join(directory, "index")]
+    for probe in probes:
+        hit = _js_probe_files(ctx_files, probe)
+        if hit is not None:
+            return hit
     return None
+
+
+def _js_packages(root: Path, files: frozenset[str], dir_files: dict[str, list[str]]) -> tuple:
+    """Every package.json above the JavaScript/TypeScript files, by package name."""
+    js_dirs = [d for d, names in dir_files.items() if any(n.endswith(_JS_EXTENSIONS) for n in names)]
+    checked: set[str] = set()
+    packages: dict[str, tuple[str, str | None]] = {}
+    for directory in js_dirs:
+        probe = directory
+        while probe not in checked:
+            checked.add(probe)
+            data = _read_json_loose(root / probe / "package.json") if (root / probe / "package.json").is_file() else None
+            name = data.get("name") if data else None
+            if isinstance(name, str) and name and name not in packages:
+                packages[name] = (probe, _package_entry(files, probe, data))
+            if not probe:
+                break
+            probe = _dirname(probe)
+    return tuple(sorted(((n, d, e) for n, (d, e) in packages.items()), key=lambda x: (-len(x[0]), x[0])))
 
 
 def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
@@ -493,6 +577,7 @@ def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
     )
 
     rust_crates = _rust_library_crates(root, dir_files)
+    ts_base_url, ts_paths = _read_ts_config(root)
 
     return ResolveContext(
         root=root,
@@ -501,7 +586,9 @@ def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
         suffixes=dict(suffixes),
         python_roots=tuple(python_roots),
         go_modules=tuple(sorted(go_modules.items(), key=lambda kv: -len(kv[0]))),
-        ts_base_url=_read_ts_base_url(root),
+        ts_base_url=ts_base_url,
+        ts_paths=ts_paths,
+        js_packages=_js_packages(root, file_set, dir_files),
         rust_crate_dirs=rust_crate_dirs,
         rust_crates=rust_crates,
     )
@@ -607,20 +694,24 @@ def _resolve_python(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str
 
 
 def _js_probe(ctx: ResolveContext, target: str) -> str | None:
-    if target in ctx.files:
+    return _js_probe_files(ctx.files, target)
+
+
+def _js_probe_files(files: frozenset[str], target: str) -> str | None:
+    if target in files:
         return target
     for ext, replacements in _JS_SWAP.items():
         if target.endswith(ext):
             stem = target[: -len(ext)]
             for replacement in replacements:
-                if stem + replacement in ctx.files:
+                if stem + replacement in files:
                     return stem + replacement
     for ext in _JS_EXTENSIONS:
-        if target + ext in ctx.files:
+        if target + ext in files:
             return target + ext
     for ext in _JS_EXTENSIONS:
         candidate = _join(target, "index" + ext)
-        if candidate in ctx.files:
+        if candidate in files:
             return candidate
     return None
 
@@ -631,6 +722,32 @@ def _resolve_js(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str | N
         return _js_probe(ctx, _join(_dirname(from_path), spec))
     if spec.startswith("/"):
         return _js_probe(ctx, _join(spec.lstrip("/")))
+    # A monorepo names its own packages as bare specifiers: tsconfig "paths"
+    # first (what the compiler itself resolves), then the workspace's
+    # package.json names, then baseUrl.
+    for pattern, targets in ctx.ts_paths:
+        if "*" in pattern:
+            head, tail = pattern.split("*", 1)
+            if not (spec.startswith(head) and spec.endswith(tail) and len(spec) >= len(head) + len(tail)):
+                continue
+            star = spec[len(head) : len(spec) - len(tail)]
+        elif spec != pattern:
+            continue
+        else:
+            star = ""
+        for target in targets:
+            hit = _js_probe(ctx, target.replace("*", star))
+            if hit is not None:
+                return hit
+    for name, directory, entry in ctx.js_packages:
+        if spec == name:
+            if entry is not None:
+                return entry
+        elif spec.startswith(name + "/"):
+            sub = spec[len(name) + 1 :]
+            hit = _js_probe(ctx, _join(directory, sub)) or _js_probe(ctx, _join(directory, "src", sub))
+            if hit is not None:
+                return hit
     if ctx.ts_base_url is not None:
         return _js_probe(ctx, _join(ctx.ts_base_url, spec))
     return None

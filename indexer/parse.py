@@ -25,7 +25,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans): an index written by another version is re-parsed.
-EXTRACTOR_VERSION = "5"
+EXTRACTOR_VERSION = "6"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300

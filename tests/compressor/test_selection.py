@@ -1,0 +1,91 @@
+"""Selection by expected value per token: what a slice spends its budget on."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from memstrata.compressor import context_query
+from memstrata.compressor.analyze import NameIndex, find_seeds, split_scope
+from memstrata.compressor.slice import target_probability
+from memstrata.indexer.workspace import Workspace
+
+
+def write(root, rel, text):
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+
+
+def _body(name: str, topic: str, n: int) -> str:
+    lines = [f"def {name}(payload, options=None):", f'    """Handle {topic} for the payload."""']
+    for i in range(n):
+        lines.append(f"    step_{i} = payload.get('{topic}_{i}', {i})  # {topic} detail {i}")
+    lines.append(f"    return {' + '.join(f'step_{i}' for i in range(n))}")
+    return "\n".join(lines) + "\n\n\n"
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("selection")
+    topics = ["invoice", "refund", "ledger", "payout", "currency", "tax"]
+    for t in topics:
+        text = "".join(_body(f"{t}_{k}", t, 12) for k in ("parse", "check", "store", "render"))
+        write(root, f"billing/{t}.py", text)
+    write(root, "billing/api.py", "from billing.refund import refund_check, refund_store\n\n\n"
+          "def issue_refund(payload):\n    refund_check(payload)\n    return refund_store(payload)\n")
+    write(root, "shims/compat.py", "def io(stream):\n    return stream\n")
+    write(root, "io/simplex.py", "class SimplexStream:\n    def write(self, data):\n        if not data:\n"
+          "            return 0\n        return len(data)\n")
+    with Workspace.open(root) as w:
+        w.index()
+        yield w
+
+
+def test_a_larger_budget_buys_bodies_not_only_signatures(ws):
+    question = "refund check and store go wrong when the payload has a refund detail"
+    small = context_query(ws, question, max_tokens=900)
+    large = context_query(ws, question, max_tokens=3000)
+    assert len(large.full_symbols) > len(small.full_symbols)
+    # What the question is most about is whole at both budgets.
+    assert {"billing/refund.py::refund_check", "billing/refund.py::refund_store"} <= set(small.full_symbols)
+
+
+def test_the_budget_is_never_exceeded(ws):
+    for budget in (200, 600, 1500, 4000):
+        sl = context_query(ws, "how are invoices and refunds rendered", max_tokens=budget)
+        assert sl.tokens <= budget
+
+
+def test_target_probability_follows_the_rankings_confidence():
+    p = lambda **kw: target_probability(**{"rank": 3, "ratio": 0.5, "named": False, "member_of_named": False,
+                                           "kind": "function", "lines": 20, **kw})
+    assert p(rank=0) > p(rank=3) > p(rank=40)
+    assert p(ratio=1.0) > p(ratio=0.5) > p(ratio=0.01)
+    assert p(lexical_rank=0) > p(lexical_rank=30) > p()
+    assert p(kind="class") < p(kind="function")
+    assert p(member_of_named=True) > p()
+    assert all(0.0 < p(rank=r, ratio=x) < 1.0 for r in (0, 10, 150) for x in (4.0, 1.0, 1e-9))
+
+
+@pytest.mark.parametrize("message, scope", [
+    ("io: handle empty writes", "io: "),
+    ("fix(parser): keep comments", "fix(parser): "),
+    ("tokio-util, net: stop after EOF", "tokio-util, net: "),
+    ("Fix: capitalised words are prose", ""),
+    ("Add `io` support", ""),
+])
+def test_a_commit_scope_is_split_off(message, scope):
+    assert split_scope(message)[0] == scope
+
+
+def test_a_commit_scope_is_path_evidence_not_a_named_symbol(ws):
+    graph = ws.graph
+    names = NameIndex(graph)
+    scoped = find_seeds("io: handle empty writes in the simplex stream", graph, names, ws.store, False)
+    assert "shims/compat.py::io" not in scoped.named
+    assert scoped.path_boost("io/simplex.py") > 1.0
+    # Written as code in the message body, the same word still names the function.
+    named = find_seeds("make `io()` return the stream unchanged", graph, names, ws.store, False)
+    assert "shims/compat.py::io" in named.named
