@@ -18,6 +18,7 @@ from .store import DEFAULT_BRANCH, DEFAULT_SPACE, FAILED_FORK_VERSIONS, REGISTRY
 from . import errors
 from .commands import EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, EFFECT_UNCHANGED, check_branch_name, handler, page
 from .errors import StrataError
+from .merges import merge_parent
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -42,9 +43,16 @@ def branch_json(e: Engine, b: Branch) -> dict:
         p = e.store.branch_by_id(b.parent)
         parent = {"name": p.name, "branch_id": branch_id(p), "generation": p.generation,
                   "fork_version": b.fork_version, "fork_timestamp": b.fork_timestamp}
-    return {"name": b.name, "branch_id": branch_id(b), "generation": b.generation, "status": b.status,
-            "parent": parent, "created_at": b.created_at, "deleted_at": b.deleted_at,
-            "state_revision": b.state_revision}
+    out = {"name": b.name, "branch_id": branch_id(b), "generation": b.generation, "status": b.status,
+           "parent": parent}
+    last = merge_parent(e, b)
+    if last is not None:
+        source = e.store.branch_by_id(last["source"])
+        out["merge_parent"] = {"source_name": last["source_name"], "source_branch_id": branch_id(source),
+                               "source_generation": last["source_generation"],
+                               "merged_at": last["merged_at"], "merged_timestamp": last["merged_at"]}
+    out.update(created_at=b.created_at, deleted_at=b.deleted_at, state_revision=b.state_revision)
+    return out
 
 
 @handler("branch_list")

@@ -29,6 +29,7 @@ from .wire import SPECS, NumberRangeError, WireError, check_number_range, comman
 # Imported for their side effect: each registers its handlers in HANDLERS.
 from . import admin, branches, events, graph, jsondocs, kv, vectors  # noqa: F401
 from . import graph_analytics, graph_batch  # noqa: F401
+from . import merges, ontology  # noqa: F401
 
 log = logging.getLogger("memstrata.strata")
 _KNOWN = frozenset(WIRE_TYPES)

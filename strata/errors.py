@@ -123,6 +123,25 @@ _CODES.update({
     "failed_precondition.engine.graph_negative_weight": ("never", "not_started", _FIX_GRAPH),
 })
 
+# Graph ontologies and entity bindings, and branch promotion (issue 23).
+_CODES.update({
+    "unsupported.engine.graph_binding_cross_branch": (
+        "never", "not_applicable",
+        "Bind graph relationships to targets on the node's own branch; cross-branch bindings are not supported in V1."),
+    **{code: ("never", "not_started", _FIX_GRAPH) for code in (
+        "invalid_argument.engine.graph_binding", "invalid_argument.engine.graph_type_name",
+        "invalid_argument.engine.graph_type_name_reserved", "invalid_argument.engine.graph_property_name",
+        "invalid_argument.engine.graph_type_hint", "failed_precondition.engine.graph_ontology_freeze",
+        "failed_precondition.engine.graph_ontology_frozen", "failed_precondition.engine.graph_ontology_node_type",
+        "failed_precondition.engine.graph_ontology_required_property",
+        "failed_precondition.engine.graph_ontology_edge_type",
+        "failed_precondition.engine.graph_ontology_endpoint_type")},
+    "invalid_argument.engine.branch_point": ("never", "not_started", _FIX_FIELD),
+    "conflict.engine.promotion": (
+        "after_state_change", "not_started",
+        "Reload current state and retry against the latest branch, space, or collection version."),
+})
+
 NON_RETRYABLE = ("never", "unknown")
 # Codes of this server point at its own documentation (docs/strata.md in MemStrata), not at stratadb.org.
 SERVER_DOCS = "docs/strata.md#errors"

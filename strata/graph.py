@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 from .store import (
-    GRAPH, GRAPH_IN, GRAPH_NODE, GRAPH_OUT, View, prefix_end, split_tuple_key, tuple_key,
+    GRAPH, GRAPH_IN, GRAPH_NODE, GRAPH_ONTOLOGY, GRAPH_OUT, View, prefix_end, split_tuple_key, tuple_key,
 )
 
 from .commands import (
     EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, name_page, page, take,
 )
 from .errors import StrataError
+from .ontology_rules import check_binding, check_edge_against, check_node_against, check_type_name, load_ontology
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -88,13 +89,39 @@ class Node:
     node_id: str
     properties: Any
     version: int
+    object_type: str | None = None
+    binding: dict | None = None
 
     def json(self, graph: str) -> dict:
         out: dict = {"graph": graph, "node_id": self.node_id}
         if self.properties is not None:
             out["properties"] = self.properties
+        if self.binding is not None:
+            out["binding"] = self.binding
+        if self.object_type is not None:
+            out["object_type"] = self.object_type
         out.update(version=self.version, timestamp=self.version)
         return out
+
+
+def node_aux(properties: Any, object_type: str | None = None, binding: dict | None = None) -> str | None:
+    """A node row's aux: its properties object, or ``[properties, object_type, binding]`` when typed or bound.
+
+    Properties are always an object (or absent), so a list marks the typed form
+    and rows written before types existed read unchanged.
+    """
+    if object_type is None and binding is None:
+        return None if properties is None else json.dumps(properties)
+    return json.dumps([properties, object_type, binding])
+
+
+def node_from(node_id: str, aux: str | None, version: int) -> Node:
+    if not aux:
+        return Node(node_id, None, version)
+    raw = json.loads(aux)
+    if isinstance(raw, list):
+        return Node(node_id, raw[0], version, raw[1], raw[2])
+    return Node(node_id, raw, version)
 
 
 @dataclass(slots=True)
@@ -119,7 +146,7 @@ def load_node(e: Engine, view: View, space: str, graph: str, node_id: str) -> No
     entry = e.store.live(view, space, GRAPH_NODE, tuple_key(graph, node_id))
     if entry is None:
         return None
-    return Node(node_id, json.loads(entry.aux) if entry.aux else None, entry.version)
+    return node_from(node_id, entry.aux, entry.version)
 
 
 def _edge_from(aux: str, src: str, edge_type: str, dst: str, version: int) -> Edge:
@@ -196,8 +223,13 @@ def graph_delete(e: Engine, a: dict) -> dict:
             for entry in list(e.store.scan(view, space, kind, prefix, prefix_end(prefix), batch=4096)):
                 tx.delete(space, kind, entry.key)
         tx.delete(space, GRAPH, g.name.encode("utf-8"))
+        # The ontology record goes with its graph, and counts as one more deletion.
+        has_ontology = load_ontology(e, view, space, g.name) is not None
+        if has_ontology:
+            tx.delete(space, GRAPH_ONTOLOGY, g.name.encode("utf-8"))
     return {"type": "graph_delete_result", "data": {
-        "graph": g.name, "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, 0, g.nodes + g.edges + 1)}}
+        "graph": g.name, "effect": dict(EFFECT_DELETED),
+        "commit": e.receipt(tx, 0, g.nodes + g.edges + 1 + has_ontology)}}
 
 
 @handler("graph_list")
@@ -218,17 +250,18 @@ def graph_get_meta(e: Engine, a: dict) -> dict:
 @handler("graph_add_node")
 def graph_add_node(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
-    if a.get("binding") is not None or a.get("object_type") is not None:
-        raise StrataError("unsupported.server.argument",
-                          "graph node bindings and object types are not supported by this server")
     check_node_id(a["node_id"])
+    if a.get("object_type") is not None:
+        check_type_name(a["object_type"])
     properties = check_properties(a.get("properties"))
+    binding = check_binding(a.get("binding"), b)
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
+    check_node_against(load_ontology(e, view, space, g.name), a.get("object_type"), properties)
     created = load_node(e, view, space, g.name, a["node_id"]) is None
     with e.store.commit(b) as tx:
         tx.put(space, GRAPH_NODE, tuple_key(g.name, a["node_id"]), b"",
-               None if properties is None else json.dumps(properties))
+               node_aux(properties, a.get("object_type"), binding))
         g.nodes += created
         _save_graph(tx, space, g)
     return {"type": "graph_node_write_result", "data": {
@@ -275,10 +308,11 @@ def graph_add_edge(e: Engine, a: dict) -> dict:
     properties = check_properties(a.get("properties"))
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
-    if (load_node(e, view, space, g.name, a["src"]) is None
-            or load_node(e, view, space, g.name, a["dst"]) is None):
+    src, dst = load_node(e, view, space, g.name, a["src"]), load_node(e, view, space, g.name, a["dst"])
+    if src is None or dst is None:
         raise StrataError("invalid_argument.engine.graph_edge_endpoint",
                           "graph edge endpoints must exist before an edge can be written")
+    check_edge_against(load_ontology(e, view, space, g.name), a["edge_type"], src.object_type, dst.object_type)
     created = load_edge(e, view, space, g.name, a["src"], a["edge_type"], a["dst"]) is None
     weight = 1.0 if a.get("weight") is None else a["weight"]
     with e.store.commit(b) as tx:
@@ -365,7 +399,7 @@ def _nodes(e: Engine, view: View, space: str, graph: str, start: str = "", after
         node_id = split_tuple_key(entry.key)[1]
         if prefix and not node_id.startswith(prefix):
             continue
-        yield Node(node_id, json.loads(entry.aux) if entry.aux else None, entry.version)
+        yield node_from(node_id, entry.aux, entry.version)
 
 
 @handler("graph_list_nodes")

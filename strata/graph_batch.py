@@ -15,7 +15,6 @@ the first chunk lands.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from .store import GRAPH_IN, GRAPH_NODE, GRAPH_OUT, tuple_key
@@ -24,8 +23,9 @@ from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, effect, handler
 from .errors import StrataError
 from .graph import (
     Edge, _drop_edge, _save_graph, _write_edge, check_graph_name, check_node_id, check_properties, edges_of,
-    load_edge, load_node, require_graph,
+    load_edge, load_node, node_aux, require_graph,
 )
+from .ontology_rules import check_binding, check_edge_against, check_node_against, check_type_name, load_ontology
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -39,10 +39,11 @@ def _check_edge_type(edge_type: str) -> None:
         raise StrataError("invalid_argument.engine.graph_edge_type", "graph edge type must not be empty")
 
 
-def _no_typing(data: dict) -> None:
-    if data.get("object_type") is not None or data.get("binding") is not None:
-        raise StrataError("unsupported.server.argument",
-                          "graph node bindings and object types are not supported by this server")
+def _typing(data: dict, b) -> None:
+    """Checks a node row's object type and binding, and keeps the binding in its stored form."""
+    if data.get("object_type") is not None:
+        check_type_name(data["object_type"])
+    data["binding"] = check_binding(data.get("binding"), b)
 
 
 def _endpoint_missing(later: bool) -> StrataError:
@@ -59,11 +60,12 @@ def _endpoint_missing(later: bool) -> StrataError:
 def graph_batch_write(e: Engine, a: dict) -> dict:
     ops = a["operations"]
     check_graph_name(a["graph"])
+    b, space = e.scope(a)
     for op in ops:
         if op["type"] in ("upsert_node", "delete_node"):
             check_node_id(op["node_id"])
             if op["type"] == "upsert_node":
-                _no_typing(op["data"])
+                _typing(op["data"], b)
                 op["properties"] = check_properties(op["data"].get("properties"))
         else:
             check_node_id(op["src"])
@@ -71,17 +73,26 @@ def graph_batch_write(e: Engine, a: dict) -> dict:
             _check_edge_type(op["edge_type"])
             if op["type"] == "upsert_edge":
                 op["properties"] = check_properties(op["data"].get("properties"))
-    b, space = e.scope(a)
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
+    onto = load_ontology(e, view, space, g.name)
+    for op in ops:
+        if op["type"] == "upsert_node":
+            check_node_against(onto, op["data"].get("object_type"), op["properties"])
 
-    nodes: dict[str, Any] = {}  # node id -> properties (live) or False (deleted), as the batch leaves it
+    # node id -> (properties, object type, binding) while live, False once deleted, as the batch leaves it
+    nodes: dict[str, Any] = {}
     edges: dict[tuple[str, str, str], Edge | None] = {}
 
     def node_live(node_id: str) -> bool:
         if node_id in nodes:
             return nodes[node_id] is not False
         return load_node(e, view, space, g.name, node_id) is not None
+
+    def node_type(node_id: str) -> str | None:
+        if node_id in nodes:
+            return nodes[node_id][1]
+        return load_node(e, view, space, g.name, node_id).object_type
 
     def edge_live(key: tuple[str, str, str]) -> bool:
         if key in edges:
@@ -108,7 +119,7 @@ def graph_batch_write(e: Engine, a: dict) -> dict:
         kind = op["type"]
         if kind == "upsert_node":
             created = not node_live(op["node_id"])
-            nodes[op["node_id"]] = op["properties"]
+            nodes[op["node_id"]] = (op["properties"], op["data"].get("object_type"), op["data"]["binding"])
             outcomes.append((kind, True, effect(created), {"created": created}))
         elif kind == "delete_node":
             if not node_live(op["node_id"]):
@@ -124,6 +135,7 @@ def graph_batch_write(e: Engine, a: dict) -> dict:
                 missing = [end for end in (op["src"], op["dst"]) if not node_live(end)]
                 if missing:
                     raise _endpoint_missing(any(end in upserted_later[i] for end in missing))
+                check_edge_against(onto, op["edge_type"], node_type(op["src"]), node_type(op["dst"]))
                 created = not edge_live(key)
                 weight = 1.0 if op["data"].get("weight") is None else op["data"]["weight"]
                 edges[key] = Edge(*key, weight, op["properties"], 0)
@@ -143,12 +155,12 @@ def graph_batch_write(e: Engine, a: dict) -> dict:
         deletes = len(nodes) + len(edges) - puts
         with e.store.commit(b) as tx:
             tx.register_space(view, space)
-            for node_id, properties in nodes.items():
+            for node_id, row in nodes.items():
                 key = tuple_key(g.name, node_id)
-                if properties is False:
+                if row is False:
                     tx.delete(space, GRAPH_NODE, key)
                 else:
-                    tx.put(space, GRAPH_NODE, key, b"", None if properties is None else json.dumps(properties))
+                    tx.put(space, GRAPH_NODE, key, b"", node_aux(*row))
             for key, edge in edges.items():
                 if edge is None:
                     _drop_edge(tx, space, g.name, *key)
@@ -172,23 +184,34 @@ def graph_bulk_insert(e: Engine, a: dict) -> dict:
     check_graph_name(a["graph"])
     nodes = a.get("nodes") or []
     edges = a.get("edges") or []
+    b, space = e.scope(a)
     for n in nodes:
         check_node_id(n["node_id"])
-        _no_typing(n)
+        _typing(n, b)
         n["properties"] = check_properties(n.get("properties"))
     for x in edges:
         check_node_id(x["src"])
         check_node_id(x["dst"])
         _check_edge_type(x["edge_type"])
         x["properties"] = check_properties(x.get("properties"))
-    b, space = e.scope(a)
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
-    incoming = {n["node_id"] for n in nodes}
+    onto = load_ontology(e, view, space, g.name)
+    for n in nodes:
+        check_node_against(onto, n.get("object_type"), n["properties"])
+    # The last row for a node id is the one its edges will see.
+    incoming = {n["node_id"]: n.get("object_type") for n in nodes}
     for x in edges:
+        types = []
         for end in (x["src"], x["dst"]):
-            if end not in incoming and load_node(e, view, space, g.name, end) is None:
+            if end in incoming:
+                types.append(incoming[end])
+                continue
+            node = load_node(e, view, space, g.name, end)
+            if node is None:
                 raise _endpoint_missing(False)
+            types.append(node.object_type)
+        check_edge_against(onto, x["edge_type"], *types)
     size = BULK_CHUNK if a.get("chunk_size") is None else min(max(a["chunk_size"], 1), BULK_CHUNK_MAX)
     commits, receipt = 0, None
     for rows, is_node in ((nodes, True), (edges, False)):
@@ -203,8 +226,8 @@ def graph_bulk_insert(e: Engine, a: dict) -> dict:
                         key = tuple_key(g.name, row["node_id"])
                         if row["node_id"] not in fresh and e.store.live(view, space, GRAPH_NODE, key) is None:
                             fresh.add(row["node_id"])
-                        props = row["properties"]
-                        tx.put(space, GRAPH_NODE, key, b"", None if props is None else json.dumps(props))
+                        tx.put(space, GRAPH_NODE, key, b"",
+                               node_aux(row["properties"], row.get("object_type"), row["binding"]))
                     else:
                         ident = (row["src"], row["edge_type"], row["dst"])
                         if ident not in fresh and load_edge(e, view, space, g.name, *ident) is None:

@@ -45,6 +45,10 @@ DEFAULT_SPACE = "default"
 KV, JSON, VECTOR_COLLECTION, VECTOR, GRAPH, GRAPH_NODE, GRAPH_OUT, GRAPH_IN, SPACE = range(1, 10)
 # JSON index definitions (kept apart from the range above, which other kinds extend).
 JSON_INDEX = 20
+# A graph's ontology record, keyed by the graph name (issue 23).
+GRAPH_ONTOLOGY = 21
+# Promotion records of a target branch, in the registry space (issue 23).
+MERGE = 22
 
 # Space records live outside every product space.
 REGISTRY_SPACE = ""

@@ -625,3 +625,72 @@ SPECS.update({s.wire: s for s in (
           AS_OF, AS_OF_TIME),
     _spec("graph_sample", *SCOPE, GRAPH_ARG, ("count", u64)),
 )})
+
+
+# -- graph ontologies and entity bindings (issue 23) ---------------------------------------
+
+BINDING_TARGET = struct("GraphBindingTarget", ("primitive", enum("kv", "json", "vector", "event", "graph"), R),
+                        ("branch", string), ("space", string, R), ("key", string, R))
+BINDING = struct("GraphEntityBinding", ("target", BINDING_TARGET, R))
+
+
+def _property_def(v: Any) -> dict:
+    """GraphPropertyDef: an optional value-type hint and ``required`` (default false, never null)."""
+    if isinstance(v, list):
+        if len(v) > 2:
+            raise WireError(f"invalid length {len(v)}, expected 2 elements in sequence")
+        if not v:
+            raise WireError("invalid length 0, expected struct GraphPropertyDef with 2 elements")
+        v = dict(zip(("value_type", "required"), v))
+    elif not isinstance(v, dict):
+        raise invalid_type(v, "struct GraphPropertyDef")
+    out = {"value_type": None, "required": False}
+    if v.get("value_type") is not None:
+        out["value_type"] = string(v["value_type"])
+    if "required" in v:
+        out["required"] = boolean(v["required"])
+    return out
+
+
+def property_defs(v: Any) -> dict:
+    if not isinstance(v, dict):
+        raise invalid_type(v, "a map")
+    return {k: _property_def(x) for k, x in v.items()}
+
+
+SPECS.update({s.wire: s for s in (
+    _spec("graph_add_node", *SCOPE, ("graph", string, R), ("node_id", string, R), ("properties", any_json),
+          ("binding", BINDING), ("object_type", string)),
+    _spec("graph_define_object_type", *SCOPE, GRAPH_ARG, ("name", string, R), ("properties", property_defs)),
+    _spec("graph_define_link_type", *SCOPE, GRAPH_ARG, ("name", string, R), ("source", string, R),
+          ("target", string, R), ("cardinality", string), ("properties", property_defs)),
+    _spec("graph_delete_object_type", *SCOPE, GRAPH_ARG, ("name", string, R)),
+    _spec("graph_delete_link_type", *SCOPE, GRAPH_ARG, ("name", string, R)),
+    _spec("graph_freeze_ontology", *SCOPE, GRAPH_ARG),
+    _spec("graph_get_ontology", *SCOPE, GRAPH_ARG, AS_OF, AS_OF_TIME),
+    _spec("graph_ontology_summary", *SCOPE, GRAPH_ARG, AS_OF, AS_OF_TIME),
+    _spec("graph_nodes_by_type", *SCOPE, GRAPH_ARG, ("object_type", string, R), ("cursor", string),
+          ("limit", u64), AS_OF, AS_OF_TIME),
+    _spec("graph_bindings_for_entity", *SCOPE, ("target", BINDING_TARGET, R), ("cursor", string), ("limit", u64),
+          AS_OF, AS_OF_TIME),
+    _spec("graph_apply_delete_policy", *SCOPE, ("target", BINDING_TARGET, R),
+          ("policy", enum("cascade", "detach", "keep_dangling"), R)),
+)})
+# Node rows of batches and bulk inserts carry the same binding.
+_BATCH_OPS["upsert_node"] = _spec(
+    "upsert_node", ("node_id", string, R),
+    ("data", loose_struct("GraphNodeData", ("properties", any_json), ("object_type", string), ("binding", BINDING)), R))
+BULK_NODE = strict_struct("GraphBulkNode", ("node_id", string, R), ("properties", any_json), ("binding", BINDING),
+                          ("object_type", string))
+SPECS["graph_bulk_insert"] = _spec("graph_bulk_insert", *SCOPE, GRAPH_ARG, ("nodes", seq_of(BULK_NODE)),
+                                   ("edges", seq_of(BULK_EDGE)), ("chunk_size", u64))
+
+
+# -- branch comparison and promotion (issue 23) ----------------------------------------------
+
+_STRATEGY = ("strategy", enum("strict", "source_wins"))
+SPECS.update({s.wire: s for s in (
+    _spec("branch_diff", ("branch_a", string, R), ("branch_b", string, R), ("at_timestamp", u64)),
+    _spec("branch_merge", ("source", string, R), ("target", string, R), _STRATEGY),
+    _spec("branch_preview", ("source", string, R), ("target", string, R), _STRATEGY),
+)})

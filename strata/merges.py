@@ -1,0 +1,301 @@
+"""Comparing branches and promoting one into another: ``branch_diff``, ``branch_preview``, ``branch_merge``.
+
+Every entity is named the way the engine names it in these answers: its
+*identity*, the bytes of its key (a KV key, a document id) or, for entities
+inside a container, the container names each as a big-endian u16 length and
+the bytes (``u16 len | collection | vector key``, ``u16 len | graph | u16 len
+| node``), and an event by its sequence as u64 big-endian.  Entities compare
+by content, so two branches that wrote the same value agree.
+
+A promotion is a three-way merge over KV, JSON and vectors: the *branch
+point* is the fork version between a parent and its direct child (either
+way round), moved up to the source's head at the last promotion of the same
+source into the same target.  What the source changed since that point is
+applied unless the target changed the same entity to something else (a
+conflict: ``strict`` refuses the whole promotion, ``source_wins`` applies
+the source's side).  Events and graphs are compared, never merged.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .store import (
+    GRAPH, GRAPH_NODE, GRAPH_ONTOLOGY, GRAPH_OUT, JSON, KV, MERGE, REGISTRY_SPACE, VECTOR, VECTOR_COLLECTION,
+    Branch, View, split_tuple_key, tuple_key,
+)
+
+from .commands import check_branch_name, dumps, handler
+from .errors import StrataError, branch_missing
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+COVERED = ("kv", "json", "vector")
+UNSUPPORTED = ("vector_collection", "event", "graph_metadata", "graph_node", "graph_edge", "graph_ontology")
+CAPABILITIES = COVERED + UNSUPPORTED
+_KIND = {"kv": KV, "json": JSON, "vector": VECTOR, "vector_collection": VECTOR_COLLECTION, "graph_metadata": GRAPH,
+         "graph_node": GRAPH_NODE, "graph_edge": GRAPH_OUT, "graph_ontology": GRAPH_ONTOLOGY}
+# What a promotion leaves for the derived state of each capability it touched.
+DERIVED = {"json": "rebuild_required", "vector": "current"}
+
+
+def _seg(text: str) -> bytes:
+    raw = text.encode("utf-8")
+    return struct.pack(">H", len(raw)) + raw
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+class Row:
+    """One entity of one capability: its identity, comparable content, version and stored row."""
+
+    __slots__ = ("identity", "content", "version", "entry")
+
+    def __init__(self, identity: bytes, content: bytes, version: int, entry=None):
+        self.identity, self.content, self.version, self.entry = identity, content, version, entry
+
+
+def _vector_content(value: bytes, aux: str) -> bytes:
+    extra = json.loads(aux)
+    embedding = [float(x) for x in np.frombuffer(value, dtype=np.float32)]
+    return dumps({"embedding": embedding, "metadata": extra.get("m")}).encode("utf-8")
+
+
+def rows(e: Engine, view: View, space: str, capability: str) -> dict[bytes, Row]:
+    """The live entities of one capability in one space, by identity."""
+    out: dict[bytes, Row] = {}
+    if capability == "event":
+        for ev in e.store.events(view, space, batch=4096):
+            out[struct.pack(">Q", ev.sequence)] = Row(struct.pack(">Q", ev.sequence), ev.hash, ev.version)
+        return out
+    for entry in e.store.scan(view, space, _KIND[capability], batch=4096):
+        if capability in ("kv", "json"):
+            row = Row(entry.key, entry.value, entry.version, entry)
+        elif capability == "vector":
+            coll, key = split_tuple_key(entry.key)
+            row = Row(_seg(coll) + key.encode("utf-8"), _vector_content(entry.value, entry.aux), entry.version, entry)
+        elif capability == "vector_collection":
+            meta = json.loads(entry.aux)
+            row = Row(_seg(entry.key.decode("utf-8")), f"{meta['dimension']}/{meta['metric']}".encode(),
+                      entry.version, entry)
+        elif capability == "graph_metadata":
+            meta = json.loads(entry.aux)
+            row = Row(_seg(entry.key.decode("utf-8")), f"{meta['nodes']}/{meta['edges']}".encode(), entry.version)
+        else:  # graph nodes, edges (by source), ontologies
+            parts = split_tuple_key(entry.key) if capability != "graph_ontology" else [entry.key.decode("utf-8")]
+            row = Row(b"".join(_seg(p) for p in parts), (entry.aux or "").encode("utf-8"), entry.version)
+        out[row.identity] = row
+    return out
+
+
+def _spaces(e: Engine, *views: View) -> list[str]:
+    found = {"default"}
+    for view in views:
+        found.update(e.store.spaces(view))
+    return sorted(found)
+
+
+def _branches(e: Engine, first: str, second: str) -> tuple[Branch, Branch]:
+    check_branch_name(first)
+    check_branch_name(second)
+    out = []
+    for name in (first, second):
+        b = e.store.branch(name)
+        if b is None:
+            raise branch_missing(name)
+        out.append(b)
+    return out[0], out[1]
+
+
+def _differs(capability: str, left: Row, right: Row) -> bool:
+    if left.content != right.content:
+        return True
+    # A document's revision counter is part of what the engine compares.
+    return capability == "json" and left.entry.aux != right.entry.aux
+
+
+@handler("branch_diff")
+def branch_diff(e: Engine, a: dict) -> dict:
+    first, second = _branches(e, a["branch_a"], a["branch_b"])
+    at = a.get("at_timestamp")
+    va, vb = e.store.view(first, at), e.store.view(second, at)
+    out = []
+    for space in _spaces(e, va, vb):
+        for capability in CAPABILITIES:
+            left, right = rows(e, va, space, capability), rows(e, vb, space, capability)
+            added = [{"identity": _b64(i), "version": right[i].version} for i in sorted(right.keys() - left.keys())]
+            removed = [{"identity": _b64(i), "version": left[i].version} for i in sorted(left.keys() - right.keys())]
+            modified = [{"identity": _b64(i), "version": right[i].version} for i in sorted(left.keys() & right.keys())
+                        if _differs(capability, left[i], right[i])]
+            if added or removed or modified:
+                out.append({"space": space, "capability": capability, "added": added, "removed": removed,
+                            "modified": modified})
+    return {"type": "branch_comparison", "data": {"branch_a": first.name, "branch_b": second.name, "spaces": out}}
+
+
+# -- promotion -----------------------------------------------------------------------------
+
+
+def _merge_key(target: Branch, source: Branch | None = None) -> bytes:
+    return tuple_key(target.name) if source is None else tuple_key(target.name, source.name)
+
+
+def merge_parent(e: Engine, b: Branch) -> dict | None:
+    """The record of the last promotion into ``b`` (source id, name, generation, merged_at), or None."""
+    if b.status != "active":
+        return None
+    entry = e.store.live(e.store.view(b), REGISTRY_SPACE, MERGE, _merge_key(b))
+    return None if entry is None else json.loads(entry.aux)
+
+
+def branch_point(e: Engine, source: Branch, target: Branch) -> int:
+    if source.parent == target.id and source.id != target.id:
+        point = source.fork_version
+    elif target.parent == source.id and source.id != target.id:
+        point = target.fork_version
+    else:
+        raise StrataError("invalid_argument.engine.branch_point",
+                          "no branch point: the two branches are not in a direct fork lineage")
+    last = e.store.live(e.store.view(target), REGISTRY_SPACE, MERGE, _merge_key(target, source))
+    if last is not None:
+        point = max(point, json.loads(last.aux)["source_version"])
+    return point
+
+
+def _plan(e: Engine, source: Branch, target: Branch, point: int, strategy: str) -> dict:
+    vs, vt, vbase = e.store.view(source), e.store.view(target), e.store.view(source, point)
+    spaces = _spaces(e, vs, vt)
+    applied, deleted, conflicts, changed = [], [], [], set()
+    writes: list[tuple[str, str, Row | None, Row | None]] = []  # (space, capability, source row, target row)
+    for space in spaces:
+        for capability in COVERED:
+            src, tgt, base = (rows(e, v, space, capability) for v in (vs, vt, vbase))
+            for ident in sorted(src.keys() | base.keys()):
+                s, b, t = src.get(ident), base.get(ident), tgt.get(ident)
+                content = (lambda r: None if r is None else r.content)
+                # A side changed the entity when it holds other content than the branch point, or
+                # rewrote it since (a rewrite with the same content still counts, as in the engine).
+                if content(s) == content(b) and (s is None or s.version <= point):
+                    continue
+                changed.add(capability)
+                target_changed = content(t) != content(b) or (t is not None and t.version > point)
+                if target_changed and content(t) == content(s):
+                    continue
+                place = {"capability": capability, "space": space, "identity": _b64(ident)}
+                if target_changed:
+                    conflict = dict(place)
+                    if s is not None:
+                        conflict["source_value"] = _b64(s.content)
+                    if t is not None:
+                        conflict["target_value"] = _b64(t.content)
+                    conflict["kind"] = "value_divergence" if s is not None and t is not None \
+                        else "modify_delete_divergence"
+                    conflict["strategy_result"] = "refused" if strategy == "strict" else "source_wins"
+                    conflicts.append(conflict)
+                    if strategy == "strict":
+                        continue
+                if s is not None:
+                    applied.append({**place, "value": _b64(s.content)})
+                else:
+                    deleted.append(place)
+                writes.append((space, capability, s, t))
+    return {"spaces": spaces, "applied": applied, "deleted": deleted, "conflicts": conflicts,
+            "changed": changed, "writes": writes}
+
+
+def _derived(capabilities: set) -> list[dict]:
+    return [{"capability": c, "disposition": DERIVED[c]} for c in ("json", "vector") if c in capabilities]
+
+
+def _tail(plan: dict, derived: set) -> dict:
+    return {"conflicts": plan["conflicts"], "spaces_covered": plan["spaces"],
+            "capabilities_covered": list(COVERED), "capabilities_unsupported": list(UNSUPPORTED),
+            "derived_state": _derived(derived)}
+
+
+@handler("branch_preview")
+def branch_preview(e: Engine, a: dict) -> dict:
+    source, target = _branches(e, a["source"], a["target"])
+    point = branch_point(e, source, target)
+    strategy = a.get("strategy") or "strict"
+    plan = _plan(e, source, target, point, strategy)
+    return {"type": "branch_preview", "data": {
+        "source": source.name, "target": target.name, "branch_point": point, "strategy": strategy,
+        **_tail(plan, plan["changed"])}}
+
+
+@handler("branch_merge")
+def branch_merge(e: Engine, a: dict) -> dict:
+    source, target = _branches(e, a["source"], a["target"])
+    point = branch_point(e, source, target)
+    strategy = a.get("strategy") or "strict"
+    plan = _plan(e, source, target, point, strategy)
+    if strategy == "strict" and plan["conflicts"]:
+        raise StrataError("conflict.engine.promotion",
+                          f"promotion of `{source.name}` into `{target.name}` refused: "
+                          f"{len(plan['conflicts'])} conflict(s)")
+    head: dict = {"source": source.name, "target": target.name, "branch_point": point, "strategy": strategy}
+    if plan["writes"]:
+        head.update(_apply(e, source, target, plan["writes"]))
+    touched = {w[1] for w in plan["writes"]}
+    return {"type": "branch_merge", "data": {
+        **head, "applied": plan["applied"], "deleted": plan["deleted"], **_tail(plan, touched)}}
+
+
+def _apply(e: Engine, source: Branch, target: Branch, writes: list) -> dict:
+    vt, vs = e.store.view(target), e.store.view(source)
+    source_head = e.store.latest(source.id)
+    counts: dict[tuple[str, str], int] = {}  # (space, collection) -> change in live vectors
+    # The engine spends a version on the promotion record before the commit that carries it.
+    e.store.burn_versions(1)
+    with e.store.commit(target) as tx:
+        for space in dict.fromkeys(w[0] for w in writes):
+            tx.register_space(vt, space)
+        # Collections travel with a promotion (their vectors need them): those the target lacks are copied.
+        for space in _spaces(e, vs):
+            for entry in e.store.scan(vs, space, VECTOR_COLLECTION, batch=4096):
+                if e.store.live(vt, space, VECTOR_COLLECTION, entry.key) is None:
+                    tx.register_space(vt, space)
+                    meta = json.loads(entry.aux)
+                    meta["count"] = 0
+                    tx.put(space, VECTOR_COLLECTION, entry.key, b"", json.dumps(meta))
+        for space, capability, s, t in writes:
+            kind = _KIND[capability]
+            key = (s or t).entry.key
+            if s is not None:
+                tx.put(space, kind, key, s.entry.value, s.entry.aux)
+            else:
+                tx.delete(space, kind, key)
+            if capability == "vector":
+                coll = split_tuple_key(key)[0]
+                counts[(space, coll)] = counts.get((space, coll), 0) + (s is not None) - (t is not None)
+        for (space, coll), delta in counts.items():
+            record = e.store.live(vt, space, VECTOR_COLLECTION, coll.encode("utf-8")) \
+                or e.store.live(vs, space, VECTOR_COLLECTION, coll.encode("utf-8"))
+            if record is None:
+                continue
+            meta = json.loads(record.aux)
+            if e.store.live(vt, space, VECTOR_COLLECTION, coll.encode("utf-8")) is None:
+                meta["count"] = 0
+            meta["count"] += delta
+            tx.put(space, VECTOR_COLLECTION, coll.encode("utf-8"), b"", json.dumps(meta))
+            e.caches.setdefault("vectors", {}).pop((target.id, space, coll), None)
+        tx.put(REGISTRY_SPACE, MERGE, _merge_key(target, source), b"", json.dumps({"source_version": source_head}))
+        tx.put(REGISTRY_SPACE, MERGE, _merge_key(target), b"", json.dumps({
+            "source": source.id, "source_name": source.name, "source_generation": source.generation,
+            "merged_at": tx.version}))
+    # ... and two more after it (the engine's promotion bookkeeping): the next commit is three versions on.
+    e.store.burn_versions(2)
+    # Cached vector indexes of the target are rebuilt from the rows on their next read.
+    for key in [k for k in e.caches.get("vectors", {}) if k[0] == target.id]:
+        del e.caches["vectors"][key]
+    return {"target_version": tx.version, "target_timestamp": tx.version}
+

@@ -1,0 +1,187 @@
+"""Scripted and random histories for branch_diff, branch_preview and branch_merge (issue 23).
+
+Forks, concurrent writes to the same key on both sides, deletes against
+writes, every primitive, repeated promotions both ways; run through
+MemStrata's server and stratadb 1.2.7 by test_merge_commands.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+
+from .scenarios import cmd
+
+
+def b64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
+
+
+def put(key, value, **scope):
+    return cmd(type="kv_put", key=b64(key), value=b64(value), **scope)
+
+
+def delete(key, **scope):
+    return cmd(type="kv_delete", key=b64(key), **scope)
+
+
+def diff(a="default", b="f", **extra):
+    return cmd(type="branch_diff", branch_a=a, branch_b=b, **extra)
+
+
+def preview(source="f", target="default", **extra):
+    return cmd(type="branch_preview", source=source, target=target, **extra)
+
+
+def merge(source="f", target="default", **extra):
+    return cmd(type="branch_merge", source=source, target=target, **extra)
+
+
+F = {"branch": "f"}
+
+EVERY_PRIMITIVE = [
+    put("k1", "v1"), put("k2", "v2"),
+    cmd(type="json_set", key="d1", path="$", value={"a": 1}),
+    cmd(type="vector_create_collection", collection="c", dimension=2, metric="cosine"),
+    cmd(type="vector_upsert", collection="c", key="v1", vector=[1, 0], metadata={"m": 1}),
+    cmd(type="event_append", event_type="t", payload={"x": 1}),
+    cmd(type="graph_create", graph="g"),
+    cmd(type="graph_add_node", graph="g", node_id="n1"),
+    cmd(type="graph_add_node", graph="g", node_id="n2"),
+    ("strata_branch_fork", {"source": "default", "branch": "f"}),
+    diff(), preview(), merge(),
+    put("k1", "F1", **F), put("k3", "F3", **F), delete("k2", **F),
+    cmd(type="json_set", key="d1", path="$.b", value=2, **F),
+    cmd(type="json_set", key="d2", path="$", value=[1], **F),
+    cmd(type="vector_upsert", collection="c", key="v2", vector=[0.1, 0.2], metadata={"z": 1, "a": [1]}, **F),
+    cmd(type="vector_create_collection", collection="c2", dimension=3, metric="euclidean", **F),
+    cmd(type="event_append", event_type="t", payload={"x": 2}, **F),
+    cmd(type="graph_add_node", graph="g", node_id="n3", **F),
+    cmd(type="graph_add_edge", graph="g", src="n1", edge_type="e", dst="n2", **F),
+    cmd(type="graph_define_object_type", graph="g", name="t", **F),
+    put("z", "z", space="s2", **F),
+    put("w", "w", space="s3"),
+    put("same", "x"), put("same", "x", **F),
+    diff(), diff("f", "default"), diff("f", "f"),
+    ("strata_command", {"command": {"type": "kv_get", "key": b64("k1")}}, {"mark": "data.value.version"}),
+    diff(at_timestamp="$mark"),
+    preview(), preview(strategy="source_wins"), preview("default", "f"),
+    merge(),
+    ("strata_branch_list", {}),
+    cmd(type="branch_get", branch="default"),
+    diff(),
+    cmd(type="kv_get", key=b64("k2")),
+    cmd(type="kv_get", key=b64("k3")),
+    cmd(type="json_get", key="d1", path="$"),
+    cmd(type="vector_count", collection="c"),
+    cmd(type="vector_query", collection="c", query=[0.1, 0.2], k=5),
+    cmd(type="vector_get", collection="c", key="v2"),
+    cmd(type="kv_get", key=b64("z"), space="s2"),
+    cmd(type="space_list"),
+    preview(), merge(),
+    preview("default", "f"), merge("default", "f"),
+]
+
+CONFLICTS = [
+    *[put(k, "1") for k in "abcde"],
+    cmd(type="json_set", key="j", path="$", value={"a": 1}),
+    cmd(type="vector_create_collection", collection="col", dimension=2, metric="cosine"),
+    cmd(type="vector_upsert", collection="col", key="v", vector=[1, 0]),
+    ("strata_branch_fork", {"source": "default", "branch": "f"}),
+    # a: both change differently; b: both the same; c: source deletes, target writes;
+    # d: both delete; e: target deletes, source writes; n: both create differently.
+    put("a", "T"), put("a", "S", **F),
+    put("b", "same"), put("b", "same", **F),
+    delete("c", **F), put("c", "T"),
+    delete("d", **F), delete("d"),
+    delete("e"), put("e", "S", **F),
+    put("n", "T"), put("n", "S", **F),
+    cmd(type="json_set", key="j", path="$.b", value=1),
+    cmd(type="json_set", key="j", path="$.c", value=1, **F),
+    cmd(type="vector_upsert", collection="col", key="v", vector=[0, 1]),
+    cmd(type="vector_upsert", collection="col", key="v", vector=[1, 1], **F),
+    put("t_only", "T"),
+    preview(), preview(strategy="source_wins"), preview(strategy="zz"),
+    merge(), diff(),
+    merge(strategy="source_wins"),
+    cmd(type="branch_get", branch="default"),
+    cmd(type="kv_get", key=b64("c")),
+    cmd(type="kv_get", key=b64("e")),
+    cmd(type="vector_query", collection="col", query=[1, 1], k=3),
+    preview(), merge(),
+    preview("default", "f"), merge("default", "f"),
+    cmd(type="branch_get", branch="f"),
+    diff(),
+    # Another round after the promotion: the branch point has moved.
+    put("a", "S2", **F), put("a", "T2"),
+    preview(), merge(), merge(strategy="source_wins"), preview(),
+]
+
+REFUSALS = [
+    put("k", "v"),
+    cmd(type="branch_create", branch="root"),
+    preview("root", "default"), merge("root", "default"), diff("root", "default"),
+    ("strata_branch_fork", {"source": "default", "branch": "f"}),
+    ("strata_branch_fork", {"source": "f", "branch": "ff"}),
+    ("strata_branch_fork", {"source": "default", "branch": "sib"}),
+    put("k", "deep", branch="ff"),
+    preview("ff", "default"), preview("f", "f"), preview("sib", "f"), preview("ff", "f"), merge("ff", "f"),
+    preview("nope", "f"), preview("f", "nope"), merge("", "f"), merge("f", "_x"),
+    diff("nope", "f"), diff("", "f"), diff("default", "_b"),
+    cmd(type="branch_merge", source="f"), cmd(type="branch_merge", source="f", target="default", zzz=1),
+    cmd(type="branch_diff", branch_a="f"), cmd(type="branch_preview", target="f"),
+    cmd(type="branch_merge", source="f", target="default", strategy=3),
+]
+
+SCRIPTS = {"merge_every_primitive": EVERY_PRIMITIVE, "merge_conflicts": CONFLICTS, "merge_refusals": REFUSALS}
+
+KEYS = ["a", "b", "c", "d"]
+
+
+def random_merge_script(seed: int, steps: int) -> list:
+    """Writes and deletes on a parent and its forks, with diffs, previews and promotions both ways."""
+    rng = random.Random(seed)
+    script: list = [cmd(type="vector_create_collection", collection="c", dimension=2, metric="cosine")]
+    branches = ["default"]
+    forks: list[tuple[str, str]] = []  # (child, parent)
+    for n in range(steps):
+        branch = rng.choice(branches)
+        scope = {} if branch == "default" else {"branch": branch}
+        if rng.random() < 0.2:
+            scope["space"] = "s1"
+        roll = rng.random()
+        if roll < 0.3:
+            step = put(rng.choice(KEYS), rng.choice(["x", "y", f"v{n}"]), **scope)
+        elif roll < 0.4:
+            step = delete(rng.choice(KEYS), **scope)
+        elif roll < 0.5:
+            step = cmd(type="json_set", key=rng.choice(KEYS), path=rng.choice(["$", "$.f"]),
+                       value=rng.choice([1, {"q": n}, "s"]), **scope)
+        elif roll < 0.55:
+            step = cmd(type="json_delete", key=rng.choice(KEYS), path="$", **scope)
+        elif roll < 0.63:
+            scope.pop("space", None)
+            step = cmd(type="vector_upsert", collection="c", key=rng.choice(KEYS),
+                       vector=rng.choice([[1, 0], [0, 1], [0.5, 0.25]]), **scope)
+        elif roll < 0.66:
+            scope.pop("space", None)
+            step = cmd(type="vector_delete", collection="c", key=rng.choice(KEYS), **scope)
+        elif roll < 0.7 and len(branches) < 4:
+            name = f"b{n}"
+            step = ("strata_branch_fork", {"source": branch, "branch": name})
+            forks.append((name, branch))
+            branches.append(name)
+        elif forks and roll < 0.9:
+            child, parent = rng.choice(forks)
+            source, target = (child, parent) if rng.random() < 0.6 else (parent, child)
+            wire = rng.choice(["branch_preview", "branch_merge", "branch_merge"])
+            step = cmd(type=wire, source=source, target=target,
+                       **rng.choice([{}, {"strategy": "source_wins"}, {"strategy": "strict"}]))
+        else:
+            a, b = rng.sample(branches, 2) if len(branches) > 1 else ("default", "default")
+            step = cmd(type="branch_diff", branch_a=a, branch_b=b)
+        script.append(step)
+    for b in branches:
+        script.append(cmd(type="kv_list", branch=b))
+        script.append(cmd(type="vector_query", collection="c", query=[1, 1], k=10, branch=b))
+    return script

@@ -1,0 +1,55 @@
+"""branch_diff, branch_preview and branch_merge, held to stratadb 1.2.7 (issue 23).
+
+Scripted histories (merge_scenarios.py) and random ones run through
+MemStrata's server and the real engine side by side, compared after masking
+ids and times.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memstrata.strata.engine import Engine
+from memstrata.strata.mcp import StrataServer
+from memstrata.strata.store import StrataStore
+
+from .differential import run_script
+from .oracle import OracleSession
+from .merge_scenarios import SCRIPTS, random_merge_script
+
+
+def _problems(script, server_class=StrataServer) -> list[str]:
+    store, oracle = StrataStore.memory(), OracleSession()
+    try:
+        return run_script(script, server_class(Engine(store)), oracle)
+    finally:
+        store.close()
+        oracle.close()
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_merge_script_matches_the_real_engine(name):
+    problems = _problems(SCRIPTS[name])
+    assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
+
+
+# Known gap (docs/strata.md): random histories with forks of forks and repeated promotions
+# still meet conflict rules the scripted cases do not pin down; strict, so a fix is noticed.
+@pytest.mark.xfail(strict=True, reason="random promotion histories: some engine conflict rules not yet matched")
+@pytest.mark.parametrize("seed", range(8))
+def test_random_merge_history_matches_the_real_engine(seed):
+    problems = _problems(random_merge_script(seed, 120))
+    assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
+
+
+def test_the_comparison_catches_a_wrong_conflict_kind():
+    """Conflict kinds are compared, not masked: one reported as the other is caught."""
+    class Skewed(StrataServer):
+        def call_tool(self, name, arguments):
+            text, is_error = super().call_tool(name, arguments)
+            return text.replace('"modify_delete_divergence"', '"value_divergence"'), is_error
+
+    script = SCRIPTS["merge_conflicts"][:31]
+    assert _problems(script) == []
+    problems = _problems(script, Skewed)
+    assert len(problems) == 2 and all("branch_preview" in p for p in problems)
