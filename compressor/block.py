@@ -46,6 +46,7 @@ class BlockSettings:
     propagation: float = 0.5      # a unit borrows this share of its best neighbour's score
     min_ranked: int = 5           # the best ranked units kept whatever their size
     fill: bool = False            # spend the rest of the budget on the units next to the kept ones
+    around_share: float = 0.5     # with fill: this share of the budget first goes around the named units
 
 
 @dataclass
@@ -153,6 +154,10 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
         return set(), False
     budget = min(s.ranked_share * total_chars, s.ranked_cap * chars_per_token)
     used = 0
+    if s.fill and keep:
+        # What the question names is read with its surroundings (callers and helpers sit nearby in
+        # most files): half the budget goes to the region around it, before the ranked units.
+        used = _fill(outline, keep, used, budget * s.around_share)
     for rank, i in enumerate(candidates):
         if scores[i] < s.rel_score * best:
             break
@@ -160,6 +165,7 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
         if used + cost > budget and rank >= s.min_ranked:
             continue
         keep.add(i)
+        keep.update(_frames(outline, i))  # a class frame is paid for once, by its first kept member
         used += cost
     if s.fill:
         used = _fill(outline, keep, used, budget)
@@ -180,6 +186,7 @@ def _fill(outline: Outline, keep: set[int], used: float, budget: float) -> float
         cost = units[i].chars + sum(units[f].chars for f in _frames(outline, i) if f not in keep)
         if used + cost <= budget:
             keep.add(i)
+            keep.update(_frames(outline, i))
             used += cost
     return used
 

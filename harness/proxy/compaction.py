@@ -7,19 +7,23 @@ Messages the conversation already forwarded keep their form (see
 * a pasted block over ``paste_cap`` (and ``min_tokens``) is cut to what the
   question points at;
 * a tool result stays whole (it is what the agent works with now), unless it
-  is over ``result_cap`` (then it is cut down to about that size, the most
-  relevant definitions first), or it repeats, verbatim, an earlier read that
-  is still forwarded whole: then it becomes a one-line pointer to that read.
+  is over ``result_cap`` (then it is cut down to about that size around what
+  the request and the tool call point at: those definitions with their
+  neighbours, then the most relevant ones), or it repeats, verbatim, an
+  earlier read that is still forwarded whole: then it becomes a one-line
+  pointer to that read.
 
 After each user message the pass checks for a **compaction step**, the way
 Anthropic's context editing (``clear_tool_uses``) does: when the forwarded
 request has reached ``trigger`` tokens, tool results older than the last
-``keep_tool_uses`` are compressed for the question (and for what the
+``keep_tool_uses`` -- and not among the current task's latest
+``keep_task_tool_uses`` -- are compressed for the question (and for what the
 conversation said after reading them), and an earlier copy of a file read
 again later becomes a pointer to the later one.  The step is taken only if
-it clears at least ``clear_at_least`` tokens and at least ``payback`` times
-what the provider must re-read uncached because of it, so the one cache
-miss pays for itself; a piece is compressed at most once.
+it clears at least ``clear_at_least`` tokens, the previous turn took none,
+and it saves money under the provider's cache prices over the turns still
+expected (:class:`CacheEconomics`; docs/proxy.md, "The payback rule"); a
+piece is compressed at most once.
 
 Every decision depends only on the messages up to that point, so the pass
 over a history it never saw (after a restart, or an evicted conversation)
@@ -159,10 +163,10 @@ def _asked_key(block: Block, asked: Asked) -> int:
 
 class RequestPass:
     def __init__(self, settings, matcher: ProjectMatcher, tokens: TokenCache, plans: "PlanCache", api: str,
-                 msgs: list, records: list[Record], base_tokens: int, cached: bool = True):
+                 msgs: list, records: list[Record], base_tokens: int, economics: "CacheEconomics | None" = None):
         self.s = settings
         self.plans = plans
-        self.cached = cached
+        self.economics = economics
         self.block_settings = settings.block_settings()
         # What the agent works with right now is cut only down to the cap (safe): the most
         # relevant definitions, then their neighbours, until ``result_cap`` tokens are shown.
@@ -216,6 +220,8 @@ class RequestPass:
         b = f.block
         asked = question
         if f.kind == "result":
+            # What the tool call that read it asked for (an Edit's old_string, a Grep pattern, the
+            # lines of a partial Read) and what the agent said with it point into the result too.
             use = self._tool_use_record(f.tool_use_id)
             if use:
                 asked = (question + "\n" + use)[-QUESTION_CHARS:]
@@ -275,9 +281,20 @@ class RequestPass:
         total = self.base_tokens + sum(r.tokens for r in self.records)
         if total < s.trigger:
             return
+        turns = self._turns()
+        last_step = max((p.since for r in self.records for p in r.pieces), default=0)
+        # One cache miss per prefix at a time: right after a step the provider has only just
+        # written the new prefix, and a second step would pay for that write again.
+        if last_step and len(turns) >= 2 and last_step > turns[-2]:
+            return
         results = [(ri, pi, p) for ri, r in enumerate(self.records) for pi, p in enumerate(r.pieces)
                    if p.kind == "result"]
         recent = {(ri, pi) for ri, pi, _ in results[len(results) - s.keep_tool_uses:]} if s.keep_tool_uses else set()
+        # The current task (everything since the user's latest own words) is what the agent works
+        # with: its latest ``keep_task_tool_uses`` results are not compacted while it lasts.
+        task = self._task_start()
+        mine = [(ri, pi) for ri, pi, _ in results if ri >= task]
+        recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
         # A read that a recent "same text" pointer stands for is as recent as the pointer.
         held = {p.same_as for ri, pi, p in results if (ri, pi) in recent and p.same_as}
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
@@ -323,10 +340,44 @@ class RequestPass:
             delta = pieces[pi].forwarded_tokens - new.forwarded_tokens
             pieces[pi] = dataclasses.replace(new, since=len(self.records), before=pieces[pi])
             updated[ri] = dataclasses.replace(rec, pieces=tuple(pieces), tokens=rec.tokens - delta)
-        reread = sum(r.tokens for r in updated[first:])
-        # Without a prompt cache the provider reads everything every turn anyway: clearing pays at once.
-        if cleared >= s.clear_at_least and (not self.cached or cleared >= s.payback * reread):
+        if cleared >= s.clear_at_least and self._pays(cleared, updated, first, turns):
             self.records[:] = updated
+
+    def _pays(self, cleared: int, updated: list[Record], first: int, turns: list[int]) -> bool:
+        """Whether a step clearing ``cleared`` tokens from record ``first`` on saves money over the
+        turns still expected, under the provider's cache prices (see :class:`CacheEconomics`)."""
+        e = self.economics
+        if e is None:  # no prompt cache: the provider reads everything every turn, clearing pays at once
+            return True
+        # What the previous request sent is in the provider's cache; what of it the provider can
+        # still read after the change is billed again (what this request adds is written either way).
+        cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
+        start = first
+        if e.breakpoints:
+            # Explicit breakpoints: a prefix is read back only up to a breakpoint (the client's
+            # cache_control markers; the 20-block lookback of its last one reaches no further back
+            # than the last few turns), so the change re-bills everything after the last marker
+            # before it -- from the top when the only earlier one is on a short system prompt.
+            start = next((i + 1 for i in range(first - 1, -1, -1) if _marked(self.msgs[i])), 0)
+            if start == 0 and not (e.base_marked and self.base_tokens >= e.min_cached):
+                start = -1
+            elif self.base_tokens + sum(r.tokens for r in updated[:start]) < e.min_cached:
+                start = -1
+        reread = sum(r.tokens for r in updated[max(start, 0):cached_end]) + (self.base_tokens if start < 0 else 0)
+        # How many more turns: a conversation that has lasted n turns is as likely as not to last
+        # another n (the Lindy estimate); counting on only half of that, and at most ``horizon``, keeps
+        # a step that merely might pay from being taken.
+        remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
+
+        return e.net_saving(cleared, reread, remaining) > 0
+
+    def _task_start(self) -> int:
+        """Index of the record holding the user's latest own words (0 when there is none)."""
+        return next((i for i in range(len(self.records) - 1, -1, -1) if self.records[i].real_user), 0)
+
+    def _turns(self) -> list[int]:
+        """Indexes of the records a request may end with (a user or tool message): one per turn so far."""
+        return [i for i, r in enumerate(self.records) if r.role in ("user", "tool", "function")]
 
     def _repeated_reads(self, results) -> dict[tuple[int, int], PieceState]:
         """An earlier copy of a file read again later (and kept whole there) becomes a pointer to it."""
@@ -430,6 +481,58 @@ class RequestPass:
                 text = apply_forms(text, forms[slot])
             total += self.tokens.count(text)
         return total
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheEconomics:
+    """A provider's prompt-cache prices as multiples of its input rate.
+
+    A compaction step that changes the forwarded prefix from some message on makes
+    the provider bill that part (``reread`` tokens, what stays of it) again at
+    ``write`` instead of ``read``, once; in exchange the ``cleared`` tokens are
+    not read at ``read`` on this turn and on every later one.  The step pays when
+    ``read * cleared * (1 + remaining) > (write - read) * reread``.
+    """
+
+    read: float
+    write: float
+    breakpoints: bool = False   # cached only up to cache_control markers (Anthropic), else any prefix
+    base_marked: bool = False   # the request marks its system prompt or tool definitions
+    min_cached: int = 1024      # shorter prefixes are never cached
+
+    def net_saving(self, cleared: int, reread: int, remaining: int) -> float:
+        """Input-rate tokens a step saves over this turn and ``remaining`` more (negative: it loses)."""
+        return self.read * cleared * (1 + remaining) - (self.write - self.read) * reread
+
+
+# Anthropic (explicit breakpoints): reads 0.1x, 5-minute writes 1.25x.  OpenAI (automatic prefix
+# caching): cached input at a discount (half for gpt-4o, a quarter or less for later models: the
+# dearer assumption is the cautious one), no write charge beyond the input rate.
+ANTHROPIC_CACHE = CacheEconomics(read=0.10, write=1.25, breakpoints=True)
+OPENAI_CACHE = CacheEconomics(read=0.50, write=1.00)
+
+
+def cache_economics(body: dict, api: str) -> CacheEconomics | None:
+    """The cache prices this conversation's prefix is billed at, or None when the provider does not
+    cache it (an Anthropic request that marks no ``cache_control``)."""
+    if not uses_prompt_cache(body, api):
+        return None
+    if api != ANTHROPIC:
+        return OPENAI_CACHE
+    base_marked = "cache_control" in body or any(
+        _marked(part) for value in (body.get("system"), body.get("tools")) if isinstance(value, list)
+        for part in value)
+    return dataclasses.replace(ANTHROPIC_CACHE, base_marked=base_marked)
+
+
+def _marked(value) -> bool:
+    """Whether a message or content part carries a ``cache_control`` breakpoint."""
+    if not isinstance(value, dict):
+        return False
+    if "cache_control" in value or _inner_marks(value):
+        return True
+    content = value.get("content")
+    return isinstance(content, list) and any(isinstance(x, dict) and "cache_control" in x for x in content)
 
 
 def uses_prompt_cache(body: dict, api: str) -> bool:

@@ -11,8 +11,10 @@ The rules (docs/proxy.md, "Compression"):
    from other files is put in.
 2. Blocks under ``min_tokens`` and single definitions are never touched.
 3. In agent conversations the unit is the tool result: the latest
-   ``keep_tool_uses`` results stay whole (unless over ``result_cap``); older
-   ones are compressed at compaction steps; a file read again turns one
+   ``keep_tool_uses`` results and the current task's latest
+   ``keep_task_tool_uses`` stay whole (one over ``result_cap`` is cut around
+   what the task points at); older ones are compressed at compaction steps
+   that pay under the provider's cache prices; a file read again turns one
    copy into a pointer to the other.  The question is the latest real user
    text, harness boilerplate removed, else the task's first message.
 4. Once a message was forwarded in some form, later requests forward it in
@@ -39,7 +41,7 @@ from dataclasses import dataclass, field
 
 from memstrata.compressor.block import BlockSettings
 
-from .compaction import PlanCache, RequestPass, TokenCache, forwarded_message, set_path, uses_prompt_cache
+from .compaction import PlanCache, RequestPass, TokenCache, cache_economics, forwarded_message, set_path
 from .conversation import ConversationStore, Record, as_of, conversation_id, message_key
 from .project_match import ProjectMatcher
 from .request_blocks import ANTHROPIC, MODES, OPENAI, RESPONSES
@@ -59,9 +61,11 @@ class CompressionSettings:
     budget_cap: int = 6000          # ... and at most this many tokens of it
     rel_score: float = 0.1          # ranked definitions need this share of the best score
     keep_tool_uses: int = 3         # the latest tool results, kept whole
+    keep_task_tool_uses: int = 10   # ... and the current task's latest ones (since the user's latest words)
     trigger: int = 24_000           # compaction is considered once the forwarded request reaches this
     clear_at_least: int = 6_000     # a compaction step clears at least this many tokens ...
-    payback: float = 0.5            # ... and, when the provider caches the prefix, this share of what it re-reads
+    horizon_share: float = 0.5      # a step must pay back within this share of the turns so far ...
+    horizon: int = 20               # ... and within this many more turns
     min_run_lines: int = 4          # unfenced pasted project code needs this many lines
 
     @classmethod
@@ -82,7 +86,7 @@ class CompressionSettings:
 # Aggressive: every paste and every tool result over min_tokens is cut when it arrives, with
 # smaller shares; compaction keeps only the latest result and comes sooner.
 _AGGRESSIVE = dict(paste_cap=0, result_cap=0, budget_ratio=0.25, rel_score=0.3, keep_tool_uses=1, trigger=12_000,
-                   clear_at_least=3_000, payback=0.25)
+                   clear_at_least=3_000)
 
 
 @dataclass
@@ -136,7 +140,7 @@ class Compressor:
             base, matched = conv.best(keys)
             before = as_of(base.records, matched) if base is not None else ()
             work = RequestPass(s, self.matcher, self.tokens, self.plans, api, msgs, list(before),
-                               self._base_tokens(body), uses_prompt_cache(body, api))
+                               self._base_tokens(body), cache_economics(body, api))
             for i in range(matched, len(msgs)):
                 work.arrive(i)
                 if work.boundary(i):

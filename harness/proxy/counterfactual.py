@@ -234,11 +234,35 @@ class ShadowCache:
         return Split(input=total - read, cache_read=read)
 
 
-def scaled(split: Split, reported_total: int | None, forwarded_tokens: int) -> tuple[int, int, int] | None:
-    """``split`` in the provider's tokens: scaled by its count of the forwarded request over ours.
+# OpenAI's published way of counting a chat prompt: each message costs 3 tokens of framing (role and
+# separators) beyond its text, and the reply is primed with 3 more.  Framing is the same for the
+# request as sent and as forwarded (the proxy never adds or drops a message), so it is not scaled.
+OPENAI_FRAMING_PER_MESSAGE = 3
+OPENAI_FRAMING_REPLY = 3
+
+
+def framing_tokens(body: dict, api: str, family: str) -> int:
+    """Tokens the provider adds around the request's texts, where its rules say how many (OpenAI)."""
+    if family != OPENAI_FAMILY:
+        return 0
+    if api == RESPONSES:
+        view = chat_view(body)
+        n = len(view["messages"]) if view else 0
+    else:
+        n = sum(1 for m in body.get("messages") or [] if isinstance(m, dict))
+    return OPENAI_FRAMING_PER_MESSAGE * n + OPENAI_FRAMING_REPLY
+
+
+def scaled(split: Split, reported_total: int | None, forwarded_tokens: int,
+           framing: int = 0) -> tuple[int, int, int] | None:
+    """``split`` in the provider's tokens: its texts scaled by the provider's count of the forwarded
+    request's texts over ours (the provider's count less ``framing``), plus that framing.
     None when the provider reported no usage (nothing to scale by)."""
     if reported_total is None or forwarded_tokens <= 0:
         return None
-    r = reported_total / forwarded_tokens
-    read, write = round(split.cache_read * r), round(split.cache_write * r)
-    return round(split.total * r) - read - write, read, write
+    framing = min(framing, reported_total)
+    r = (reported_total - framing) / forwarded_tokens
+    total = round(split.total * r) + framing
+    k = total / split.total if split.total else r
+    read, write = round(split.cache_read * k), round(split.cache_write * k)
+    return total - read - write, read, write

@@ -36,7 +36,7 @@ from memstrata.storage.ledger import LedgerEntry
 
 from .analysis import Answer, parse_answer, prompt_tokens, symbol_overlap
 from .compress_request import ANTHROPIC, CompressionResult
-from .counterfactual import NO_CACHE, ShadowCache, Split, scaled
+from .counterfactual import NO_CACHE, ShadowCache, Split, framing_tokens, scaled
 from .providers import Providers, ProvidersError
 from .savings import price
 
@@ -97,7 +97,8 @@ class Counting:
         if not self.done or self.counterfactual is None or ans.input_tokens is None:
             return None
         reported = ans.input_tokens + (ans.cache_read_tokens or 0) + (ans.cache_write_tokens or 0)
-        return scaled(self.counterfactual, reported, self.forwarded or 0)
+        return scaled(self.counterfactual, reported, self.forwarded or 0,
+                      framing_tokens(self.body, self.api, self.family))
 
 
 @dataclass

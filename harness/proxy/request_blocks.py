@@ -36,6 +36,7 @@ _NUMBERED = re.compile(r"^( *)(\d{1,7})(→|\t)(.*)$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")  # CommonMark: a tab-indented ``` is not a fence
 _PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "absolute_path", "relative_path", "uri")
 MIN_NUMBERED_LINES = 3
+_BARE_PATH = re.compile(r"^\s*[~.]?[\w.\-]*[/\\][^\s]*\s*$")
 _LABEL_LINE = re.compile(r"^\s*(?:#|//|--|/\*)?\s*[\w.\-/]+\.\w{1,6}\s*:?\s*(?:\*/)?\s*$")
 
 
@@ -149,12 +150,31 @@ def assistant_text(msg: dict) -> str:
                 if isinstance(part.get("text"), str):
                     parts.append(part["text"])
                 elif part.get("type") == "tool_use":
-                    parts.append(_as_text(part.get("input")))
+                    parts.extend(_input_values(part.get("input")))
     for call in msg.get("tool_calls") or []:
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-            parts.append(fn["arguments"])
+            try:
+                parts.extend(_input_values(json.loads(fn["arguments"])))
+            except ValueError:
+                parts.append(fn["arguments"])
     return "\n".join(parts)
+
+
+def _input_values(value, depth: int = 0) -> list[str]:
+    """The strings a tool input carries (a path, a pattern, an ``old_string``), without its keys:
+    ``file_path`` or ``pattern`` would otherwise rank every definition about files or patterns.
+    Paths are left out too: they say which file, not what in it, and the folders above the
+    project would rank whatever shares their names."""
+    if isinstance(value, str):
+        return [] if _BARE_PATH.match(value) else [value]
+    if depth > 8:
+        return []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _input_values(v, depth + 1)]
+    if isinstance(value, list):
+        return [s for v in value for s in _input_values(v, depth + 1)]
+    return []
 
 
 def message_texts(msg: dict) -> Iterator[tuple[tuple, str]]:

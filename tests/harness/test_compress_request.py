@@ -16,8 +16,11 @@ from memstrata.harness.proxy.conversation import ConversationStore
 
 # Thresholds scaled to the fixture's files (the defaults are for real projects).
 CUT = CompressionSettings.for_mode("safe", paste_cap=0, min_tokens=400)
+# Compaction mechanics: any result but the latest two may be compacted (the current task's are not
+# singled out), and a step is priced as if a long session lay ahead (horizon), so the fixture's small
+# files make steps that pay.
 AGENT = CompressionSettings.for_mode("safe", min_tokens=400, trigger=3000, clear_at_least=1200,
-                                     keep_tool_uses=2)
+                                     keep_tool_uses=2, keep_task_tool_uses=0, horizon_share=10.0, horizon=100)
 QUESTION = "Why does Order.refund reject an order that was shipped 31 days ago?"
 
 

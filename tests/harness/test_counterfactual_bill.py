@@ -24,7 +24,7 @@ from .test_compress_request import QUESTION, Agent
 KEY = "sk-test-counterfactual"
 # Thresholds scaled to the fixture's files, so a dozen turns take compaction steps.
 SETTINGS = CompressionSettings.for_mode("safe", min_tokens=400, paste_cap=0, trigger=3000, clear_at_least=1200,
-                                        keep_tool_uses=2)
+                                        keep_tool_uses=2, keep_task_tool_uses=0, horizon_share=10.0, horizon=100)
 FILES = ["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/shipping.py", "shop/__init__.py"]
 MARK = {"type": "ephemeral"}
 

@@ -18,7 +18,7 @@ from .test_compress_request import QUESTION, Agent, cat_n, read, source_of
 KEY = "sk-test-compression"
 # Thresholds scaled to the fixture's files (the defaults are for real projects).
 SETTINGS = CompressionSettings.for_mode("safe", min_tokens=400, paste_cap=0, trigger=3000, clear_at_least=1200,
-                                        keep_tool_uses=2)
+                                        keep_tool_uses=2, keep_task_tool_uses=0, horizon_share=10.0, horizon=100)
 
 
 @pytest.fixture(scope="module")

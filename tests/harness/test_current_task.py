@@ -1,0 +1,203 @@
+"""The current task keeps its code, in files of any size, and compaction steps are taken only when they
+pay under the provider's cache prices.
+
+Through the running proxy with the official SDKs (anthropic, openai) to tests/stub_provider.py, on a
+generated project whose one module is well over the whole-result limit (16,000 tokens by default).
+"""
+
+import copy
+import json
+
+import anthropic
+import openai
+import pytest
+
+from memstrata.compressor.tokens import count_tokens
+from memstrata.harness.proxy.app import HarnessConfig, build_app
+from memstrata.harness.proxy.compaction import ANTHROPIC_CACHE, CacheEconomics
+from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
+from memstrata.harness.proxy.forward import ProxyConfig
+from memstrata.indexer.workspace import Workspace
+from tests.stub_provider import ServerThread, StubUpstream
+
+from .test_compress_request import Agent, cat_n
+
+KEY = "sk-test-current-task"
+BIG = "records/normalize.py"
+COUNT = 150
+
+
+def _function(k: int) -> str:
+    return (f"def normalize_record_{k}(record, schema, strict=False):\n"
+            f'    """Normalize one record of kind {k}: trim strings, drop empty fields, coerce numbers."""\n'
+            f"    out = {{}}\n"
+            f"    for key, value in record.items():\n"
+            f"        if isinstance(value, str):\n"
+            f"            value = value.strip()\n"
+            f"        if value in (None, '', [], {{}}):\n"
+            f"            if strict and key in schema.get('required_{k}', ()):\n"
+            f"                raise ValueError(f'missing {{key}} in kind {k}')\n"
+            f"            continue\n"
+            f"        kind = schema.get(key, 'text')\n"
+            f"        if kind == 'int':\n"
+            f"            value = int(value) + {k}\n"
+            f"        elif kind == 'float':\n"
+            f"            value = round(float(value), {k % 7})\n"
+            f"        out[key] = value\n"
+            f"    return out\n")
+
+
+@pytest.fixture(scope="module")
+def big_ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("big") / "records_project"
+    (root / "records").mkdir(parents=True)
+    (root / "records" / "__init__.py").write_text("")
+    text = '"""Record normalizers, one per kind."""\n\n\n' + "\n\n".join(_function(k) for k in range(COUNT))
+    (root / BIG).write_text(text)
+    (root / "records" / "small.py").write_text("\n\n".join(_function(1000 + k) for k in range(12)))
+    for n, part in enumerate("abc"):
+        (root / "records" / f"part_{part}.py").write_text("\n\n".join(_function(2000 + 20 * n + k) for k in range(12)))
+    ws = Workspace.open(root)
+    ws.index()
+    yield ws
+    ws.close()
+
+
+def source(ws, k: int) -> str:
+    return _function(k).rstrip("\n")
+
+
+def numbered_lines(ws, k: int) -> str:
+    """The function's lines as the cat -n read shows them (numbers and arrows included)."""
+    text = (ws.root / BIG).read_text()
+    numbered = cat_n(text, arrow=True).split("\n")
+    first = text.split("\n").index(f"def normalize_record_{k}(record, schema, strict=False):")
+    return "\n".join(numbered[first:first + _function(k).count("\n")])
+
+
+@pytest.fixture(scope="module")
+def stub():
+    s = StubUpstream(answer="normalize_record_97 drops empty fields unless strict.")
+    with ServerThread(s.app) as server:
+        s.url = server.url
+        yield s
+
+
+@pytest.fixture(scope="module")
+def proxy(big_ws, stub):
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False,
+                      compression=CompressionSettings.for_mode("safe"))
+    app = build_app(big_ws, HarnessConfig(proxy=cfg, mount_mcp=False))
+    with ServerThread(app) as server:
+        yield server
+
+
+def test_the_module_is_over_the_whole_result_limit(big_ws):
+    assert count_tokens(cat_n((big_ws.root / BIG).read_text(), arrow=True)) > 2 * CompressionSettings().result_cap
+
+
+def test_anthropic_read_over_the_limit_keeps_the_named_function_whole(big_ws, proxy, stub):
+    stub.received.clear()
+    agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
+    body = agent.read(BIG)
+    anthropic.Anthropic(base_url=proxy.url + "/anthropic", api_key=KEY, max_retries=0).messages.create(
+        **copy.deepcopy(body))
+    sent = stub.received[-1].json()["messages"][-1]["content"][0]["content"]
+    whole = body["messages"][-1]["content"][0]["content"]
+    assert "[memstrata: lines " in sent and len(sent) < len(whole)  # cut: the file is over the limit
+    assert numbered_lines(big_ws, 97) in sent  # the function the request names: whole, with its numbers
+    # cut around it: its neighbours in the file are shown with it
+    assert numbered_lines(big_ws, 96) in sent and numbered_lines(big_ws, 98) in sent
+
+
+def test_a_later_task_naming_another_function_gets_it_whole(big_ws, proxy, stub):
+    """The latest request decides: after an earlier task about one function, the next task names
+    another, and its fresh read of the same large file keeps that one whole."""
+    stub.received.clear()
+    agent = Agent(big_ws, "Why does `normalize_record_12` round floats to five places?")
+    agent.read(BIG)
+    agent.say("It rounds by k % 7.", "Now a different problem: normalize_record_131 raises on empty lists.")
+    body = agent.read(BIG)
+    anthropic.Anthropic(base_url=proxy.url + "/anthropic", api_key=KEY, max_retries=0).messages.create(
+        **copy.deepcopy(body))
+    sent = stub.received[-1].json()["messages"]
+    assert numbered_lines(big_ws, 131) in sent[-1]["content"][0]["content"]
+    assert numbered_lines(big_ws, 12) in sent[2]["content"][0]["content"]  # the earlier read, as forwarded then
+
+
+def test_openai_tool_call_target_is_kept_whole(big_ws, proxy, stub):
+    """The definition the latest tool call targeted (an edit's old text) stays whole even when the
+    user's words name no function."""
+    stub.received.clear()
+    old = "            value = int(value) + 58"
+    msgs = [{"role": "system", "content": "You are a coding agent."},
+            {"role": "user", "content": "The integer coercion is off by the kind number; please fix it."},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": json.dumps(
+                    {"path": str(big_ws.root / BIG), "intent": f"find normalize_record_58 to edit {old.strip()}"})}}]},
+            {"role": "tool", "tool_call_id": "call_1", "content": cat_n((big_ws.root / BIG).read_text())}]
+    openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY, max_retries=0).chat.completions.create(
+        model="gpt-4o", messages=copy.deepcopy(msgs))
+    sent = stub.received[-1].json()["messages"][-1]["content"]
+    assert "[memstrata: lines " in sent and len(sent) < len(msgs[-1]["content"])
+    assert numbered_lines(big_ws, 58).replace("→", "\t") in sent
+
+
+# -- compaction: the current task, and the cache prices ------------------------------------------------
+
+
+def test_the_current_tasks_results_are_not_compacted(big_ws):
+    """An earlier task's reads may be compacted; the reads of the task in progress stay whole."""
+    settings = CompressionSettings.for_mode("safe", min_tokens=400, trigger=3000, clear_at_least=1000,
+                                            keep_tool_uses=1)
+    comp = Compressor(big_ws, settings)
+    agent = Agent(big_ws, "Why does `normalize_record_1003` coerce floats?")
+    agent.read("records/small.py")
+    agent.say("It rounds.", "Another question: why does normalize_record_57 strip strings?")
+    for part in "abc":
+        body = agent.read(f"records/part_{part}.py")
+        res = comp.compress(body, "anthropic")
+    sent = (res.body or body)["messages"]
+    assert res.compaction or any(m != b for m, b in zip(sent, body["messages"]))
+    assert sent[2] != body["messages"][2] and "[memstrata:" in sent[2]["content"][0]["content"]
+    assert sent[4:] == body["messages"][4:]  # the current task: its words and all three reads, as sent
+
+
+def test_a_compaction_step_must_pay_under_the_cache_prices():
+    e = ANTHROPIC_CACHE
+    # Clearing 20k of a 50k prefix re-bills the 30k left at 1.25x instead of 0.1x: 34.5k input tokens now,
+    # 2k a turn later on; it pays only with 17 turns or more to come.
+    assert e.net_saving(20_000, 30_000, 16) < 0 < e.net_saving(20_000, 30_000, 17)
+    # OpenAI's cached input at half price and no write charge: the same step pays after 2 more turns.
+    o = CacheEconomics(read=0.5, write=1.0)
+    assert o.net_saving(20_000, 30_000, 0) < 0 < o.net_saving(20_000, 30_000, 1)
+
+
+def _long_task(ws, agent, reads, system_words=20):
+    lines = (ws.root / BIG).read_text().split("\n")
+    for k in range(reads):
+        body = agent.read(BIG, "\n".join(lines[k * 40:k * 40 + 400]) + "\n")
+        body["system"] = [{"type": "text", "text": "You are a coding agent. " * system_words,
+                           "cache_control": {"type": "ephemeral"}}]
+        body["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
+        yield body
+
+
+def test_no_step_on_consecutive_turns_and_none_that_loses(big_ws):
+    """Anthropic with Claude Code's breakpoints (system prompt, last block): steps come, but never on two
+    turns in a row (the provider has only just written the prefix the first one made)."""
+    settings = CompressionSettings.for_mode("safe", min_tokens=400, trigger=3000, clear_at_least=500,
+                                            keep_tool_uses=1, keep_task_tool_uses=1)
+    comp = Compressor(big_ws, settings)
+    agent = Agent(big_ws, "Why does `normalize_record_5` round floats?")
+    steps = [comp.compress(b, "anthropic").compaction for b in _long_task(big_ws, agent, 30)]
+    assert any(steps), "a long enough session takes a step"
+    assert not any(a and b for a, b in zip(steps, steps[1:]))
+    # The same reads priced without a cache (no cache_control): clearing pays at once.
+    nocache = Compressor(big_ws, settings)
+    agent = Agent(big_ws, "Why does `normalize_record_5` round floats?")
+    bodies = list(_long_task(big_ws, agent, 5))
+    for b in bodies:
+        b["system"] = b["system"][0]["text"]
+        del b["messages"][-1]["content"][-1]["cache_control"]
+    assert any(nocache.compress(b, "anthropic").compaction for b in bodies)
