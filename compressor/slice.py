@@ -394,7 +394,7 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
             used += framing(unit.path)
         if mode == FULL:
             # A container shown in full covers members chosen before it.
-            for member in [n for n in chosen if _is_inside(n, unit)]:
+            for member in [n for n in chosen if _is_inside(n, unit, graph)]:
                 m = chosen.pop(member)
                 used -= (m.cost_full if m.mode == FULL else m.cost_sig) + UNIT_FRAMING
         unit.mode = mode
@@ -416,12 +416,15 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         unit = units[node] = unit_for(node, graph, score)
         is_container = unit.kind in CONTAINERS
         lines = unit.end - unit.start + 1
-        if i >= n_ranked:
-            p = 0.0  # fill: past the ranking, offered as a signature only
+        lexical = evidence.lexical.get(node)
+        if i >= n_ranked and lexical is None:
+            p = 0.0  # fill the ranking never reached nor search found: a signature at most
         else:
+            # A full-text hit past the ranking still has its search evidence:
+            # code that spells the question's words, in a corner the graph
+            # walk did not reach (its score places it below every ranked one).
             p = target_probability(i, score / top, node in named, node in sig_only, unit.kind, lines,
-                                   evidence.lexical.get(node), node in evidence.seeded,
-                                   evidence.path_boost(unit.path))
+                                   lexical, node in evidence.seeded, evidence.path_boost(unit.path))
             if node in focus:
                 p = max(p, FOCUS_PROBABILITY)
         # Classes are shown whole only when the question names a small one;
@@ -429,7 +432,7 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         if is_container:
             can_full = node in named and lines <= MAX_FULL_CONTAINER_LINES
         else:
-            can_full = i < n_ranked
+            can_full = p > 0
         probability[node] = p
         unit.hint = node in named or p >= HINT_PROBABILITY
         candidates.append((i, node, unit, can_full))
@@ -537,17 +540,24 @@ def _estimate_tokens(doc: FileDoc, unit: Unit) -> int:
     return max(1, int(chars / 3.6))
 
 
-def _is_inside(node: str, container: Unit) -> bool:
-    return node.startswith(container.node + ".")
+def _is_inside(node: str, container: Unit, graph: GraphView) -> bool:
+    """True when ``node`` is written inside ``container``'s lines.  A name
+    nested under a type is not enough: a Rust `impl` block, a Go method or
+    `Foo.prototype.m = ...` is named under its type but written elsewhere,
+    so showing the type whole does not show it."""
+    if not node.startswith(container.node + "."):
+        return False
+    d = graph.node(node)
+    return container.start <= d["start_line"] and d["end_line"] <= container.end
 
 
 def _covered(node: str, chosen: dict[str, Unit], graph: GraphView) -> bool:
-    """True when an enclosing symbol is already shown in full."""
+    """True when an enclosing symbol that holds its lines is already shown in full."""
     path, _, qual = node.partition("::")
     parts = qual.split(".")
     for i in range(len(parts) - 1, 0, -1):
         u = chosen.get(f"{path}::{'.'.join(parts[:i])}")
-        if u is not None and u.mode == FULL:
+        if u is not None and u.mode == FULL and _is_inside(node, u, graph):
             return True
     return False
 

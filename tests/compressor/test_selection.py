@@ -89,3 +89,30 @@ def test_a_commit_scope_is_path_evidence_not_a_named_symbol(ws):
     # Written as code in the message body, the same word still names the function.
     named = find_seeds("make `io()` return the stream unchanged", graph, names, ws.store, False)
     assert "shims/compat.py::io" in named.named
+
+
+def test_a_type_shown_whole_does_not_hide_methods_written_elsewhere(tmp_path):
+    """A Rust `impl` (like a Go method) is named under its type but written
+    outside the type's lines: showing the type whole must not drop it."""
+    write(tmp_path, "src/lib.rs", """\
+        pub struct Counter {
+            value: u64,
+        }
+
+        impl Counter {
+            pub fn bump(&mut self) -> u64 {
+                self.value = self.value.wrapping_add(1);
+                self.value
+            }
+
+            pub fn reset(&mut self) {
+                self.value = 0;
+            }
+        }
+        """)
+    with Workspace.open(tmp_path) as w:
+        w.index()
+        sl = context_query(w, "`Counter` bump overflows when the value wraps", max_tokens=1000)
+    assert "src/lib.rs::Counter" in sl.full_symbols
+    assert "src/lib.rs::Counter.bump" in sl.symbols
+    assert "self.value = self.value.wrapping_add(1);" in sl.context
