@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Literal, TypedDict
 
+# Results that nest typed dicts need typing_extensions' TypedDict on Python < 3.12 (pydantic's rule).
+from typing_extensions import NotRequired
+from typing_extensions import TypedDict as NestedTypedDict
+
 
 class ContextQueryResult(TypedDict):
     context: str
@@ -37,3 +41,47 @@ class SavingsSummaryResult(TypedDict):
 
 
 SAVINGS_FIELDS: tuple[str, ...] = tuple(SavingsSummaryResult.__annotations__)
+
+
+class SymbolEntry(NestedTypedDict):
+    symbol: str
+    kind: str
+    path: str
+    start_line: int
+    end_line: int
+    signature: str
+    body: NotRequired[str]
+
+
+class FindSymbolResult(NestedTypedDict):
+    symbols: list[SymbolEntry]
+    truncated: bool
+
+
+class ReferenceEntry(NestedTypedDict):
+    path: str
+    line: int
+    symbol: str | None
+    kind: Literal["call", "type", "import", "inherit", "other"]
+    snippet: str
+
+
+class FindReferencesResult(NestedTypedDict):
+    symbol: str
+    references: list[ReferenceEntry]
+    truncated: bool
+
+
+class OutlineEntry(NestedTypedDict):
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature: str
+    children: list["OutlineEntry"]
+
+
+class FileOutlineResult(NestedTypedDict):
+    path: str
+    language: str | None
+    symbols: list[OutlineEntry]

@@ -1,4 +1,5 @@
-"""The MemStrata MCP server: three tools on the SDK's ``MCPServer``."""
+"""The MemStrata MCP server: the three documented tools and three navigation
+tools on the SDK's ``MCPServer``."""
 
 from __future__ import annotations
 
@@ -15,11 +16,18 @@ from memstrata.indexer.workspace import Workspace
 
 from . import texts
 from .arguments import PlainMCPServer
-from .schemas import ContextQueryResult, IndexStatusResult, SavingsSummaryResult
+from .schemas import (
+    ContextQueryResult,
+    FileOutlineResult,
+    FindReferencesResult,
+    FindSymbolResult,
+    IndexStatusResult,
+    SavingsSummaryResult,
+)
 from .tools import DEFAULT_READY_TIMEOUT, MemStrataTools, SavingsProvider
 from .warmup import IndexWarmup
 
-TOOL_NAMES = ("context_query", "index_status", "savings_summary")
+TOOL_NAMES = ("context_query", "index_status", "savings_summary", "find_symbol", "find_references", "file_outline")
 
 # max_tokens and include_tests are advertised with their documented JSON types
 # but accepted as anything: the compressor checks them and says what is wrong
@@ -29,6 +37,16 @@ TOOL_NAMES = ("context_query", "index_status", "savings_summary")
 MaxTokens = Annotated[Any, WithJsonSchema({"type": "integer"}), Field(description=texts.MAX_TOKENS_ARG)]
 IncludeTests = Annotated[Any, WithJsonSchema({"type": "boolean"}), Field(description=texts.INCLUDE_TESTS_ARG)]
 Query = Annotated[str, Field(description=texts.QUERY_ARG)]
+# The navigation tools' arguments follow the same rule: names stay plain
+# strings, the rest is checked (and worded) by compressor.navigation.
+Name = Annotated[str, Field(description=texts.NAME_ARG)]
+SymbolArg = Annotated[str, Field(description=texts.SYMBOL_ARG)]
+IncludeBody = Annotated[Any, WithJsonSchema({"type": "boolean"}), Field(description=texts.INCLUDE_BODY_ARG)]
+Kind = Annotated[Any, WithJsonSchema({"type": ["string", "null"]}), Field(description=texts.KIND_ARG)]
+PathFilter = Annotated[Any, WithJsonSchema({"type": ["string", "null"]}), Field(description=texts.PATH_ARG)]
+MaxResults = Annotated[Any, WithJsonSchema({"type": "integer"}), Field(description=texts.MAX_RESULTS_ARG)]
+OutlinePath = Annotated[str, Field(description=texts.OUTLINE_PATH_ARG)]
+Depth = Annotated[Any, WithJsonSchema({"type": "integer"}), Field(description=texts.DEPTH_ARG)]
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
                              open_world_hint=False)
@@ -72,10 +90,21 @@ def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
     def savings_summary() -> SavingsSummaryResult:
         return tools.savings_summary()  # type: ignore[return-value]
 
+    def find_symbol(name: Name, include_body: IncludeBody = False, kind: Kind = None, path: PathFilter = None,
+                    max_results: MaxResults = 20) -> FindSymbolResult:
+        return tools.find_symbol(name, include_body, kind, path, max_results)  # type: ignore[return-value]
+
+    def find_references(symbol: SymbolArg, max_results: MaxResults = 50) -> FindReferencesResult:
+        return tools.find_references(symbol, max_results)  # type: ignore[return-value]
+
+    def file_outline(path: OutlinePath, depth: Depth = 2) -> FileOutlineResult:
+        return tools.file_outline(path, depth)  # type: ignore[return-value]
+
     # The functions return CallToolResult (so errors read cleanly); the return
     # annotations only declare the output schema the SDK enforces on success.
     for fn, description in ((context_query, texts.CONTEXT_QUERY), (index_status, texts.INDEX_STATUS),
-                            (savings_summary, texts.SAVINGS_SUMMARY)):
+                            (savings_summary, texts.SAVINGS_SUMMARY), (find_symbol, texts.FIND_SYMBOL),
+                            (find_references, texts.FIND_REFERENCES), (file_outline, texts.FILE_OUTLINE)):
         server.add_tool(fn, description=description, annotations=_READ_ONLY, structured_output=True)
     return server
 

@@ -17,6 +17,13 @@ definitions together with their callers and dependencies, cut to fit max_tokens,
 and is usually much smaller than the files it draws from. Prefer it to opening \
 whole files; open a file yourself only for text the slice left out. Pass \
 include_tests=true when you need the project's tests.
+- find_symbol: when you know the name of what you need ("AuthService.login", \
+"parse_config", "Router*"), call it with include_body=true instead of reading the \
+whole file: it returns the definition's exact source and line range.
+- find_references: before you change or rename a function, class or method, call \
+it to list every place that uses it (calls, type uses, subclasses, imports).
+- file_outline: call it to see what a file defines (nested, with line ranges) \
+before deciding what to read.
 - index_status: call it when a slice looks out of date or empty, or after large \
 changes such as a branch switch. status "indexing" means wait a moment and retry; \
 "stale" means files changed since the last index run; "error" means the index \
@@ -73,3 +80,54 @@ the billing_cycle_start_day in providers.json).
 - provider_rate_per_token: USD per input token of the model most of the savings came from.
 - recall: of the code symbols the model's answers used, the share the slices contained (0-1).
 - precision: of the code symbols in the slices, the share the model's answers used (0-1)."""
+
+FIND_SYMBOL = """\
+Find definitions by name and, with include_body=true, return their exact source. \
+Use it instead of reading a whole file when you know the symbol you need.
+
+`name` is a plain name ("login"), a qualified name ("AuthService.login", \
+"pkg.mod.func", "a::b::C"), a project id ("app/auth/service.py::AuthService.login"), \
+or a substring search when it ends with "*" ("Auth*"). `kind` keeps one kind of \
+definition (function, method, class, interface, struct, enum, type, constant, module); \
+`path` keeps those in one file or folder.
+
+Result fields:
+- symbols: the matches, exact ones first, then the most used. Each has symbol (its \
+project id, usable in find_references), kind, path (project-relative), start_line and \
+end_line (1-based, inclusive), signature, and with include_body the source text of \
+start_line..end_line exactly as in the file.
+- truncated: true when more matched than max_results.
+
+Ranges are never stale: a file edited since it was indexed is read again."""
+
+FIND_REFERENCES = """\
+List where a symbol is used: calls, type uses, subclasses and imports, across files \
+wherever the import resolves. Call it before changing or renaming a definition.
+
+`symbol` is written as for find_symbol; a name that designates several definitions \
+answers an error listing them: pass the one you mean (its project id from \
+find_symbol is exact).
+
+Result fields:
+- symbol: the project id of the definition whose uses are listed.
+- references: in file and line order; each has path, line (1-based), symbol (the \
+project id of the enclosing definition, null at module level), kind (call, type, \
+import, inherit or other) and snippet (that source line, stripped).
+- truncated: true when there are more uses than max_results."""
+
+FILE_OUTLINE = """\
+Outline a file: its definitions in source order, nested (methods inside their \
+class), each with symbol (project id), kind, start_line, end_line and signature. \
+Use it to decide what to read; then fetch a body with find_symbol.
+
+Result fields: path (project-relative), language, symbols (each with children, down \
+to `depth` levels)."""
+
+NAME_ARG = "Symbol name: 'login', 'AuthService.login', 'app/auth/service.py::AuthService.login', or 'Auth*'."
+SYMBOL_ARG = "The symbol whose uses to list, written as for find_symbol's name."
+INCLUDE_BODY_ARG = "Also return each definition's source text. Default false."
+KIND_ARG = "Only definitions of this kind (function, method, class, interface, struct, enum, type, constant, module)."
+PATH_ARG = "Only definitions in this project-relative file or folder."
+MAX_RESULTS_ARG = "Most results to return, 1-200 (values outside are clamped)."
+OUTLINE_PATH_ARG = "Project-relative path of an indexed file, e.g. 'src/app.py'."
+DEPTH_ARG = "Nesting levels to show: 1 = top-level definitions only. Default 2."

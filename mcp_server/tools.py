@@ -1,4 +1,4 @@
-"""The three tools' behaviour, independent of the MCP wiring.
+"""The tools' behaviour, independent of the MCP wiring.
 
 Every call ends in a :class:`CallToolResult`: on success the documented JSON as
 ``structuredContent`` and, identically, as text; on failure ``isError`` with a
@@ -19,6 +19,7 @@ from mcp.types import CallToolResult, TextContent
 
 from memstrata.compressor import QueryError
 from memstrata.compressor import context_query as build_slice
+from memstrata.compressor import navigation
 from memstrata.indexer.project import REBUILD_HINT
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreCorrupt
@@ -101,6 +102,38 @@ class MemStrataTools:
             log.warning("the savings provider did not report %s", ", ".join(missing))
         # Exactly the documented fields; a figure the ledger lacks stays null, never guessed.
         return ok({f: figures.get(f) for f in SAVINGS_FIELDS})
+
+    # -- navigation -----------------------------------------------------------
+
+    def find_symbol(self, name: Any, include_body: Any = False, kind: Any = None, path: Any = None,
+                    max_results: Any = 20) -> CallToolResult:
+        return self._navigate("find_symbol", navigation.find_symbol, name, include_body, kind, path, max_results)
+
+    def find_references(self, symbol: Any, max_results: Any = 50) -> CallToolResult:
+        return self._navigate("find_references", navigation.find_references, symbol, max_results)
+
+    def file_outline(self, path: Any, depth: Any = 2) -> CallToolResult:
+        return self._navigate("file_outline", navigation.file_outline, path, depth)
+
+    def _navigate(self, tool: str, operation: Callable[..., dict], *args: Any) -> CallToolResult:
+        # An index that has finished once answers at once from its graph
+        # (ranges are checked against the files on disk); only a project
+        # never indexed before waits for the start-up catch-up.
+        if self.ws.store.get_meta("last_indexed") is None or self.ws.quick_status() == "error":
+            if (refusal := self._not_ready()) is not None:
+                return refusal
+        try:
+            return ok(operation(self.ws, *args))
+        except QueryError as exc:
+            return failure(self._safe(str(exc)))
+        except StoreCorrupt as exc:
+            log.error("%s: %s", tool, exc)
+            return failure(self._safe(f"The index of this project is unreadable ({exc.__cause__ or exc}). Rebuild it: "
+                                      f"{REBUILD_HINT}, in the project folder, then retry."))
+        except Exception as exc:
+            log.exception("%s failed", tool)
+            return failure(f"{tool} failed with an internal error ({type(exc).__name__}); "
+                           "the MemStrata log on stderr has the details.")
 
     # -- helpers ------------------------------------------------------------
 

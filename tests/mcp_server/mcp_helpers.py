@@ -19,7 +19,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE = REPO / "fixtures" / "python_project"
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18")
-TOOLS = ("context_query", "index_status", "savings_summary")
+TOOLS = ("context_query", "file_outline", "find_references", "find_symbol", "index_status", "savings_summary")
 LOGIN_QUERY = "AuthService.login and its callers"
 
 

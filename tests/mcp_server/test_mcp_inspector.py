@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .mcp_helpers import LOGIN_QUERY, memstrata_command
+from .mcp_helpers import LOGIN_QUERY, TOOLS, memstrata_command
 
 INSPECTOR_DIR = Path(os.environ.get("MEMSTRATA_INSPECTOR_DIR",
                                     Path.home() / ".cache" / "memstrata" / "mcp-inspector"))
@@ -38,7 +38,7 @@ def inspector(project: Path, *method_args: str) -> dict:
 def test_inspector_lists_and_calls_the_tools(project: Path):
     listed = inspector(project, "--method", "tools/list")
     tools = {t["name"]: t for t in listed["tools"]}
-    assert sorted(tools) == ["context_query", "index_status", "savings_summary"]
+    assert tuple(sorted(tools)) == TOOLS
     assert tools["context_query"]["inputSchema"]["required"] == ["query"]
 
     out = inspector(project, "--method", "tools/call", "--tool-name", "context_query",

@@ -1,0 +1,415 @@
+"""Symbol navigation: one definition with its source, the uses of a symbol,
+the outline of a file.
+
+The graph says which symbols a name designates and where they are used
+(resolved references, import bindings); line ranges and source text come
+from :func:`~memstrata.indexer.file_facts.current_facts`, which re-reads a
+file that changed since it was indexed, so no answer carries a stale range.
+Paths are project-relative, lines 1-based and inclusive.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from memstrata.indexer.file_facts import Definition, FileFacts, StaleFile, current_facts
+from memstrata.indexer.graph_view import GraphView
+from memstrata.indexer.model import SYMBOL_KINDS
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import code_nav
+
+from .errors import QueryError
+from .symbol_names import Match, near_names, resolve
+
+MAX_RESULTS_LIMIT = 200
+MAX_NAME_CHARS = 1000
+MAX_SNIPPET_CHARS = 400
+_USE_EDGES = ("calls", "references", "inherits")
+_CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
+_REF_KIND = {"call": "call", "type": "type", "inherit": "inherit"}
+_TEST_PENALTY = 0.5
+
+
+class NavigationError(QueryError):
+    """A navigation request that cannot be answered; the message says why in one sentence."""
+
+
+# -- arguments ------------------------------------------------------------------
+
+def check_name(value: object, arg: str) -> str:
+    if not isinstance(value, str):
+        raise NavigationError(f"{arg} must be a string")
+    name = value.strip()
+    if not name or name == "*":
+        raise NavigationError(f"{arg} is empty: give a symbol name such as 'AuthService.login', "
+                              "or the start of one followed by '*'")
+    if len(name) > MAX_NAME_CHARS:
+        raise NavigationError(f"{arg} is too long ({len(name):,} characters; the limit is {MAX_NAME_CHARS:,})")
+    if "*" in name[:-1]:
+        raise NavigationError(f"{arg} may hold '*' only at its end (a substring search), got {name!r}")
+    return name
+
+
+def check_int(value: object, arg: str) -> int:
+    if isinstance(value, bool):
+        raise NavigationError(f"{arg} must be an integer, got true or false")
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            raise NavigationError(f"{arg} must be an integer, got {value!r}") from None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int):
+        raise NavigationError(f"{arg} must be an integer")
+    return value
+
+
+def clamp_results(value: object) -> int:
+    """``max_results`` held to 1..MAX_RESULTS_LIMIT (out of range is clamped, not refused)."""
+    return max(1, min(MAX_RESULTS_LIMIT, check_int(value, "max_results")))
+
+
+def check_bool(value: object, arg: str) -> bool:
+    if not isinstance(value, bool):
+        raise NavigationError(f"{arg} must be true or false")
+    return value
+
+
+def check_kind(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value.strip() not in SYMBOL_KINDS:
+        shown = repr(value) if isinstance(value, str) else "a non-string value"
+        raise NavigationError(f"kind must be one of {', '.join(SYMBOL_KINDS)}; got {shown}")
+    return value.strip()
+
+
+def project_path(root: Path, value: object, arg: str = "path") -> str:
+    """``value`` as a project-relative path (absolute paths inside the project
+    are accepted); never echoes a path outside the project."""
+    if not isinstance(value, str):
+        raise NavigationError(f"{arg} must be a string")
+    text = value.strip()
+    if not text:
+        raise NavigationError(f"{arg} is empty: give a project-relative path such as 'src/app.py'")
+    if os.path.isabs(text):
+        try:
+            rel = os.path.relpath(os.path.realpath(text), os.path.realpath(root))
+        except ValueError:  # another drive (Windows)
+            raise NavigationError(f"{arg} is outside the project") from None
+    else:
+        rel = os.path.normpath(text)
+    rel = rel.replace(os.sep, "/")
+    if rel == ".." or rel.startswith("../"):
+        raise NavigationError(f"{arg} is outside the project")
+    return "" if rel == "." else rel
+
+
+# -- results ------------------------------------------------------------------
+
+class _Files:
+    """Current facts per file, read once per request."""
+
+    def __init__(self, ws: Workspace):
+        self.ws = ws
+        self.cache: dict[str, FileFacts | StaleFile | None] = {}
+
+    def get(self, path: str) -> FileFacts | None:
+        """None when not indexed; raises StaleFile when it changed unreadably."""
+        hit = self.cache.get(path, False)
+        if hit is False:
+            try:
+                hit = current_facts(self.ws.root, self.ws.store, path, self.ws.indexer.max_file_bytes)
+            except StaleFile as exc:
+                hit = exc
+            self.cache[path] = hit
+        if isinstance(hit, StaleFile):
+            raise hit
+        return hit  # type: ignore[return-value]
+
+
+def importance(graph: GraphView, node: str) -> float:
+    """How much the project leans on ``node``: the weight of the uses that
+    point at it (calls, type uses, subclasses), test code counting less."""
+    score = 1.0 + sum(w for _v, kind, w, out, _t in graph.adjacency(node) if not out and kind in _USE_EDGES)
+    return score * (_TEST_PENALTY if graph.is_test_node(node) else 1.0)
+
+
+def _ranked(graph: GraphView, matches: list[Match]) -> list[Match]:
+    return sorted(matches, key=lambda m: (m.exact, -importance(graph, m.node), m.node))
+
+
+def _unknown(graph: GraphView, name: str, arg: str, scope: str = "") -> NavigationError:
+    near = near_names(graph, name)
+    hint = f"; did you mean {', '.join(near)}?" if near else "; try a shorter name or 'prefix*'."
+    return NavigationError(f"no symbol matches {arg} {name!r}{scope}{hint}")
+
+
+def find_symbol(ws: Workspace, name: object, include_body: object = False, kind: object = None,
+                path: object = None, max_results: object = 20) -> dict:
+    name = check_name(name, "name")
+    include_body = check_bool(include_body, "include_body")
+    kind = check_kind(kind)
+    limit = clamp_results(max_results)
+    rel = None if path is None else project_path(ws.root, path)
+    with ws.lock:
+        graph = ws.graph
+        if rel is not None:
+            _check_indexed(graph, rel, allow_dir=True)
+        matches = resolve(graph, name)
+        if not matches:
+            raise _unknown(graph, name, "name")
+        if kind is not None:
+            matches = [m for m in matches if graph.node(m.node).get("kind") == kind]
+        if rel:
+            prefix = rel.rstrip("/") + "/"
+            matches = [m for m in matches if graph.file_of(m.node) == rel or graph.file_of(m.node).startswith(prefix)]
+        if not matches:
+            where = (f" of kind {kind}" if kind else "") + (f" in {rel}" if rel else "")
+            raise NavigationError(f"{name!r} names no symbol{where}; leave out kind or path to see every match")
+        ranked = [(m.node, graph.file_of(m.node), graph.node(m.node)["qualname"]) for m in _ranked(graph, matches)]
+    files = _Files(ws)
+    out: list[dict] = []
+    gone: list[str] = []
+    for node, file, qual in ranked:
+        if len(out) > limit:
+            break
+        sym = _current_definition(files, file, qual, gone)
+        if sym is None:
+            continue
+        facts, d = sym
+        entry = {"symbol": node, "kind": d.kind, "path": facts.path, "start_line": d.start_line,
+                 "end_line": d.end_line, "signature": d.signature}
+        if include_body:
+            entry["body"] = facts.span_text(d.start_line, d.end_line)
+        out.append(entry)
+    if not out:
+        raise NavigationError(gone[0] if len(gone) == 1 else
+                              f"every match of {name!r} changed since it was indexed: {'; '.join(gone[:3])}")
+    return {"symbols": out[:limit], "truncated": len(out) > limit}
+
+
+def _current_definition(files: _Files, path: str, qual: str,
+                        gone: list[str]) -> tuple[FileFacts, Definition] | None:
+    """The definition ``qual`` of ``path`` as the file is now; None (and the
+    reason in ``gone``) when it is no longer there."""
+    try:
+        facts = files.get(path)
+    except StaleFile as exc:
+        gone.append(f"{qual}: {exc}")
+        return None
+    d = facts.definition(qual) if facts is not None else None
+    if d is None:
+        gone.append(f"{qual} is no longer defined in {path} (the file changed since it was indexed)")
+        return None
+    return facts, d
+
+
+def _check_indexed(graph: GraphView, rel: str, allow_dir: bool) -> None:
+    if rel in graph and graph.node(rel).get("type") == "file":
+        return
+    if allow_dir:
+        prefix = rel.rstrip("/") + "/"
+        if rel == "" or any(f.startswith(prefix) for f in graph.files()):
+            return
+    raise NavigationError(f"{rel or '.'} is not an indexed {'file or folder' if allow_dir else 'file'} "
+                          "of this project (check the path, or run memstrata index)")
+
+
+def resolve_one(graph: GraphView, name: str, arg: str) -> str:
+    """The one symbol ``name`` designates; an error lists the candidates when
+    there are several equally good ones."""
+    matches = resolve(graph, name)
+    if not matches:
+        raise _unknown(graph, name, arg)
+    best = min(m.exact for m in matches)
+    top = _ranked(graph, [m for m in matches if m.exact == best])
+    if len(top) == 1:
+        return top[0].node
+    shown = ", ".join(m.node for m in top[:10])
+    more = f" and {len(top) - 10} more" if len(top) > 10 else ""
+    raise NavigationError(f"{arg} {name!r} is ambiguous: it names {len(top)} symbols ({shown}{more}); "
+                          "pass one of them exactly")
+
+
+# -- references -----------------------------------------------------------------
+
+def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> dict:
+    name = check_name(symbol, "symbol")
+    limit = clamp_results(max_results)
+    with ws.lock:
+        graph = ws.graph
+        node = resolve_one(graph, name, "symbol")
+        target_path = graph.file_of(node)
+        attrs = graph.node(node)
+        short, qual = attrs["name"], attrs["qualname"]
+        sources = {n.node for n in graph.neighbors(node, _USE_EDGES, "in")}
+        paths = {target_path}
+        for s in sources:
+            paths.add(graph.file_of(s) if "::" in s else s)
+            if "::" in s and graph.node(s).get("kind") in _CLASSLIKE:
+                # `impl Trait for T` with T defined elsewhere: the graph starts
+                # those uses at T, but the text lives beside the impl's members.
+                paths.update(graph.file_of(c.node) for c in graph.neighbors(s, ("contains",), "out"))
+    files = _Files(ws)
+    gone: list[str] = []
+    if _current_definition(files, target_path, qual, gone) is None:
+        raise NavigationError(gone[0])
+    ids = code_nav.file_ids(ws.store, sorted(paths))
+    rows_by_file: dict[str, list[tuple]] = defaultdict(list)
+    id_path = {fid: p for p, fid in ids.items()}
+    for fid, scope, kind, receiver, line, count, target in code_nav.file_refs(ws.store, list(id_path), short):
+        rows_by_file[id_path[fid]].append((scope, kind, receiver, line, count, target))
+    imports_by_file: dict[str, list[tuple]] = defaultdict(list)
+    for path, module, alias, line in code_nav.member_imports(ws.store, target_path, short):
+        imports_by_file[path].append((module, line))
+
+    def is_use(path: str, scope: str | None, target: str | None) -> bool:
+        if target is not None:
+            return target == node
+        # Not resolved in the index yet (a read-only index, a file parsed a
+        # moment ago): trust the graph's edge from the same scope.
+        return (f"{path}::{scope}" if scope else path) in sources
+
+    refs: list[dict] = []
+    for path in sorted(set(rows_by_file) | set(imports_by_file)):
+        if len(refs) > limit:
+            break
+        try:
+            facts = files.get(path)
+        except StaleFile:
+            continue  # the file is gone or unreadable now: none of its uses exist any more
+        if facts is None:
+            continue
+        found: dict[tuple[int, str], str | None] = {}
+        rows = rows_by_file.get(path, [])
+        if facts.reread:
+            kept = {(scope, kind, receiver) for scope, kind, receiver, _l, _c, target in rows
+                    if is_use(path, scope, target)}
+            uses = [(s, k, r, ln, c) for s, n, k, r, ln, c in facts.refs if n == short and (s, k, r) in kept]
+            modules = {m for m, _ in imports_by_file.get(path, [])}
+            import_lines = [ln for m, n, _a, ln in facts.imports if n == short and m in modules]
+        else:
+            uses = [(s, k, r, ln, c) for s, k, r, ln, c, target in rows if is_use(path, s, target)]
+            import_lines = [ln for _m, ln in imports_by_file.get(path, [])]
+        for scope, kind, receiver, line, count in uses:
+            for ln in use_lines(facts, scope, short, receiver, line, count):
+                found.setdefault((ln, _REF_KIND.get(kind, "other")), f"{path}::{scope}" if scope else None)
+        for ln in import_lines:
+            found.setdefault((ln, "import"), _enclosing(facts, ln))
+        for (ln, kind), where in sorted(found.items()):
+            refs.append({"path": path, "line": ln, "symbol": where, "kind": kind,
+                         "snippet": facts.line(ln).strip()[:MAX_SNIPPET_CHARS]})
+    return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit}
+
+
+def use_lines(facts: FileFacts, scope: str | None, name: str, receiver: str | None,
+              first: int, count: int) -> list[int]:
+    """The lines of the ``count`` uses a folded reference row stands for.
+
+    The index keeps one row per (scope, name, kind, receiver) with the first
+    line and a count; the other uses are found by spelling inside the same
+    scope, leaving out the definitions nested in it (their uses are rows of
+    their own).  A use the spelling misses (a line continuation between
+    receiver and name) is not reported rather than guessed.
+    """
+    if count <= 1:
+        return [first]
+    region, nested = _scope_region(facts, scope)
+    pattern = _use_pattern(name, receiver)
+    out: list[int] = []
+    seen = 0
+    last = region[1] if region else len(facts.lines())
+    for ln in range(first, last + 1):
+        if any(a <= ln <= b for a, b in nested):
+            continue
+        hits = len(pattern.findall(facts.line(ln)))
+        if hits or ln == first:
+            out.append(ln)
+            seen += max(hits, 1)
+            if seen >= count:
+                break
+    return out
+
+
+def _scope_region(facts: FileFacts, scope: str | None) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
+    if scope is None:
+        return None, [(d.start_line, d.end_line) for d in facts.definitions]
+    d = facts.definition(scope)
+    if d is None:
+        return None, []
+    prefix = scope + "."
+    nested = [(n.start_line, n.end_line) for n in facts.definitions
+              if n.qualname.startswith(prefix) and (n.start_line, n.end_line) != (d.start_line, d.end_line)]
+    return (d.start_line, d.end_line), nested
+
+
+_PATTERNS: dict[tuple[str, str | None], re.Pattern] = {}
+
+
+def _use_pattern(name: str, receiver: str | None) -> re.Pattern:
+    key = (name, receiver)
+    p = _PATTERNS.get(key)
+    if p is None:
+        word = re.escape(name) + r"(?![\w$])"
+        if receiver:
+            p = re.compile(re.escape(receiver) + r"\s*(?:\.|::|->|#|\?\.)\s*" + word)
+        else:
+            p = re.compile(r"(?<![\w$.>:])" + word)
+        if len(_PATTERNS) > 10_000:
+            _PATTERNS.clear()
+        _PATTERNS[key] = p
+    return p
+
+
+def _enclosing(facts: FileFacts, line: int) -> str | None:
+    best: Definition | None = None
+    for d in facts.definitions:
+        if d.start_line <= line <= d.end_line and (best is None or d.end_line - d.start_line < best.end_line - best.start_line):
+            best = d
+    return f"{facts.path}::{best.qualname}" if best else None
+
+
+# -- outline ----------------------------------------------------------------------
+
+def file_outline(ws: Workspace, path: object, depth: object = 2) -> dict:
+    rel = project_path(ws.root, path)
+    depth = check_int(depth, "depth")
+    if depth < 1:
+        raise NavigationError(f"depth must be at least 1 (1: top-level definitions only), got {depth}")
+    try:
+        facts = _Files(ws).get(rel)
+    except StaleFile as exc:
+        raise NavigationError(str(exc)) from None
+    if facts is None:
+        with ws.lock:
+            graph = ws.graph
+        _check_indexed(graph, rel, allow_dir=False)
+        raise NavigationError(f"{rel} is not an indexed file of this project")
+    # Nesting follows the text: a definition sits inside the innermost one
+    # whose lines hold it.  A method defined apart from its type (a Rust
+    # impl block, `Foo.prototype.m = ...`, a C++ out-of-line member) stays
+    # where it is written, so the outline reads in source order.
+    seen: set[str] = set()
+    roots: list[dict] = []
+    open_: list[tuple[dict, int]] = []  # enclosing entries with their level, outermost first
+    for d in sorted(facts.definitions, key=lambda d: (d.start_line, -d.end_line)):
+        if d.qualname in seen:
+            continue
+        seen.add(d.qualname)
+        while open_ and open_[-1][0]["end_line"] < d.end_line:
+            open_.pop()
+        level = open_[-1][1] + 1 if open_ else 1
+        entry = {"symbol": f"{rel}::{d.qualname}", "kind": d.kind, "start_line": d.start_line,
+                 "end_line": d.end_line, "signature": d.signature, "children": []}
+        if level <= depth:
+            (open_[-1][0]["children"] if open_ else roots).append(entry)
+        open_.append((entry, level))
+    return {"path": rel, "language": facts.language, "symbols": roots}
+
+
+__all__ = ["NavigationError", "find_symbol", "find_references", "file_outline", "MAX_RESULTS_LIMIT"]

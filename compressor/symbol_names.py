@@ -1,0 +1,120 @@
+"""A symbol as an agent writes it -> the graph's symbol nodes.
+
+Accepted spellings: a plain name (``login``); a project id
+(``app/auth/service.py::AuthService.login``, or with only the end of the
+path: ``service.py::AuthService.login``); a qualified name in any form
+``context_query`` reads (``AuthService.login``, ``pkg.mod.func``,
+``a::b::C``, ``A#m``, ``a->b``), read by the same code
+(:func:`.analyze._seed_qualified`); a substring when it ends with ``*``.
+
+When nothing matches, :func:`near_names` offers what the agent probably
+meant: the same name in another case or with other separators, then names
+that are spelled almost alike.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from memstrata.indexer.graph_view import GraphView
+
+from .analyze import _QUAL_SPLIT, Seeds, _key, _seed_qualified, _Token
+
+# Substring searches stop collecting after this many names: a one-letter
+# pattern on a large project matches most of it, and the answer is capped anyway.
+MAX_SUBSTRING_NAMES = 5000
+
+
+@dataclass(slots=True)
+class Match:
+    node: str
+    exact: int  # 0: exactly as written, 1: a looser match (suffix, prefix), 2: a substring
+
+
+def split_project_id(graph: GraphView, name: str) -> tuple[list[str], str] | None:
+    """(files, qualname) when ``name`` is ``path::qualname`` with ``path`` an
+    indexed file or the end of one; None when ``::`` is a language's own
+    qualifier (``a::b::C``)."""
+    if "::" not in name:
+        return None
+    head, _, qual = name.partition("::")
+    head = head.strip().lstrip("./")
+    if not head or not qual:
+        return None
+    files = [head] if head in graph and graph.node(head).get("type") == "file" else []
+    if not files and ("/" in head or "." in head):
+        suffix = "/" + head
+        files = [f for f in graph.files() if f.endswith(suffix)]
+    return (files, qual) if files else None
+
+
+def resolve(graph: GraphView, name: str) -> list[Match]:
+    """Every symbol ``name`` designates, most exact first (unordered within a tier)."""
+    if name.endswith("*"):
+        return _substring(graph, name[:-1])
+    pid = split_project_id(graph, name)
+    if pid is not None:
+        files, qual = pid
+        qual = ".".join(_QUAL_SPLIT.split(qual))
+        return [Match(f"{f}::{qual}", 0) for f in files if f"{f}::{qual}" in graph]
+    parts = [p for p in _QUAL_SPLIT.split(name) if p]
+    if not parts:
+        return []
+    if len(parts) == 1:
+        return [Match(d, 0) for d in graph.definitions(parts[0])]
+    seeds = Seeds()
+    if not _seed_qualified(_Token(name, parts, True, False), graph, None, seeds, lambda _node: True):
+        return []
+    written = ".".join(parts)
+    out = []
+    for n in seeds.symbols:
+        qual = graph.node(n)["qualname"]
+        # Exact: the whole spelling is the qualname, or a module path and
+        # the qualname; looser: the qualname is longer than what was written.
+        out.append(Match(n, 0 if qual == written or written.endswith("." + qual) else 1))
+    return out
+
+
+def _substring(graph: GraphView, stem: str) -> list[Match]:
+    parts = [p for p in _QUAL_SPLIT.split(stem)]
+    last = parts[-1].lower()
+    qualified = ".".join(parts).lower() if len(parts) > 1 else None
+    out: list[Match] = []
+    names = 0
+    for n in graph.names():
+        low = n.lower()
+        if last not in low:
+            continue
+        names += 1
+        if names > MAX_SUBSTRING_NAMES:
+            break
+        for d in graph.definitions(n):
+            if qualified is not None:
+                qual = graph.node(d)["qualname"].lower()
+                if qualified not in qual:
+                    continue
+                tier = 0 if qual == qualified else 1 if qual.endswith("." + qualified) else 2
+            else:
+                tier = 0 if n == stem else 1 if low.startswith(last) else 2
+            out.append(Match(d, tier))
+    return out
+
+
+def near_names(graph: GraphView, name: str, limit: int = 5) -> list[str]:
+    """Names of the project spelled like ``name``'s last part, best first."""
+    parts = [p for p in _QUAL_SPLIT.split(name.rstrip("*")) if p]
+    if not parts:
+        return []
+    last = parts[-1]
+    key = _key(last)
+    same_key: list[str] = []
+    close_pool: list[str] = []
+    for n in graph.names():
+        k = _key(n)
+        if k == key:
+            same_key.append(n)
+        elif abs(len(k) - len(key)) <= 3 and k[:1] == key[:1]:
+            close_pool.append(n)
+    close = difflib.get_close_matches(last, close_pool, n=limit, cutoff=0.75)
+    return (sorted(same_key) + close)[:limit]

@@ -1,0 +1,76 @@
+"""Reads of the code index for symbol navigation: one file's row, text and
+definitions, the uses of one name in a few files, the imports of one member.
+
+Each read touches only the rows it names (through the ``files.path``,
+``refs_file``, ``symbols_file`` and ``imports_target`` indexes), so a lookup
+costs the same on a 500k-line index as on a small one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .db import Store
+
+
+@dataclass(slots=True, frozen=True)
+class FileRow:
+    id: int
+    path: str
+    language: str | None
+    size: int
+    mtime_ns: int
+    hash: str
+    is_test: bool
+
+
+def file_row(store: Store, path: str) -> FileRow | None:
+    rows = store.execute(
+        "SELECT id, path, language, size, mtime_ns, hash, is_test FROM files WHERE path = ?", (path,))
+    if not rows:
+        return None
+    i, p, lang, size, mtime, h, test = rows[0]
+    return FileRow(i, p, lang, size, mtime, h, bool(test))
+
+
+def file_text(store: Store, file_id: int) -> str | None:
+    rows = store.execute("SELECT text FROM file_text WHERE file_id = ?", (file_id,))
+    return rows[0][0] if rows else None
+
+
+def file_symbols(store: Store, file_id: int) -> list[tuple]:
+    """Rows of (name, qualname, kind, parent, start_line, end_line, signature), in definition order."""
+    return store.execute(
+        "SELECT name, qualname, kind, parent, start_line, end_line, signature FROM symbols"
+        " WHERE file_id = ? ORDER BY id", (file_id,))
+
+
+def file_refs(store: Store, file_ids: Sequence[int], name: str) -> list[tuple]:
+    """Rows of (file_id, scope, kind, receiver, line, count, target) of the uses of ``name``."""
+    out: list[tuple] = []
+    ids = list(file_ids)
+    for i in range(0, len(ids), 500):
+        chunk = ids[i : i + 500]
+        out += store.execute(
+            "SELECT file_id, scope, kind, receiver, line, count, target FROM refs"
+            f" WHERE file_id IN ({','.join('?' * len(chunk))}) AND name = ?", (*chunk, name))
+    return out
+
+
+def file_ids(store: Store, paths: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    paths = list(paths)
+    for i in range(0, len(paths), 500):
+        chunk = paths[i : i + 500]
+        for fid, p in store.execute(
+                f"SELECT id, path FROM files WHERE path IN ({','.join('?' * len(chunk))})", tuple(chunk)):
+            out[p] = fid
+    return out
+
+
+def member_imports(store: Store, target_path: str, name: str) -> list[tuple]:
+    """Rows of (path, module, alias, line) of the imports of ``name`` from ``target_path``."""
+    return store.execute(
+        "SELECT f.path, i.module, i.alias, i.line FROM imports i JOIN files f ON f.id = i.file_id"
+        " WHERE i.target_path = ? AND i.name = ? ORDER BY f.path, i.line", (target_path, name))

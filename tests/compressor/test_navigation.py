@@ -1,0 +1,299 @@
+"""find_symbol, find_references and file_outline on real indexes of the fixture
+projects (every language), including bad input and files edited after indexing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from memstrata.compressor.navigation import NavigationError, file_outline, find_references, find_symbol
+from memstrata.indexer.workspace import Workspace
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "fixtures"
+LANGUAGE_FIXTURES = ["c_project", "commonjs_project", "cpp_project", "csharp_project", "go_project", "java_project",
+                     "javascript_project", "php_project", "python_project", "ruby_project", "rust_project",
+                     "typescript_project"]
+
+# Hand-written from reading the fixtures: every use of one definition per
+# language, as (path, line, kind, enclosing definition or None).
+REFERENCES = {
+    "c_project": ("src/hash.c::hash_password", [
+        ("src/auth.c", 14, "call", "src/auth.c::auth_login"),
+        ("src/main.c", 4, "call", "src/main.c::lookup"),
+    ]),
+    "commonjs_project": ("lib/response.js::res.send", [
+        ("lib/handlers.js", 3, "call", "lib/handlers.js::onRequest"),
+        ("lib/response.js", 21, "call", "lib/response.js::res.json"),
+        ("lib/response.js", 29, "call", "lib/response.js::res.sendFile"),
+    ]),
+    "cpp_project": ("include/auth/session.hpp::Session", [
+        ("include/auth/service.hpp", 12, "type", "include/auth/service.hpp::Authenticator"),
+        ("include/auth/service.hpp", 18, "type", "include/auth/service.hpp::AuthService"),
+        ("src/main.cpp", 6, "type", "src/main.cpp::main"),
+        ("src/service.cpp", 13, "type", "src/service.cpp::AuthService.login"),
+        ("src/service.cpp", 14, "type", "src/service.cpp::AuthService.login"),
+    ]),
+    "csharp_project": ("src/Util/Hasher.cs::Hasher.Hash", [
+        ("src/Auth/AuthService.cs", 22, "call", "src/Auth/AuthService.cs::AuthService.Login"),
+        ("src/Web/LoginController.cs", 19, "call", "src/Web/LoginController.cs::LoginController.Handle"),
+    ]),
+    "go_project": ("hash/hash.go::Hash", [
+        ("auth/service.go", 33, "call", "auth/service.go::Service.Login"),
+    ]),
+    "java_project": ("src/main/java/com/acme/util/Hash.java::Hash.sha", [
+        ("src/main/java/com/acme/auth/AuthService.java", 3, "import", None),
+        ("src/main/java/com/acme/auth/AuthService.java", 14, "call",
+         "src/main/java/com/acme/auth/AuthService.java::AuthService.login"),
+        ("src/main/java/com/acme/web/LoginController.java", 11, "call",
+         "src/main/java/com/acme/web/LoginController.java::LoginController.handle"),
+    ]),
+    "javascript_project": ("src/hash.js::hashPassword", [
+        ("src/hash.js", 10, "call", "src/hash.js::verifyPassword"),
+    ]),
+    "php_project": ("src/Util/Hash.php::Hash.make", [
+        ("src/Auth/AuthService.php", 18, "call", "src/Auth/AuthService.php::AuthService.login"),
+    ]),
+    "python_project": ("app/util/crypto.py::hash_password", [
+        ("app/auth/service.py", 3, "import", None),
+        ("app/auth/service.py", 25, "call", "app/auth/service.py::AuthService.login"),
+        ("tests/test_auth.py", 2, "import", None),
+        ("tests/test_auth.py", 6, "call", "tests/test_auth.py::test_login_accepts_right_password"),
+    ]),
+    "ruby_project": ("lib/auth/hashing.rb::Auth.Hashing.digest", [
+        ("lib/auth/service.rb", 15, "call", "lib/auth/service.rb::Auth.Service.login"),
+    ]),
+    "rust_project": ("src/hash.rs::hash_password", [
+        ("src/auth/service.rs", 5, "import", None),
+        ("src/auth/service.rs", 20, "call", "src/auth/service.rs::AuthService.login"),
+    ]),
+    "typescript_project": ("src/models.ts::User", [
+        ("src/auth.ts", 2, "import", None),
+        ("src/auth.ts", 13, "type", "src/auth.ts::Session.constructor"),
+        ("src/auth.ts", 16, "type", "src/auth.ts::AuthService"),
+        ("src/auth.ts", 17, "type", "src/auth.ts::AuthService"),
+        ("src/auth.ts", 19, "type", "src/auth.ts::AuthService.load"),
+    ]),
+}
+
+
+def _indexed(tmp_path_factory, name: str) -> Path:
+    dest = tmp_path_factory.mktemp("nav") / name
+    shutil.copytree(FIXTURES / name, dest, ignore=shutil.ignore_patterns(".memstrata", "__pycache__"))
+    with Workspace.open(dest) as ws:
+        ws.index()
+    return dest
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    cache: dict[str, Path] = {}
+
+    def get(name: str) -> Path:
+        if name not in cache:
+            cache[name] = _indexed(tmp_path_factory, name)
+        return cache[name]
+
+    return get
+
+
+@pytest.fixture
+def python_ws(tmp_path):
+    dest = tmp_path / "python_project"
+    shutil.copytree(FIXTURES / "python_project", dest, ignore=shutil.ignore_patterns(".memstrata", "__pycache__"))
+    ws = Workspace.open(dest)
+    ws.index()
+    yield ws
+    ws.close()
+
+
+def _file_lines(root: Path, path: str, start: int, end: int) -> bytes:
+    data = (root / path).read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    text = b"".join(data.splitlines(keepends=True)[start - 1 : end])
+    for eol in (b"\r\n", b"\n", b"\r"):
+        if text.endswith(eol):
+            return text[: -len(eol)]
+    return text
+
+
+@pytest.mark.parametrize("fixture", LANGUAGE_FIXTURES)
+def test_every_body_is_the_files_own_lines(indexed, fixture):
+    root = indexed(fixture)
+    with Workspace.open(root) as ws:
+        nodes = [n for n in ws.graph.nodes() if "::" in n]
+        assert len(nodes) >= 5
+        for node in nodes:
+            out = find_symbol(ws, node, include_body=True)
+            assert not out["truncated"]
+            [sym] = out["symbols"]
+            assert sym["symbol"] == node and sym["path"] == node.split("::")[0]
+            assert 1 <= sym["start_line"] <= sym["end_line"]
+            assert sym["body"].encode("utf-8") == _file_lines(root, sym["path"], sym["start_line"], sym["end_line"])
+            assert sym["body"].strip()
+
+
+@pytest.mark.parametrize("fixture", sorted(REFERENCES))
+def test_references_match_the_hand_written_list(indexed, fixture):
+    symbol, expected = REFERENCES[fixture]
+    root = indexed(fixture)
+    with Workspace.open(root) as ws:
+        out = find_references(ws, symbol)
+    assert out["symbol"] == symbol and not out["truncated"]
+    got = [(r["path"], r["line"], r["kind"], r["symbol"]) for r in out["references"]]
+    assert got == expected
+    for r in out["references"]:
+        line = (root / r["path"]).read_text(encoding="utf-8").splitlines()[r["line"] - 1]
+        assert r["snippet"] == line.strip()
+
+
+@pytest.mark.parametrize("fixture", LANGUAGE_FIXTURES)
+def test_outline_is_in_source_order_and_nested(indexed, fixture):
+    root = indexed(fixture)
+    with Workspace.open(root) as ws:
+        files = [f for f in ws.graph.files() if ws.graph.symbols_in_file(f)]
+        for path in files:
+            out = file_outline(ws, path, depth=5)
+            assert out["path"] == path and out["language"]
+
+            def check(entries, lo, hi, prefix):
+                starts = [e["start_line"] for e in entries]
+                assert starts == sorted(starts)
+                for e in entries:
+                    assert lo <= e["start_line"] <= e["end_line"] <= hi
+                    assert e["symbol"].startswith(prefix)
+                    check(e["children"], e["start_line"], e["end_line"], e["symbol"] + ".")
+
+            check(out["symbols"], 1, 10**9, path + "::")
+            flat = []
+
+            def walk(entries):
+                for e in entries:
+                    flat.append(e["symbol"])
+                    walk(e["children"])
+
+            walk(out["symbols"])
+            assert sorted(flat) == sorted(set(ws.graph.symbols_in_file(path)))
+
+
+def test_outline_of_a_python_file(python_ws):
+    out = file_outline(python_ws, "app/auth/service.py")
+    shape = [(e["symbol"].split("::")[1], e["kind"], [c["symbol"].split("::")[1] for c in e["children"]])
+             for e in out["symbols"]]
+    assert shape == [("MAX_ATTEMPTS", "constant", []), ("InvalidCredentials", "class", []),
+                     ("AuthService", "class", ["AuthService.__init__", "AuthService.login", "AuthService.logout"])]
+    top = file_outline(python_ws, "app/auth/service.py", depth=1)
+    assert [e["children"] for e in top["symbols"]] == [[], [], []]
+
+
+def test_name_forms(python_ws):
+    ws = python_ws
+    login = "app/auth/service.py::AuthService.login"
+    for name in ("AuthService.login", login, "service.py::AuthService.login", "app.auth.service.AuthService.login",
+                 "login", "AuthService#login"):
+        assert [s["symbol"] for s in find_symbol(ws, name)["symbols"]] == [login], name
+    found = find_symbol(ws, "Auth*")["symbols"]
+    assert found[0]["symbol"] == "app/auth/service.py::AuthService"
+    assert all("auth" in s["symbol"].split("::")[1].lower() for s in found)
+    assert "body" not in found[0]
+    classes = find_symbol(ws, "A*", kind="class")["symbols"]
+    assert classes and all(s["kind"] == "class" for s in classes)
+    in_dir = find_symbol(ws, "__init__", path="app/auth")["symbols"]
+    assert in_dir and all(s["path"].startswith("app/auth/") for s in in_dir)
+
+
+def test_exact_matches_come_first(python_ws):
+    out = find_symbol(python_ws, "login*")["symbols"]
+    names = [s["symbol"].split("::")[1].rsplit(".", 1)[-1] for s in out]
+    assert names[0] == "login" and "login_route" in names
+
+
+def test_bad_input_is_one_sentence(python_ws):
+    ws = python_ws
+    cases = [
+        (lambda: find_symbol(ws, "logn"), "no symbol matches name 'logn'; did you mean login"),
+        (lambda: find_symbol(ws, "   "), "name is empty"),
+        (lambda: find_symbol(ws, 5), "name must be a string"),
+        (lambda: find_symbol(ws, "a*b"), "'*' only at its end"),
+        (lambda: find_symbol(ws, "login", kind="widget"), "kind must be one of function, method"),
+        (lambda: find_symbol(ws, "login", include_body="yes"), "include_body must be true or false"),
+        (lambda: find_symbol(ws, "login", max_results="many"), "max_results must be an integer"),
+        (lambda: find_symbol(ws, "login", path="/etc"), "path is outside the project"),
+        (lambda: find_symbol(ws, "login", path="../elsewhere"), "path is outside the project"),
+        (lambda: find_symbol(ws, "login", path="nowhere/else.py"), "nowhere/else.py is not an indexed file or folder"),
+        (lambda: find_symbol(ws, "login", kind="class"), "'login' names no symbol of kind class"),
+        (lambda: find_references(ws, "__init__"), "symbol '__init__' is ambiguous: it names"),
+        (lambda: find_references(ws, ""), "symbol is empty"),
+        (lambda: find_references(ws, "AuthServise.login"), "no symbol matches symbol 'AuthServise.login'"),
+        (lambda: file_outline(ws, "/etc/passwd"), "path is outside the project"),
+        (lambda: file_outline(ws, "app/missing.py"), "app/missing.py is not an indexed file"),
+        (lambda: file_outline(ws, "app/auth/service.py", depth=0), "depth must be at least 1"),
+    ]
+    for call, start in cases:
+        with pytest.raises(NavigationError) as info:
+            call()
+        message = str(info.value)
+        assert start in message, message
+        assert "\n" not in message and "Traceback" not in message
+        assert "/etc" not in message and str(ws.root.parent) not in message
+    with pytest.raises(NavigationError) as info:
+        find_references(ws, "__init__")
+    assert "app/auth/service.py::AuthService.__init__" in str(info.value)
+
+
+def test_max_results_is_clamped(python_ws):
+    ws = python_ws
+    everything = find_symbol(ws, "_*", max_results=1000)
+    assert len(everything["symbols"]) <= 200
+    one = find_symbol(ws, "_*", max_results=0)
+    assert len(one["symbols"]) == 1 and one["truncated"]
+    refs = find_references(ws, "app/util/crypto.py::hash_password", max_results=-5)
+    assert len(refs["references"]) == 1 and refs["truncated"]
+
+
+def test_repeated_uses_in_one_scope_each_get_their_line(tmp_path):
+    root = tmp_path / "p"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "lib.py").write_text("def helper(x):\n    return x\n")
+    (root / "pkg" / "use.py").write_text(
+        "from pkg.lib import helper\n\n\ndef run(items):\n    a = helper(1)\n\n"
+        "    def inner():\n        return helper(2)\n    b = helper(3) + helper(4)\n    return a, b, inner\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        out = find_references(ws, "helper")
+    got = [(r["path"], r["line"], r["kind"], r["symbol"]) for r in out["references"]]
+    assert got == [("pkg/use.py", 1, "import", None),
+                   ("pkg/use.py", 5, "call", "pkg/use.py::run"),
+                   ("pkg/use.py", 8, "call", "pkg/use.py::run.inner"),
+                   ("pkg/use.py", 9, "call", "pkg/use.py::run")]
+
+
+def test_a_file_edited_after_indexing_is_read_again(python_ws):
+    ws = python_ws
+    service = ws.root / "app" / "auth" / "service.py"
+    text = service.read_text(encoding="utf-8")
+    service.write_text('"""Moved down."""\n\n\n' + text.replace('"""Authentication service."""\n', "", 1),
+                       encoding="utf-8")
+    st = service.stat()
+    os.utime(service, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))  # a distinct mtime on coarse clocks
+    [sym] = find_symbol(ws, "AuthService.login", include_body=True)["symbols"]
+    assert (sym["start_line"], sym["end_line"]) == (22, 31)
+    assert sym["body"].encode() == _file_lines(ws.root, "app/auth/service.py", 22, 31)
+    outline = file_outline(ws, "app/auth/service.py")
+    assert outline["symbols"][0]["start_line"] == 8
+    refs = find_references(ws, "app/util/crypto.py::hash_password")["references"]
+    assert ("app/auth/service.py", 27) in [(r["path"], r["line"]) for r in refs]
+
+    # A definition removed from its file is refused with the reason, never given an old range.
+    service.write_text(service.read_text(encoding="utf-8").replace("def logout", "def sign_out"), encoding="utf-8")
+    with pytest.raises(NavigationError, match="AuthService.logout is no longer defined in app/auth/service.py"):
+        find_symbol(ws, "AuthService.logout")
+    service.unlink()
+    with pytest.raises(NavigationError, match="app/auth/service.py was deleted since it was indexed"):
+        find_symbol(ws, "AuthService.login")
+    with pytest.raises(NavigationError, match="was deleted since it was indexed"):
+        file_outline(ws, "app/auth/service.py")
