@@ -13,11 +13,12 @@ import uuid
 from typing import TYPE_CHECKING
 
 from memstrata import __version__
-from .store import DEFAULT_BRANCH, DEFAULT_SPACE, FAILED_FORK_VERSIONS, REGISTRY_SPACE, SPACE, Branch
+from .store import DEFAULT_BRANCH, DEFAULT_SPACE, EVENT_LOG, FAILED_FORK_VERSIONS, REGISTRY_SPACE, SPACE, Branch
 
 from . import errors
 from .commands import EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, EFFECT_UNCHANGED, check_branch_name, handler, page
 from .errors import StrataError
+from .jsondocs import index_entries
 from .merges import merge_parent
 
 if TYPE_CHECKING:
@@ -173,25 +174,25 @@ def space_delete(e: Engine, a: dict) -> dict:
     base = {"space": space, "force": force}
     if not e.store.space_known(view, space):
         return {"type": "space_delete_result", "data": {**base, "deleted_rows": 0, "effect": dict(EFFECT_NOT_FOUND)}}
-    rows = [(kind, x.key) for kind in e.store.kinds_in(view, space)
+    rows = [(kind, x.key) for kind in e.store.kinds_in(view, space) if kind != EVENT_LOG
             for x in e.store.scan(view, space, kind, batch=4096)]
-    has_events = e.store.last_event(view, space) is not None
-    if (rows or has_events) and not force:
+    last = e.store.last_event(view, space)
+    if (rows or last is not None) and not force:
         raise StrataError("failed_precondition.engine.space_not_empty",
                           f"product space `{space}` contains visible data; retry with force=true to delete it")
-    if has_events:
-        # Event logs here are append-only per branch and space (their
-        # sequence is the key), so a log cannot restart at 0 in place.
-        raise StrataError("unsupported.server.argument",
-                          f"product space `{space}` holds events, and this server cannot delete an event log; "
-                          "delete the space's other data, or use a new space")
+    # The engine counts two rows per event (the record and its type index) and one for the log.
+    # ... and the documents' index entries.
+    deleted = len(rows) + (0 if last is None else 2 * (last.sequence + 1) + 1) + index_entries(e, b, view, space)
     with e.store.commit(b) as tx:
         for kind, key in rows:
             tx.delete(space, kind, key)
+        if last is not None:
+            # The log restarts at 0; its old rows stay for reads as of earlier versions and for forks.
+            tx.put(space, EVENT_LOG, b"", b"", str(e.store.event_base(view, space) + last.sequence + 1))
         tx.delete(REGISTRY_SPACE, SPACE, space.encode("utf-8"))
     e.store.space_removed(b.id, space)
     for cache in e.caches.values():
         for key in [k for k in cache if k[:2] == (b.id, space)]:
             del cache[key]
     return {"type": "space_delete_result", "data": {
-        **base, "deleted_rows": len(rows), "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, 0, len(rows))}}
+        **base, "deleted_rows": deleted, "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, 0, deleted)}}

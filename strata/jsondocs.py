@@ -177,12 +177,72 @@ def check_doc_id(key: str) -> bytes:
     return key.encode("utf-8")
 
 
+def doc_revision(aux: str) -> int:
+    """A document's revision counter from its row's ``aux`` (``N``, or ``N@origin`` for a promoted copy)."""
+    return int(aux.split("@", 1)[0])
+
+
 def _document(e: Engine, view, space: str, key: bytes) -> tuple[Any, int, int]:
     """(document or _MISSING, its version, its document_version)."""
     entry = e.store.live(view, space, JSON, key)
     if entry is None:
         return _MISSING, 0, 0
-    return json.loads(entry.value), entry.version, int(entry.aux)
+    return json.loads(entry.value), entry.version, doc_revision(entry.aux)
+
+
+# -- index entries ------------------------------------------------------------------------
+#
+# The engine keeps one entry per document and index whose field holds a value of the
+# index's kind (a number for `numeric`, a string for `tag` and `text`), and its write
+# receipts count the entries a write puts and deletes.  This server answers no query
+# from them, so it keeps none: it counts what the engine would write, from the
+# document before and after.
+
+
+def _indexes(e: Engine, b, view, space: str) -> list[tuple[list, str]]:
+    """(field path, index type) of each JSON index defined in the space, cached per branch and space."""
+    cache = e.caches.setdefault("json_indexes", {})
+    found = cache.get((b.id, space))
+    if found is None:
+        found = cache[(b.id, space)] = [
+            (parse_path(spec["field_path"]), spec["index_type"])
+            for spec in (json.loads(x.value) for x in e.store.scan(view, space, JSON_INDEX))]
+    return found
+
+
+def _forget_indexes(e: Engine, b, space: str) -> None:
+    e.caches.get("json_indexes", {}).pop((b.id, space), None)
+
+
+def _indexed(indexes: list, doc: Any) -> list:
+    out = []
+    for segments, kind in indexes:
+        v = _MISSING if doc is _MISSING else get_at(doc, segments)
+        if kind == "numeric":
+            out.append(float(v) if type(v) in (int, float) else _MISSING)
+        else:
+            out.append(v if type(v) is str else _MISSING)
+    return out
+
+
+def _entry_changes(before: list, after: list) -> tuple[int, int]:
+    """(entries put, entries deleted) to go from one document's indexed values to another's."""
+    puts = deletes = 0
+    for old, new in zip(before, after):
+        if old is new or (old is not _MISSING and new is not _MISSING and old == new):
+            continue
+        deletes += old is not _MISSING
+        puts += new is not _MISSING
+    return puts, deletes
+
+
+def index_entries(e: Engine, b, view, space: str) -> int:
+    """How many index entries the space's documents hold (what deleting the space removes with them)."""
+    indexes = _indexes(e, b, view, space)
+    if not indexes:
+        return 0
+    return sum(v is not _MISSING for x in e.store.scan(view, space, JSON, batch=4096)
+               for v in _indexed(indexes, json.loads(x.value)))
 
 
 @handler("json_set")
@@ -193,12 +253,15 @@ def json_set(e: Engine, a: dict) -> dict:
     view = e.store.view(b)
     doc, _, revision = _document(e, view, space, key)
     created = doc is _MISSING
+    indexes = _indexes(e, b, view, space)
+    before = _indexed(indexes, doc)
     new = set_at(doc, segments, a["value"])
+    puts, deletes = _entry_changes(before, _indexed(indexes, new))
     with e.store.commit(b) as tx:
         tx.register_space(view, space)
         tx.put(space, JSON, key, canonical(new).encode("utf-8"), str(revision + 1))
     return {"type": "json_write_result",
-            "data": {"key": a["key"], "effect": effect(created), "commit": e.receipt(tx, 1)}}
+            "data": {"key": a["key"], "effect": effect(created), "commit": e.receipt(tx, 1 + puts, deletes)}}
 
 
 @handler("json_get")
@@ -222,16 +285,20 @@ def json_delete(e: Engine, a: dict) -> dict:
     missing = {"type": "json_delete_result", "data": {"key": a["key"], "effect": dict(EFFECT_NOT_FOUND)}}
     if doc is _MISSING:
         return missing
+    indexes = _indexes(e, b, view, space)
+    before = _indexed(indexes, doc)
     if not segments:
         with e.store.commit(b) as tx:
             tx.delete(space, JSON, key)
-        counts = (0, 1)
+        puts, deletes = _entry_changes(before, _indexed(indexes, _MISSING))
+        counts = (puts, 1 + deletes)
     else:
         if not delete_at(doc, segments):
             return missing
         with e.store.commit(b) as tx:
             tx.put(space, JSON, key, canonical(doc).encode("utf-8"), str(revision + 1))
-        counts = (1, 0)
+        puts, deletes = _entry_changes(before, _indexed(indexes, doc))
+        counts = (1 + puts, deletes)
     return {"type": "json_delete_result",
             "data": {"key": a["key"], "effect": dict(EFFECT_DELETED), "commit": e.receipt(tx, *counts)}}
 
@@ -280,7 +347,7 @@ def json_history(e: Engine, a: dict) -> dict:
         items.append({
             "value": None if entry.value is None else json.loads(entry.value),
             "version": entry.version, "timestamp": entry.version,
-            "document_version": int(entry.aux) if entry.aux else None,
+            "document_version": doc_revision(entry.aux) if entry.aux else None,
             "tombstone": entry.value is None, "committed_at": commit.committed_at if commit else None})
     return {"type": "json_version_history", "data": items}
 
@@ -306,7 +373,8 @@ def json_batch_set(e: Engine, a: dict) -> dict:
     _check_targets(entries)
     view = e.store.view(b)
     batch = Batch(e)
-    docs: dict[bytes, list] = {}  # key -> [document, document_version], as the batch leaves it
+    indexes = _indexes(e, b, view, space)
+    docs: dict[bytes, list] = {}  # key -> [document, document_version, indexed before], as the batch leaves it
     for x in entries:
         try:
             key, segments = _target(x)
@@ -316,7 +384,7 @@ def json_batch_set(e: Engine, a: dict) -> dict:
         state = docs.get(key)
         if state is None:
             doc, _, revision = _document(e, view, space, key)
-            state = docs[key] = [doc, revision]
+            state = docs[key] = [doc, revision, _indexed(indexes, doc)]
         created = state[0] is _MISSING
         # A value that does not fit its path refuses the whole batch, as the engine does.
         state[0] = set_at(state[0], segments, json.loads(canonical(x["value"])))
@@ -324,11 +392,14 @@ def json_batch_set(e: Engine, a: dict) -> dict:
         batch.add({"document_version": state[1]}, effect=effect(created))
     if not docs:
         return batch.envelope("json_batch_results")
+    puts = deletes = 0
     with e.store.commit(b) as tx:
         tx.register_space(view, space)
-        for key, (doc, revision) in docs.items():
+        for key, (doc, revision, before) in docs.items():
             tx.put(space, JSON, key, canonical(doc).encode("utf-8"), str(revision))
-    return batch.envelope("json_batch_results", e.receipt(tx, len(docs)))
+            p, d = _entry_changes(before, _indexed(indexes, doc))
+            puts, deletes = puts + p, deletes + d
+    return batch.envelope("json_batch_results", e.receipt(tx, len(docs) + puts, deletes))
 
 
 @handler("json_batch_delete")
@@ -338,7 +409,8 @@ def json_batch_delete(e: Engine, a: dict) -> dict:
     _check_targets(entries)
     view = e.store.view(b)
     batch = Batch(e)
-    docs: dict[bytes, list] = {}  # key -> [document or _MISSING, document_version, changed]
+    indexes = _indexes(e, b, view, space)
+    docs: dict[bytes, list] = {}  # key -> [document or _MISSING, document_version, changed, indexed before]
     for x in entries:
         try:
             key, segments = _target(x)
@@ -348,7 +420,7 @@ def json_batch_delete(e: Engine, a: dict) -> dict:
         state = docs.get(key)
         if state is None:
             doc, _, revision = _document(e, view, space, key)
-            state = docs[key] = [doc, revision, False]
+            state = docs[key] = [doc, revision, False, _indexed(indexes, doc)]
         gone = False
         if state[0] is not _MISSING:
             if not segments:
@@ -361,15 +433,18 @@ def json_batch_delete(e: Engine, a: dict) -> dict:
     changed = {k: s for k, s in docs.items() if s[2]}
     if not changed:
         return batch.envelope("json_batch_results")
-    puts = 0
+    puts = entry_puts = entry_deletes = 0
     with e.store.commit(b) as tx:
-        for key, (doc, revision, _) in changed.items():
+        for key, (doc, revision, _, before) in changed.items():
             if doc is _MISSING:
                 tx.delete(space, JSON, key)
             else:
                 tx.put(space, JSON, key, canonical(doc).encode("utf-8"), str(revision))
                 puts += 1
-    return batch.envelope("json_batch_results", e.receipt(tx, puts, len(changed) - puts))
+            p, d = _entry_changes(before, _indexed(indexes, doc))
+            entry_puts, entry_deletes = entry_puts + p, entry_deletes + d
+    return batch.envelope("json_batch_results",
+                          e.receipt(tx, puts + entry_puts, len(changed) - puts + entry_deletes))
 
 
 @handler("json_batch_get")
@@ -410,7 +485,7 @@ def json_batch_exists(e: Engine, a: dict) -> dict:
 
 def _doc_item(entry) -> dict:
     return {"key": entry.key.decode("utf-8"), "value": json.loads(entry.value), "version": entry.version,
-            "timestamp": entry.version, "document_version": int(entry.aux)}
+            "timestamp": entry.version, "document_version": doc_revision(entry.aux)}
 
 
 @handler("json_scan")
@@ -485,6 +560,7 @@ def json_create_index(e: Engine, a: dict) -> dict:
     with e.store.commit(b) as tx:
         tx.register_space(view, space)
         tx.put(space, JSON_INDEX, name, json.dumps(spec).encode("utf-8"))
+    _forget_indexes(e, b, space)
     return {"type": "json_index_definition", "data": _index_json(e.store.live(e.store.view(b), space, JSON_INDEX,
                                                                               name), space)}
 
@@ -497,6 +573,7 @@ def json_drop_index(e: Engine, a: dict) -> dict:
         return {"type": "bool", "data": False}
     with e.store.commit(b) as tx:
         tx.delete(space, JSON_INDEX, name)
+    _forget_indexes(e, b, space)
     return {"type": "bool", "data": True}
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import base64
+import binascii
 import sys
 from itertools import islice
 from typing import TYPE_CHECKING
@@ -23,7 +23,7 @@ KEY_FRAME = 36
 
 
 def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode("ascii")
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
 
 
 def check_key(key: bytes) -> None:
@@ -173,28 +173,32 @@ def _batch_scope(e: Engine, a: dict, keys: list[bytes]):
 @handler("kv_batch_put")
 def kv_batch_put(e: Engine, a: dict) -> dict:
     entries = a["entries"]
-    b, space = _batch_scope(e, a, [x["key"] for x in entries])
-    for x in entries:
-        if x["key"]:
-            check_key_size(x["key"], space)
+    keys = [x["key"] for x in entries]
+    b, space = _batch_scope(e, a, keys)
+    # An oversized key refuses the whole batch, before any item is judged.
+    frame = KEY_FRAME + len(space.encode("utf-8"))
+    for key in keys:
+        if frame + len(key) + key.count(0) > KEY_LIMIT:
+            check_key_size(key, space)
     view = e.store.view(b)
     batch = Batch(e)
+    # Batches are where per-key lookups add up: one query answers which keys exist.
+    live = e.store.live_keys(view, space, KV, [k for k in keys if k])
     writes = []
-    for x in entries:
-        key = x["key"]
-        try:
-            check_key(key)
-        except StrataError as exc:
-            batch.fail(exc, {"key": b64(key)})
+    for x, key in zip(entries, keys):
+        if not key:
+            try:
+                check_key(key)
+            except StrataError as exc:
+                batch.fail(exc, {"key": ""})
             continue
-        batch.add({"key": b64(key)}, effect=effect(_live(e, view, space, key) is None))
-        writes.append(x)
+        batch.add({"key": b64(key)}, effect=effect(key not in live))
+        writes.append((key, x["value"]))
     if not writes:
         return batch.envelope("batch_results")
     with e.store.commit(b) as tx:
         tx.register_space(view, space)
-        for x in writes:
-            tx.put(space, KV, x["key"], x["value"])
+        tx.put_many(space, KV, writes)
     return batch.envelope("batch_results", e.receipt(tx, len(writes)))
 
 

@@ -9,11 +9,13 @@ by content, so two branches that wrote the same value agree.
 
 A promotion is a three-way merge over KV, JSON and vectors: the *branch
 point* is the fork version between a parent and its direct child (either
-way round), moved up to the source's head at the last promotion of the same
-source into the same target.  What the source changed since that point is
-applied unless the target changed the same entity to something else (a
-conflict: ``strict`` refuses the whole promotion, ``source_wins`` applies
-the source's side).  Events and graphs are compared, never merged.
+way round), or the source's head at the last promotion into the target
+while that promotion came from the same source (the target keeps one
+record).  What the source changed since that point is applied unless the
+target changed the same entity to something else (a conflict: ``strict``
+refuses the whole promotion, ``source_wins`` applies the source's side).
+"Changed" compares what the engine compares (see :class:`Row`).  Events
+and graphs are compared, never merged.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .store import (
 
 from .commands import check_branch_name, dumps, handler
 from .errors import StrataError, branch_missing
+from .jsondocs import doc_revision
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -55,18 +58,39 @@ def _b64(raw: bytes) -> str:
 
 
 class Row:
-    """One entity of one capability: its identity, comparable content, version and stored row."""
+    """One entity of one capability: its identity, shown content, version and stored row.
 
-    __slots__ = ("identity", "content", "version", "entry")
+    ``token`` is what the engine compares: the content, plus for records that
+    carry their own bookkeeping (a vector's revision, a document's revision
+    and the write that made it) that bookkeeping, so two sides that wrote the
+    same value separately still differ where the engine says they do.
+    """
 
-    def __init__(self, identity: bytes, content: bytes, version: int, entry=None):
+    __slots__ = ("identity", "content", "version", "entry", "token")
+
+    def __init__(self, identity: bytes, content: bytes, version: int, entry=None, token=None):
         self.identity, self.content, self.version, self.entry = identity, content, version, entry
+        self.token = content if token is None else token
 
 
 def _vector_content(value: bytes, aux: str) -> bytes:
     extra = json.loads(aux)
     embedding = [float(x) for x in np.frombuffer(value, dtype=np.float32)]
     return dumps({"embedding": embedding, "metadata": extra.get("m")}).encode("utf-8")
+
+
+def json_origin(entry) -> int:
+    """The version of the write that made this document record (a promotion copies the record, origin and all)."""
+    _, _, origin = (entry.aux or "").partition("@")
+    return int(origin) if origin else entry.version
+
+
+def _token(capability: str, content: bytes, entry) -> tuple:
+    if capability == "vector":
+        return content, json.loads(entry.aux)["r"]
+    if capability == "json":
+        return content, doc_revision(entry.aux), json_origin(entry)
+    return (content,)
 
 
 def rows(e: Engine, view: View, space: str, capability: str) -> dict[bytes, Row]:
@@ -78,14 +102,15 @@ def rows(e: Engine, view: View, space: str, capability: str) -> dict[bytes, Row]
         return out
     for entry in e.store.scan(view, space, _KIND[capability], batch=4096):
         if capability in ("kv", "json"):
-            row = Row(entry.key, entry.value, entry.version, entry)
+            row = Row(entry.key, entry.value, entry.version, entry, _token(capability, entry.value, entry))
         elif capability == "vector":
             coll, key = split_tuple_key(entry.key)
-            row = Row(_seg(coll) + key.encode("utf-8"), _vector_content(entry.value, entry.aux), entry.version, entry)
+            content = _vector_content(entry.value, entry.aux)
+            row = Row(_seg(coll) + key.encode("utf-8"), content, entry.version, entry, _token(capability, content, entry))
         elif capability == "vector_collection":
             meta = json.loads(entry.aux)
             row = Row(_seg(entry.key.decode("utf-8")), f"{meta['dimension']}/{meta['metric']}".encode(),
-                      entry.version, entry)
+                      meta.get("created", entry.version), entry)
         elif capability == "graph_metadata":
             meta = json.loads(entry.aux)
             row = Row(_seg(entry.key.decode("utf-8")), f"{meta['nodes']}/{meta['edges']}".encode(), entry.version)
@@ -116,10 +141,7 @@ def _branches(e: Engine, first: str, second: str) -> tuple[Branch, Branch]:
 
 
 def _differs(capability: str, left: Row, right: Row) -> bool:
-    if left.content != right.content:
-        return True
-    # A document's revision counter is part of what the engine compares.
-    return capability == "json" and left.entry.aux != right.entry.aux
+    return left.token != right.token
 
 
 @handler("branch_diff")
@@ -144,8 +166,8 @@ def branch_diff(e: Engine, a: dict) -> dict:
 # -- promotion -----------------------------------------------------------------------------
 
 
-def _merge_key(target: Branch, source: Branch | None = None) -> bytes:
-    return tuple_key(target.name) if source is None else tuple_key(target.name, source.name)
+def _merge_key(target: Branch) -> bytes:
+    return tuple_key(target.name)
 
 
 def merge_parent(e: Engine, b: Branch) -> dict | None:
@@ -164,9 +186,12 @@ def branch_point(e: Engine, source: Branch, target: Branch) -> int:
     else:
         raise StrataError("invalid_argument.engine.branch_point",
                           "no branch point: the two branches are not in a direct fork lineage")
-    last = e.store.live(e.store.view(target), REGISTRY_SPACE, MERGE, _merge_key(target, source))
-    if last is not None:
-        point = max(point, json.loads(last.aux)["source_version"])
+    # The engine keeps one promotion record per target (its merge parent): the branch point
+    # moves to where the last promotion read the source only while that promotion was from
+    # this same source; a promotion from another branch in between puts it back at the fork.
+    last = merge_parent(e, target)
+    if last is not None and last["source"] == source.id and "source_version" in last:
+        point = last["source_version"]
     return point
 
 
@@ -180,14 +205,14 @@ def _plan(e: Engine, source: Branch, target: Branch, point: int, strategy: str) 
             src, tgt, base = (rows(e, v, space, capability) for v in (vs, vt, vbase))
             for ident in sorted(src.keys() | base.keys()):
                 s, b, t = src.get(ident), base.get(ident), tgt.get(ident)
-                content = (lambda r: None if r is None else r.content)
-                # A side changed the entity when it holds other content than the branch point, or
-                # rewrote it since (a rewrite with the same content still counts, as in the engine).
-                if content(s) == content(b) and (s is None or s.version <= point):
+                token = (lambda r: None if r is None else r.token)
+                # A side changed the entity when what the engine compares differs from the branch
+                # point (a KV rewrite to the same bytes, or a change and back, is no change).
+                if token(s) == token(b):
                     continue
                 changed.add(capability)
-                target_changed = content(t) != content(b) or (t is not None and t.version > point)
-                if target_changed and content(t) == content(s):
+                target_changed = token(t) != token(b)
+                if target_changed and token(t) == token(s):
                     continue
                 place = {"capability": capability, "space": space, "identity": _b64(ident)}
                 if target_changed:
@@ -207,8 +232,12 @@ def _plan(e: Engine, source: Branch, target: Branch, point: int, strategy: str) 
                 else:
                     deleted.append(place)
                 writes.append((space, capability, s, t))
+    # Collections travel with a promotion: those the target lacks are created there, and that
+    # alone makes a commit.
+    collections = [(space, entry) for space in _spaces(e, vs) for entry in e.store.scan(vs, space, VECTOR_COLLECTION)
+                   if e.store.live(vt, space, VECTOR_COLLECTION, entry.key) is None]
     return {"spaces": spaces, "applied": applied, "deleted": deleted, "conflicts": conflicts,
-            "changed": changed, "writes": writes}
+            "changed": changed, "writes": writes, "collections": collections}
 
 
 def _derived(capabilities: set) -> list[dict]:
@@ -243,14 +272,14 @@ def branch_merge(e: Engine, a: dict) -> dict:
                           f"promotion of `{source.name}` into `{target.name}` refused: "
                           f"{len(plan['conflicts'])} conflict(s)")
     head: dict = {"source": source.name, "target": target.name, "branch_point": point, "strategy": strategy}
-    if plan["writes"]:
-        head.update(_apply(e, source, target, plan["writes"]))
+    if plan["writes"] or plan["collections"]:
+        head.update(_apply(e, source, target, plan["writes"], plan["collections"]))
     touched = {w[1] for w in plan["writes"]}
     return {"type": "branch_merge", "data": {
         **head, "applied": plan["applied"], "deleted": plan["deleted"], **_tail(plan, touched)}}
 
 
-def _apply(e: Engine, source: Branch, target: Branch, writes: list) -> dict:
+def _apply(e: Engine, source: Branch, target: Branch, writes: list, collections: list) -> dict:
     vt, vs = e.store.view(target), e.store.view(source)
     source_head = e.store.latest(source.id)
     counts: dict[tuple[str, str], int] = {}  # (space, collection) -> change in live vectors
@@ -259,19 +288,22 @@ def _apply(e: Engine, source: Branch, target: Branch, writes: list) -> dict:
     with e.store.commit(target) as tx:
         for space in dict.fromkeys(w[0] for w in writes):
             tx.register_space(vt, space)
-        # Collections travel with a promotion (their vectors need them): those the target lacks are copied.
-        for space in _spaces(e, vs):
-            for entry in e.store.scan(vs, space, VECTOR_COLLECTION, batch=4096):
-                if e.store.live(vt, space, VECTOR_COLLECTION, entry.key) is None:
-                    tx.register_space(vt, space)
-                    meta = json.loads(entry.aux)
-                    meta["count"] = 0
-                    tx.put(space, VECTOR_COLLECTION, entry.key, b"", json.dumps(meta))
+        for space, entry in collections:
+            tx.register_space(vt, space)
+            meta = json.loads(entry.aux)
+            meta["count"], meta["created"] = 0, tx.version
+            tx.put(space, VECTOR_COLLECTION, entry.key, b"", json.dumps(meta))
         for space, capability, s, t in writes:
             kind = _KIND[capability]
             key = (s or t).entry.key
             if s is not None:
-                tx.put(space, kind, key, s.entry.value, s.entry.aux)
+                aux = s.entry.aux
+                if capability == "json":
+                    aux = f"{doc_revision(aux)}@{json_origin(s.entry)}"
+                tx.put(space, kind, key, s.entry.value, aux)
+            elif capability == "vector":
+                # The revision counter survives the deletion, as in vector_delete.
+                tx.delete(space, kind, key, json.dumps({"r": json.loads(t.entry.aux)["r"]}))
             else:
                 tx.delete(space, kind, key)
             if capability == "vector":
@@ -284,16 +316,17 @@ def _apply(e: Engine, source: Branch, target: Branch, writes: list) -> dict:
                 continue
             meta = json.loads(record.aux)
             if e.store.live(vt, space, VECTOR_COLLECTION, coll.encode("utf-8")) is None:
-                meta["count"] = 0
+                meta["count"], meta["created"] = 0, tx.version  # copied by this promotion, above
             meta["count"] += delta
             tx.put(space, VECTOR_COLLECTION, coll.encode("utf-8"), b"", json.dumps(meta))
             e.caches.setdefault("vectors", {}).pop((target.id, space, coll), None)
-        tx.put(REGISTRY_SPACE, MERGE, _merge_key(target, source), b"", json.dumps({"source_version": source_head}))
         tx.put(REGISTRY_SPACE, MERGE, _merge_key(target), b"", json.dumps({
             "source": source.id, "source_name": source.name, "source_generation": source.generation,
-            "merged_at": tx.version}))
-    # ... and two more after it (the engine's promotion bookkeeping): the next commit is three versions on.
-    e.store.burn_versions(2)
+            "merged_at": tx.version, "source_version": source_head}))
+    # ... and two more after it (the engine's promotion bookkeeping): the first is on the
+    # target's timeline (reads and forks can be anchored there), the second on none.
+    e.store.burn_versions(1, target.id)
+    e.store.burn_versions(1)
     # Cached vector indexes of the target are rebuilt from the rows on their next read.
     for key in [k for k in e.caches.get("vectors", {}) if k[0] == target.id]:
         del e.caches["vectors"][key]

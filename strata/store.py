@@ -49,6 +49,9 @@ JSON_INDEX = 20
 GRAPH_ONTOLOGY = 21
 # Promotion records of a target branch, in the registry space (issue 23).
 MERGE = 22
+# Where a space's event log starts (aux: the stored sequence its sequence 0 is): a space
+# deletion restarts the log at 0 while the rows of the old one stay for older reads and forks.
+EVENT_LOG = 23
 
 # Space records live outside every product space.
 REGISTRY_SPACE = ""
@@ -66,6 +69,8 @@ DELETE_VERSIONS = 2
 _MEMO_ENTRIES = 100_000
 _MEMO_VALUE_BYTES = 16_384
 _NO_ENTRY = object()
+_MEMO_COMMIT_ROWS = 16  # a commit of more rows is not remembered (see commit)
+_KEYS_PER_QUERY = 500  # bound parameters per IN (...) list, well under SQLite's limit
 
 # The bound of a view at the head (greater than any version ever handed out).
 HEAD = 2**62
@@ -235,8 +240,10 @@ class StrataStore:
                 c.execute(
                     "INSERT INTO strata_branches(id, name, generation, status, state_revision)"
                     " VALUES (1, ?, 1, 'active', 0)", (DEFAULT_BRANCH,))
-                c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, 1, ?)",
-                              [(v, at) for v in range(1, SETUP_VERSIONS + 1)])
+                # Only the first setup version is on the default branch's timeline (a fork
+                # of a fresh database is taken at 1, and reads as of 2 are past its history).
+                c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, ?, ?)",
+                              [(v, 1 if v == 1 else None, at) for v in range(1, SETUP_VERSIONS + 1)])
                 c.execute("INSERT INTO strata_entries(branch, space, kind, key, version, value)"
                           " VALUES (1, ?, ?, ?, 1, x'')", (REGISTRY_SPACE, SPACE, DEFAULT_SPACE.encode()))
         self.head = c.execute("SELECT max(version) FROM strata_commits").fetchone()[0]
@@ -361,13 +368,19 @@ class StrataStore:
     def has_forks(self, b: Branch) -> bool:
         return any(x.parent == b.id for x in self._branches.values())
 
-    def burn_versions(self, count: int) -> None:
-        """Consume versions no timeline holds (what a refused fork costs the real engine)."""
+    def burn_versions(self, count: int, branch: int | None = None) -> None:
+        """Consume versions that carry no rows (what a refused fork costs the real engine).
+
+        With ``branch`` they join that branch's timeline (a read or fork may be
+        anchored at them); without, no timeline holds them.
+        """
         with self._db_lock, self.store.write() as c:
             at = self._clock()
-            c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, NULL, ?)",
-                          [(self.head + 1 + i, at) for i in range(count)])
+            c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, ?, ?)",
+                          [(self.head + 1 + i, branch, at) for i in range(count)])
         self.head += count
+        if branch is not None:
+            self._latest[branch] = self.head
         self._last_committed_at = at
 
     # -- commits ------------------------------------------------------------------
@@ -392,11 +405,13 @@ class StrataStore:
             c = self._conn
             try:
                 if len(tx.entries) == 1 and not tx.events:
-                    c.execute(_INSERT_ENTRY, tx.entries[0])
+                    c.execute(_INSERT_ENTRY, (*tx.entries[0], tx.committed_at))
                 else:
                     c.execute("BEGIN IMMEDIATE")
                     try:
-                        c.executemany(_INSERT_ENTRY, tx.entries)
+                        # No per-row time here: the trigger would record the commit once per row,
+                        # and this transaction records it once, below.
+                        c.executemany(_INSERT_ENTRIES, tx.entries)
                         c.executemany(_INSERT_EVENT, tx.events)
                         c.execute("INSERT OR IGNORE INTO strata_commits(version, branch, committed_at)"
                                   " VALUES (?, ?, ?)", (tx.version, b.id, tx.committed_at))
@@ -406,9 +421,12 @@ class StrataStore:
                     c.execute("COMMIT")
             finally:
                 self._forget(tx.written)
-            # What this commit wrote is what the head now reads.
+            # What this commit wrote is what the head now reads.  A large commit (a batch) is
+            # forgotten instead: its keys are read back one by one if at all, and holding every
+            # one would make the memo a pile of long-lived objects for the garbage collector to
+            # walk again and again.
             memo = self._memo
-            if len(memo) < _MEMO_ENTRIES:
+            if len(memo) < _MEMO_ENTRIES and len(tx.rows) <= _MEMO_COMMIT_ROWS:
                 for key, entry in tx.rows:
                     memo[key] = entry
             self.head = tx.version
@@ -454,6 +472,39 @@ class StrataStore:
         """The visible row for ``key`` unless it is absent or deleted."""
         entry = self.get(view, space, kind, key)
         return entry if entry is not None and entry.value is not None else None
+
+    def live_keys(self, view: View, space: str, kind: int, keys: list[bytes]) -> set[bytes]:
+        """Which of ``keys`` are visible and not deleted in ``view``: one query per level and
+        chunk of keys instead of one per key (what a batch write asks before it commits)."""
+        found: set[bytes] = set()
+        pending = []
+        memo = self._memo
+        for key in keys:
+            hit = memo.get((view.levels, space, kind, key), _NO_ENTRY)
+            if hit is _NO_ENTRY:
+                pending.append(key)
+            elif hit is not None and hit.value is not None:
+                found.add(key)
+        with self._db_lock:
+            for level in view.levels:
+                if not pending:
+                    break
+                decided: set[bytes] = set()
+                for i in range(0, len(pending), _KEYS_PER_QUERY):
+                    chunk = pending[i:i + _KEYS_PER_QUERY]
+                    # SQLite takes the bare columns of a max() aggregate from the row holding the max.
+                    rows = self._conn.execute(
+                        "SELECT key, max(version), value IS NOT NULL FROM strata_entries"
+                        " WHERE branch = ? AND space = ? AND kind = ? AND version <= ?"
+                        f" AND key IN ({','.join('?' * len(chunk))}) GROUP BY key",
+                        (level.branch, space, kind, level.bound, *chunk))
+                    for key, _, alive in rows:
+                        decided.add(key)
+                        if alive:
+                            found.add(key)
+                # A key this level holds a row for (a deletion too) is settled; the rest fall through.
+                pending = [k for k in pending if k not in decided]
+        return found
 
     def _forget(self, keys: list[tuple]) -> None:
         for key in keys:
@@ -530,24 +581,34 @@ class StrataStore:
 
     _EVENT_COLUMNS = "sequence, version, event_type, payload, timestamp, previous_hash, hash"
 
+    # Stored sequences only grow per branch and space; the sequence a read reports is the
+    # stored one less the log's start (see EVENT_LOG), so a deleted log restarts at 0.
+
+    def event_base(self, view: View, space: str) -> int:
+        """The stored sequence the log's visible sequence 0 is (0 until the space is deleted)."""
+        entry = self.get(view, space, EVENT_LOG, b"")
+        return 0 if entry is None or entry.value is None else int(entry.aux)
+
     def last_event(self, view: View, space: str) -> Event | None:
+        base = self.event_base(view, space)
         sql = (f"SELECT {self._EVENT_COLUMNS} FROM strata_events WHERE branch = ? AND space = ?"
                " AND version <= ? ORDER BY sequence DESC LIMIT 1")
         with self._db_lock:
             for level in view.levels:
                 row = self._conn.execute(sql, (level.branch, space, level.bound)).fetchone()
                 if row is not None:
-                    return Event(*row)
+                    return Event(row[0] - base, *row[1:]) if row[0] >= base else None
         return None
 
     def event(self, view: View, space: str, sequence: int) -> Event | None:
+        base = self.event_base(view, space)
         sql = (f"SELECT {self._EVENT_COLUMNS} FROM strata_events WHERE branch = ? AND space = ?"
                " AND sequence = ? AND version <= ?")
         with self._db_lock:
             for level in view.levels:
-                row = self._conn.execute(sql, (level.branch, space, sequence, level.bound)).fetchone()
+                row = self._conn.execute(sql, (level.branch, space, sequence + base, level.bound)).fetchone()
                 if row is not None:
-                    return Event(*row)
+                    return Event(row[0] - base, *row[1:])
         return None
 
     def events(self, view: View, space: str, after: int = -1, event_type: str | None = None,
@@ -557,8 +618,9 @@ class StrataStore:
         type_clause = " AND event_type = ?" if event_type is not None else ""
         sql = (f"SELECT {self._EVENT_COLUMNS} FROM strata_events WHERE branch = ? AND space = ?"
                f" AND version <= ? AND sequence > ?{type_clause} ORDER BY sequence LIMIT ?")
+        base = self.event_base(view, space)
         for level in reversed(view.levels):
-            lower = after
+            lower = after + base
             size = batch
             while True:
                 params: list = [level.branch, space, level.bound, lower]
@@ -568,7 +630,7 @@ class StrataStore:
                 with self._db_lock:
                     rows = self._conn.execute(sql, params).fetchall()
                 for row in rows:
-                    yield Event(*row)
+                    yield Event(row[0] - base, *row[1:])
                 if len(rows) < size:
                     break
                 lower = rows[-1][0]
@@ -648,22 +710,35 @@ class Transaction:
         self.written.append(memo)
         if len(value) <= _MEMO_VALUE_BYTES:
             self.rows.append((memo, Entry(key, self.version, value, aux)))
-        self.entries.append((self.branch.id, space, kind, key, self.version, value, aux, self.committed_at))
+        self.entries.append((self.branch.id, space, kind, key, self.version, value, aux))
+
+    def put_many(self, space: str, kind: int, pairs: list[tuple[bytes, bytes]]) -> None:
+        """``put`` of many (key, value) pairs without aux, in one pass (the batch writes)."""
+        head, version, bid = self._head, self.version, self.branch.id
+        memos = [(head, space, kind, key) for key, _ in pairs]
+        self.written += memos
+        self.rows += [(memo, Entry(key, version, value, None))
+                      for memo, (key, value) in zip(memos, pairs) if len(value) <= _MEMO_VALUE_BYTES]
+        self.entries += [(bid, space, kind, key, version, value, None) for key, value in pairs]
 
     def delete(self, space: str, kind: int, key: bytes, aux: str | None = None) -> None:
         """A deletion row (``aux`` may carry what outlives it, e.g. a revision counter)."""
         memo = (self._head, space, kind, key)
         self.written.append(memo)
         self.rows.append((memo, Entry(key, self.version, None, aux)))
-        self.entries.append((self.branch.id, space, kind, key, self.version, None, aux, self.committed_at))
+        self.entries.append((self.branch.id, space, kind, key, self.version, None, aux))
 
     def append_event(self, space: str, event: Event) -> None:
-        self.events.append((self.branch.id, space, event.sequence, event.version, event.event_type,
+        """Append ``event`` (its visible sequence) to the space's log."""
+        base = self._s.event_base(View(self._head), space)
+        self.events.append((self.branch.id, space, event.sequence + base, event.version, event.event_type,
                             event.payload, event.timestamp, event.previous_hash, event.hash))
 
 
 _INSERT_ENTRY = ("INSERT OR REPLACE INTO strata_entries(branch, space, kind, key, version, value, aux, committed_at)"
                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT_ENTRIES = ("INSERT OR REPLACE INTO strata_entries(branch, space, kind, key, version, value, aux)"
+                   " VALUES (?, ?, ?, ?, ?, ?, ?)")
 _INSERT_EVENT = ("INSERT INTO strata_events(branch, space, sequence, version, event_type, payload, timestamp,"
                  " previous_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 

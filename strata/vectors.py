@@ -49,9 +49,13 @@ class Collection:
     metric: str
     count: int
     version: int
+    created: int | None = None  # the version that created it (what branch_diff reports)
 
     def aux(self) -> str:
-        return json.dumps({"dimension": self.dimension, "metric": self.metric, "count": self.count})
+        meta = {"dimension": self.dimension, "metric": self.metric, "count": self.count}
+        if self.created is not None:
+            meta["created"] = self.created
+        return json.dumps(meta)
 
     def listing(self) -> dict:
         return {"name": self.name, "dimension": self.dimension, "metric": self.metric, "count": self.count}
@@ -77,7 +81,7 @@ def load_collection(e: Engine, view: View, space: str, name: str) -> Collection 
     if entry is None:
         return None
     meta = json.loads(entry.aux)
-    return Collection(name, meta["dimension"], meta["metric"], meta["count"], entry.version)
+    return Collection(name, meta["dimension"], meta["metric"], meta["count"], entry.version, meta.get("created"))
 
 
 def require_collection(e: Engine, view: View, space: str, name: str) -> Collection:
@@ -284,6 +288,7 @@ def vector_create_collection(e: Engine, a: dict) -> dict:
         raise StrataError("already_exists.engine.vector_collection", "vector collection already exists")
     coll = Collection(name, a["dimension"], a["metric"], 0, 0)
     with e.store.commit(b) as tx:
+        coll.created = tx.version
         tx.register_space(view, space)
         tx.put(space, VECTOR_COLLECTION, name.encode("utf-8"), b"", coll.aux())
     e.caches.setdefault("vectors", {}).pop(_index_key(b.id, space, name), None)

@@ -133,7 +133,48 @@ REFUSALS = [
     cmd(type="branch_merge", source="f", target="default", strategy=3),
 ]
 
-SCRIPTS = {"merge_every_primitive": EVERY_PRIMITIVE, "merge_conflicts": CONFLICTS, "merge_refusals": REFUSALS}
+# The engine's rules the random histories first met, each as a minimal history.
+RULES = [
+    # A fork of a fresh database is taken at its first version.
+    ("strata_branch_fork", {"source": "default", "branch": "f"}),
+    preview(), cmd(type="branch_get", branch="f"),
+    # KV compares bytes: a rewrite to the same value, or a change and back, is no change.
+    put("a", "0"), put("r", "0"),
+    ("strata_branch_fork", {"source": "default", "branch": "g"}),
+    put("a", "0"), put("a", "S", branch="g"),
+    put("r", "T"), put("r", "1", branch="g"), put("r", "0", branch="g"),
+    preview("g", "default"),
+    # Documents compare as records: the same value written on both sides separately
+    # differs, and so does a rewrite to the same value.
+    cmd(type="json_set", key="d", path="$", value={"a": 1}),
+    cmd(type="json_set", key="d", path="$", value={"a": 1}, branch="g"),
+    diff("default", "g"), preview("g", "default"),
+    # Vectors compare by embedding, metadata and revision.
+    cmd(type="vector_create_collection", collection="c", dimension=2, metric="cosine"),
+    cmd(type="vector_upsert", collection="c", key="same", vector=[1, 0]),
+    cmd(type="vector_upsert", collection="c", key="same", vector=[1, 0], branch="g"),
+    diff("default", "g"),
+    merge("g", "default", strategy="source_wins"),
+    # A promoted document is the source's record: no difference is left.
+    diff("default", "g"),
+    # The version after a promotion's commit is on the target's timeline.
+    ("strata_command", {"command": {"type": "kv_get", "key": b64("a")}}, {"m": "data.value.version"}),
+    cmd(type="branch_get", branch="default"),
+    ("strata_branch_fork", {"source": "default", "branch": "h"}),
+    put("a", "H", branch="h"),
+    cmd(type="vector_delete", collection="c", key="same", branch="h"),
+    cmd(type="json_set", key="d", path="$.h", value=1, branch="h"),
+    # A promotion from another source puts g's branch point back at its fork.
+    preview("g", "default"), merge("h", "default"), preview("g", "default"),
+    # A vector deleted by a promotion keeps its revision counter.
+    cmd(type="vector_upsert", collection="c", key="same", vector=[0, 1]),
+    cmd(type="json_get", key="d", path="$"),
+    cmd(type="json_history", key="d"),
+    diff("default", "h"),
+]
+
+SCRIPTS = {"merge_every_primitive": EVERY_PRIMITIVE, "merge_conflicts": CONFLICTS, "merge_refusals": REFUSALS,
+           "merge_rules": RULES}
 
 KEYS = ["a", "b", "c", "d"]
 
@@ -159,6 +200,11 @@ def random_merge_script(seed: int, steps: int) -> list:
                        value=rng.choice([1, {"q": n}, "s"]), **scope)
         elif roll < 0.55:
             step = cmd(type="json_delete", key=rng.choice(KEYS), path="$", **scope)
+        elif roll < 0.6:
+            # A second collection, created on whichever branch comes first (it travels with promotions).
+            step = cmd(type="vector_create_collection", collection="c2", dimension=2, metric="cosine", **scope) \
+                if rng.random() < 0.3 else cmd(type="vector_upsert", collection="c2", key=rng.choice(KEYS),
+                                                vector=[1, 0], **scope)
         elif roll < 0.63:
             scope.pop("space", None)
             step = cmd(type="vector_upsert", collection="c", key=rng.choice(KEYS),

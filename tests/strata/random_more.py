@@ -67,6 +67,10 @@ def extra_step(rng: random.Random, n: int, scope: dict, as_of: dict):
     elif roll < 0.73:
         c = {"type": "event_batch_append", "entries": [{"event_type": rng.choice(["a", "b", "c"]), "payload": {"n": n}}
                                                         for _ in range(rng.choice([1, 2, 3]))]}
+        if rng.random() < 0.3:
+            # Events in the space space_delete removes: its log restarts at 0.
+            c["space"] = "s9"
+            return ("strata_command", {"command": c})
     elif roll < 0.83:
         c = {"type": "event_range", "start_seq": rng.choice([0, 1, 3]), "direction": rng.choice(["forward", "reverse"]),
              "limit": rng.choice([None, 1, 3])}
@@ -75,7 +79,10 @@ def extra_step(rng: random.Random, n: int, scope: dict, as_of: dict):
         if rng.random() < 0.3:
             c["event_type"] = rng.choice(["a", "b"])
     elif roll < 0.88:
-        c = {"type": "event_list_types", **as_of}
+        c = {"type": rng.choice(["event_list_types", "event_count", "event_verify_chain"]), **as_of}
+        if rng.random() < 0.4:
+            c["space"] = "s9"
+            return ("strata_command", {"command": {**c, **{k: v for k, v in scope.items() if k != "space"}}})
     elif roll < 0.93:
         c = {"type": rng.choice(["kv_sample", "json_scan", "json_sample", "describe"])}
     else:

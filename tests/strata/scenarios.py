@@ -845,6 +845,76 @@ SPACE_DELETE = raw(
  {"type":"describe","branch":"f"},
 )
 
-for _name, _script in (("kv_batches", KV_BATCHES), ("json_batches", JSON_BATCHES), ("vector_bulk", VECTOR_BULK),
+# A space holding events: its log restarts at 0 after the deletion, while reads as of
+# earlier versions and a fork taken before it still see the old log.
+E9 = {"space": "s9"}
+SPACE_DELETE_EVENTS = raw(
+ {"type":"event_append","event_type":"a","payload":{"i":1},**E9},
+ {"type":"event_append","event_type":"b","payload":{"i":2},**E9},
+ ({"type":"kv_put","key":"YQ==","value":"YQ==",**E9}, {"before":"data.commit.version"}),
+ {"type":"branch_fork_current","source":"default","branch":"f"},
+ {"type":"space_delete",**E9},
+ {"type":"space_delete","force":True,**E9},
+ {"type":"space_exists",**E9}, {"type":"space_list"},
+ {"type":"event_count",**E9}, {"type":"event_list",**E9}, {"type":"event_get","sequence":0,**E9},
+ {"type":"event_append","event_type":"c","payload":{"i":3},**E9},
+ {"type":"event_get","sequence":0,**E9}, {"type":"event_get","sequence":1,**E9},
+ {"type":"event_verify_chain",**E9}, {"type":"event_list_types",**E9},
+ {"type":"event_range","start_seq":0,**E9}, {"type":"event_exists","sequence":1,**E9},
+ {"type":"event_list","as_of":"$before",**E9}, {"type":"event_get","sequence":1,"as_of":"$before",**E9},
+ {"type":"event_count","branch":"f",**E9}, {"type":"event_verify_chain","branch":"f",**E9},
+ {"type":"event_append","event_type":"d","payload":{},"branch":"f",**E9},
+ {"type":"event_list","branch":"f",**E9},
+ {"type":"branch_diff","branch_a":"default","branch_b":"f"},
+ {"type":"event_batch_append","entries":[{"event_type":"a","payload":{}},{"event_type":"a","payload":{"x":1}}],**E9},
+ {"type":"space_delete","force":True,**E9},
+ {"type":"space_delete","force":True,"branch":"f",**E9},
+ {"type":"event_count","branch":"f",**E9},
+ {"type":"event_append","event_type":"e","payload":{},**E9},
+ {"type":"event_list",**E9},
+ {"type":"describe",**E9},
+)
+
+# Write receipts count the index entries a write puts and deletes (numbers for numeric
+# indexes, strings for tag and text ones; an unchanged value writes none).
+JSON_INDEX_ENTRIES = raw(
+ {"type":"json_set","key":"d0","path":"$","value":{"a":1,"x":{"y":"t"}}},
+ {"type":"json_create_index","name":"ia","field_path":"$.a","index_type":"numeric"},
+ {"type":"json_set","key":"d0","path":"$.a","value":2},
+ {"type":"json_set","key":"d0","path":"$.a","value":2.0},
+ {"type":"json_set","key":"d0","path":"$.a","value":"2"},
+ {"type":"json_set","key":"d0","path":"$.a","value":True},
+ {"type":"json_set","key":"d0","path":"$","value":{"a":3}},
+ {"type":"json_create_index","name":"a2","field_path":"a","index_type":"numeric"},
+ {"type":"json_create_index","name":"xy","field_path":"$.x.y","index_type":"tag"},
+ {"type":"json_create_index","name":"tx","field_path":"$.t","index_type":"text"},
+ {"type":"json_create_index","name":"l0","field_path":"$.l[0]","index_type":"numeric"},
+ {"type":"json_set","key":"d1","path":"$","value":{"a":1,"x":{"y":"t"},"t":"hello world","l":[5,6]}},
+ {"type":"json_set","key":"d1","path":"$.x","value":{"y":"u"}},
+ {"type":"json_set","key":"d1","path":"$.x","value":{"y":7}},
+ {"type":"json_set","key":"d1","path":"$.l","value":[]},
+ {"type":"json_delete","key":"d1","path":"$.t"},
+ {"type":"json_delete","key":"d1","path":"$.zz"},
+ {"type":"json_delete","key":"d1","path":"$"},
+ {"type":"json_set","key":"d9","path":"$","value":{"a":1},"space":"other"},
+ {"type":"json_batch_set","entries":[{"key":"d2","path":"$","value":{"a":1,"t":"x"}},
+                                     {"key":"d3","path":"$","value":{"c":1}},
+                                     {"key":"d2","path":"$.a","value":4}]},
+ {"type":"json_batch_delete","entries":[{"key":"d2","path":"$.t"},{"key":"d3","path":"$"},{"key":"d4","path":"$"}]},
+ {"type":"json_batch_delete","entries":[{"key":"d2","path":"$"}]},
+ {"type":"json_drop_index","name":"ia"},
+ {"type":"json_set","key":"d0","path":"$.a","value":9},
+ {"type":"branch_fork_current","source":"default","branch":"f"},
+ {"type":"json_drop_index","name":"a2","branch":"f"},
+ {"type":"json_set","key":"d0","path":"$.a","value":10,"branch":"f"},
+ {"type":"json_set","key":"d0","path":"$.a","value":10},
+ {"type":"space_delete","space":"other","force":True},
+ {"type":"json_create_index","name":"ia","field_path":"$.a","index_type":"numeric","space":"other"},
+ {"type":"json_set","key":"d9","path":"$","value":{"a":1},"space":"other"},
+ {"type":"space_delete","space":"other","force":True},
+ {"type":"json_set","key":"d9","path":"$","value":{"a":1},"space":"other"},
+)
+
+for _name, _script in (("json_index_entries", JSON_INDEX_ENTRIES), ("space_delete_events", SPACE_DELETE_EVENTS), ("kv_batches", KV_BATCHES), ("json_batches", JSON_BATCHES), ("vector_bulk", VECTOR_BULK),
                        ("event_ranges", EVENT_RANGES), ("space_delete", SPACE_DELETE)):
     SCRIPTS[_name] = _script

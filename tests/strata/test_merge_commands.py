@@ -33,10 +33,8 @@ def test_merge_script_matches_the_real_engine(name):
     assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
 
 
-# Known gap (docs/strata.md): random histories with forks of forks and repeated promotions
-# still meet conflict rules the scripted cases do not pin down; strict, so a fix is noticed.
-@pytest.mark.xfail(strict=True, reason="random promotion histories: some engine conflict rules not yet matched")
-@pytest.mark.parametrize("seed", range(8))
+# Forks of forks, promotions both ways and from several sources into one target.
+@pytest.mark.parametrize("seed", range(16))
 def test_random_merge_history_matches_the_real_engine(seed):
     problems = _problems(random_merge_script(seed, 120))
     assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
