@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from memstrata.storage.migrations import LegacyAdoption, Schema
-
-# Every chain has the key/value table ``meta``; a file adopted from the
-# shared chain already has it.
-_META = """
-    CREATE TABLE IF NOT EXISTS meta (
-        key   TEXT PRIMARY KEY,
-        value TEXT
-    );
-"""
+from memstrata.storage.migrations import META_TABLE, LegacyAdoption, Schema
 
 KURA_SCHEMA = Schema(
     name="Kura database",
     application_id=0x4B555241,  # "KURA"
     migrations=(
         # 1: the tables (step 3 of the shared chain before the products had their own files).
-        _META + """
+        META_TABLE + """
     CREATE TABLE kura_sources (
         id          INTEGER PRIMARY KEY,
         path        TEXT NOT NULL UNIQUE,      -- relative to the watched folder, POSIX

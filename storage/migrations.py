@@ -21,6 +21,16 @@ from dataclasses import dataclass
 
 LEGACY_APPLICATION_ID = 0
 
+# Every chain's first step creates the key/value table ``meta`` (Store's
+# get_meta/set_meta read it); IF NOT EXISTS, because a file adopted from the
+# shared chain already has it.
+META_TABLE = """
+    CREATE TABLE IF NOT EXISTS meta (
+        key   TEXT PRIMARY KEY,
+        value TEXT
+    );
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class LegacyAdoption:

@@ -5,23 +5,14 @@ of truth, so these tables can be dropped and rebuilt at will."""
 
 from __future__ import annotations
 
-from memstrata.storage.migrations import LegacyAdoption, Schema
-
-# Every chain has the key/value table ``meta``; a file adopted from the
-# shared chain already has it.
-_META = """
-    CREATE TABLE IF NOT EXISTS meta (
-        key   TEXT PRIMARY KEY,
-        value TEXT
-    );
-"""
+from memstrata.storage.migrations import META_TABLE, LegacyAdoption, Schema
 
 STORMBUFFER_SCHEMA = Schema(
     name="Stormbuffer index",
     application_id=0x53425546,  # "SBUF"
     migrations=(
         # 1: the tables (step 6 of the shared chain before the products had their own files).
-        _META + """
+        META_TABLE + """
     -- One row per *.md file below records/, valid or not.  The stat fields
     -- let a sync skip unchanged files without reading them; racy = 1 when the
     -- file was read so soon after its last write that its stat cannot be

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from memstrata.storage.migrations import LegacyAdoption, Schema
-
-# Every chain has the key/value table ``meta``; a file adopted from the
-# shared chain already has it.
-_META = """
-    CREATE TABLE IF NOT EXISTS meta (
-        key   TEXT PRIMARY KEY,
-        value TEXT
-    );
-"""
+from memstrata.storage.migrations import META_TABLE, LegacyAdoption, Schema
 
 STRATA_SCHEMA = Schema(
     name="Strata database",
     application_id=0x53545241,  # "STRA"
     migrations=(
         # 1: the tables (step 4 of the shared chain before the products had their own files).
-        _META + """
+        META_TABLE + """
     -- The commit clock: every version ever handed out, with the branch whose
     -- timeline it belongs to (NULL: engine bookkeeping no branch can read at).
     CREATE TABLE strata_commits (
