@@ -25,26 +25,30 @@
 (type_alias_statement
   left: (type (identifier) @name)) @definition.type
 
+; References capture their role on the name itself (no separate @name): a
+; use needs nothing of the enclosing node, and every capture a match carries
+; is an object built per match -- calls are most of a file's matches.
+
 ; Calls: f(), obj.method(), pkg.mod.f()
 (call
-  function: (identifier) @name) @reference.call
+  function: (identifier) @reference.call)
 
 (call
   function: (attribute
     object: (_) @receiver
-    attribute: (identifier) @name)) @reference.call
+    attribute: (identifier) @reference.call))
 
 ; Base classes
 (class_definition
   superclasses: (argument_list
-    [(identifier) @name
-     (attribute attribute: (identifier) @name)]) @reference.inherit)
+    [(identifier) @reference.inherit
+     (attribute attribute: (identifier) @reference.inherit)]))
 
 ; Type uses in annotations
-(type (identifier) @name) @reference.type
-(type (attribute attribute: (identifier) @name)) @reference.type
-(type (generic_type (identifier) @name)) @reference.type
-(type (subscript value: (identifier) @name)) @reference.type
+(type (identifier) @reference.type)
+(type (attribute attribute: (identifier) @reference.type))
+(type (generic_type (identifier) @reference.type))
+(type (subscript value: (identifier) @reference.type))
 
 ; Imports
 (import_statement) @import
