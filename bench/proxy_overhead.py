@@ -20,7 +20,11 @@ after the other) and for 32 distinct conversations at once.  Printed next
 to their goals (issue 13):
 
 * compression added to one agent request: p50(on) - p50(off), 1 client (<= 30 ms);
-* 32 concurrent agents with compression on: p95 / single-client p50 (<= 16x), 0 errors.
+* 32 concurrent agents with compression on: p95 divided by the direct
+  path's p95 at the same concurrency in the same run (<= 1.5x, issue 24),
+  0 errors.  (Issue 13 divided by the single-client p50 instead: that
+  ratio is still printed per target, but it measures the machine -- the
+  direct path's own is far above the proxy's.)
 
 The project defaults to a temporary copy of the sympy wheel
 (``CORPORA/sympy_wheel``: ``pip download sympy==1.14.0 --no-deps`` and
@@ -352,7 +356,7 @@ def main() -> int:
               f"{sum(len(c.requests) for c in convs[args.single:])} concurrent; {min(sizes):,}-{max(sizes):,} prompt tokens "
               f"(system + tool definitions + task + {LOW // 1000}-{HIGH // 1000}k of Read results)")
         hdr = (f"{'clients':>7} {'target':6} {'n':>5} {'err':>4} {'p50 ms':>8} {'p95 ms':>8} "
-               f"{'p95 / 1-client p50':>19} {'compress mean ms':>17}")
+               f"{'p95 / 1-client p50':>19} {'p95 / direct p95':>17} {'compress mean ms':>17}")
         print(hdr)
         print("-" * len(hdr))
         for (conc, name), a in agent_rows.items():
@@ -361,22 +365,26 @@ def main() -> int:
             mean = f"{total / count * 1000:>17.2f}" if count else f"{'':>17}"
             single = pct(agent_rows[(1, name)]["res"].latency, .5)
             ratio = f"{pct(res.latency, .95) / single:>18.1f}x" if conc > 1 and single else f"{'':>19}"
+            direct95 = pct(agent_rows[(conc, "direct")]["res"].latency, .95)
+            vs_direct = f"{pct(res.latency, .95) / direct95:>16.2f}x" if direct95 else f"{'':>17}"
             print(f"{conc:>7} {name:6} {len(res.latency):>5} {res.errors:>4} {pct(res.latency, .5):>8.2f} "
-                  f"{pct(res.latency, .95):>8.2f} {ratio} {mean}")
+                  f"{pct(res.latency, .95):>8.2f} {ratio} {vs_direct} {mean}")
         print("(direct's own ratio is what this machine allows the whole chain, client and stub included)")
         print()
         c1 = {(r["what"], r["target"]): r for r in rows if r["clients"] == 1}
         single_on = pct(agent_rows[(1, "on")]["res"].latency, .5)
         added = single_on - pct(agent_rows[(1, "off")]["res"].latency, .5)
         conc_on = agent_rows[(args.conversations, "on")]["res"]
-        ratio = pct(conc_on.latency, .95) / single_on if single_on else float("nan")
+        conc_direct = agent_rows[(args.conversations, "direct")]["res"]
+        direct95 = pct(conc_direct.latency, .95)
+        ratio = pct(conc_on.latency, .95) / direct95 if direct95 else float("nan")
         errors = sum(a["res"].errors for (conc, _), a in agent_rows.items() if conc > 1)
         chat_errors = sum(r["errors"] for r in rows if r["clients"] == 32)
         checks = [
             ("compression added to one agent request (p50 on - off, 1 client)", f"{added:.1f} ms", "<= 30 ms",
              added <= 30),
-            (f"{args.conversations} concurrent agents, compression on: p95 / single p50", f"{ratio:.1f}x",
-             "<= 16x", ratio <= 16),
+            (f"{args.conversations} concurrent agents, compression on: p95 / direct p95 at {args.conversations}",
+             f"{ratio:.2f}x", "<= 1.5x", ratio <= 1.5),
             (f"errors with {args.conversations} concurrent agents", str(errors), "0", errors == 0),
             ("forwarding, compression off: added p50 (chat JSON, 1 client)",
              f"{c1[('chat json', 'off')]['add50']:.2f} ms", "<= 5 ms", c1[("chat json", "off")]["add50"] <= 5),
