@@ -24,6 +24,20 @@ FIXTURES = REPO / "fixtures"
 MEMSTRATA = str(Path(sys.executable).parent / "memstrata")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cli_answers_in_process():
+    """``memstrata query`` in a test answers in-process unless the test asks for the
+    resident query process (tests/harness/test_daemon.py does): otherwise each
+    test project would leave a daemon running for its idle timeout."""
+    saved = os.environ.get("MEMSTRATA_DAEMON")
+    os.environ["MEMSTRATA_DAEMON"] = "off"
+    yield
+    if saved is None:
+        os.environ.pop("MEMSTRATA_DAEMON", None)
+    else:
+        os.environ["MEMSTRATA_DAEMON"] = saved
+
+
 @pytest.fixture
 def project_copy(tmp_path) -> Callable[[str], Path]:
     """``project_copy("python_project")`` -> a fresh copy of fixtures/<name> under tmp_path.

@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, open_store, resolve_root
-from memstrata.indexer.run import IndexSummary
-from memstrata.indexer.workspace import Workspace
+from typing import TYPE_CHECKING
+
+from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, resolve_root
 from memstrata.storage import StoreError
 
 from . import argtypes
+# Re-exported: the other commands import these from here.
+from .reading import NOT_INDEXED, NotIndexed, fail, open_indexed
+from .resident import resident_command
+
+if TYPE_CHECKING:  # imported where used: a query answered by the daemon never loads them
+    from memstrata.indexer.run import IndexSummary
+    from memstrata.indexer.workspace import Workspace
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
 
@@ -74,17 +80,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_query)
 
 
-NOT_INDEXED = "not indexed yet (run memstrata index)"
-
-
-class NotIndexed(Exception):
-    """A read-only command found no index (and created none)."""
-
-    def __init__(self, root: Path):
-        super().__init__(f"{root}: {NOT_INDEXED}")
-        self.root = root
-
-
 def open_workspace(path: str | None, **kw) -> Workspace:
     """The project's workspace, creating its index folder if needed (commands that write).
 
@@ -99,6 +94,8 @@ def open_workspace(path: str | None, **kw) -> Workspace:
             where = "the filesystem root" if root == Path(root.anchor) else "your home folder"
             raise ProjectError(f"the current directory is {where}, not a project: run this in the project "
                                "folder or name it (--project /path/to/project)")
+    from memstrata.indexer.workspace import Workspace
+
     return Workspace.open(path, **kw)
 
 
@@ -109,28 +106,6 @@ def _too_broad(root: Path) -> bool:
         return root == Path.home().resolve()
     except (RuntimeError, OSError):  # no home to compare with
         return False
-
-
-def open_indexed(path: str | None) -> Workspace:
-    """The project's workspace for a command that only reads: never creates ``.memstrata/``.
-
-    Raises :class:`NotIndexed` when the project has no index; opens the index
-    read-only when it cannot be written.
-    """
-    root = resolve_root(path)
-    if not (index_dir(root) / INDEX_FILE).is_file():
-        raise NotIndexed(root)
-    try:
-        return Workspace.open(root)
-    except (ProjectError, StoreError):
-        if os.access(index_dir(root) / INDEX_FILE, os.W_OK) and os.access(index_dir(root), os.W_OK):
-            raise
-        return Workspace(root, open_store(root, readonly=True))
-
-
-def fail(message: str, code: int = 2) -> int:
-    print(f"memstrata: {message}", file=sys.stderr)
-    return code
 
 
 def _waiting() -> None:
@@ -241,23 +216,16 @@ def _print_not_indexed(root: Path, as_json: bool) -> int:
     return 0
 
 
-def cmd_query(args) -> int:
+def _query(ws: Workspace, args) -> int:
+    """The slice for ``args.query``, printed; run in-process or by the project's daemon."""
     from memstrata.compressor import QueryError, context_query
 
-    try:
-        ws = open_indexed(argtypes.project_of(args))
-    except NotIndexed as exc:
-        return fail(str(exc))
-    except (ProjectError, StoreError) as exc:
-        return fail(str(exc))
     try:
         if ws.store.get_meta("last_indexed") is None:
             return fail(f"{ws.root}: the first index run has not finished (run memstrata index)")
         result = context_query(ws, args.query, max_tokens=args.max_tokens, include_tests=args.include_tests)
     except QueryError as exc:
         return fail(str(exc))
-    finally:
-        ws.close()
     if args.json:
         print(json.dumps(result.api_fields(), indent=2, ensure_ascii=False))
         return 0
@@ -267,3 +235,6 @@ def cmd_query(args) -> int:
     print(f"-- {result.tokens} tokens (budget {result.max_tokens}), baseline {result.baseline_tokens}, "
           f"{saved} saved; sources: {', '.join(result.sources) or 'none'}{note}", file=sys.stderr)
     return 0
+
+
+cmd_query = resident_command("query", _query)

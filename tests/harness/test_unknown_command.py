@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 BIN = Path(sys.executable).parent
-INTERNAL = ("daemon",)
+# `kura daemon` is what `kura` starts in the background; `memstrata daemon` (status,
+# stop) is a user's command since issue 24.
+INTERNAL = {"kura": ("daemon",), "sbuf": ("daemon",), "strata": ("daemon",), "memstrata": ()}
 
 
 def run(tmp_path, *argv: str) -> subprocess.CompletedProcess:
@@ -30,7 +32,7 @@ def test_unknown_command_lists_only_public_commands(cli, tmp_path):
     listed = re.search(r"choose from (.*?)\)", res.stderr)
     assert listed, res.stderr
     choices = re.findall(r"'([^']+)'", listed.group(1))
-    assert choices and not set(choices) & set(INTERNAL), choices
+    assert choices and not set(choices) & set(INTERNAL[cli]), choices
 
 
 @pytest.mark.parametrize("cli", ["kura", "memstrata", "sbuf", "strata"])
@@ -39,7 +41,7 @@ def test_help_names_no_internal_command(cli, tmp_path):
     assert res.returncode == 0, res.stderr
     # the first word of each line listing a command: `kura add ...` or an indented `  index  ...`
     commands = set(re.findall(rf"^(?:{cli} |\s{{2,6}})([a-z][a-z-]*)\b", res.stdout, re.M))
-    assert commands and not commands & set(INTERNAL), commands
+    assert commands and not commands & set(INTERNAL[cli]), commands
     assert "internal" not in res.stdout.lower()
 
 

@@ -1,0 +1,49 @@
+"""Opening a project for a command that only reads, and the one-line failure every command prints."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, open_store, resolve_root
+from memstrata.storage import StoreError
+
+if TYPE_CHECKING:
+    from memstrata.indexer.workspace import Workspace
+
+NOT_INDEXED = "not indexed yet (run memstrata index)"
+
+
+class NotIndexed(Exception):
+    """A read-only command found no index (and created none)."""
+
+    def __init__(self, root: Path):
+        super().__init__(f"{root}: {NOT_INDEXED}")
+        self.root = root
+
+
+def open_indexed(path: str | Path | None) -> Workspace:
+    """The project's workspace for a command that only reads: never creates ``.memstrata/``.
+
+    Raises :class:`NotIndexed` when the project has no index; opens the index
+    read-only when it cannot be written.
+    """
+    # Here, not at the top: a command the resident query process answers never needs it.
+    from memstrata.indexer.workspace import Workspace
+
+    root = resolve_root(path)
+    if not (index_dir(root) / INDEX_FILE).is_file():
+        raise NotIndexed(root)
+    try:
+        return Workspace.open(root)
+    except (ProjectError, StoreError):
+        if os.access(index_dir(root) / INDEX_FILE, os.W_OK) and os.access(index_dir(root), os.W_OK):
+            raise
+        return Workspace(root, open_store(root, readonly=True))
+
+
+def fail(message: str, code: int = 2) -> int:
+    print(f"memstrata: {message}", file=sys.stderr)
+    return code
