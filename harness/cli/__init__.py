@@ -24,10 +24,22 @@ COMMAND_MODULES = [
     "memstrata.harness.cli.serve",
     "memstrata.harness.cli.config",
     "memstrata.harness.cli.savings",
+    "memstrata.harness.cli.navigate",
+    "memstrata.harness.cli.daemon",
 ]
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The module defining each command the resident query process answers
+# (harness/cli/resident.py): a call of one of them builds only that module's
+# parser, so a one-shot query does not import every other command (the proxy,
+# the MCP server) before asking the daemon.  A command missing here still
+# works, with the full parser.
+LEAN_COMMANDS = {"query": "memstrata.harness.cli.index", "daemon": "memstrata.harness.cli.daemon",
+                 "symbol": "memstrata.harness.cli.navigate", "refs": "memstrata.harness.cli.navigate",
+                 "outline": "memstrata.harness.cli.navigate"}
+
+
+def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memstrata",
         description="Local context engine for coding agents: indexes a project into a "
@@ -37,9 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail to stderr")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if modules is None else modules:
         importlib.import_module(name).register(sub)
     return parser
+
+
+def _modules_for(argv: list[str]) -> list[str] | None:
+    """Only the module of a lean command named by ``argv``; None: all of them."""
+    i = 0
+    while i < len(argv) and argv[i] in ("-v", "--verbose"):
+        i += 1
+    module = LEAN_COMMANDS.get(argv[i]) if i < len(argv) else None
+    return [module] if module else None
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
@@ -55,7 +76,8 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
 
 @quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_modules_for(argv))
     args = parse(parser, argv)
     logging.basicConfig(
         stream=sys.stderr,

@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "mcp", help="serve the MCP tools (context_query, index_status, savings_summary) over stdio",
+        "mcp", help="serve the MCP tools (context_query, index_status, savings_summary, find_symbol, "
+        "find_references, file_outline) over stdio",
         description="Run MemStrata as an MCP server on stdin/stdout, for MCP clients that launch it "
         "(e.g. `claude mcp add memstrata -- memstrata mcp`). Opens the project's index (building it "
         "on first use), catches up with changes since the last run and keeps it fresh while it runs. "

@@ -1,0 +1,141 @@
+"""``memstrata symbol``, ``refs`` and ``outline``: the navigation tools on the command line.
+
+They read only (like ``query``): a project never indexed is reported and
+nothing is created.  ``--json`` prints exactly what the MCP tool answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from . import argtypes
+from .reading import fail
+from .resident import resident_command
+
+_KINDS = "function, method, class, interface, struct, enum, type, constant, module"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("symbol", help="find definitions by name and print their location (or source)",
+                       description="Find the definitions NAME designates: a plain name (login), a qualified "
+                       "name (AuthService.login, pkg.mod.func, a::b::C), a project id "
+                       "(app/auth/service.py::AuthService.login) or a substring ending in '*' (Auth*). "
+                       "Exact matches first, then the most used. Reads only: index the project first.")
+    p.add_argument("name", metavar="NAME", help="the symbol to find")
+    argtypes.add_project(p)
+    p.add_argument("--body", action="store_true", help="print each definition's source")
+    p.add_argument("--kind", default=None, metavar="KIND", help=f"only this kind of definition ({_KINDS})")
+    p.add_argument("--in", dest="within", default=None, metavar="FILE_OR_DIR",
+                   help="only definitions in this file or folder of the project")
+    p.add_argument("--max-results", default="20", metavar="N", help="most matches to show, 1-200 (default 20)")
+    p.add_argument("--json", action="store_true", help="print the find_symbol JSON")
+    p.set_defaults(func=cmd_symbol)
+
+    p = sub.add_parser("refs", help="list where a symbol is used (calls, type uses, subclasses, imports)",
+                       description="List the uses of SYMBOL across the project, in file and line order. "
+                       "SYMBOL is written as for `memstrata symbol`; a name with several definitions is "
+                       "refused with the candidates listed. Reads only: index the project first.")
+    p.add_argument("symbol", metavar="SYMBOL", help="the symbol whose uses to list")
+    argtypes.add_project(p)
+    p.add_argument("--max-results", default="50", metavar="N", help="most uses to show, 1-200 (default 50)")
+    p.add_argument("--json", action="store_true", help="print the find_references JSON")
+    p.set_defaults(func=cmd_refs)
+
+    p = sub.add_parser("outline", help="print the definitions of a file, nested, with line ranges",
+                       description="Print what FILE defines, in source order, methods inside their class. "
+                       "FILE is a path from the current directory or from the project folder. Reads only: "
+                       "index the project first.")
+    p.add_argument("file", metavar="FILE", help="the file to outline")
+    argtypes.add_project(p)
+    p.add_argument("--depth", default="2", metavar="N", help="nesting levels to show (default 2; 1 = top level)")
+    p.add_argument("--json", action="store_true", help="print the file_outline JSON")
+    p.set_defaults(func=cmd_outline)
+
+
+def _answer(ws, operation, *params) -> dict | int:
+    from memstrata.compressor import QueryError
+
+    try:
+        if ws.store.get_meta("last_indexed") is None:
+            return fail(f"{ws.root}: the first index run has not finished (run memstrata index)")
+        return operation(ws, *params)
+    except QueryError as exc:
+        return fail(str(exc))
+
+
+def _symbol(ws, args) -> int:
+    """Definitions for ``args.name``, printed; run in-process or by the project's daemon."""
+    from memstrata.compressor import navigation
+
+    out = _answer(ws, navigation.find_symbol, args.name, args.body, args.kind, args.within, args.max_results)
+    if isinstance(out, int):
+        return out
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    for s in out["symbols"]:
+        print(f"{s['path']}:{s['start_line']}-{s['end_line']}  {s['kind']}  {s['symbol']}")
+        if args.body:
+            print(s["body"])
+            print()
+        else:
+            print(f"    {s['signature']}")
+    if out["truncated"]:
+        print("-- more matches than shown; narrow with --kind, --in or --max-results", file=sys.stderr)
+    return 0
+
+
+def _refs(ws, args) -> int:
+    """Uses of ``args.symbol``, printed; run in-process or by the project's daemon."""
+    from memstrata.compressor import navigation
+
+    out = _answer(ws, navigation.find_references, args.symbol, args.max_results)
+    if isinstance(out, int):
+        return out
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+    for r in out["references"]:
+        where = r["symbol"].split("::", 1)[1] if r["symbol"] else "(module level)"
+        print(f"{r['path']}:{r['line']}  {r['kind']:<7} {where}: {r['snippet']}")
+    n = len(out["references"])
+    more = " (more exist; raise --max-results)" if out["truncated"] else ""
+    print(f"-- {n} use{'s' if n != 1 else ''} of {out['symbol']}{more}", file=sys.stderr)
+    return 0
+
+
+def _outline(ws, args) -> int:
+    """The outline of ``args.file``, printed; run in-process or by the project's daemon."""
+    from memstrata.compressor import navigation
+
+    target = args.file
+    # A path that exists from here is taken from here (run in a subfolder);
+    # anything else is read from the project folder.
+    if not os.path.isabs(target) and os.path.exists(target):
+        target = os.path.abspath(target)
+    out = _answer(ws, navigation.file_outline, target, args.depth)
+    if isinstance(out, int):
+        return out
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return 0
+
+    def show(entries: list[dict], indent: int) -> None:
+        for e in entries:
+            qual = e["symbol"].split("::", 1)[1]
+            print(f"{'  ' * indent}{e['start_line']}-{e['end_line']}  {e['kind']:<9} {qual}")
+            show(e["children"], indent + 1)
+
+    print(f"{out['path']} ({out['language'] or 'unknown language'})")
+    show(out["symbols"], 1)
+    return 0
+
+
+# Answered by the project's resident query process when one runs
+# (harness/cli/resident.py), in-process otherwise: the same bytes either way.
+cmd_symbol = resident_command("symbol", _symbol)
+cmd_refs = resident_command("refs", _refs)
+cmd_outline = resident_command("outline", _outline)
