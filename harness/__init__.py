@@ -1,1 +1,2 @@
-"""The ``memstrata`` CLI and the HTTP harness (proxy, status, metrics, MCP mount)."""
+"""The ``memstrata`` CLI, its resident query process and the HTTP harness (proxy, status,
+metrics, dashboard, MCP mount)."""

@@ -3,7 +3,8 @@
 Public face:
 
 - :func:`build_server` — ``MCPServer`` named ``memstrata`` with ``context_query``,
-  ``index_status`` and ``savings_summary`` serving one :class:`~indexer.workspace.Workspace`.
+  ``index_status``, ``savings_summary`` and the navigation tools ``find_symbol``,
+  ``find_references`` and ``file_outline``, serving one :class:`~indexer.workspace.Workspace`.
   ``savings`` is a zero-argument callable returning the seven savings fields.
 - :class:`IndexWarmup` — catch-up index + graph load + watcher on a background
   thread, so the server answers at once; pass it to ``build_server``.

@@ -71,12 +71,14 @@ by sending compressed context instead of whole files. Call it only when the user
 asks about savings.
 
 Result fields (null means there is no data for that figure yet):
-- session_tokens_saved: input tokens saved since this MemStrata server started.
-- session_dollar_saved: those tokens priced at each model's input rate from \
-~/memstrata/providers.json, in USD.
+- session_tokens_saved: input tokens saved in the current session: the `memstrata serve` \
+process(es) running on this project now (0 when none runs).
+- session_dollar_saved: USD saved in that session: what the provider would have \
+billed for the requests' prompts as the client sent them minus what it billed for \
+the forwarded ones, at the cache-aware rates of ~/memstrata/providers.json (can be negative).
 - cycle_tokens_saved: input tokens saved in the current billing month (UTC, from \
 the billing_cycle_start_day in providers.json).
-- cycle_dollar_saved: the cycle's saved tokens priced in USD.
+- cycle_dollar_saved: the same dollars over the billing month.
 - provider_rate_per_token: USD per input token of the model most of the savings came from.
 - recall: of the code symbols the model's answers used, the share the slices contained (0-1).
 - precision: of the code symbols in the slices, the share the model's answers used (0-1)."""

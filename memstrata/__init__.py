@@ -2,10 +2,11 @@
 
 The distribution installs its layers under this one package
 (``memstrata.storage``, ``memstrata.indexer``, ``memstrata.compressor``,
-``memstrata.mcp_server``, ``memstrata.harness``) so nothing generic lands at
-the top of a user's site-packages.  In the repository the layer folders sit
-at the top level; ``pyproject.toml`` maps them here.  This module imports no
-layer, so ``import memstrata`` stays cheap.
+``memstrata.mcp_server``, ``memstrata.harness``) and the compatible products
+(``memstrata.kura``, ``memstrata.strata``, ``memstrata.stormbuffer``) so
+nothing generic lands at the top of a user's site-packages.  In the
+repository those folders sit at the top level; ``pyproject.toml`` maps them
+here.  This module imports no layer, so ``import memstrata`` stays cheap.
 """
 
 # The one place the version is written: pyproject.toml reads it from here

@@ -7,8 +7,8 @@ meta), :class:`StoreError` (with :class:`StoreFull` and :class:`StoreReadOnly` f
 :data:`CORE_SCHEMA` is MemStrata's index, each product declares its own), atomic
 writes (:mod:`storage.files`), checked files (:mod:`storage.checked_file`),
 identifier-aware text helpers (:mod:`storage.text`), and MemStrata's own
-tables: the code index (:mod:`storage.code_index`) and the savings ledger
-(:mod:`storage.ledger`).
+tables: the code index (:mod:`storage.code_index`, and the navigation reads
+of :mod:`storage.code_nav`) and the savings ledger (:mod:`storage.ledger`).
 """
 
 from .db import Store, StoreBusy, StoreCorrupt, StoreError, StoreForeign, StoreFull, StoreReadOnly

@@ -21,9 +21,9 @@ from .resident import handlers
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "daemon", help="the project's resident query process (status, stop, start)",
-        description="`memstrata query` asks a per-project background process that keeps the index, "
-        "graph and tokenizer loaded, over the Unix socket .memstrata/daemon.sock (yours only: mode "
-        "0600, your uid checked on both ends). The first query starts it in the background and is "
+        description="`memstrata query` (and `symbol`, `refs`, `outline`) asks a per-project background "
+        "process that keeps the index, graph and tokenizer loaded, over the Unix socket "
+        ".memstrata/daemon.sock (yours only: mode 0600, your uid checked on both ends). The first query starts it in the background and is "
         "answered in-process; it leaves after an idle period (default 10 minutes, "
         "MEMSTRATA_DAEMON_IDLE=SECONDS). Answers are byte for byte those of an in-process run, which "
         "is also what happens whenever the daemon cannot answer. MEMSTRATA_DAEMON=off turns it off.")

@@ -17,8 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("savings", help="tokens and dollars the proxy saved (running serve session and billing cycle)",
                        description="Read the project's savings ledger. A session is one `memstrata serve` "
                        "process: the report shows the one running now (or says none runs) and the current "
-                       "billing cycle. Dollars are cache-aware and net of the provider cache misses the "
-                       "proxy caused (docs/proxy.md defines every figure). Reads only.")
+                       "billing cycle. Dollars saved are the prompt bill the provider would have charged for the "
+                       "requests as sent minus the one it charged for the forwarded requests, both at "
+                       "cache-aware rates (docs/proxy.md defines every figure). Reads only.")
     argtypes.add_project(p)
     p.add_argument("--json", action="store_true", help="print exactly the seven savings_summary fields as JSON")
     p.add_argument("--detail", action="store_true",

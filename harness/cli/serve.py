@@ -26,8 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve", help="run the compressing OpenAI/Anthropic proxy with a dashboard, /status, /metrics and /mcp",
         description="Index the project (catching up on changes), keep it fresh with the watcher, and serve "
-        "http://HOST:PORT: /v1/chat/completions (OpenAI), /anthropic/v1/messages (Anthropic), the dashboard "
-        "page at /, /health, /status, /metrics and /mcp (SSE clients: /sse). Point tools at it with OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or "
+        "http://HOST:PORT: /v1/chat/completions and /v1/responses (OpenAI), /anthropic/v1/messages "
+        "(Anthropic), the dashboard page at /, /health, /status, /metrics and /mcp (SSE clients: /sse). "
+        "Point tools at it with OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 or "
         "ANTHROPIC_BASE_URL=http://127.0.0.1:PORT/anthropic.")
     argtypes.add_project(p)
     p.add_argument("--port", type=argtypes.port, default=8080, help="port (default 8080)")

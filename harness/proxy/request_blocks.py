@@ -30,7 +30,7 @@ from .project_match import PATHLIKE, ProjectMatcher
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
 RESPONSES = "responses"  # OpenAI's Responses API: compressed through its chat view (responses_api.py)
-MODES = ("safe", "aggressive", "off")  # compression modes (harness.compress_request)
+MODES = ("safe", "aggressive", "off")  # compression modes (proxy/compress_request.py)
 
 _NUMBERED = re.compile(r"^( *)(\d{1,7})(→|\t)(.*)$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")  # CommonMark: a tab-indented ``` is not a fence

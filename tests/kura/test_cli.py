@@ -100,7 +100,7 @@ def test_broken_registry_is_reported_not_a_traceback(kura):
 
 
 def test_a_failed_rewrite_leaves_the_old_file_and_no_temp_file(tmp_path):
-    """Every rewrite of a home file goes through harness/files.atomic_write: on failure the
+    """Every rewrite of a home file goes through storage/files.py's atomic_write_text: on failure the
     temp file is removed (the old write_text_atomic left it behind) and the target is as it was."""
     from memstrata.kura.registry import write_text_atomic
 
