@@ -123,10 +123,18 @@ def _outline(ws, args) -> int:
         print(json.dumps(out, indent=2, ensure_ascii=False))
         return 0
 
+    def ranges(entries: list[dict]) -> list[str]:
+        return [f"{e['start_line']}-{e['end_line']}" for e in entries] + [
+            r for e in entries for r in ranges(e["children"])]
+
+    # Line ranges padded to one width, so kinds and names line up.
+    width = max((len(r) for r in ranges(out["symbols"])), default=0)
+
     def show(entries: list[dict], indent: int) -> None:
         for e in entries:
             qual = e["symbol"].split("::", 1)[1]
-            print(f"{'  ' * indent}{e['start_line']}-{e['end_line']}  {e['kind']:<9} {qual}")
+            span = f"{e['start_line']}-{e['end_line']}"
+            print(f"{'  ' * indent}{span:<{width}}  {e['kind']:<9} {qual}")
             show(e["children"], indent + 1)
 
     print(f"{out['path']} ({out['language'] or 'unknown language'})")

@@ -66,8 +66,8 @@ def test_outline(project: Path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [
         "app/auth/service.py (python)",
-        "  6-6  constant  MAX_ATTEMPTS",
-        "  9-10  class     InvalidCredentials",
+        "  6-6    constant  MAX_ATTEMPTS",
+        "  9-10   class     InvalidCredentials",
         "  13-32  class     AuthService",
         "    16-18  method    AuthService.__init__",
         "    20-29  method    AuthService.login",
