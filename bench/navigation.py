@@ -96,17 +96,28 @@ def read_truth(root: Path, paths: list[str]) -> Truth:
         t.texts[path] = text
         t.lines += text.count("\n") + 1
         seen: set[str] = set()
+        stubs: dict[str, int] = {}  # qualname -> index in t.defs of its pending @overload signature
 
         def visit(node: ast.AST, stack: list[str]) -> None:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     qual = ".".join([*stack, child.name])
                     start = min([child.lineno, *(d.lineno for d in child.decorator_list)])
-                    if qual in seen:
+                    if qual in stubs:
+                        # `@overload` signatures fold into the implementation
+                        # that follows them (as the indexer documents): the
+                        # implementation is the definition find_symbol names.
+                        i = stubs.pop(qual)
+                        t.defs[i] = (path, qual, start, child.end_lineno)
+                        if _is_overload(child):
+                            stubs[qual] = i
+                    elif qual in seen:
                         t.redefined += 1
                     else:
                         seen.add(qual)
                         t.defs.append((path, qual, start, child.end_lineno))
+                        if _is_overload(child):
+                            stubs[qual] = len(t.defs) - 1
                     t.def_names[child.name] += 1
                     if not isinstance(child, ast.ClassDef):
                         t.function_ids[child.name] = f"{path}::{qual}"
@@ -122,6 +133,12 @@ def read_truth(root: Path, paths: list[str]) -> Truth:
 
         visit(tree, [])
     return t
+
+
+def _is_overload(node: ast.AST) -> bool:
+    return any((isinstance(d, ast.Name) and d.id == "overload")
+               or (isinstance(d, ast.Attribute) and d.attr == "overload")
+               for d in getattr(node, "decorator_list", ()))
 
 
 def body_of(text: str, start: int, end: int) -> str:

@@ -27,7 +27,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans): an index written by another version is re-parsed.
-EXTRACTOR_VERSION = "6"
+EXTRACTOR_VERSION = "7"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -135,7 +135,7 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
 
     _nest(defs)
     if language == "python":
-        defs = _fold_overloads(defs)
+        defs = _fold_overloads(_drop_declarations(defs))
     for d in defs:
         if d.kind == "scope":
             continue
@@ -255,12 +255,29 @@ def _fold_overloads(defs: list[_Def]) -> list[_Def]:
     return [d for d in defs if last[d.qualname] is d or not _is_overload(d)]
 
 
+def _drop_declarations(defs: list[_Def]) -> list[_Def]:
+    """A bare annotation (``XFAIL: Callable[..., Any]``) declares the type of a
+    name some later statement defines (often a function chosen under an
+    ``if``): when a definition of that name follows, it is the symbol."""
+    defined = {d.qualname for d in defs if not _is_declaration(d)}
+    return [d for d in defs if not (_is_declaration(d) and d.qualname in defined)]
+
+
+def _is_declaration(d: _Def) -> bool:
+    node = d.node
+    while node is not None and node.type != "assignment":
+        node = node.parent
+    return (d.kind == "constant" and node is not None and node.child_by_field_name("type") is not None
+            and node.child_by_field_name("right") is None)
+
+
 def _is_overload(d: _Def) -> bool:
     if d.span.type != "decorated_definition":
         return False
     for child in d.span.named_children:
         if child.type == "decorator":
-            text = _text(child).strip()
+            # A trailing comment (`@overload  # type: ignore`) is part of the node.
+            text = _text(child).split("#", 1)[0].strip()
             if text == "@overload" or text.endswith(".overload"):
                 return True
     return False

@@ -63,6 +63,41 @@ def test_overload_stubs_fold_into_the_implementation():
     assert fetch[0].signature == "def fetch(self, key):"
 
 
+def test_overload_stubs_with_a_trailing_comment_fold_too():
+    source = textwrap.dedent("""
+        from typing import overload
+
+        class Expr:
+            @overload  # type: ignore
+            def subs(self, a: int) -> int: ...
+            @overload
+            def subs(self, a: str) -> str: ...
+
+            def subs(self, a):
+                return a
+        """).lstrip("\n").encode()
+    subs = [s for s in parse_source("expr.py", "python", source).symbols if s.qualname == "Expr.subs"]
+    assert [(s.start_line, s.signature) for s in subs] == [(9, "def subs(self, a):")]
+
+
+def test_a_bare_annotation_gives_way_to_the_definition_that_follows():
+    source = textwrap.dedent("""
+        from typing import Any, Callable
+
+        XFAIL: Callable[[Any], Any]
+        LIMIT: int
+        RATE: float = 0.5
+
+        if LIMIT:
+            def XFAIL(func):
+                return func
+        """).lstrip("\n").encode()
+    symbols = {s.qualname: (s.kind, s.start_line) for s in parse_source("t.py", "python", source).symbols}
+    assert symbols["XFAIL"] == ("function", 8)
+    assert symbols["LIMIT"] == ("constant", 4)  # declared only: still the one place it is named
+    assert symbols["RATE"] == ("constant", 5)
+
+
 def test_definitions_are_set_apart_by_blank_lines(ws):
     r = context_query(ws, "`Store.put` `Store.get` `Store.fetch`", max_tokens=2000)
     text = r.context
