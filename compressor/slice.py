@@ -494,6 +494,8 @@ FULL_ESTIMATE_SLACK = 1.4  # how far a body's character-based estimate may overs
 
 # Kinds that hold other definitions: rarely the edited unit themselves.
 _CONTAINER_KINDS = frozenset({"class", "struct", "interface", "enum", "module", "impl", "trait", "type"})
+
+
 @dataclass
 class _Evidence:
     """What the seeding knew about each candidate, beyond its score."""
