@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -55,12 +57,34 @@ def test_sigkill_during_a_burst_of_writes(sbuf, session):
     assert sbuf.run("--project", "doctor").returncode == 0
 
 
+def _held_by_another(lock: Path) -> bool:
+    """True while another process holds the flock on ``lock`` (ours is let go at once)."""
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops a lock we took
+    return False
+
+
 def test_sigkill_during_a_reindex(sbuf):
     sbuf.init()
     ids = [hand_written(sbuf.records, title=f"Bulk {n}", body=f"bulk record number {n} " * 30) for n in range(3000)]
+    lock = sbuf.store / "projection.lock"
     proc = subprocess.Popen([SBUF, "--project", "reindex"], cwd=sbuf.project, env=sbuf.env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.6)
+    # Killed while the rebuild holds the projection lock (the old index
+    # discarded, the records being projected again), not after a fixed delay
+    # that a fast machine outruns.
+    deadline = time.monotonic() + WAIT
+    while proc.poll() is None and not _held_by_another(lock) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    time.sleep(0.05)  # into the projection, not at its first statement
     proc.send_signal(signal.SIGKILL)
     assert proc.wait(timeout=WAIT) == -signal.SIGKILL  # it was still at work
 
