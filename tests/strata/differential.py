@@ -154,3 +154,26 @@ def run_script(script: list, ours, oracle) -> list[str]:
                             f"  memstrata (isError={got_error}): {json.dumps(got_n)[:1500]}\n"
                             f"  stratadb  (isError={want_error}): {json.dumps(want_n)[:1500]}")
     return problems
+
+
+def in_memory_differences(script: list, server_class=None) -> list[str]:
+    """``script`` run on a fresh in-memory database (through ``server_class``,
+    StrataServer by default: a subclass skews answers for the self-checks)
+    and on a fresh real engine; the differences, as run_script gives them."""
+    from memstrata.strata.engine import Engine
+    from memstrata.strata.mcp import StrataServer
+    from memstrata.strata.store import StrataStore
+
+    from .oracle import OracleSession
+
+    store, oracle = StrataStore.memory(), OracleSession()
+    try:
+        return run_script(script, (server_class or StrataServer)(Engine(store)), oracle)
+    finally:
+        store.close()
+        oracle.close()
+
+
+def differing(problems: list[str]) -> str:
+    """The assertion message for a script that differs from the engine."""
+    return f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])

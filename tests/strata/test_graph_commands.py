@@ -11,34 +11,22 @@ import json
 
 import pytest
 
-from memstrata.strata.engine import Engine
 from memstrata.strata.mcp import StrataServer
-from memstrata.strata.store import StrataStore
 
-from .differential import run_script
+from .differential import differing, in_memory_differences
 from .graph_scenarios import SCRIPTS, random_graph_script
-from .oracle import OracleSession
-
-
-def _problems(script, server_class=StrataServer) -> list[str]:
-    store, oracle = StrataStore.memory(), OracleSession()
-    try:
-        return run_script(script, server_class(Engine(store)), oracle)
-    finally:
-        store.close()
-        oracle.close()
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_graph_script_matches_the_real_engine(name):
-    problems = _problems(SCRIPTS[name])
-    assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
+    problems = in_memory_differences(SCRIPTS[name])
+    assert not problems, differing(problems)
 
 
 @pytest.mark.parametrize("seed", range(10))
 def test_random_graph_history_matches_the_real_engine(seed):
-    problems = _problems(random_graph_script(seed, 120))
-    assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
+    problems = in_memory_differences(random_graph_script(seed, 120))
+    assert not problems, differing(problems)
 
 
 def test_the_comparison_catches_a_wrong_rank():
@@ -53,6 +41,6 @@ def test_the_comparison_catches_a_wrong_rank():
             return text, is_error
 
     script = SCRIPTS["graph_analytics_time_travel"][:7]
-    assert _problems(script) == []
-    problems = _problems(script, Shifted)
+    assert in_memory_differences(script) == []
+    problems = in_memory_differences(script, Shifted)
     assert len(problems) == 1 and "graph_pagerank" in problems[0]

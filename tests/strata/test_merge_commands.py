@@ -9,35 +9,23 @@ from __future__ import annotations
 
 import pytest
 
-from memstrata.strata.engine import Engine
 from memstrata.strata.mcp import StrataServer
-from memstrata.strata.store import StrataStore
 
-from .differential import run_script
-from .oracle import OracleSession
+from .differential import differing, in_memory_differences
 from .merge_scenarios import SCRIPTS, random_merge_script
-
-
-def _problems(script, server_class=StrataServer) -> list[str]:
-    store, oracle = StrataStore.memory(), OracleSession()
-    try:
-        return run_script(script, server_class(Engine(store)), oracle)
-    finally:
-        store.close()
-        oracle.close()
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_merge_script_matches_the_real_engine(name):
-    problems = _problems(SCRIPTS[name])
-    assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
+    problems = in_memory_differences(SCRIPTS[name])
+    assert not problems, differing(problems)
 
 
 # Forks of forks, promotions both ways and from several sources into one target.
 @pytest.mark.parametrize("seed", range(16))
 def test_random_merge_history_matches_the_real_engine(seed):
-    problems = _problems(random_merge_script(seed, 120))
-    assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
+    problems = in_memory_differences(random_merge_script(seed, 120))
+    assert not problems, differing(problems)
 
 
 def test_the_comparison_catches_a_wrong_conflict_kind():
@@ -48,6 +36,6 @@ def test_the_comparison_catches_a_wrong_conflict_kind():
             return text.replace('"modify_delete_divergence"', '"value_divergence"'), is_error
 
     script = SCRIPTS["merge_conflicts"][:31]
-    assert _problems(script) == []
-    problems = _problems(script, Skewed)
+    assert in_memory_differences(script) == []
+    problems = in_memory_differences(script, Skewed)
     assert len(problems) == 2 and all("branch_preview" in p for p in problems)

@@ -11,34 +11,22 @@ import re
 
 import pytest
 
-from memstrata.strata.engine import Engine
 from memstrata.strata.mcp import StrataServer
-from memstrata.strata.store import StrataStore
 
-from .differential import run_script
-from .oracle import OracleSession
+from .differential import differing, in_memory_differences
 from .ontology_scenarios import SCRIPTS, random_ontology_script
-
-
-def _problems(script, server_class=StrataServer) -> list[str]:
-    store, oracle = StrataStore.memory(), OracleSession()
-    try:
-        return run_script(script, server_class(Engine(store)), oracle)
-    finally:
-        store.close()
-        oracle.close()
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPTS))
 def test_ontology_script_matches_the_real_engine(name):
-    problems = _problems(SCRIPTS[name])
-    assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
+    problems = in_memory_differences(SCRIPTS[name])
+    assert not problems, differing(problems)
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_random_ontology_history_matches_the_real_engine(seed):
-    problems = _problems(random_ontology_script(seed, 150))
-    assert not problems, f"{len(problems)} step(s) differ from stratadb:\n" + "\n".join(problems[:10])
+    problems = in_memory_differences(random_ontology_script(seed, 150))
+    assert not problems, differing(problems)
 
 
 def test_the_comparison_catches_a_wrong_node_count():
@@ -51,6 +39,6 @@ def test_the_comparison_catches_a_wrong_node_count():
             return re.sub(r'"node_count":(\d+)', lambda m: f'"node_count":{int(m.group(1)) + 1}', text), is_error
 
     script = SCRIPTS["ontology_nodes_by_type"][:20]
-    assert _problems(script) == []
-    problems = _problems(script, Skewed)
+    assert in_memory_differences(script) == []
+    problems = in_memory_differences(script, Skewed)
     assert len(problems) == 1 and "graph_ontology_summary" in problems[0]
