@@ -75,11 +75,26 @@ def _indexed_root(args) -> tuple[Path, Path] | None:
     return (root, folder) if (folder / INDEX_FILE).is_file() else None
 
 
-def cmd_status(args) -> int:
-    try:
-        found = _indexed_root(args)
-    except ProjectError as exc:
-        return fail(str(exc))
+def _on_project(needs_index: bool):
+    """A daemon subcommand run as ``body(args, found)``: ``found`` is the
+    project's (root, index folder), or None when it was never indexed (refused
+    with one sentence when ``needs_index``); a bad project is one sentence too."""
+    def wrap(body):
+        def command(args) -> int:
+            try:
+                found = _indexed_root(args)
+            except ProjectError as exc:
+                return fail(str(exc))
+            if found is None and needs_index:
+                return fail(NOT_INDEXED)
+            return body(args, found)
+        command.__name__ = body.__name__
+        return command
+    return wrap
+
+
+@_on_project(needs_index=False)
+def cmd_status(args, found) -> int:
     if found is None:
         state = client.DaemonState(running=False)
     else:
@@ -119,11 +134,8 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600} h {seconds % 3600 // 60} min"
 
 
-def cmd_stop(args) -> int:
-    try:
-        found = _indexed_root(args)
-    except ProjectError as exc:
-        return fail(str(exc))
+@_on_project(needs_index=False)
+def cmd_stop(args, found) -> int:
     if found is None:
         print("not running")
         return 0
@@ -139,13 +151,8 @@ def cmd_stop(args) -> int:
     return 0
 
 
-def cmd_start(args) -> int:
-    try:
-        found = _indexed_root(args)
-    except ProjectError as exc:
-        return fail(str(exc))
-    if found is None:
-        return fail(NOT_INDEXED)
+@_on_project(needs_index=True)
+def cmd_start(args, found) -> int:
     root, folder = found
     state = client.status(folder)
     if state.refused:
@@ -172,13 +179,8 @@ def cmd_start(args) -> int:
     return fail(f"the daemon did not start (see {folder.name}/{sockets.LOG_NAME})")
 
 
-def cmd_run(args) -> int:
-    try:
-        found = _indexed_root(args)
-    except ProjectError as exc:
-        return fail(str(exc))
-    if found is None:
-        return fail(NOT_INDEXED)
+@_on_project(needs_index=True)
+def cmd_run(args, found) -> int:
     root, folder = found
     # The commands register their handlers as their modules load.
     from . import build_parser
