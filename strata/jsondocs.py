@@ -142,30 +142,25 @@ def delete_at(doc: Any, segments: list[str | int]) -> bool:
     """Remove the value at the path in place; False when nothing is there."""
     node = doc
     for seg in segments[:-1]:
-        if isinstance(seg, str):
-            if not isinstance(node, dict):
-                raise _type_error("object")
-            if seg not in node:
-                return False
-        else:
-            if not isinstance(node, list):
-                raise _type_error("array")
-            if seg >= len(node):
-                return False
+        if not _holds(node, seg):
+            return False
         node = node[seg]
-    last = segments[-1]
-    if isinstance(last, str):
+    if not _holds(node, segments[-1]):
+        return False
+    del node[segments[-1]]
+    return True
+
+
+def _holds(node: Any, seg: str | int) -> bool:
+    """Whether ``node`` has ``seg``; a key into a non-object or an index into
+    a non-array is the engine's type error, not a missing value."""
+    if isinstance(seg, str):
         if not isinstance(node, dict):
             raise _type_error("object")
-        if last not in node:
-            return False
-    else:
-        if not isinstance(node, list):
-            raise _type_error("array")
-        if last >= len(node):
-            return False
-    del node[last]
-    return True
+        return seg in node
+    if not isinstance(node, list):
+        raise _type_error("array")
+    return seg < len(node)
 
 
 # -- commands ---------------------------------------------------------------------------
