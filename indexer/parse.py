@@ -259,16 +259,20 @@ def _drop_declarations(defs: list[_Def]) -> list[_Def]:
     """A bare annotation (``XFAIL: Callable[..., Any]``) declares the type of a
     name some later statement defines (often a function chosen under an
     ``if``): when a definition of that name follows, it is the symbol."""
-    defined = {d.qualname for d in defs if not _is_declaration(d)}
-    return [d for d in defs if not (_is_declaration(d) and d.qualname in defined)]
+    declaration = [d.kind == "constant" and _is_declaration(d) for d in defs]
+    if not any(declaration):
+        return defs
+    defined = {d.qualname for d, only_declared in zip(defs, declaration) if not only_declared}
+    return [d for d, only_declared in zip(defs, declaration) if not (only_declared and d.qualname in defined)]
 
 
 def _is_declaration(d: _Def) -> bool:
+    """A constant written as an annotation with no value."""
     node = d.node
     while node is not None and node.type != "assignment":
         node = node.parent
-    return (d.kind == "constant" and node is not None and node.child_by_field_name("type") is not None
-            and node.child_by_field_name("right") is None)
+    return node is not None and node.child_by_field_name("type") is not None \
+        and node.child_by_field_name("right") is None
 
 
 def _is_overload(d: _Def) -> bool:
