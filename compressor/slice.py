@@ -445,13 +445,16 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         if p > probability.get(file_best.get(path, ""), -1.0):
             file_best[path] = node
     offers: list[tuple[float, int, str, str]] = []
+    body_estimate: dict[str, int] = {}
     for i, node, unit, can_full in candidates:
         p = probability[node]
+        if can_full:
+            body_estimate[node] = _estimate_tokens(docs.get(unit.path), unit)
         if node in named:
             offers.append((-float("inf"), i, node, FULL if can_full else SIG))
             continue
         if can_full and p > 0:
-            offers.append((-(p / (_estimate_tokens(docs.get(unit.path), unit) + UNIT_FRAMING)), i, node, FULL))
+            offers.append((-(p / (body_estimate[node] + UNIT_FRAMING)), i, node, FULL))
         value = SIG_VALUE * p + ORIENTATION
         if file_best.get(unit.path) == node:
             value += FILE_VALUE * (1.0 - file_miss[unit.path])
@@ -473,7 +476,7 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
             room = full_cap - used + refund - extra
             # Counting a body exactly costs as much as rendering it: a body
             # whose estimate is well past the room left is not counted at all.
-            fits = _estimate_tokens(doc, unit) <= room * FULL_ESTIMATE_SLACK
+            fits = body_estimate[node] <= room * FULL_ESTIMATE_SLACK
             unit.cost_full = cost_of(doc, unit, graph, FULL) if fits else room + 1
             if unit.cost_full <= room:
                 take(unit, FULL, unit.cost_full)
