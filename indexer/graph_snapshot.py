@@ -27,10 +27,7 @@ import logging
 import sys
 from array import array
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING
-
-from memstrata.storage import checked_file
 
 from .graph import _VERSIONS, EDGE_KINDS, CodeGraph
 from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
@@ -135,13 +132,10 @@ if TYPE_CHECKING:  # a type checker confirms SnapshotGraph implements the read A
     _view: type[GraphView] = SnapshotGraph
 
 
-def snapshot_path(index_dir: Path) -> Path:
-    return index_dir / SNAPSHOT_FILE
-
-
-def save(graph: GraphView, path: Path) -> bool:
-    """Write ``graph`` to ``path``; False when it cannot be (see checked_file),
-    or when it is no :class:`CodeGraph` (a snapshot graph is already saved)."""
+def save(graph: GraphView, store) -> bool:
+    """Keep ``graph`` beside ``store`` (a file by a SQLite index, a row in a
+    shared one); False when it cannot be (see storage/checked_file), or when
+    it is no :class:`CodeGraph` (a snapshot graph is already saved)."""
     if not isinstance(graph, CodeGraph) or graph.generation is None:
         return False
     try:
@@ -149,15 +143,15 @@ def save(graph: GraphView, path: Path) -> bool:
     except (ValueError, OverflowError, KeyError) as exc:  # a shape the format cannot hold
         log.info("graph snapshot not written: %s", exc)
         return False
-    return checked_file.write(path, _MAGIC, state)
+    return store.save_derived(SNAPSHOT_FILE, _MAGIC, state)
 
 
-def load(path: Path, generation: str | None) -> SnapshotGraph | None:
-    """The snapshot at ``path`` if it was taken at ``generation``; None when it
-    is missing, stale, unreadable or damaged (the caller builds the graph)."""
+def load(store, generation: str | None) -> SnapshotGraph | None:
+    """The snapshot kept beside ``store`` if it was taken at ``generation``; None
+    when it is missing, stale, unreadable or damaged (the caller builds the graph)."""
     if generation is None:
         return None
-    state = checked_file.read(path, _MAGIC)
+    state = store.load_derived(SNAPSHOT_FILE, _MAGIC)
     if not isinstance(state, dict) or state.get("generation") != generation or state.get("layout") != _LAYOUT:
         return None
     try:

@@ -8,9 +8,10 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from memstrata.storage import Store, StoreCorrupt
+from memstrata.storage import Store, StoreCorrupt, StoreError
 
 from .scan import INDEX_DIR
 
@@ -62,6 +63,96 @@ def open_store(root: Path, *, readonly: bool = False) -> Store:
                            f"{REBUILD_HINT}") from exc.__cause__
 
 
+STORE_ENV = "MEMSTRATA_STORE"
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """Where a command's index lives: the project's own SQLite file (the
+    default) or a shared PostgreSQL database, under a project name."""
+
+    url: str | None = None
+    project_name: str | None = None
+
+    @classmethod
+    def of(cls, url: str | None = None, project_name: str | None = None) -> StoreChoice:
+        """``--store`` (else ``MEMSTRATA_STORE``); ``sqlite`` or nothing means the local file."""
+        url = url if url is not None else os.environ.get(STORE_ENV)
+        url = (url or "").strip()
+        if url.lower() in ("", "sqlite"):
+            return cls(None, project_name)
+        from memstrata.storage.postgres import describe, is_store_url
+
+        if not is_store_url(url):
+            shown = describe(url) if "://" in url else "that value"
+            raise StoreError(f"--store takes sqlite or a postgresql://... URL, not {shown}")
+        return cls(url, project_name)
+
+    @property
+    def shared(self) -> bool:
+        return self.url is not None
+
+    def name_for(self, root: Path) -> str:
+        return self.project_name or root.name
+
+
+def open_shared_store(choice: StoreChoice, root: Path, *, readonly: bool = False, create: bool = False):
+    """The project's index in the shared database ``choice.url``."""
+    from memstrata.storage.postgres import PgStore
+
+    return PgStore(choice.url, choice.name_for(root), readonly=readonly, create=create)
+
+
+class StoreRunLock:
+    """The index-run lock of a store that holds its own locks (PostgreSQL):
+    the same face as :class:`WriterLock`, held by the store's connection,
+    so the server drops it when the process dies."""
+
+    NAME = "index-run"
+
+    def __init__(self, store):
+        self.store = store
+        self._depth = 0
+        self._thread_lock = threading.RLock()
+
+    def acquire(self, on_wait: Callable[[], None] | None = None, timeout: float | None = None) -> bool:
+        self._thread_lock.acquire()
+        if self._depth:
+            self._depth += 1
+            return True
+        try:
+            got = self.store.lock(self.NAME, on_wait=on_wait, timeout=timeout)
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        if not got:
+            self._thread_lock.release()
+            return False
+        self._depth = 1
+        return True
+
+    def release(self) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.store.unlock(self.NAME)
+        self._thread_lock.release()
+
+    def held_elsewhere(self) -> bool:
+        return self.store.locked_elsewhere(self.NAME)
+
+    def __enter__(self) -> StoreRunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def writer_lock(root: Path, store) -> WriterLock | StoreRunLock:
+    """The lock an index run holds: a file lock beside a SQLite index, the server's lock otherwise."""
+    return StoreRunLock(store) if store.dialect != "sqlite" else WriterLock(root)
+
+
 class WriterLock:
     """An advisory lock on ``.memstrata/index.lock``, held while a process writes the index.
 
@@ -74,7 +165,7 @@ class WriterLock:
     (re-entries are counted).
     """
 
-    _registry: dict[Path, "WriterLock"] = {}
+    _registry: dict[Path, WriterLock] = {}
     _registry_lock = threading.Lock()
 
     def __new__(cls, root: Path):
@@ -157,7 +248,7 @@ class WriterLock:
         finally:
             self._thread_lock.release()
 
-    def __enter__(self) -> "WriterLock":
+    def __enter__(self) -> WriterLock:
         self.acquire()
         return self
 
@@ -175,6 +266,8 @@ def _try_lock(fd: int) -> bool:
         raise
 
 
-def writer_active_elsewhere(root: Path) -> bool:
+def writer_active_elsewhere(root: Path, store=None) -> bool:
     """True when another process holds the writer lock (an index run is under way)."""
+    if store is not None and store.dialect != "sqlite":
+        return store.locked_elsewhere(StoreRunLock.NAME)
     return WriterLock(root).held_elsewhere()

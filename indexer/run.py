@@ -19,7 +19,7 @@ from .imports import ResolveContext, build_resolve_context, resolve_import
 from .languages import language_for_path
 from .model import ImportFact
 from .parse import EXTRACTOR_VERSION
-from .project import WriterLock
+from .project import writer_lock
 from .scan import DEFAULT_MAX_FILE_BYTES, PathFilter, scan_project
 from .worker import (
     Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
@@ -67,7 +67,7 @@ class Indexer:
         self.max_file_bytes = max_file_bytes
         self.workers = workers or os.cpu_count() or 1
         self.filter = PathFilter(root, max_file_bytes)
-        self.lock = WriterLock(root)
+        self.lock = writer_lock(root, store)
         self._ctx: ResolveContext | None = None
 
     # -- full run -------------------------------------------------------------

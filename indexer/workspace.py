@@ -22,7 +22,13 @@ from . import graph_snapshot
 from .graph import CodeGraph
 from .graph_snapshot import SnapshotGraph
 from .graph_view import GraphView
-from .project import open_store, resolve_root, writer_active_elsewhere
+from .project import (
+    StoreChoice,
+    open_shared_store,
+    open_store,
+    resolve_root,
+    writer_active_elsewhere,
+)
 from .run import Indexer, IndexSummary, Progress
 from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
 from .watcher import Changes, Watcher
@@ -59,10 +65,14 @@ class IndexStatus:
 
 
 class Workspace:
+    """``detached``: a shared index read away from its checkout: answers come
+    from the store alone (the file texts are in it) and the disk is never read."""
+
     def __init__(self, root: Path, store: Store, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-                 workers: int | None = None):
+                 workers: int | None = None, *, detached: bool = False):
         self.root = root
         self.store = store
+        self.detached = detached
         self.indexer = Indexer(root, store, max_file_bytes=max_file_bytes, workers=workers)
         self.lock = threading.RLock()  # guards the graph
         self._graph: GraphView | None = None  # a CodeGraph, or a SnapshotGraph until the first change
@@ -77,9 +87,14 @@ class Workspace:
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, max_file_bytes: int | None = None,
-             workers: int | None = None) -> "Workspace":
+             workers: int | None = None, store: StoreChoice | None = None) -> Workspace:
+        """The project at ``path`` (its checkout), indexed into its own SQLite
+        file or, with a shared ``store``, into that database under its name."""
         root = resolve_root(path)
-        store = open_store(root)
+        if store is not None and store.shared:
+            store = open_shared_store(store, root, create=True)
+        else:
+            store = open_store(root)
         if max_file_bytes is None:
             saved = store.get_meta("max_file_bytes")
             max_file_bytes = int(saved) if saved and saved.isdigit() else DEFAULT_MAX_FILE_BYTES
@@ -93,7 +108,7 @@ class Workspace:
             self._save_snapshot()
         self.store.close()
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Workspace:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -104,6 +119,8 @@ class Workspace:
     def index(self, progress: Callable[[Progress], None] | None = None,
               on_wait: Callable[[], None] | None = None) -> IndexSummary:
         """Full catch-up index (cheap when little changed), then refresh the graph."""
+        if self.detached:
+            raise RuntimeError("a detached workspace has no checkout to index")
         self._indexing = True
         try:
             summary = self.indexer.index_all(progress=progress, on_wait=on_wait)
@@ -148,6 +165,21 @@ class Workspace:
 
     # -- graph --------------------------------------------------------------
 
+    @classmethod
+    def open_shared(cls, choice: StoreChoice, path: str | Path | None = None, *,
+                    readonly: bool = True) -> Workspace:
+        """A project in a shared store, read without its checkout (``detached``).
+
+        ``readonly=False`` still never indexes (the checkout's ``index`` or
+        ``watch`` does); it lets a proxy record its savings in the store.
+        """
+        root = Path(path or os.getcwd()).expanduser().absolute()
+        store = open_shared_store(choice, root, readonly=readonly, create=False)
+        recorded = store.get_meta("project_root")
+        if recorded:  # paths given as the writer's absolute paths still map onto the project
+            root = Path(recorded)
+        return cls(root, store, detached=True)
+
     @property
     def graph(self) -> GraphView:
         """The graph, loaded on first use and caught up with other processes' writes."""
@@ -166,13 +198,12 @@ class Workspace:
             self._data_version = self._current_data_version()
             generation = ci.code_generation(self.store)
             self._known = {p: s.hash for p, s in ci.file_states(self.store).items()}
-        path = graph_snapshot.snapshot_path(self.store.path.parent)
-        graph: GraphView | None = graph_snapshot.load(path, generation)
+        graph: GraphView | None = graph_snapshot.load(self.store, generation)
         if graph is None:
             graph = self._graph = CodeGraph.load(self.store)
             self._persist_targets()
-            if not self.store.readonly:
-                graph_snapshot.save(graph, path)
+            if not self.store.readonly and not self.detached:
+                graph_snapshot.save(graph, self.store)
         self._graph = graph
         if isinstance(graph, SnapshotGraph) and self._watcher is not None:
             self._upgrade_in_background()
@@ -201,8 +232,8 @@ class Workspace:
         self._upgrading = threading.Thread(target=build, name="memstrata-graph-build", daemon=True)
         self._upgrading.start()
 
-    def _current_data_version(self) -> int:
-        return self.store.execute("PRAGMA data_version")[0][0]
+    def _current_data_version(self) -> object:
+        return self.store.data_version()
 
     def _sync_external(self) -> None:
         version = self._current_data_version()
@@ -254,7 +285,7 @@ class Workspace:
     def _schedule_snapshot(self) -> None:
         """Save the refreshed graph once edits pause, so a one-shot query
         started after them does not rebuild it."""
-        if self.store.readonly:
+        if self.store.readonly or self.detached:
             return
         if self._snapshot_timer is not None:
             self._snapshot_timer.cancel()
@@ -266,12 +297,12 @@ class Workspace:
         with self.lock:
             self._snapshot_timer = None
             if self._graph is not None:
-                graph_snapshot.save(self._graph, graph_snapshot.snapshot_path(self.store.path.parent))
+                graph_snapshot.save(self._graph, self.store)
 
     def _persist_targets(self) -> None:
         # Only a CodeGraph resolves references; a snapshot holds no resolution state.
         rows = self._graph.take_resolved_targets() if isinstance(self._graph, CodeGraph) else []
-        if rows and not self.store.readonly:
+        if rows and not self.store.readonly and not self.detached:
             try:
                 with self.store.write() as conn:
                     ci.set_ref_targets(conn, rows)
@@ -281,6 +312,8 @@ class Workspace:
     # -- watching -------------------------------------------------------------
 
     def start_watching(self, debounce: float = 0.05) -> None:
+        if self.detached:
+            raise RuntimeError("a detached workspace has no checkout to watch")
         if self._watcher is None:
             self._watcher = Watcher(self.root, self.apply_changes, debounce=debounce)
             self._watcher.start()
@@ -307,7 +340,7 @@ class Workspace:
         if self._indexing or (self._watcher is not None and self._watcher.pending):
             return "indexing"
         if meta_status == "indexing" or meta_status is None:
-            return "indexing" if writer_active_elsewhere(self.root) else "stale"
+            return "indexing" if writer_active_elsewhere(self.root, self.store) else "stale"
         return "ready"
 
     def files_indexed(self) -> int:
@@ -319,7 +352,7 @@ class Workspace:
         meta_status = self.store.get_meta("status")
         counts = ci.status_counts(self.store)
         st = IndexStatus(
-            project=str(self.root),
+            project=self.store.project if self.detached else str(self.root),
             files_indexed=sum(counts.values()),
             last_indexed=self.store.get_meta("last_indexed"),
             index_size_mb=round(self.store.size_bytes() / (1024 * 1024), 2),
@@ -334,11 +367,11 @@ class Workspace:
         elif self._indexing or (self._watcher is not None and self._watcher.pending):
             st.status = "indexing"
         elif meta_status == "indexing" or meta_status is None:
-            if writer_active_elsewhere(self.root):
+            if writer_active_elsewhere(self.root, self.store):
                 st.status, st.message = "indexing", "another MemStrata process is indexing"
             else:
                 st.status, st.message = "stale", self._unfinished_message(meta_status, st)
-        elif check_disk or (check_disk is None and self._watcher is None):
+        elif not self.detached and (check_disk or (check_disk is None and self._watcher is None)):
             if self._disk_differs():
                 st.status, st.message = "stale", "files changed since the last index run"
         return st

@@ -15,11 +15,16 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from . import pg_index
 from .db import Store
-from .text import fts_quote
+from .text import fts_quote, stored_text
 
 log = logging.getLogger(__name__)
 _TOKEN_SPLIT = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def _on_postgres(conn) -> bool:
+    return getattr(conn, "dialect", "sqlite") == "postgresql"
 
 
 @dataclass(slots=True)
@@ -65,18 +70,22 @@ def write_file(
     * ``fts_rows[i]``: the (name, signature, doc, body) search text of ``symbols[i]``
     """
     _delete_file_rows(conn, rec.path)
+    pg = _on_postgres(conn)
     cur = conn.execute(
         "INSERT INTO files(path, language, size, mtime_ns, hash, status, error, encoding,"
-        " lines, is_test, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        " lines, is_test, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)" + (" RETURNING id" if pg else ""),
         (rec.path, rec.language, rec.size, rec.mtime_ns, rec.hash, rec.status, rec.error,
          rec.encoding, rec.lines, int(rec.is_test), rec.indexed_at),
     )
-    file_id = cur.lastrowid
-    conn.execute("INSERT INTO file_text(file_id, text) VALUES (?, ?)", (file_id, text))
+    file_id = cur.fetchone()[0] if pg else cur.lastrowid
+    conn.execute("INSERT INTO file_text(file_id, text) VALUES (?, ?)", (file_id, text.encode("utf-8") if pg else text))
     conn.execute("DELETE FROM skipped WHERE path = ?", (rec.path,))
     # Ids are assigned here so symbols and their search rows go in as two
     # bulk inserts instead of a round trip per symbol.
     first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM symbols").fetchone()[0]
+    if pg:
+        pg_index.write_rows(conn, file_id, first, symbols, refs, imports, fts_rows)
+        return file_id
     conn.executemany(
         "INSERT INTO symbols(id, file_id, name, qualname, kind, parent, start_byte, end_byte,"
         " start_line, end_line, signature, docstring) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -100,6 +109,10 @@ def write_file(
 def _delete_file_rows(conn: sqlite3.Connection, path: str) -> None:
     row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
     if row is None:
+        return
+    if _on_postgres(conn):
+        pg_index.forget_rows(conn, row[0])
+        conn.execute("DELETE FROM files WHERE id = ?", (row[0],))  # cascades, postings too
         return
     conn.execute(
         "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = ?)",
@@ -126,7 +139,8 @@ def set_skipped(conn: sqlite3.Connection, path: str, reason: str, size: int | No
 def replace_skipped(conn: sqlite3.Connection, skipped: Iterable[tuple[str, str, int | None]]) -> None:
     """Replace the whole skipped-files list (after a full scan)."""
     conn.execute("DELETE FROM skipped")
-    conn.executemany("INSERT OR REPLACE INTO skipped(path, reason, size) VALUES (?,?,?)", list(skipped))
+    conn.executemany("INSERT INTO skipped(path, reason, size) VALUES (?,?,?) ON CONFLICT(path) DO UPDATE "
+                     "SET reason = excluded.reason, size = excluded.size", list(skipped))
 
 
 def set_import_targets(conn: sqlite3.Connection, rows: Iterable[tuple[str | None, int]]) -> None:
@@ -160,7 +174,7 @@ def file_text(store: Store, path: str) -> str | None:
     rows = store.execute(
         "SELECT t.text FROM file_text t JOIN files f ON f.id = t.file_id WHERE f.path = ?", (path,)
     )
-    return rows[0][0] if rows else None
+    return stored_text(rows[0][0]) if rows else None
 
 
 def file_texts(store: Store, paths: Iterable[str]) -> dict[str, str]:
@@ -188,7 +202,7 @@ def _file_rows(store: Store, columns: str, paths: Iterable[str]) -> dict[str, tu
             f"SELECT f.path, {columns} FROM file_text t JOIN files f ON f.id = t.file_id WHERE f.path IN ({marks})",
             tuple(chunk),
         ):
-            out[p] = tuple(rest)
+            out[p] = (stored_text(rest[0]), *rest[1:])
     return out
 
 
@@ -226,12 +240,15 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
         return []
     try:
         tokens = _selective_tokens(store, tokens, {} if counts is None else counts)
+        if store.dialect == "postgresql":
+            return pg_index.search(store, tokens, limit)
+        # Ties go by symbol id, the order the PostgreSQL backend gives them too.
         rows = store.execute(
             "SELECT rowid, bm25(symbols_fts, 5.0, 3.0, 2.0, 2.0) AS s FROM symbols_fts "
-            "WHERE symbols_fts MATCH ? ORDER BY s LIMIT ?",
+            "WHERE symbols_fts MATCH ? ORDER BY s, rowid LIMIT ?",
             (" OR ".join(fts_quote(t) for t in tokens), limit),
         )
-    except sqlite3.OperationalError as exc:
+    except (sqlite3.OperationalError, pg_index.PhraseQueryError) as exc:
         log.warning("full-text search failed for %r: %s", tokens[:20], exc)
         return []
     return [(rowid, -score) for rowid, score in rows]
@@ -247,10 +264,13 @@ def _selective_tokens(store: Store, tokens: list[str], memo: dict[str, int]) -> 
     for t in tokens:
         n = memo.get(t)
         if n is None:
-            n = memo[t] = store.execute(
-                "SELECT count(*) FROM (SELECT rowid FROM symbols_fts WHERE symbols_fts MATCH ? LIMIT ?)",
-                (fts_quote(t), cap),
-            )[0][0]
+            if store.dialect == "postgresql":
+                n = memo[t] = pg_index.match_count(store, t, cap)
+            else:
+                n = memo[t] = store.execute(
+                    "SELECT count(*) FROM (SELECT rowid FROM symbols_fts WHERE symbols_fts MATCH ? LIMIT ?)",
+                    (fts_quote(t), cap),
+                )[0][0]
         if n:
             counts.append((n, t))
     if not counts:

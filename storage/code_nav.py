@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .db import Store
+from .text import stored_text
 
 
 @dataclass(slots=True, frozen=True)
@@ -36,7 +37,7 @@ def file_row(store: Store, path: str) -> FileRow | None:
 
 def file_text(store: Store, file_id: int) -> str | None:
     rows = store.execute("SELECT text FROM file_text WHERE file_id = ?", (file_id,))
-    return rows[0][0] if rows else None
+    return stored_text(rows[0][0]) if rows else None
 
 
 def file_symbols(store: Store, file_id: int) -> list[tuple]:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
+from . import checked_file
 from .migrations import Schema, SchemaMismatch, adopt_legacy
 from .schema import CORE_SCHEMA
 
@@ -73,6 +74,8 @@ class Store:
     # The migration chain a file opened by this class follows; a product's
     # store class names its own (``class KuraDatabase(Store): schema = ...``).
     schema: Schema = CORE_SCHEMA
+    # Which SQL the storage modules speak to it (storage/postgres.py is the other).
+    dialect = "sqlite"
 
     def __init__(self, path: str | Path, *, readonly: bool = False, schema: Schema | None = None):
         self.path = Path(path)
@@ -265,7 +268,7 @@ class Store:
                     self._conn.execute("PRAGMA optimize")
             self._conn.close()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -284,6 +287,26 @@ class Store:
         else:
             with self.write() as c:
                 c.execute(sql, (key, value))
+
+    @property
+    def location(self) -> str:
+        """How messages name the store."""
+        return f"{self.path.parent.name}/{self.path.name}"
+
+    def another(self) -> Store:
+        """A second connection to the same database (for a thread of its own)."""
+        return type(self)(self.path, readonly=self.readonly, schema=self.schema)
+
+    def data_version(self) -> object:
+        """Changes whenever another connection has committed a write."""
+        return self.execute("PRAGMA data_version")[0][0]
+
+    # Derived data (the graph snapshot) is a checked file beside the database.
+    def save_derived(self, name: str, magic: bytes, obj: object) -> bool:
+        return False if self.memory else checked_file.write(self.path.parent / name, magic, obj)
+
+    def load_derived(self, name: str, magic: bytes) -> object | None:
+        return None if self.memory else checked_file.read(self.path.parent / name, magic)
 
     def size_bytes(self) -> int:
         total = 0

@@ -53,3 +53,9 @@ def query_terms(text: str) -> list[str]:
 def fts_quote(term: str) -> str:
     """Quote a term for an FTS5 MATCH expression (no operator injection)."""
     return '"' + term.replace('"', '""') + '"'
+
+
+def stored_text(value: str | bytes | memoryview) -> str:
+    """A file text as the store gave it back: PostgreSQL keeps it as UTF-8 bytes
+    (its text type cannot hold NUL), SQLite as text."""
+    return value if isinstance(value, str) else bytes(value).decode("utf-8")

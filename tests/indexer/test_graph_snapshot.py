@@ -26,7 +26,7 @@ QUESTIONS = {
 
 
 def _snapshot_file(ws: Workspace):
-    return graph_snapshot.snapshot_path(ws.store.path.parent)
+    return ws.store.path.parent / graph_snapshot.SNAPSHOT_FILE
 
 
 @pytest.mark.parametrize("fixture", sorted(QUESTIONS))
