@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -170,3 +170,34 @@ def honour_modes(tmp_path) -> Callable[..., object] | None:
     if res.returncode == 0:
         pytest.skip("file modes do not stop writes here (cannot drop root's DAC override)")
     return preexec
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(request):
+    """A private PostgreSQL server (tests/pg_cluster.PgCluster) for the whole session.
+
+    Started on first request only, so sessions without PostgreSQL tests pay
+    nothing; stopped and deleted at session end, Ctrl-C included (a killed run's
+    server shuts itself down and the next session deletes its folder).  Skips
+    with the reason and the install command where the server or psycopg is missing.
+    """
+    from tests.pg_cluster import PgCluster, find_binaries, psycopg_missing
+
+    binaries, missing = find_binaries()
+    reasons = [r for r in (missing, psycopg_missing()) if r]
+    if reasons:
+        pytest.skip("PostgreSQL tests cannot run: " + "; ".join(reasons))
+    cluster = PgCluster(binaries)
+    request.addfinalizer(cluster.stop)
+    return cluster.start()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> Iterator[str]:
+    """A libpq URL (TCP, with the password) to a fresh empty database, dropped afterwards."""
+    pg_cluster.ensure_running()
+    name = pg_cluster.create_database()
+    yield pg_cluster.url(name)
+    # A test that stopped the server must not break the ones after it.
+    pg_cluster.ensure_running()
+    pg_cluster.drop_database(name)
