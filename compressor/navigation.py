@@ -123,7 +123,8 @@ class _Files:
         hit = self.cache.get(path, False)
         if hit is False:
             try:
-                hit = current_facts(self.ws.root, self.ws.store, path, self.ws.indexer.max_file_bytes)
+                root = None if self.ws.detached else self.ws.root
+                hit = current_facts(root, self.ws.store, path, self.ws.indexer.max_file_bytes)
             except StaleFile as exc:
                 hit = exc
             self.cache[path] = hit

@@ -90,13 +90,16 @@ class FileFacts:
         return self._by_qualname.get(qualname)
 
 
-def current_facts(root: Path, store: Store, path: str, max_file_bytes: int) -> FileFacts | None:
+def current_facts(root: Path | None, store: Store, path: str, max_file_bytes: int) -> FileFacts | None:
     """The facts of indexed file ``path`` as it is now; None when it is not
     in the index.  Raises :class:`StaleFile` when it changed and cannot be
-    read again."""
+    read again.  Without a ``root`` (a shared index read away from its
+    checkout) the index is all there is: its facts are the answer."""
     row = code_nav.file_row(store, path)
     if row is None:
         return None
+    if root is None:
+        return _from_index(store, row)
     abs_path = os.path.join(root, path)
     try:
         st = os.stat(abs_path)

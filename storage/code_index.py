@@ -15,8 +15,9 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import pg_index
 from .db import Store
+from .pg_index import PhraseQueryError, forget_rows, match_count, write_rows
+from .pg_index import search as pg_search
 from .text import fts_quote, stored_text
 
 log = logging.getLogger(__name__)
@@ -84,7 +85,7 @@ def write_file(
     # bulk inserts instead of a round trip per symbol.
     first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM symbols").fetchone()[0]
     if pg:
-        pg_index.write_rows(conn, file_id, first, symbols, refs, imports, fts_rows)
+        write_rows(conn, file_id, first, symbols, refs, imports, fts_rows)
         return file_id
     conn.executemany(
         "INSERT INTO symbols(id, file_id, name, qualname, kind, parent, start_byte, end_byte,"
@@ -111,7 +112,7 @@ def _delete_file_rows(conn: sqlite3.Connection, path: str) -> None:
     if row is None:
         return
     if _on_postgres(conn):
-        pg_index.forget_rows(conn, row[0])
+        forget_rows(conn, row[0])
         conn.execute("DELETE FROM files WHERE id = ?", (row[0],))  # cascades, postings too
         return
     conn.execute(
@@ -241,14 +242,14 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
     try:
         tokens = _selective_tokens(store, tokens, {} if counts is None else counts)
         if store.dialect == "postgresql":
-            return pg_index.search(store, tokens, limit)
+            return pg_search(store, tokens, limit)
         # Ties go by symbol id, the order the PostgreSQL backend gives them too.
         rows = store.execute(
             "SELECT rowid, bm25(symbols_fts, 5.0, 3.0, 2.0, 2.0) AS s FROM symbols_fts "
             "WHERE symbols_fts MATCH ? ORDER BY s, rowid LIMIT ?",
             (" OR ".join(fts_quote(t) for t in tokens), limit),
         )
-    except (sqlite3.OperationalError, pg_index.PhraseQueryError) as exc:
+    except (sqlite3.OperationalError, PhraseQueryError) as exc:
         log.warning("full-text search failed for %r: %s", tokens[:20], exc)
         return []
     return [(rowid, -score) for rowid, score in rows]
@@ -265,7 +266,7 @@ def _selective_tokens(store: Store, tokens: list[str], memo: dict[str, int]) -> 
         n = memo.get(t)
         if n is None:
             if store.dialect == "postgresql":
-                n = memo[t] = pg_index.match_count(store, t, cap)
+                n = memo[t] = match_count(store, t, cap)
             else:
                 n = memo[t] = store.execute(
                     "SELECT count(*) FROM (SELECT rowid FROM symbols_fts WHERE symbols_fts MATCH ? LIMIT ?)",

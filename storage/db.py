@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-from . import checked_file
+from .checked_file import read as read_checked
+from .checked_file import write as write_checked
 from .migrations import Schema, SchemaMismatch, adopt_legacy
 from .schema import CORE_SCHEMA
 
@@ -303,10 +304,10 @@ class Store:
 
     # Derived data (the graph snapshot) is a checked file beside the database.
     def save_derived(self, name: str, magic: bytes, obj: object) -> bool:
-        return False if self.memory else checked_file.write(self.path.parent / name, magic, obj)
+        return False if self.memory else write_checked(self.path.parent / name, magic, obj)
 
     def load_derived(self, name: str, magic: bytes) -> object | None:
-        return None if self.memory else checked_file.read(self.path.parent / name, magic)
+        return None if self.memory else read_checked(self.path.parent / name, magic)
 
     def size_bytes(self) -> int:
         total = 0

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import fts_terms
+from .fts_terms import bm25 as fts_bm25
+from .fts_terms import postings, query_terms
 
 TERM_COLUMNS = ("term", "symbol_id", "file_id", "n_name", "n_signature", "n_doc", "n_body")
 SYMBOL_COLUMNS = ("id", "file_id", "name", "qualname", "kind", "parent", "start_byte", "end_byte",
@@ -18,7 +19,7 @@ SYMBOL_COLUMNS = ("id", "file_id", "name", "qualname", "kind", "parent", "start_
 def write_rows(conn, file_id: int, first: int, symbols: Sequence[tuple], refs: Sequence[tuple],
                imports: Sequence[tuple], fts_rows: Sequence[tuple[str, str, str, str]]) -> None:
     """A file's symbols, search postings, references and imports, by COPY."""
-    found = fts_terms.postings(fts_rows)
+    found = postings(fts_rows)
     conn.copy_rows("symbols", SYMBOL_COLUMNS,
                    ((sid, file_id, *row, found[i][1]) for i, (sid, row) in enumerate(enumerate(symbols, first))))
     conn.copy_rows("symbol_terms", TERM_COLUMNS,
@@ -46,7 +47,7 @@ class PhraseQueryError(Exception):
 
 
 def term_of(token: str) -> str | None:
-    terms = fts_terms.query_terms(token)
+    terms = query_terms(token)
     if len(terms) > 1:
         raise PhraseQueryError(token)
     return terms[0] if terms else None
@@ -81,4 +82,4 @@ def search(store, tokens: Sequence[str], limit: int) -> list[tuple[int, float]]:
             lengths.update(store.execute(
                 f"SELECT id, fts_tokens FROM symbols WHERE id IN ({','.join('?' * len(chunk))})", tuple(chunk)))
     phrases = [hits.get(t, {}) if t is not None else {} for t in terms]
-    return fts_terms.bm25(phrases, nrow, ntok, lengths, limit)
+    return fts_bm25(phrases, nrow, ntok, lengths, limit)

@@ -29,7 +29,8 @@ from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from . import checked_file
+from .checked_file import decode as decode_checked
+from .checked_file import encode as encode_checked
 from .db import StoreBusy, StoreError, StoreFull, StoreReadOnly
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, REGISTRY_DDL
 
@@ -451,7 +452,7 @@ class PgStore:
     # -- derived data (what the SQLite store keeps in files beside it) --------------
 
     def save_derived(self, name: str, magic: bytes, obj: object) -> bool:
-        data = checked_file.encode(name, magic, obj)
+        data = encode_checked(name, magic, obj)
         if data is None or self.readonly:
             return False
         try:
@@ -465,7 +466,7 @@ class PgStore:
 
     def load_derived(self, name: str, magic: bytes) -> object | None:
         rows = self.execute("SELECT data FROM derived WHERE name = ?", (name,))
-        return checked_file.decode(name, magic, bytes(rows[0][0])) if rows else None
+        return decode_checked(name, magic, bytes(rows[0][0])) if rows else None
 
     # -- named locks (held by this connection; the server drops them with it) ---------
 

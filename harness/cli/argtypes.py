@@ -38,11 +38,32 @@ non_negative = checked(float, lambda v: math.isfinite(v) and v >= 0, "a number",
 PROJECT_HELP = "project folder (default: the current directory, or the nearest parent with an index)"
 
 
-def add_project(parser: argparse.ArgumentParser) -> None:
-    """``[PATH]`` and ``--project PATH``, the same on every command; ``--project`` wins."""
+def add_project(parser: argparse.ArgumentParser, *, store: bool = True) -> None:
+    """``[PATH]`` and ``--project PATH``, the same on every command; ``--project`` wins.
+    With ``store``, also ``--store URL`` and ``--project-name NAME`` (see :func:`add_store`)."""
     parser.add_argument("path", nargs="?", default=None, metavar="PATH", help=PROJECT_HELP)
     parser.add_argument("--project", default=None, metavar="PATH",
                         help="the project folder, like PATH (wins when both are given)")
+    if store:
+        add_store(parser)
+
+
+def add_store(parser: argparse.ArgumentParser) -> None:
+    """Where the index lives: the project's own SQLite file, or a shared PostgreSQL database."""
+    parser.add_argument("--store", default=None, metavar="URL",
+                        help="sqlite (default: the project's .memstrata/index.db) or a "
+                        "postgresql://user@host/db URL shared by a team (password from the URL, the PG* "
+                        "environment or ~/.pgpass); default $MEMSTRATA_STORE")
+    parser.add_argument("--project-name", default=None, metavar="NAME",
+                        help="the project's name in a shared store (default: the project folder's name)")
+
+
+def store_of(args: argparse.Namespace):
+    """The :class:`StoreChoice` the options (or ``MEMSTRATA_STORE``) name; raises
+    StoreError on a value that is neither ``sqlite`` nor a PostgreSQL URL."""
+    from memstrata.indexer.project import StoreChoice
+
+    return StoreChoice.of(getattr(args, "store", None), getattr(args, "project_name", None))
 
 
 def project_of(args: argparse.Namespace) -> str | None:

@@ -31,21 +31,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     dsub.required = True
 
     status = dsub.add_parser("status", help="is a daemon running for the project, since when, how busy")
-    argtypes.add_project(status)
+    argtypes.add_project(status, store=False)
     status.add_argument("--json", action="store_true", help="print JSON")
     status.set_defaults(func=cmd_status)
 
     stop = dsub.add_parser("stop", help="stop the project's daemon (and remove a socket a killed one left)")
-    argtypes.add_project(stop)
+    argtypes.add_project(stop, store=False)
     stop.set_defaults(func=cmd_stop)
 
     start = dsub.add_parser("start", help="start the project's daemon in the background and wait until it answers")
-    argtypes.add_project(start)
+    argtypes.add_project(start, store=False)
     _add_idle(start)
     start.set_defaults(func=cmd_start)
 
     run = dsub.add_parser("run", help="run the project's daemon in the foreground (what `start` runs)")
-    argtypes.add_project(run)
+    argtypes.add_project(run, store=False)
     _add_idle(run)
     run.add_argument("--lock-wait", type=argtypes.non_negative, default=0.5, metavar="SECONDS",
                      help="how long to wait for a daemon being replaced to let go (default 0.5)")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, resolve_root
+from memstrata.indexer.project import INDEX_FILE, ProjectError, StoreChoice, index_dir, resolve_root
 from memstrata.storage import StoreError
 
 from . import argtypes
@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_query)
 
 
-def open_workspace(path: str | None, **kw) -> Workspace:
+def open_workspace(path: str | None, store: StoreChoice | None = None, **kw) -> Workspace:
     """The project's workspace, creating its index folder if needed (commands that write).
 
     Without a PATH the project is the current directory; when that is the
@@ -96,7 +96,7 @@ def open_workspace(path: str | None, **kw) -> Workspace:
                                "folder or name it (--project /path/to/project)")
     from memstrata.indexer.workspace import Workspace
 
-    return Workspace.open(path, **kw)
+    return Workspace.open(path, store=store, **kw)
 
 
 def _too_broad(root: Path) -> bool:
@@ -131,8 +131,8 @@ def summary_line(s: IndexSummary) -> str:
 
 def cmd_index(args) -> int:
     try:
-        with open_workspace(argtypes.project_of(args), max_file_bytes=args.max_file_size,
-                            workers=args.workers) as ws:
+        with open_workspace(argtypes.project_of(args), argtypes.store_of(args),
+                            max_file_bytes=args.max_file_size, workers=args.workers) as ws:
             summary = ensure_indexed(ws, quiet=args.json)
             if args.json:
                 out = {k: v for k, v in vars(summary).items() if k not in ("changed_paths", "removed_paths")}
@@ -147,7 +147,7 @@ def cmd_index(args) -> int:
 
 def cmd_watch(args) -> int:
     try:
-        ws = open_workspace(argtypes.project_of(args))
+        ws = open_workspace(argtypes.project_of(args), argtypes.store_of(args))
     except (ProjectError, StoreError) as exc:
         return fail(str(exc))
     stop = threading.Event()
@@ -184,7 +184,7 @@ def cmd_watch(args) -> int:
 
 def cmd_status(args) -> int:
     try:
-        with open_indexed(argtypes.project_of(args)) as ws:
+        with open_indexed(argtypes.project_of(args), argtypes.store_of(args)) as ws:
             st = ws.status()
     except NotIndexed as exc:
         return _print_not_indexed(exc.root, args.json)

@@ -60,13 +60,21 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from .index import NotIndexed, open_indexed, open_workspace
 
     try:
-        try:
+        store = argtypes.store_of(args)
+        if store.shared:
+            # A shared index is written by its checkout's index or watch; here it is only read.
+            ws = open_indexed(argtypes.project_of(args), store)
+        else:
             ws = open_workspace(argtypes.project_of(args))
-        except StoreReadOnly:
-            # An index nobody may update still answers: serve it as it is.
+    except StoreReadOnly:
+        # An index nobody may update still answers: serve it as it is.
+        try:
             ws = open_indexed(argtypes.project_of(args))
-            print("memstrata: the index is read-only: serving it as it is (changes to the project are "
-                  "not indexed until it and its folder are writable)", file=sys.stderr)
+        except (ProjectError, StoreError, NotIndexed) as exc:
+            print(f"memstrata: {exc}", file=sys.stderr)
+            return 2
+        print("memstrata: the index is read-only: serving it as it is (changes to the project are "
+              "not indexed until it and its folder are writable)", file=sys.stderr)
     except (ProjectError, StoreError, NotIndexed) as exc:
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, open_store, resolve_root
+from memstrata.indexer.project import INDEX_FILE, ProjectError, StoreChoice, index_dir, open_store, resolve_root
 from memstrata.storage import StoreError
 
 if TYPE_CHECKING:
@@ -24,15 +24,18 @@ class NotIndexed(Exception):
         self.root = root
 
 
-def open_indexed(path: str | Path | None) -> Workspace:
+def open_indexed(path: str | Path | None, store: StoreChoice | None = None) -> Workspace:
     """The project's workspace for a command that only reads: never creates ``.memstrata/``.
 
     Raises :class:`NotIndexed` when the project has no index; opens the index
-    read-only when it cannot be written.
+    read-only when it cannot be written.  With a shared ``store`` the project
+    is read from it, without its checkout.
     """
     # Here, not at the top: a command the resident query process answers never needs it.
     from memstrata.indexer.workspace import Workspace
 
+    if store is not None and store.shared:
+        return Workspace.open_shared(store, path, readonly=True)
     root = resolve_root(path)
     if not (index_dir(root) / INDEX_FILE).is_file():
         raise NotIndexed(root)

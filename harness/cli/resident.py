@@ -69,7 +69,7 @@ def handlers() -> dict[str, Handler]:
 
 def run_in_process(args: argparse.Namespace, handler: Handler) -> int:
     try:
-        ws = open_indexed(argtypes.project_of(args))
+        ws = open_indexed(argtypes.project_of(args), argtypes.store_of(args))
     except NotIndexed as exc:
         return fail(str(exc))
     except (ProjectError, StoreError) as exc:
@@ -80,8 +80,17 @@ def run_in_process(args: argparse.Namespace, handler: Handler) -> int:
         ws.close()
 
 
+def _shared(args: argparse.Namespace) -> bool:
+    try:
+        return argtypes.store_of(args).shared
+    except StoreError:  # the in-process run says what is wrong
+        return True
+
+
 def _ask_daemon(name: str, args: argparse.Namespace) -> client.Outcome:
-    if not client.enabled():
+    if not client.enabled() or _shared(args):
+        # The resident process serves a project's own SQLite index; a shared
+        # store is read in-process.
         return client.Outcome()
     try:
         root = resolve_root(argtypes.project_of(args))

@@ -22,6 +22,17 @@ EXIT_PORT_IN_USE = 3
 log = logging.getLogger(__name__)
 
 
+def _label(what: str):
+    def parse(value: str) -> str:
+        from memstrata.harness.proxy.labels import LabelError, check
+
+        try:
+            return check(value, what)
+        except LabelError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "serve", help="run the compressing OpenAI/Anthropic proxy with a dashboard, /status, /metrics and /mcp",
@@ -62,6 +73,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="longest wait to connect to the upstream (default 10)")
     p.add_argument("--no-watch", dest="watch", action="store_false", help="do not watch files for changes")
     p.add_argument("--no-mcp", dest="mcp", action="store_false", help="do not mount the MCP transports at /mcp")
+    p.add_argument("--user-label", type=_label("user"), default=None, metavar="NAME",
+                   help="who the savings ledger records each request for (default $MEMSTRATA_USER, else the OS "
+                   "user name); a team reads a shared ledger by it (memstrata savings --by user)")
+    p.add_argument("--host-label", type=_label("host"), default=None, metavar="NAME",
+                   help="the machine recorded with each request (default $MEMSTRATA_HOST, else the host name)")
     p.add_argument("--access-log", action="store_true",
                    help="print one line per request on stderr: method, path, status, duration, and the "
                    "request's tokens before -> after when it was compressed (never headers or keys)")
@@ -114,7 +130,15 @@ def cmd_serve(args) -> int:
               f"your proxy", file=sys.stderr)
     started = time.time()
     try:
-        ws = open_workspace(argtypes.project_of(args))
+        store = argtypes.store_of(args)
+        if store.shared:
+            from memstrata.indexer.workspace import Workspace
+
+            # A shared index is written by its checkout's index or watch; serve
+            # reads it and records its savings in the store's ledger.
+            ws = Workspace.open_shared(store, argtypes.project_of(args), readonly=False)
+        else:
+            ws = open_workspace(argtypes.project_of(args))
     except (ProjectError, StoreError) as exc:
         sock.close()
         return fail(str(exc))
@@ -137,12 +161,13 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
     from memstrata.harness.proxy.http11 import ProxyH11Protocol
     from memstrata.harness.proxy.forward import ProxyConfig
 
-    try:
-        ensure_indexed(ws)
-    except KeyboardInterrupt:
-        return 130
+    if not ws.detached:
+        try:
+            ensure_indexed(ws)
+        except KeyboardInterrupt:
+            return 130
     ws.graph  # load now, so updates refresh it incrementally and the first request is fast
-    if args.watch:
+    if args.watch and not ws.detached:
         ws.start_watching()
     proxy = ProxyConfig(
         openai_base=args.openai_upstream or providers.base_url(args.openai_provider) or DEFAULT_OPENAI_BASE,
@@ -158,8 +183,14 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
     port = sock.getsockname()[1]
     shown = f"[{args.host}]" if ":" in args.host else args.host
     base = f"http://{shown}:{port}"
+    from memstrata.harness.proxy.labels import LabelError, resolve
+
+    try:
+        labels = resolve(args.user_label, args.host_label)
+    except LabelError as exc:  # from $MEMSTRATA_USER / $MEMSTRATA_HOST
+        return fail(str(exc))
     app = build_app(ws, HarnessConfig(proxy=proxy, allowed_hosts=extra_hosts, mount_mcp=args.mcp,
-                                      access_log=args.access_log, address=base), started=started)
+                                      access_log=args.access_log, address=base, labels=labels), started=started)
     print(f"memstrata serving {ws.root} on {base}\n"
           f"  dashboard: {base}/\n"
           f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {_origin(proxy.openai_base)}\n"
