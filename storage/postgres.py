@@ -284,6 +284,10 @@ class PgStore:
         psycopg = _psycopg()
         with self._lock:
             try:
+                if self._project_exists() and self._version() == PG_SCHEMA_VERSION:
+                    # Current: open without a lock or DDL, so a role that may only
+                    # write the ledger (a team member's serve) opens it too.
+                    return
                 with self._conn.transaction():
                     self._conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_NS_MIGRATE,))
                     self._conn.execute(REGISTRY_DDL)
