@@ -179,6 +179,7 @@ class Indexer:
     def _write_outcomes(self, outcomes: list[Parsed | Skipped], summary: IndexSummary, skipped: list) -> None:
         ctx = self._ctx
         with self.store.write() as conn:
+            parsed = []
             for o in outcomes:
                 if isinstance(o, Skipped):
                     ci.set_skipped(conn, o.path, o.reason, o.size)
@@ -189,11 +190,12 @@ class Indexer:
                 if not o.resolved:
                     imports = [(*row, resolve_import(rec.language, ImportFact(*row), rec.path, ctx))
                                for row in imports]
-                ci.write_file(conn, rec, o.text, o.symbols, o.refs, imports, o.fts_rows)
+                parsed.append((rec, o.text, o.symbols, o.refs, imports, o.fts_rows))
                 summary.parsed += 1
                 summary.changed_paths.append(rec.path)
                 if rec.status == "syntax_error":
                     summary.syntax_errors += 1
+            ci.write_files(conn, parsed)
 
     def _reresolve_imports(self, exclude: set[str] = frozenset()) -> None:
         """New or removed files can change where other files' imports point."""

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .db import Store
-from .pg_index import PhraseQueryError, forget_rows, match_count, write_rows
+from .pg_index import PhraseQueryError, forget_rows, match_count
+from .pg_index import write_files as pg_write_files
 from .pg_index import search as pg_search
 from .text import fts_quote, stored_text
 
@@ -70,23 +71,21 @@ def write_file(
     * ``imports``: (module, name, alias, line, target_path)
     * ``fts_rows[i]``: the (name, signature, doc, body) search text of ``symbols[i]``
     """
+    if _on_postgres(conn):
+        return pg_write_files(conn, [(rec, text, symbols, refs, imports, fts_rows)])[0]
     _delete_file_rows(conn, rec.path)
-    pg = _on_postgres(conn)
     cur = conn.execute(
         "INSERT INTO files(path, language, size, mtime_ns, hash, status, error, encoding,"
-        " lines, is_test, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)" + (" RETURNING id" if pg else ""),
+        " lines, is_test, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (rec.path, rec.language, rec.size, rec.mtime_ns, rec.hash, rec.status, rec.error,
          rec.encoding, rec.lines, int(rec.is_test), rec.indexed_at),
     )
-    file_id = cur.fetchone()[0] if pg else cur.lastrowid
-    conn.execute("INSERT INTO file_text(file_id, text) VALUES (?, ?)", (file_id, text.encode("utf-8") if pg else text))
+    file_id = cur.lastrowid
+    conn.execute("INSERT INTO file_text(file_id, text) VALUES (?, ?)", (file_id, text))
     conn.execute("DELETE FROM skipped WHERE path = ?", (rec.path,))
     # Ids are assigned here so symbols and their search rows go in as two
     # bulk inserts instead of a round trip per symbol.
     first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM symbols").fetchone()[0]
-    if pg:
-        write_rows(conn, file_id, first, symbols, refs, imports, fts_rows)
-        return file_id
     conn.executemany(
         "INSERT INTO symbols(id, file_id, name, qualname, kind, parent, start_byte, end_byte,"
         " start_line, end_line, signature, docstring) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -105,6 +104,14 @@ def write_file(
         [(file_id, *row) for row in imports],
     )
     return file_id
+
+
+def write_files(conn: sqlite3.Connection, files: Sequence[tuple]) -> list[int]:
+    """:func:`write_file` for many files in one go: items of (rec, text,
+    symbols, refs, imports, fts_rows); returns their file ids."""
+    if _on_postgres(conn):
+        return pg_write_files(conn, files)
+    return [write_file(conn, *f) for f in files]
 
 
 def _delete_file_rows(conn: sqlite3.Connection, path: str) -> None:

@@ -21,7 +21,6 @@ TOKENIZE = "porter unicode61 remove_diacritics 2"
 COLUMNS = ("name", "signature", "doc", "body")
 WEIGHTS = (5.0, 3.0, 2.0, 2.0)  # the bm25() weights of storage/code_index.search_symbols
 
-_COLUMN_INDEX = {c: i for i, c in enumerate(COLUMNS)}
 _local = threading.local()
 
 
@@ -49,40 +48,39 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
-def postings(rows: Sequence[Sequence[str]]) -> list[tuple[dict[str, list[int]], int]]:
-    """For each row of (name, signature, doc, body): ({term: [occurrences per column]}, token count).
+def postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple], list[int]]:
+    """The FTS5 terms of rows of (name, signature, doc, body).
 
-    The token count is FTS5's document length for the row (all four columns).
+    Returns (terms, sizes): ``terms`` holds (row index, term, occurrences in
+    name, signature, doc, body) for every term of every row; ``sizes[i]`` is
+    FTS5's document length of row ``i`` (its tokens in all four columns).
     Occurrences, not just presence: even with detail=column, FTS5's bm25()
     counts every occurrence (it tokenizes the stored row again to find them).
     """
     if not rows:
-        return []
+        return [], []
     db = _db()
     db.execute("BEGIN")
     try:
         db.executemany("INSERT INTO t(rowid, name, signature, doc, body) VALUES (?,?,?,?,?)",
-                       [(i, *(c or "" for c in row)) for i, row in enumerate(rows, 1)])
-        terms: list[dict[str, list[int]]] = [{} for _ in rows]
-        for term, doc, col, n in db.execute("SELECT term, doc, col, count(*) FROM v GROUP BY term, doc, col"):
-            counts = terms[doc - 1].get(term)
-            if counts is None:
-                counts = terms[doc - 1][term] = [0, 0, 0, 0]
-            counts[_COLUMN_INDEX[col]] = n
+                       [(i, *(c or "" for c in row)) for i, row in enumerate(rows)])
+        terms = db.execute(
+            "SELECT doc, term, sum(col = 'name'), sum(col = 'signature'), sum(col = 'doc'), sum(col = 'body') "
+            "FROM v GROUP BY doc, term").fetchall()
         sizes = [0] * len(rows)
         for rowid, blob in db.execute("SELECT id, sz FROM t_docsize"):
-            sizes[rowid - 1] = sum(_varints(blob))
+            sizes[rowid] = sum(_varints(blob))
     finally:
         db.execute("ROLLBACK")  # the table stays empty: the next call starts clean
-    return list(zip(terms, sizes))
+    return terms, sizes
 
 
 @lru_cache(maxsize=4096)
 def query_terms(token: str) -> tuple[str, ...]:
     """The FTS5 terms a quoted query token stands for (usually one stem;
     none for punctuation, several when the tokenizer splits it)."""
-    (bits, _), = postings([(token, "", "", "")])
-    return tuple(sorted(bits))
+    terms, _ = postings([(token, "", "", "")])
+    return tuple(sorted({term for _, term, *_ in terms}))
 
 
 K1 = 1.2

@@ -16,22 +16,75 @@ SYMBOL_COLUMNS = ("id", "file_id", "name", "qualname", "kind", "parent", "start_
                   "start_line", "end_line", "signature", "docstring", "fts_tokens")
 
 
-def write_rows(conn, file_id: int, first: int, symbols: Sequence[tuple], refs: Sequence[tuple],
-               imports: Sequence[tuple], fts_rows: Sequence[tuple[str, str, str, str]]) -> None:
-    """A file's symbols, search postings, references and imports, by COPY."""
-    found = postings(fts_rows)
-    conn.copy_rows("symbols", SYMBOL_COLUMNS,
-                   ((sid, file_id, *row, found[i][1]) for i, (sid, row) in enumerate(enumerate(symbols, first))))
+FILE_COLUMNS = ("id", "path", "language", "size", "mtime_ns", "hash", "status", "error", "encoding",
+                "lines", "is_test", "indexed_at")
+
+
+def write_files(conn, files: Sequence[tuple]) -> list[int]:
+    """Replace the rows of many files at once: items of (rec, text, symbols,
+    refs, imports, fts_rows) as :func:`storage.code_index.write_file` takes
+    them.  One COPY per table for the whole batch: a round trip per file
+    and table would cost more than the rows themselves.  Ids are assigned
+    as SQLite assigns them (the largest so far plus one), so both backends
+    number the same rows alike.
+    """
+    if not files:
+        return []
+    paths = [f[0].path for f in files]
+    old = dict(conn.execute("SELECT path, id FROM files WHERE path = ANY(?)", (paths,)).fetchall())
+    conn.execute("DELETE FROM skipped WHERE path = ANY(?)", (paths,))
+    found, sizes = postings([row for f in files for row in f[5]])
+    # found: (index of the symbol in this batch, term, counts...), grouped by symbol
+    owner: list[tuple[int, int]] = []  # batch symbol index -> (symbol id, file id)
+    file_rows, texts, symbols, refs, imports = [], [], [], [], []
+    ids, at = [], 0
+    next_file = next_symbol = None
+    for rec, text, syms, file_refs, file_imports, fts_rows in files:
+        if rec.path in old or next_file is None:
+            # SQLite numbers a new row one past the largest id left after the
+            # file's old rows went: replaying that order keeps the ids equal.
+            if rec.path in old:
+                forget_rows(conn, old[rec.path])
+                conn.execute("DELETE FROM files WHERE id = ?", (old[rec.path],))  # cascades, postings too
+            next_file = max(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0],
+                            next_file or 0)
+            next_symbol = max(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM symbols").fetchone()[0],
+                              next_symbol or 0)
+        file_id = next_file
+        next_file += 1
+        ids.append(file_id)
+        clean = _without_nul if "\x00" in text else _as_is  # whatever a NUL-free text yields is NUL-free
+        file_rows.append(clean((file_id, rec.path, rec.language, rec.size, rec.mtime_ns, rec.hash, rec.status,
+                                rec.error, rec.encoding, rec.lines, int(rec.is_test), rec.indexed_at)))
+        texts.append((file_id, text.encode("utf-8")))
+        for sid, row in enumerate(syms, next_symbol):
+            symbols.append(clean((sid, file_id, *row, sizes[at + sid - next_symbol])))
+            owner.append((sid, file_id))
+        at += len(syms)
+        next_symbol += len(syms)
+        refs.extend(clean((file_id, *row)) for row in file_refs)
+        imports.extend(clean((file_id, *row)) for row in file_imports)
+    conn.copy_rows("files", FILE_COLUMNS, file_rows, checked=True)
+    conn.copy_rows("file_text", ("file_id", "text"), texts, checked=True)
+    conn.copy_rows("symbols", SYMBOL_COLUMNS, symbols, checked=True)
     conn.copy_rows("symbol_terms", TERM_COLUMNS,
-                   ((term, sid, file_id, *counts)
-                    for sid, (terms, _) in enumerate(found, first) for term, counts in terms.items()))
-    if found:
+                   ((term, *owner[i], *counts) for i, term, *counts in found), checked=True)
+    conn.copy_rows("refs", ("file_id", "scope", "name", "kind", "receiver", "line", "count"), refs, checked=True)
+    conn.copy_rows("imports", ("file_id", "module", "name", "alias", "line", "target_path"), imports,
+                   checked=True)
+    if sizes:
         conn.execute("UPDATE fts_totals SET nrow = nrow + ?, ntok = ntok + ? WHERE id = 1",
-                     (len(found), sum(n for _, n in found)))
-    conn.copy_rows("refs", ("file_id", "scope", "name", "kind", "receiver", "line", "count"),
-                   ((file_id, *row) for row in refs))
-    conn.copy_rows("imports", ("file_id", "module", "name", "alias", "line", "target_path"),
-                   ((file_id, *row) for row in imports))
+                     (len(sizes), sum(sizes)))
+    return ids
+
+
+def _as_is(row: tuple) -> tuple:
+    return row
+
+
+def _without_nul(row: tuple) -> tuple:
+    # PostgreSQL text cannot hold NUL (file texts are bytea and exact).
+    return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
 
 
 def forget_rows(conn, file_id: int) -> None:

@@ -53,23 +53,37 @@ class ProjectNotFound(StoreError):
     """A reader asked for a project the store does not hold."""
 
 
+def _scheme(value: str) -> str:
+    # Not urlsplit: it raises on a malformed host or port, which must reach
+    # libpq (and come back as one sentence), not end the command.
+    head, sep, _ = value.partition("://")
+    return head.lower() if sep else ""
+
+
 def is_store_url(value: str | None) -> bool:
-    return bool(value) and urlsplit(value).scheme in SCHEMES
+    return bool(value) and _scheme(value) in SCHEMES
 
 
 def describe(url: str) -> str:
     """The URL as it may be shown: no password, no query string (it may hold one)."""
-    parts = urlsplit(url)
-    host = parts.hostname or "localhost"
-    user = f"{parts.username}@" if parts.username else ""
-    port = f":{parts.port}" if parts.port else ""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "localhost"
+        user = f"{parts.username}@" if parts.username else ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a bracketed host or a port that cannot be: nothing of it is safe to echo
+        return f"{_scheme(url) or 'postgresql'}://(malformed URL)"
     return f"{parts.scheme}://{user}{host}{port}{parts.path}"
 
 
 def _scrub(text: str, url: str) -> str:
     """One line of a server or libpq message with anything secret taken out."""
     line = " ".join(text.strip().split())
-    secret = urlsplit(url).password
+    try:
+        secret = urlsplit(url).password
+    except ValueError:  # malformed: take what sits where a password would
+        found = re.search(r"://[^/@:]*:([^/@]*)@", url)
+        secret = found.group(1) if found else None
     if secret:
         line = line.replace(secret, "***")
     line = line.replace(url, describe(url))
@@ -165,12 +179,13 @@ class PgConnection:
             with self.raw.cursor() as cur:
                 cur.executemany(translate(sql), rows)
 
-    def copy_rows(self, table: str, columns: Sequence[str], rows) -> None:
-        """Bulk-insert with COPY (a fraction of the time of row-by-row inserts)."""
-        with self.raw.cursor() as cur:
-            with cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(_params(row))
+    def copy_rows(self, table: str, columns: Sequence[str], rows, *, checked: bool = False) -> None:
+        """Bulk-insert with COPY (a fraction of the time of row-by-row inserts).
+        ``checked``: the caller already took NUL out of the rows' text."""
+        with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+            write = copy.write_row
+            for row in rows:
+                write(row if checked else _params(row))
 
     @property
     def in_transaction(self) -> bool:
