@@ -8,9 +8,20 @@ A row is written in two steps so that a crash loses nothing the client has
 seen: :func:`insert` at the moment the response completes (with whatever is
 known then; ``counted = 0`` while the token counts are pending), then
 :func:`complete` once the counts are in.  Sessions are ``memstrata serve``
-processes; each holds a byte-range lock while it runs (see
-:class:`SessionLocks`), so a later start can tell a crashed session from a
-running one and close it.
+processes; each holds a lock while it runs (a byte-range lock beside a SQLite
+index, :class:`SessionLocks`; a named advisory lock of its connection on
+PostgreSQL, :class:`ServerSessionLocks`), so a later start can tell a crashed
+session from a running one and close it.
+
+Each row and session carries a user and a host label, so that one ledger
+shared by a team (``serve --store postgresql://...``) can be read per person
+and per machine.  The labels are what the serve process was told (or its OS
+user and host name), never anything taken from a request.
+
+The SQL is portable between SQLite and PostgreSQL (booleans are stored and
+compared as 0/1 integers); where the engines differ (a day from a Unix time,
+a JSON array's elements, ``greatest``, the new row's id) the branch is chosen
+by ``store.dialect`` here.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import json
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -63,6 +75,8 @@ class LedgerEntry:
     cf_cache_read_tokens: int | None = None
     cf_cache_write_tokens: int | None = None
     counted: bool = True
+    user_label: str | None = None   # who ran the serve process that recorded the row (never a key)
+    host_label: str | None = None   # ... and on which machine
     id: int | None = None
 
     @property
@@ -96,6 +110,7 @@ class ModelTotals:
     provider: str | None
     model: str | None
     day: str | None = None
+    label: str | None = None      # the group's user or host label when grouped by one
     requests: int = 0
     ok_requests: int = 0
     compressed_requests: int = 0
@@ -141,6 +156,8 @@ class Session:
     kind: str = "serve"
     address: str | None = None
     crashed: bool = False
+    user_label: str | None = None
+    host_label: str | None = None
 
     @property
     def running(self) -> bool:
@@ -152,7 +169,7 @@ _COLUMNS = (
     "tokens_original", "tokens_forwarded", "tokens_saved", "input_tokens", "output_tokens", "sources",
     "slice_symbols", "answer_symbols", "symbol_hits", "duration_ms", "cache_read_tokens", "cache_write_tokens",
     "mode", "conversation", "compaction", "prefix_invalidated_tokens", "miss_write_tokens", "miss_input_tokens",
-    "counted", "cf_input_tokens", "cf_cache_read_tokens", "cf_cache_write_tokens",
+    "counted", "cf_input_tokens", "cf_cache_read_tokens", "cf_cache_write_tokens", "user_label", "host_label",
 )
 _BOOLS = ("stream", "compressed", "compaction", "counted")
 # What complete() may fill in once the counts are known.
@@ -176,6 +193,17 @@ def _row(e: LedgerEntry) -> tuple:
     return tuple(_value(e, c) for c in _COLUMNS)
 
 
+def _dialect(store_or_conn) -> str:
+    return getattr(store_or_conn, "dialect", "sqlite")
+
+
+def _insert_id(conn, sql: str, params: tuple) -> int:
+    """Run an INSERT and return the new row's id (PostgreSQL has no ``lastrowid``)."""
+    if _dialect(conn) == "sqlite":
+        return int(conn.execute(sql, params).lastrowid)
+    return int(conn.execute(sql + " RETURNING id", params).fetchone()[0])
+
+
 def record(store: Store, entries: Iterable[LedgerEntry]) -> int:
     """Append complete entries in one transaction (setting their ``id``); returns how many."""
     entries = list(entries)
@@ -184,7 +212,7 @@ def record(store: Store, entries: Iterable[LedgerEntry]) -> int:
     sql = f"INSERT INTO ledger({','.join(_COLUMNS)}) VALUES ({','.join('?' * len(_COLUMNS))})"
     with store.write() as conn:
         for e in entries:
-            e.id = int(conn.execute(sql, _row(e)).lastrowid)
+            e.id = _insert_id(conn, sql, _row(e))
     return len(entries)
 
 
@@ -235,7 +263,9 @@ class SessionLocks:
             return inst
 
     @classmethod
-    def for_store(cls, store: Store) -> "SessionLocks":
+    def for_store(cls, store: Store) -> SessionLocks | ServerSessionLocks:
+        if _dialect(store) != "sqlite":
+            return ServerSessionLocks.for_store(store)
         return cls(store.path.parent / SESSION_LOCK_FILE)
 
     def _descriptor(self) -> int:
@@ -279,17 +309,66 @@ class SessionLocks:
             return False
 
 
+class ServerSessionLocks:
+    """The same as :class:`SessionLocks` for a store whose server keeps locks
+    (PostgreSQL): session N is alive while some connection holds the named
+    lock ``ledger-session-N``.  The server drops a connection's locks when the
+    connection ends, however its process died, so a killed ``serve`` leaves
+    none behind.  The locks are held by the connection of the store that
+    started the session, which lives as long as the serve process.
+    """
+
+    _registry: weakref.WeakKeyDictionary[object, ServerSessionLocks] = weakref.WeakKeyDictionary()
+    _registry_lock = threading.Lock()
+
+    def __init__(self, store):
+        self.store = store
+        self._held: set[int] = set()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_store(cls, store) -> ServerSessionLocks:
+        with cls._registry_lock:
+            inst = cls._registry.get(store)
+            if inst is None:
+                inst = cls._registry[store] = cls(store)
+            return inst
+
+    @staticmethod
+    def name(session_id: int) -> str:
+        return f"ledger-session-{int(session_id)}"
+
+    def hold(self, session_id: int) -> bool:
+        with self._lock:
+            if not self.store.try_lock(self.name(session_id)):
+                return False
+            self._held.add(session_id)
+            return True
+
+    def release(self, session_id: int) -> None:
+        with self._lock:
+            if session_id in self._held:
+                self.store.unlock(self.name(session_id))
+                self._held.discard(session_id)
+
+    def alive(self, session_id: int) -> bool:
+        with self._lock:
+            if session_id in self._held:
+                return True
+        return self.store.locked_elsewhere(self.name(session_id))
+
+
 def start_session(store: Store, started: float, pid: int | None = None, *, address: str | None = None,
-                  kind: str = "serve") -> int:
+                  kind: str = "serve", user_label: str | None = None, host_label: str | None = None) -> int:
     """Record a new session and hold its lock; first close sessions whose process died."""
     close_dead_sessions(store)
     locks = SessionLocks.for_store(store)
     session_id = None
     try:
         with store.write() as conn:
-            cur = conn.execute("INSERT INTO ledger_sessions(started, pid, kind, address) VALUES (?, ?, ?, ?)",
-                               (started, pid, kind, address))
-            session_id = int(cur.lastrowid)
+            session_id = _insert_id(
+                conn, "INSERT INTO ledger_sessions(started, pid, kind, address, user_label, host_label) "
+                "VALUES (?, ?, ?, ?, ?, ?)", (started, pid, kind, address, user_label, host_label))
             # Held before the row is committed: a process starting at the same moment
             # must never see this session unended and unlocked, and close it as dead.
             locks.hold(session_id)
@@ -317,21 +396,23 @@ def close_dead_sessions(store: Store) -> list[int]:
     dead = [sid for sid in open_ids if not locks.alive(sid)]
     if not dead or store.readonly:
         return []
+    greatest = "max" if _dialect(store) == "sqlite" else "greatest"  # the two-argument maximum
     with store.write() as conn:
         for sid in dead:
             conn.execute(
-                """UPDATE ledger_sessions
-                   SET ended = max(started, coalesce((SELECT max(time) FROM ledger WHERE session_id = ?), started)),
+                f"""UPDATE ledger_sessions
+                   SET ended = {greatest}(started, coalesce((SELECT max(time) FROM ledger WHERE session_id = ?),
+                                                           started)),
                        crashed = 1
                    WHERE id = ? AND ended IS NULL""", (sid, sid))
     return dead
 
 
 def _session(r) -> Session:
-    return Session(int(r[0]), float(r[1]), r[2], r[3], r[4], r[5], bool(r[6]))
+    return Session(int(r[0]), float(r[1]), r[2], r[3], r[4], r[5], bool(r[6]), r[7], r[8])
 
 
-_SESSION_SQL = "SELECT id, started, ended, pid, kind, address, crashed FROM ledger_sessions"
+_SESSION_SQL = "SELECT id, started, ended, pid, kind, address, crashed, user_label, host_label FROM ledger_sessions"
 
 
 def sessions(store: Store, limit: int = 20) -> list[Session]:
@@ -366,7 +447,7 @@ def _where(since: float | None, until: float | None, session_ids: Iterable[int] 
     for column, ids in (("session_id", session_ids), ("id", row_ids)):
         if ids is not None:
             ids = [int(i) for i in ids]
-            clauses.append(f"{column} IN ({','.join('?' * len(ids))})" if ids else "0")
+            clauses.append(f"{column} IN ({','.join('?' * len(ids))})" if ids else "1 = 0")
             params.extend(ids)
     if since is not None:
         clauses.append("time >= ?")
@@ -377,82 +458,98 @@ def _where(since: float | None, until: float | None, session_ids: Iterable[int] 
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
+# What totals() may group by besides (provider, model), as the column holding it.
+LABELS = {"user": "user_label", "host": "host_label"}
+
+
+def _day(store) -> str:
+    """The UTC day (YYYY-MM-DD) of the row's Unix time."""
+    if _dialect(store) == "sqlite":
+        return "date(time, 'unixepoch')"
+    return "to_char(to_timestamp(time) AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+
+
 def totals(store: Store, since: float | None = None, until: float | None = None, *,
            session_ids: Iterable[int] | None = None, row_ids: Iterable[int] | None = None,
-           by_day: bool = False) -> list[ModelTotals]:
+           by_day: bool = False, by_label: str | None = None) -> list[ModelTotals]:
     """Per-(provider, model) sums over rows with ``since <= time < until`` (and in
-    ``session_ids`` / ``row_ids`` when given); with ``by_day``, per UTC day as well."""
+    ``session_ids`` / ``row_ids`` when given); with ``by_day``, per UTC day as well;
+    with ``by_label`` (a key of :data:`LABELS`), per user or host label as well."""
     where, params = _where(since, until, session_ids, row_ids)
-    day = "date(time, 'unixepoch')" if by_day else "NULL"
+    day = _day(store) if by_day else "CAST(NULL AS TEXT)"
+    if by_label is not None and by_label not in LABELS:
+        raise ValueError(f"totals can group by {', '.join(LABELS)}, not {by_label!r}")
+    label = LABELS[by_label] if by_label else "CAST(NULL AS TEXT)"
     sql = f"""
-        SELECT provider, model, {day} AS day,
+        SELECT provider, model, {day} AS day, {label} AS label,
                count(*),
                sum(ok),
-               sum(CASE WHEN ok THEN compressed ELSE 0 END),
-               sum(CASE WHEN ok THEN tokens_original ELSE 0 END),
-               sum(CASE WHEN ok THEN tokens_forwarded ELSE 0 END),
-               sum(CASE WHEN ok THEN tokens_saved ELSE 0 END),
-               sum(CASE WHEN ok THEN coalesce(input_tokens, 0) ELSE 0 END),
-               sum(CASE WHEN ok THEN coalesce(output_tokens, 0) ELSE 0 END),
-               sum(CASE WHEN ok THEN coalesce(cache_read_tokens, 0) ELSE 0 END),
-               sum(CASE WHEN ok THEN coalesce(cache_write_tokens, 0) ELSE 0 END),
-               sum(CASE WHEN ok AND input_tokens IS NOT NULL THEN 1 ELSE 0 END),
-               sum(CASE WHEN NOT ok THEN 0
-                        WHEN billed > 0 THEN tokens_saved * (coalesce(input_tokens, 0) - miss_input_tokens) / billed
+               sum(CASE WHEN ok = 1 THEN compressed ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN tokens_original ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN tokens_forwarded ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN tokens_saved ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN coalesce(input_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN coalesce(output_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN coalesce(cache_read_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN coalesce(cache_write_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND input_tokens IS NOT NULL THEN 1 ELSE 0 END),
+               sum(CASE WHEN ok = 0 THEN 0
+                        WHEN billed > 0 THEN saved_f * (coalesce(input_tokens, 0) - miss_input_tokens) / billed
                         ELSE tokens_saved END),
-               sum(CASE WHEN ok AND billed > 0
-                        THEN tokens_saved * (coalesce(cache_read_tokens, 0) + miss_input_tokens
+               sum(CASE WHEN ok = 1 AND billed > 0
+                        THEN saved_f * (coalesce(cache_read_tokens, 0) + miss_input_tokens
                                              + miss_write_tokens) / billed
                         ELSE 0 END),
-               sum(CASE WHEN ok AND billed > 0
-                        THEN tokens_saved * (coalesce(cache_write_tokens, 0) - miss_write_tokens) / billed
+               sum(CASE WHEN ok = 1 AND billed > 0
+                        THEN saved_f * (coalesce(cache_write_tokens, 0) - miss_write_tokens) / billed
                         ELSE 0 END),
-               sum(CASE WHEN ok THEN compaction ELSE 0 END),
-               sum(CASE WHEN ok THEN prefix_invalidated_tokens ELSE 0 END),
-               sum(CASE WHEN ok THEN miss_write_tokens ELSE 0 END),
-               sum(CASE WHEN ok THEN miss_input_tokens ELSE 0 END),
-               sum(CASE WHEN ok AND cf THEN 1 ELSE 0 END),
-               sum(CASE WHEN ok AND cf THEN cf_input_tokens ELSE 0 END),
-               sum(CASE WHEN ok AND cf THEN cf_cache_read_tokens ELSE 0 END),
-               sum(CASE WHEN ok AND cf THEN cf_cache_write_tokens ELSE 0 END),
-               sum(CASE WHEN ok AND cf THEN coalesce(input_tokens, 0) ELSE 0 END),
-               sum(CASE WHEN ok AND cf THEN coalesce(cache_read_tokens, 0) ELSE 0 END),
-               sum(CASE WHEN ok AND cf THEN coalesce(cache_write_tokens, 0) ELSE 0 END),
-               sum(CASE WHEN NOT ok OR cf THEN 0
-                        WHEN billed > 0 THEN tokens_saved * (coalesce(input_tokens, 0) - miss_input_tokens) / billed
+               sum(CASE WHEN ok = 1 THEN compaction ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN prefix_invalidated_tokens ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN miss_write_tokens ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN miss_input_tokens ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN 1 ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN cf_input_tokens ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN cf_cache_read_tokens ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN cf_cache_write_tokens ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN coalesce(input_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN coalesce(cache_read_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN coalesce(cache_write_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 0 OR cf = 1 THEN 0
+                        WHEN billed > 0 THEN saved_f * (coalesce(input_tokens, 0) - miss_input_tokens) / billed
                         ELSE tokens_saved END),
-               sum(CASE WHEN ok AND NOT cf AND billed > 0
-                        THEN tokens_saved * (coalesce(cache_read_tokens, 0) + miss_input_tokens
+               sum(CASE WHEN ok = 1 AND cf = 0 AND billed > 0
+                        THEN saved_f * (coalesce(cache_read_tokens, 0) + miss_input_tokens
                                              + miss_write_tokens) / billed
                         ELSE 0 END),
-               sum(CASE WHEN ok AND NOT cf AND billed > 0
-                        THEN tokens_saved * (coalesce(cache_write_tokens, 0) - miss_write_tokens) / billed
+               sum(CASE WHEN ok = 1 AND cf = 0 AND billed > 0
+                        THEN saved_f * (coalesce(cache_write_tokens, 0) - miss_write_tokens) / billed
                         ELSE 0 END),
-               sum(CASE WHEN ok AND NOT cf THEN miss_write_tokens ELSE 0 END),
-               sum(CASE WHEN ok AND NOT cf THEN miss_input_tokens ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 0 THEN miss_write_tokens ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 0 THEN miss_input_tokens ELSE 0 END),
                sum(measured),
-               sum(CASE WHEN measured THEN slice_symbols ELSE 0 END),
-               sum(CASE WHEN measured THEN answer_symbols ELSE 0 END),
-               sum(CASE WHEN measured THEN symbol_hits ELSE 0 END)
+               sum(CASE WHEN measured = 1 THEN slice_symbols ELSE 0 END),
+               sum(CASE WHEN measured = 1 THEN answer_symbols ELSE 0 END),
+               sum(CASE WHEN measured = 1 THEN symbol_hits ELSE 0 END)
         FROM (
             SELECT *,
-                   (status BETWEEN 200 AND 299) AS ok,
-                   (cf_input_tokens IS NOT NULL) AS cf,
+                   CASE WHEN status BETWEEN 200 AND 299 THEN 1 ELSE 0 END AS ok,
+                   CASE WHEN cf_input_tokens IS NOT NULL THEN 1 ELSE 0 END AS cf,
                    CAST(coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0)
-                        + coalesce(cache_write_tokens, 0) AS REAL) AS billed,
-                   (slice_symbols IS NOT NULL AND answer_symbols IS NOT NULL
-                    AND symbol_hits IS NOT NULL) AS measured
+                        + coalesce(cache_write_tokens, 0) AS DOUBLE PRECISION) AS billed,
+                   CAST(tokens_saved AS DOUBLE PRECISION) AS saved_f,
+                   CASE WHEN slice_symbols IS NOT NULL AND answer_symbols IS NOT NULL
+                             AND symbol_hits IS NOT NULL THEN 1 ELSE 0 END AS measured
             FROM ledger{where}
-        )
-        GROUP BY provider, model, day
-        ORDER BY day, count(*) DESC, sum(tokens_original) DESC
+        ) AS ledger_rows
+        GROUP BY provider, model, day, label
+        ORDER BY day, label, count(*) DESC, sum(tokens_original) DESC
     """
     out = []
-    names = [f.name for f in fields(ModelTotals)][3:]
+    names = [f.name for f in fields(ModelTotals)][4:]
     for r in store.execute(sql, tuple(params)):
         values = {n: (float(v or 0) if n.startswith(("saved_", "est_")) and "miss" not in n else int(v or 0))
-                  for n, v in zip(names, r[3:])}
-        out.append(ModelTotals(r[0], r[1], r[2], **values))
+                  for n, v in zip(names, r[4:])}
+        out.append(ModelTotals(r[0], r[1], r[2], r[3], **values))
     return out
 
 
@@ -476,8 +573,11 @@ def entries(store: Store, since: float | None = None, limit: int = 100, *,
 def top_sources(store: Store, since: float | None = None, limit: int = 10) -> list[tuple[str, int]]:
     """Files most often in the slices sent upstream: (path, requests), most first."""
     where, params = _where(since, None, None)
+    # The elements of each row's JSON array of paths, one row each.
+    elements = ("json_each(l.sources) AS j" if _dialect(store) == "sqlite"
+                else "json_array_elements_text(CAST(l.sources AS json)) AS j(value)")
     sql = f"""
-        SELECT j.value, count(*) FROM (SELECT sources FROM ledger{where}) AS l, json_each(l.sources) AS j
+        SELECT j.value, count(*) FROM (SELECT sources FROM ledger{where}) AS l, {elements}
         WHERE l.sources IS NOT NULL
         GROUP BY j.value ORDER BY count(*) DESC, j.value LIMIT ?
     """
@@ -491,3 +591,20 @@ def count(store: Store, *, uncounted: bool = False) -> int:
         return int(store.execute(sql)[0][0])
     except sqlite3.OperationalError:  # read-only store of an older schema
         return 0
+
+
+def shared_projects(url: str) -> list[str]:
+    """The projects a shared PostgreSQL store holds (their ledgers are read one store each),
+    found without opening any of them, so a reader needs no project of its own."""
+    from .postgres import StoreUnavailable, _psycopg, _scrub, describe
+
+    psycopg = _psycopg()
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="memstrata") as conn:
+            if conn.execute("SELECT to_regclass('public.memstrata_projects')").fetchone()[0] is None:
+                return []
+            return sorted(r[0] for r in conn.execute("SELECT name FROM public.memstrata_projects"))
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot read {describe(url)}: {_scrub(str(exc), url)}") from None
+    except Exception as exc:  # a URL libpq cannot parse
+        raise StoreUnavailable(f"cannot use the store URL {describe(url)}: {_scrub(str(exc), url)}") from None

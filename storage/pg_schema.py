@@ -184,6 +184,13 @@ PG_MIGRATIONS: list[str] = [
     CREATE TRIGGER code_generation_import_target AFTER UPDATE OF target_path ON imports
         FOR EACH STATEMENT EXECUTE FUNCTION renew_code_generation();
     """,
+    # 2: the SQLite chain's step 10: the user and host labels of ledger rows and sessions.
+    """
+    ALTER TABLE ledger ADD COLUMN user_label text;
+    ALTER TABLE ledger ADD COLUMN host_label text;
+    ALTER TABLE ledger_sessions ADD COLUMN user_label text;
+    ALTER TABLE ledger_sessions ADD COLUMN host_label text;
+    """,
 ]
 
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -215,6 +215,14 @@ MIGRATIONS: list[str] = [
     ALTER TABLE ledger ADD COLUMN cf_cache_read_tokens INTEGER;
     ALTER TABLE ledger ADD COLUMN cf_cache_write_tokens INTEGER;
     """,
+    # 10: who recorded each row and session, so that a ledger shared by a team reads per
+    # person and machine (storage/ledger.py); NULL on rows written before.
+    """
+    ALTER TABLE ledger ADD COLUMN user_label TEXT;
+    ALTER TABLE ledger ADD COLUMN host_label TEXT;
+    ALTER TABLE ledger_sessions ADD COLUMN user_label TEXT;
+    ALTER TABLE ledger_sessions ADD COLUMN host_label TEXT;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

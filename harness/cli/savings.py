@@ -1,4 +1,9 @@
-"""``memstrata savings``: what the proxy saved, from the project's ledger."""
+"""``memstrata savings``: what the proxy saved, from the project's ledger.
+
+With ``--by`` it reads the ledger as a team's: the billing cycle's savings per
+user, host, model, UTC day or project (every project of a shared PostgreSQL
+store; the one project of a SQLite index).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,11 @@ from memstrata.indexer.project import ProjectError
 from memstrata.storage import StoreError, ledger
 
 from . import argtypes
-from memstrata.harness.proxy.savings import SavingsReport, WindowSavings, iso, savings_report
+from memstrata.harness.proxy.savings import (
+    GROUPS, SavingsReport, WindowSavings, add_windows, cycle_start, group_dict, grouped, iso, load_providers,
+    ranked, savings_report, team_groups, window)
+
+BY = (*GROUPS[:2], "project", *GROUPS[2:])   # user, host, project, model, day
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "requests as sent minus the one it charged for the forwarded requests, both at "
                        "cache-aware rates (docs/proxy.md defines every figure). Reads only.")
     argtypes.add_project(p)
-    p.add_argument("--json", action="store_true", help="print exactly the seven savings_summary fields as JSON")
+    p.add_argument("--by", choices=BY, default=None,
+                   help="the billing cycle's tokens and dollars saved per user or host label (memstrata serve "
+                   "--user-label), project, model or UTC day; with a shared --store, over every project in it "
+                   "(unless --project-name names one)")
+    p.add_argument("--all", action="store_true", help="with --by: every recorded request, not just the cycle's")
+    p.add_argument("--json", action="store_true", help="print exactly the seven savings_summary fields as JSON "
+                   "(with --by: the groups, as docs/proxy.md describes)")
     p.add_argument("--detail", action="store_true",
                    help="with --json: every figure of the session and the cycle, per model, and the sessions")
     p.set_defaults(func=cmd_savings)
@@ -30,8 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_savings(args) -> int:
     from .index import NotIndexed, fail, open_indexed
 
+    if args.by is not None:
+        return _by_group(args)
     try:
-        ws = open_indexed(argtypes.project_of(args))
+        ws = open_indexed(argtypes.project_of(args), argtypes.store_of(args))
     except NotIndexed as exc:
         return _no_index(exc.root, args)
     except (ProjectError, StoreError) as exc:
@@ -46,6 +63,65 @@ def cmd_savings(args) -> int:
         return 0
     print("\n".join(report_lines(report, last[0] if last else None)))
     return 0
+
+
+def _by_group(args) -> int:
+    from .index import NotIndexed, fail, open_indexed
+
+    providers, providers_error = load_providers()
+    now = time.time()
+    since = None if args.all else cycle_start(now, providers.billing_cycle_start_day if providers else 1)
+    skipped: list[dict] = []
+    try:
+        choice = argtypes.store_of(args)
+        if choice.shared and (args.by == "project" or choice.project_name is None):
+            # A shared store is the team's: every project in it, unless --project-name names one.
+            found, skipped = team_groups(choice.url, (args.by,), since, providers)
+            groups = found[args.by]
+        else:
+            with open_indexed(argtypes.project_of(args), choice) as ws:
+                if args.by == "project":
+                    name = choice.name_for(ws.root) if choice.shared else ws.root.name
+                    groups = {name: window(ws.store, since, providers)}
+                else:
+                    groups = grouped(ws.store, args.by, since, providers)
+    except NotIndexed:
+        groups = {}
+    except (ProjectError, StoreError) as exc:
+        return fail(str(exc))
+    rows = ranked(groups)
+    total = group_dict("total", add_windows(list(groups.values()), since))
+    del total["key"]
+    if args.json:
+        out = {"by": args.by, "since": iso(since) if since is not None else None,
+               "store": "postgresql" if choice.shared else "sqlite", "groups": rows, "total": total}
+        if skipped:
+            out["skipped"] = skipped
+        if providers_error:
+            out["providers_error"] = providers_error
+        print(json.dumps(out, indent=2))
+        return 0
+    print("\n".join(group_lines(args.by, since, rows, total, skipped, providers_error)))
+    return 0
+
+
+def group_lines(by: str, since: float | None, rows: list[dict], total: dict, skipped: list[dict],
+                providers_error: str | None) -> list[str]:
+    span = f"billing cycle since {iso(since)}" if since is not None else "every recorded request"
+    lines = [f"savings by {by}, {span}:"]
+    if not rows:
+        lines.append("  no requests")
+    else:
+        width = max(len(by), *(len(str(r["key"])) for r in rows), len("total"))
+        lines.append(f"  {by:<{width}}  {'requests':>9}  {'tokens saved':>14}  {'dollars saved':>13}")
+        for r in [*rows, {"key": "total", **total}]:
+            dollars = "unknown" if r["dollar_saved"] is None else usd(r["dollar_saved"])
+            lines.append(f"  {str(r['key']):<{width}}  {r['requests']:>9,}  {r['tokens_saved']:>14,}  {dollars:>13}")
+    for s in skipped:
+        lines.append(f"note: project {s['project']!r} not read: {s['reason']}")
+    if providers_error:
+        lines.append(f"note: {providers_error}")
+    return lines
 
 
 def _no_index(root, args) -> int:

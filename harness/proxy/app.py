@@ -24,13 +24,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from memstrata import __version__
-from memstrata.storage import Store, ledger
+from memstrata.storage import ledger
 
 from memstrata.harness import dashboard
 from .accesslog import AccessLog
 from memstrata.mcp_server.loopback import HOST, allowed_names, refused
 from .metrics import Metrics
 from .forward import Proxy, ProxyConfig
+from .labels import Labels, resolve as resolve_labels
 from .recorder import Recorder
 from .savings import WindowSavings, iso, load_providers, savings_report
 from .compress_request import RESPONSES
@@ -45,6 +46,7 @@ class HarnessConfig:
     mount_mcp: bool = True
     access_log: bool = False              # one stderr line per request (harness/proxy/accesslog.py)
     address: str | None = None            # the URL served, recorded with the ledger session
+    labels: Labels | None = None          # user/host recorded with each ledger row (None: env, then the OS's)
 
 
 @dataclass
@@ -103,6 +105,7 @@ class HostGuard:
 
 def build_app(ws, config: HarnessConfig | None = None, *, started: float | None = None) -> FastAPI:
     config = config or HarnessConfig()
+    labels = config.labels if config.labels is not None else resolve_labels()
     started = time.time() if started is None else started
     metrics = Metrics(project=Path(ws.root).name)
     proxy = Proxy(ws, config.proxy, metrics)
@@ -116,11 +119,12 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
     async def lifespan(app: FastAPI):
         # Starting a session first closes the sessions of serve processes that died.
         harness.session_id = await anyio.to_thread.run_sync(
-            lambda: ledger.start_session(ws.store, started, os.getpid(), address=config.address))
+            lambda: ledger.start_session(ws.store, started, os.getpid(), address=config.address,
+                                         user_label=labels.user, host_label=labels.host))
         # The recorder writes on a connection of its own, so its commit at the end of
         # each answer never queues behind this process's readers.
-        ledger_store = await anyio.to_thread.run_sync(Store, ws.store.path)
-        harness.recorder = Recorder(ws, metrics, harness.session_id, store=ledger_store)
+        ledger_store = await anyio.to_thread.run_sync(ws.store.another)
+        harness.recorder = Recorder(ws, metrics, harness.session_id, store=ledger_store, labels=labels)
         proxy.recorder = harness.recorder
         proxy.session_id = harness.session_id
         await proxy.start()
@@ -161,11 +165,16 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
         return JSONResponse(await anyio.to_thread.run_sync(dashboard.data, harness),
                             headers={"cache-control": "no-store"})
 
+    async def team_api(request: Request) -> Response:
+        return JSONResponse(await anyio.to_thread.run_sync(dashboard.team, harness),
+                            headers={"cache-control": "no-store"})
+
     app.add_route("/health", health, methods=["GET"])
     app.add_route("/status", status, methods=["GET"])
     app.add_route("/metrics", metrics_endpoint, methods=["GET"])
     app.add_route("/", dashboard_page, methods=["GET"])
     app.add_route("/api/dashboard", dashboard_api, methods=["GET"])
+    app.add_route("/api/team", team_api, methods=["GET"])
 
     # -- proxy -------------------------------------------------------------------------
 

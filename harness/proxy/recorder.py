@@ -36,6 +36,7 @@ from memstrata.storage.ledger import LedgerEntry
 
 from .analysis import Answer, parse_answer, prompt_tokens, symbol_overlap
 from .compress_request import ANTHROPIC, CompressionResult
+from .labels import Labels
 from .counterfactual import NO_CACHE, ShadowCache, Split, framing_tokens, scaled
 from .providers import Providers, ProvidersError
 from .savings import price
@@ -147,8 +148,10 @@ def _set_counterfactual(e: LedgerEntry, counting: Counting, ans: Answer) -> None
 
 class Recorder:
     def __init__(self, ws, metrics=None, session_id: int | None = None, *, store: Store | None = None,
-                 providers: Providers | None = None, max_pending: int = MAX_PENDING):
+                 providers: Providers | None = None, max_pending: int = MAX_PENDING,
+                 labels: Labels | None = None):
         self.ws = ws
+        self.labels = labels or Labels()  # who recorded the rows (the serve process's, never a request's)
         self.metrics = metrics
         self.session_id = session_id
         self.store = store if store is not None else ws.store
@@ -284,6 +287,7 @@ class Recorder:
             compaction=bool(getattr(comp, "compaction", False)), prefix_invalidated_tokens=invalidated,
             miss_write_tokens=miss_write, miss_input_tokens=miss_input,
             sources=list(comp.sources) if changed else [], counted=False,
+            user_label=self.labels.user, host_label=self.labels.host,
         )
         if it.counting is not None and it.counting.done:
             e.tokens_original, e.tokens_forwarded = it.counting.original, it.counting.forwarded

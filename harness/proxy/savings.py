@@ -149,12 +149,17 @@ def _round(v: float | None) -> float | None:
 
 def window(store, since: float | None, providers: Providers | None, until: float | None = None, *,
            session_ids: list[int] | None = None) -> WindowSavings:
-    w = WindowSavings(since=since)
+    return _summed(WindowSavings(since=since), ledger.totals(store, since, until, session_ids=session_ids),
+                   providers)
+
+
+def _summed(w: WindowSavings, totals: list[ModelTotals], providers: Providers | None) -> WindowSavings:
+    """``w`` with the sums and prices of ``totals`` (per-model rows of one window) added."""
     priced_any = False
     spent_known = True
     hits = answer = sliced = 0
     gross = miss = spent = saved = direct = proxied = 0.0
-    for t in ledger.totals(store, since, until, session_ids=session_ids):
+    for t in totals:
         for name in _SUMMED:
             setattr(w, name, getattr(w, name) + getattr(t, name))
         hits += t.symbol_hits
@@ -198,6 +203,77 @@ def window(store, since: float | None, providers: Providers | None, until: float
     w.recall = round(hits / answer, 4) if answer else None
     w.precision = round(hits / sliced, 4) if sliced else None
     return w
+
+
+# What grouped() groups a window by (``project`` is the caller's: one store per project).
+GROUPS = ("user", "host", "model", "day")
+UNLABELLED = "(unlabelled)"   # rows written before labels existed
+
+
+def grouped(store, by: str, since: float | None, providers: Providers | None,
+            until: float | None = None) -> dict[str, WindowSavings]:
+    """The window's savings per user label, host label, model or UTC day, each priced per model."""
+    if by not in GROUPS:
+        raise ValueError(f"savings can be grouped by {', '.join(GROUPS)}, not {by!r}")
+    rows = ledger.totals(store, since, until, by_day=by == "day", by_label=by if by in ledger.LABELS else None)
+    parts: dict[str, list[ModelTotals]] = {}
+    for t in rows:
+        key = {"day": t.day, "model": t.model}.get(by, t.label)
+        parts.setdefault(key if key is not None else UNLABELLED, []).append(t)
+    return {k: _summed(WindowSavings(since=since), ts, providers) for k, ts in parts.items()}
+
+
+GROUP_FIELDS = ("requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded",
+                "tokens_saved", "dollar_saved", "bill_direct", "bill_proxied", "unpriced_tokens_saved")
+
+
+def group_dict(key: str, w: WindowSavings) -> dict:
+    """One group of ``memstrata savings --by`` and the dashboard's team view (docs/proxy.md)."""
+    return {"key": key, **{k: getattr(w, k) for k in GROUP_FIELDS}}
+
+
+def add_windows(windows: list[WindowSavings], since: float | None) -> WindowSavings:
+    """The sum of several windows' figures (dollars: null only when every part is null)."""
+    total = WindowSavings(since=since)
+    for name in GROUP_FIELDS[:6] + ("unpriced_tokens_saved",):
+        setattr(total, name, sum(getattr(w, name) for w in windows))
+    for name in ("dollar_saved", "bill_direct", "bill_proxied"):
+        known = [getattr(w, name) for w in windows if getattr(w, name) is not None]
+        setattr(total, name, _round(float(sum(known))) if known or not windows else None)
+    return total
+
+
+def team_groups(url: str, bys: tuple[str, ...], since: float | None, providers: Providers | None, *,
+                only: str | None = None) -> tuple[dict[str, dict[str, WindowSavings]], list[dict]]:
+    """A shared PostgreSQL store's savings grouped each way of ``bys`` (``project`` or one of
+    :data:`GROUPS`) over every project it holds (``only``: that one), one connection per project.
+
+    Returns {by: {key: window}} and the projects that could not be read ({"project",
+    "reason"}: e.g. written by another MemStrata version).
+    """
+    from memstrata.storage import StoreError
+    from memstrata.storage.postgres import PgStore
+
+    parts: dict[str, dict[str, list[WindowSavings]]] = {by: {} for by in bys}
+    skipped: list[dict] = []
+    for name in [only] if only is not None else ledger.shared_projects(url):
+        try:
+            with PgStore(url, name, readonly=True) as store:
+                for by in bys:
+                    found = {name: window(store, since, providers)} if by == "project" else \
+                        grouped(store, by, since, providers)
+                    for key, w in found.items():
+                        parts[by].setdefault(key, []).append(w)
+        except StoreError as exc:
+            if only is not None:
+                raise
+            skipped.append({"project": name, "reason": str(exc)})
+    return {by: {k: add_windows(ws, since) for k, ws in groups.items()} for by, groups in parts.items()}, skipped
+
+
+def ranked(groups: dict[str, WindowSavings]) -> list[dict]:
+    """Groups as :func:`group_dict` rows, most tokens saved first."""
+    return [group_dict(k, w) for k, w in sorted(groups.items(), key=lambda kv: (-kv[1].tokens_saved, kv[0]))]
 
 
 @dataclass
