@@ -596,15 +596,6 @@ def count(store: Store, *, uncounted: bool = False) -> int:
 def shared_projects(url: str) -> list[str]:
     """The projects a shared PostgreSQL store holds (their ledgers are read one store each),
     found without opening any of them, so a reader needs no project of its own."""
-    from .postgres import StoreUnavailable, _psycopg, _scrub, describe
+    from .postgres import list_projects
 
-    psycopg = _psycopg()
-    try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="memstrata") as conn:
-            if conn.execute("SELECT to_regclass('public.memstrata_projects')").fetchone()[0] is None:
-                return []
-            return sorted(r[0] for r in conn.execute("SELECT name FROM public.memstrata_projects"))
-    except psycopg.Error as exc:
-        raise StoreUnavailable(f"cannot read {describe(url)}: {_scrub(str(exc), url)}") from None
-    except Exception as exc:  # a URL libpq cannot parse
-        raise StoreUnavailable(f"cannot use the store URL {describe(url)}: {_scrub(str(exc), url)}") from None
+    return list_projects(url)

@@ -140,6 +140,21 @@ def _params(params):
     return tuple(_param(v) for v in params)
 
 
+def list_projects(url: str) -> list[str]:
+    """The projects the database at ``url`` holds, without opening any of them."""
+    psycopg = _psycopg()
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                             application_name="memstrata") as conn:
+            if conn.execute("SELECT to_regclass('public.memstrata_projects')").fetchone()[0] is None:
+                return []
+            return sorted(r[0] for r in conn.execute("SELECT name FROM public.memstrata_projects"))
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot read {describe(url)}: {_scrub(str(exc), url)}") from None
+    except Exception as exc:  # a URL libpq cannot parse
+        raise StoreUnavailable(f"cannot use the store URL {describe(url)}: {_scrub(str(exc), url)}") from None
+
+
 class _Cursor:
     """What the storage modules use of a sqlite3 cursor."""
 
@@ -221,6 +236,7 @@ class PgStore:
         self.location = f"{describe(url)} project {project!r}"
         self._lock = threading.RLock()
         self._conn = None
+        self._held: dict[str, int] = {}  # named locks this connection holds, and how often
         self._connect()
         if readonly or not create:
             if not self._project_exists():
@@ -263,6 +279,7 @@ class PgStore:
             try:
                 self._connect()
                 log.info("reconnected to %s", describe(self.url))
+                self._retake_locks()
                 return True
             except StoreUnavailable:
                 if time.monotonic() >= deadline:
@@ -494,11 +511,31 @@ class PgStore:
 
     def try_lock(self, name: str) -> bool:
         with self._lock:
-            return bool(self.execute("SELECT pg_try_advisory_lock(?, ?)", self._named(name))[0][0])
+            got = bool(self.execute("SELECT pg_try_advisory_lock(?, ?)", self._named(name))[0][0])
+            if got:
+                self._held[name] = self._held.get(name, 0) + 1
+            return got
 
     def unlock(self, name: str) -> None:
-        with self._lock, contextlib.suppress(StoreError, _psycopg().Error):
-            self.execute("SELECT pg_advisory_unlock(?, ?)", self._named(name))
+        with self._lock:
+            if self._held.get(name, 0) > 1:
+                self._held[name] -= 1
+            else:
+                self._held.pop(name, None)
+            with contextlib.suppress(StoreError, _psycopg().Error):
+                self.execute("SELECT pg_advisory_unlock(?, ?)", self._named(name))
+
+    def _retake_locks(self) -> None:
+        """A new connection holds none of the old one's locks: take them again,
+        so a proxy's session or an index run stays visibly alive after a
+        server restart (another process may have taken one meanwhile: said)."""
+        for name, depth in list(self._held.items()):
+            key = self._named(name)
+            for _ in range(depth):
+                if not self._conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()[0]:
+                    log.warning("after reconnecting, the lock %r is held by another process", name)
+                    self._held.pop(name, None)
+                    break
 
     def lock(self, name: str, on_wait=None, timeout: float | None = None) -> bool:
         """Wait for the named lock (polling, so a caller can be told once that it waits)."""

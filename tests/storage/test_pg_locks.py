@@ -1,0 +1,42 @@
+"""PgStore's named locks: held by a connection, gone with its process, and
+taken again when a dropped connection is replaced."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from memstrata.storage.postgres import PgStore
+
+
+def test_a_lock_survives_a_dropped_connection(pg_cluster, pg_url):
+    holder = PgStore(pg_url, "proj")
+    other = PgStore(pg_url, "proj")
+    try:
+        assert holder.try_lock("ledger-session-1")
+        assert other.locked_elsewhere("ledger-session-1")
+        assert not other.try_lock("ledger-session-1")
+        # The server drops every connection (a restart, a failover, an idle timeout).
+        pg_cluster.kill_backends(urlsplit(pg_url).path.lstrip("/"))
+        # The holder's next statement reconnects and takes its lock again ...
+        assert holder.get_meta("code_generation")
+        # ... so another process still sees it held.
+        assert other.locked_elsewhere("ledger-session-1")
+        holder.unlock("ledger-session-1")
+        assert not other.locked_elsewhere("ledger-session-1")
+        assert other.try_lock("ledger-session-1")
+    finally:
+        holder.close()
+        other.close()
+
+
+def test_locks_are_counted_and_closing_releases_them(pg_url):
+    a, b = PgStore(pg_url, "proj"), PgStore(pg_url, "proj")
+    try:
+        assert a.try_lock("index-run") and a.try_lock("index-run")
+        a.unlock("index-run")
+        assert b.locked_elsewhere("index-run")  # still held once
+        a.close()
+        assert not b.locked_elsewhere("index-run")
+    finally:
+        a.close()
+        b.close()
