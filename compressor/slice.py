@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 import logging
+import math
 import operator
 import threading
 from collections.abc import Callable
@@ -20,8 +20,18 @@ from memstrata.storage import code_index as ci
 from .analyze import BASE_WEIGHTS, NameIndex, find_seeds, intent_of, validate
 from .rank import personalized_rank
 from .render import (
-    CONTAINERS, FULL, MAX_FULL_CONTAINER_LINES, SIG, FileDoc, Unit, cost_of, join_sections, render_sections, unit_for,
+    CONTAINERS,
+    FULL,
+    MAX_FULL_CONTAINER_LINES,
+    SIG,
+    FileDoc,
+    Unit,
+    cost_of,
+    join_sections,
+    render_sections,
+    unit_for,
 )
+from .text_cache import for_store as texts_for_store
 from .tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -306,6 +316,8 @@ class _Docs:
 
     def __init__(self, ws: Workspace, graph: GraphView):
         self.ws, self.graph = ws, graph
+        self.cache = texts_for_store(ws.store)
+        self.generation = ci.code_generation(ws.store)
         self.texts: dict[str, str] = {}
         self.hashes: dict[str, str] = {}
         self.uncounted: set[str] = set()  # files whose token count the index has not saved
@@ -317,19 +329,19 @@ class _Docs:
         paths = [p for p in paths if p not in self.docs and p not in self.missing]
         if not paths:
             return
-        rows = ci.file_texts_counted(self.ws.store, paths)
+        rows = self.cache.read(self.ws.store, self.generation, paths)
         for path in paths:
             row = rows.get(path)
             if row is None:
                 self.missing.add(path)
                 continue
-            text, self.hashes[path], tokens = row
+            text, self.hashes[path], tokens = row.text, row.hash, row.tokens
             if tokens is not None:
                 remember_file_tokens(path, text, tokens)
             else:
                 self.uncounted.add(path)
             self.texts[path] = text
-            self.docs[path] = FileDoc(path, self.graph.node(path).get("language") or "", text.split("\n"))
+            self.docs[path] = FileDoc(path, self.graph.node(path).get("language") or "", row.lines)
 
     def save_counts(self, paths: list[str]) -> None:
         """Save the whole-file counts this query made, so no later process
@@ -345,6 +357,8 @@ class _Docs:
             with store.write(wait=False) as conn:
                 ci.set_file_tokens(conn, rows)
             self.uncounted.difference_update(todo)
+            for tokens, path, digest in rows:
+                self.cache.counted(path, digest, tokens)
         except StoreError as exc:
             log.debug("file token counts not saved: %s", exc)
 
