@@ -135,6 +135,11 @@ class Workspace:
         finally:
             self._indexing = False
         self._after_update(summary)
+        if self.store.dialect != "sqlite" and self._graph is None and not self.store.readonly:
+            # A shared store's readers are detached and read-only: they can
+            # neither save the graph snapshot nor write the references the
+            # graph resolves, so the writer does both before it is done.
+            _ = self.graph
         return summary
 
     def apply_changes(self, changes: Changes) -> IndexSummary:
