@@ -16,9 +16,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .db import Store
+from .fts_terms import query_terms
 from .pg_index import PhraseQueryError, forget_rows, match_count
-from .pg_index import write_files as pg_write_files
 from .pg_index import search as pg_search
+from .pg_index import write_files as pg_write_files
 from .text import fts_quote, stored_text
 
 log = logging.getLogger(__name__)
@@ -240,13 +241,17 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
     ``counts`` may hold (and receives) the number of rows each token matches,
     for a caller that knows when the index changed.
     """
-    # The tokenizer splits at underscores and punctuation, and a quoted
-    # multi-token term would be a phrase query, which a detail=column index
-    # cannot answer: search the single tokens instead.
+    # The tokenizer splits at underscores and punctuation: search the single
+    # tokens.  One the tokenizer still splits (rare characters) would be a
+    # phrase query; the index once refused those (it kept no positions), so
+    # such a search finds nothing, on either backend, as it always did.
     tokens = list(dict.fromkeys(p for t in terms for p in _TOKEN_SPLIT.split(t.lower()) if p))
     if not tokens:
         return []
     try:
+        for t in tokens:
+            if len(query_terms(t)) > 1:
+                raise PhraseQueryError(t)
         tokens = _selective_tokens(store, tokens, {} if counts is None else counts)
         if store.dialect == "postgresql":
             return pg_search(store, tokens, limit)

@@ -1,7 +1,7 @@
 """FTS5's terms and BM25 score, for a backend without FTS5 (PostgreSQL).
 
 The SQLite index ranks symbols with FTS5: the ``porter unicode61
-remove_diacritics 2`` tokenizer, ``detail=column`` and ``bm25()`` with the
+remove_diacritics 2`` tokenizer and ``bm25()`` with the
 column weights of :data:`WEIGHTS`.  To rank the same way elsewhere, the terms
 are taken from FTS5 itself (an in-memory table with the same tokenizer, read
 back through ``fts5vocab``), never from a re-implementation that could drift,
@@ -54,8 +54,7 @@ def postings(rows: Sequence[Sequence[str]]) -> tuple[list[tuple], list[int]]:
     Returns (terms, sizes): ``terms`` holds (row index, term, occurrences in
     name, signature, doc, body) for every term of every row; ``sizes[i]`` is
     FTS5's document length of row ``i`` (its tokens in all four columns).
-    Occurrences, not just presence: even with detail=column, FTS5's bm25()
-    counts every occurrence (it tokenizes the stored row again to find them).
+    Occurrences, not just presence: FTS5's bm25() counts every occurrence.
     """
     if not rows:
         return [], []

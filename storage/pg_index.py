@@ -95,8 +95,8 @@ def forget_rows(conn, file_id: int) -> None:
 
 
 class PhraseQueryError(Exception):
-    """A token the tokenizer splits in several terms: a phrase, which FTS5's
-    detail=column index refuses, so the SQLite backend finds nothing either."""
+    """A token the tokenizer splits in several terms: a phrase, which the
+    symbol search never answers (storage/code_index.search_symbols)."""
 
 
 def term_of(token: str) -> str | None:

@@ -223,6 +223,21 @@ MIGRATIONS: list[str] = [
     ALTER TABLE ledger_sessions ADD COLUMN user_label TEXT;
     ALTER TABLE ledger_sessions ADD COLUMN host_label TEXT;
     """,
+    # 11: the symbol search keeps token positions (detail=full).  bm25() counts every
+    # occurrence of a term; without positions FTS5 finds them by tokenizing each
+    # matching row's text again, which was most of a search's time on a large index.
+    # Scores, and so rankings, are the same; only the file grows a little.
+    """
+    CREATE VIRTUAL TABLE symbols_fts_full USING fts5(
+        name, signature, doc, body,
+        tokenize = 'porter unicode61 remove_diacritics 2',
+        detail = full
+    );
+    INSERT INTO symbols_fts_full(rowid, name, signature, doc, body)
+        SELECT rowid, name, signature, doc, body FROM symbols_fts;
+    DROP TABLE symbols_fts;
+    ALTER TABLE symbols_fts_full RENAME TO symbols_fts;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
