@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from memstrata.indexer.graph import split_symbol_id
 from memstrata.indexer.graph_view import GraphView
 
-from .tokens import count_tokens
+from .tokens import count_tokens, count_tokens_memo
 
 FULL = "full"
 SIG = "sig"
@@ -252,6 +252,6 @@ def cost_of(doc: FileDoc, unit: Unit, graph: GraphView, mode: str) -> int:
     saved = unit.mode
     unit.mode = mode
     try:
-        return count_tokens(render_unit(doc, unit, graph)) + 1
+        return count_tokens_memo(render_unit(doc, unit, graph)) + 1
     finally:
         unit.mode = saved

@@ -31,8 +31,9 @@ from .render import (
     render_sections,
     unit_for,
 )
+from .text_cache import CachedText
 from .text_cache import for_store as texts_for_store
-from .tokens import count_tokens
+from .tokens import count_tokens, count_tokens_memo
 
 log = logging.getLogger(__name__)
 
@@ -322,6 +323,7 @@ class _Docs:
         self.hashes: dict[str, str] = {}
         self.uncounted: set[str] = set()  # files whose token count the index has not saved
         self.docs: dict[str, FileDoc] = {}
+        self.cached: dict[str, CachedText] = {}
         self.missing: set[str] = set()
         self.with_imports: set[str] = set()
 
@@ -341,6 +343,7 @@ class _Docs:
             else:
                 self.uncounted.add(path)
             self.texts[path] = text
+            self.cached[path] = row
             self.docs[path] = FileDoc(path, self.graph.node(path).get("language") or "", row.lines)
 
     def save_counts(self, paths: list[str]) -> None:
@@ -372,8 +375,18 @@ class _Docs:
         docs = {u.path: self.docs[u.path] for u in units}
         todo = [p for p in docs if p not in self.with_imports]
         if todo:
-            for path, module, name, alias, line, target in ci.load_imports(self.ws.store, todo):
-                docs[path].imports.append((line, target))
+            unread = []
+            for p in todo:
+                known = self.cached[p].imports
+                if known is None:
+                    unread.append(p)
+                else:
+                    docs[p].imports.extend(known)
+            if unread:
+                for path, module, name, alias, line, target in ci.load_imports(self.ws.store, unread):
+                    docs[path].imports.append((line, target))
+                for p in unread:  # kept with the text, under the same code generation
+                    self.cached[p].imports = list(docs[p].imports)
             self.with_imports.update(todo)
         return docs
 
@@ -598,7 +611,7 @@ def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict 
     def count(text: str) -> int:
         n = memo.get(text)
         if n is None:
-            n = memo[text] = count_tokens(text)
+            n = memo[text] = count_tokens_memo(text)
         return n
 
     def estimate(chosen: list[Unit], compact: bool = False) -> int:

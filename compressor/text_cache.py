@@ -29,6 +29,7 @@ class CachedText:
     text: str
     lines: list[str]  # text.split("\n"); shared by every query: never changed in place
     tokens: int | None  # the whole text's token count as the index saved it, if it did
+    imports: list[tuple[int, str | None]] | None = None  # (line, target path), once read
 
 
 class TextCache:

@@ -77,6 +77,30 @@ def count_tokens(text: str) -> int:
     return len(encoding().encode(text, disallowed_special=()))
 
 
+_MEMO_CHARS = 16_000_000  # text held by the memo below before it starts afresh
+_memo: dict[str, int] = {}
+_memo_chars = 0
+_memo_lock = threading.Lock()
+
+
+def count_tokens_memo(text: str) -> int:
+    """:func:`count_tokens`, remembered across queries.  A slice counts the
+    same rendered definitions and file sections over and over (the hubs of a
+    project show up in most slices): hashing the text to find its count is a
+    small fraction of encoding it again."""
+    global _memo_chars
+    n = _memo.get(text)
+    if n is None:
+        n = count_tokens(text)
+        with _memo_lock:
+            if _memo_chars + len(text) > _MEMO_CHARS:
+                _memo.clear()
+                _memo_chars = 0
+            _memo[text] = n
+            _memo_chars += len(text)
+    return n
+
+
 def truncate_to_tokens(text: str, limit: int) -> str:
     """The longest prefix of ``text`` within ``limit`` tokens (whole tokens)."""
     enc = encoding()

@@ -201,6 +201,15 @@ def set_file_tokens(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, str
     conn.executemany("UPDATE files SET tokens = ? WHERE path = ? AND hash = ?", list(rows))
 
 
+def uncounted_texts(store: Store, limit: int, after: str = "") -> list[tuple[str, str, str]]:
+    """Up to ``limit`` files whose whole-text token count is not saved yet, in
+    path order from after ``after``: rows of (path, content hash, text)."""
+    rows = store.execute(
+        "SELECT f.path, f.hash, t.text FROM files f JOIN file_text t ON t.file_id = f.id "
+        "WHERE f.tokens IS NULL AND f.path > ? ORDER BY f.path LIMIT ?", (after, limit))
+    return [(p, h, stored_text(t)) for p, h, t in rows]
+
+
 def _file_rows(store: Store, columns: str, paths: Iterable[str]) -> dict[str, tuple]:
     paths = list(dict.fromkeys(paths))
     out: dict[str, tuple] = {}

@@ -196,6 +196,8 @@ def cmd_run(args, found) -> int:
 def _warm(ws) -> None:
     """Load what the first question would: the graph and the tokenizer."""
     from memstrata.compressor import count_tokens
+    from memstrata.compressor.file_counts import start_counting
 
     ws.graph  # noqa: B018 - the property loads the graph snapshot
     count_tokens("warm")
+    start_counting(ws)

@@ -167,6 +167,9 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
         except KeyboardInterrupt:
             return 130
     ws.graph  # load now, so updates refresh it incrementally and the first request is fast
+    from memstrata.compressor.file_counts import start_counting
+
+    start_counting(ws)
     if args.watch and not ws.detached:
         ws.start_watching()
     proxy = ProxyConfig(

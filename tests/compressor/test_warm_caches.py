@@ -1,0 +1,74 @@
+"""What a long-running process keeps between questions: file texts (and
+their imports) under the index's code generation, and whole-file token
+counts worked out in the background.  None of it may ever show stale code."""
+
+from __future__ import annotations
+
+from memstrata.compressor import context_query, count_tokens
+from memstrata.compressor.file_counts import count_missing
+from memstrata.indexer.workspace import Workspace
+from memstrata.storage import Store
+from memstrata.storage import code_index as ci
+
+
+def test_an_edit_is_shown_at_once_though_the_old_text_was_kept(project_copy):
+    root = project_copy("python_project")
+    with Workspace.open(root) as ws:
+        ws.index()
+        before = context_query(ws, "AuthService.login and its callers", max_tokens=2000)
+        assert "constant_time_eq(hash_password(password), stored)" in before.context
+        again = context_query(ws, "AuthService.login and its callers", max_tokens=2000)
+        assert again.context == before.context  # answered from the kept texts
+        service = root / "app" / "auth" / "service.py"
+        service.write_text(service.read_text().replace(
+            "constant_time_eq(hash_password(password), stored)",
+            "constant_time_eq(hash_password(password, pepper=PEPPER), stored)"))
+        ws.index()
+        after = context_query(ws, "AuthService.login and its callers", max_tokens=2000)
+        assert "hash_password(password, pepper=PEPPER)" in after.context
+        assert "constant_time_eq(hash_password(password), stored)" not in after.context
+
+
+def test_a_write_by_another_process_is_shown_too(project_copy):
+    root = project_copy("python_project")
+    with Workspace.open(root) as writer:
+        writer.index()
+    reader = Workspace(root, Store(root / ".memstrata" / "index.db", readonly=True))
+    try:
+        assert "def login" in context_query(reader, "AuthService.login", max_tokens=2000).context
+        service = root / "app" / "auth" / "service.py"
+        service.write_text(service.read_text().replace("def login(", "def sign_in("))
+        with Workspace.open(root) as writer:
+            writer.index()
+        shown = context_query(reader, "AuthService.sign_in", max_tokens=2000).context
+        assert "def sign_in(" in shown and "def login(" not in shown
+    finally:
+        reader.close()
+
+
+def test_missing_file_counts_are_saved_exact(project_copy):
+    root = project_copy("python_project")
+    with Workspace.open(root) as ws:
+        ws.index()
+        with ws.store.write() as conn:
+            conn.execute("UPDATE files SET tokens = NULL")
+        n_files = ws.store.execute("SELECT count(*) FROM files")[0][0]
+        assert count_missing(ws) == n_files
+        rows = ws.store.execute("SELECT f.path, f.tokens, t.text FROM files f JOIN file_text t ON t.file_id = f.id")
+        assert rows and all(tokens == count_tokens(text) for _, tokens, text in rows)
+        assert count_missing(ws) == 0  # nothing left to do
+        assert ci.uncounted_texts(ws.store, 10) == []
+
+
+def test_counting_leaves_a_read_only_index_alone(project_copy):
+    root = project_copy("python_project")
+    with Workspace.open(root) as ws:
+        ws.index()
+        with ws.store.write() as conn:
+            conn.execute("UPDATE files SET tokens = NULL")
+    reader = Workspace(root, Store(root / ".memstrata" / "index.db", readonly=True))
+    try:
+        assert count_missing(reader) == 0
+        assert reader.store.execute("SELECT count(*) FROM files WHERE tokens IS NOT NULL")[0][0] == 0
+    finally:
+        reader.close()
