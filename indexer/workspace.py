@@ -181,7 +181,9 @@ class Workspace:
         root = Path(path or os.getcwd()).expanduser().absolute()
         store = open_shared_store(choice, root, readonly=readonly, create=False)
         recorded = store.get_meta("project_root")
-        if recorded:  # paths given as the writer's absolute paths still map onto the project
+        if path is None and recorded:
+            # No local checkout named: absolute paths are read as the writer's
+            # (a checkout named with PATH maps this machine's paths instead).
             root = Path(recorded)
         return cls(root, store, detached=True)
 
