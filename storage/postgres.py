@@ -185,7 +185,8 @@ class PgConnection:
 
     def execute(self, sql: str, params=()) -> _Cursor:
         cur = self.raw.cursor()
-        cur.execute(translate(sql), _params(params) if params else None)
+        # Always with parameters, even none: psycopg then reads %% as %, which translate() relies on.
+        cur.execute(translate(sql), _params(params) if params else ())
         return _Cursor(cur)
 
     def executemany(self, sql: str, rows) -> None:

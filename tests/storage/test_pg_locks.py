@@ -40,3 +40,13 @@ def test_locks_are_counted_and_closing_releases_them(pg_url):
     finally:
         a.close()
         b.close()
+
+
+def test_percent_signs_survive_translation(pg_url):
+    store = PgStore(pg_url, "proj")
+    try:
+        assert store.execute("SELECT 'a%b', '?'")[0] == ("a%b", "?")
+        assert store.execute("SELECT 'a%b', ?", (1,))[0] == ("a%b", 1)
+        assert store.execute("SELECT count(*) FROM meta WHERE key LIKE 'code%'")[0][0] == 1
+    finally:
+        store.close()
