@@ -121,7 +121,7 @@ def _delete_file_rows(conn: sqlite3.Connection, path: str) -> None:
         return
     if _on_postgres(conn):
         forget_rows(conn, row[0])
-        conn.execute("DELETE FROM files WHERE id = ?", (row[0],))  # cascades, postings too
+        conn.execute("DELETE FROM files WHERE id = ?", (row[0],))  # cascades
         return
     conn.execute(
         "DELETE FROM symbols_fts WHERE rowid IN (SELECT id FROM symbols WHERE file_id = ?)",

@@ -191,6 +191,11 @@ PG_MIGRATIONS: list[str] = [
     ALTER TABLE ledger_sessions ADD COLUMN user_label text;
     ALTER TABLE ledger_sessions ADD COLUMN host_label text;
     """,
+    # 3: postings without a foreign key (storage/pg_index.forget_rows deletes
+    # them with their file): the per-row check cost a third of a cold index.
+    """
+    ALTER TABLE symbol_terms DROP CONSTRAINT IF EXISTS symbol_terms_file_id_fkey;
+    """,
 ]
 
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -50,3 +50,24 @@ def test_percent_signs_survive_translation(pg_url):
         assert store.execute("SELECT count(*) FROM meta WHERE key LIKE 'code%'")[0][0] == 1
     finally:
         store.close()
+
+
+def test_postings_and_corpus_figures_follow_edits_and_deletions(pg_url, project_copy):
+    from memstrata.indexer.project import StoreChoice
+    from memstrata.indexer.workspace import Workspace
+
+    root = project_copy("python_project")
+    with Workspace.open(root, store=StoreChoice(pg_url, "proj")) as ws:
+        ws.index()
+        victim = next(p for p in root.rglob("*.py") if p.stat().st_size > 200)
+        victim.unlink()
+        edited = next(p for p in root.rglob("*.py") if p.stat().st_size > 200)
+        edited.write_text(edited.read_text() + "\n\ndef brand_new_helper(x):\n    return x\n")
+        ws.index()
+        store = ws.store
+        orphans = store.execute(
+            "SELECT count(*) FROM symbol_terms t WHERE NOT EXISTS (SELECT 1 FROM symbols s WHERE s.id = t.symbol_id)")
+        assert orphans[0][0] == 0
+        nrow, ntok = store.execute("SELECT nrow, ntok FROM fts_totals")[0]
+        assert (nrow, ntok) == tuple(store.execute("SELECT count(*), sum(fts_tokens) FROM symbols")[0])
+        assert store.execute("SELECT count(*) FROM symbol_terms WHERE term = 'brand'")[0][0] == 1
