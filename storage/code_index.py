@@ -19,6 +19,7 @@ from .db import Store
 from .fts_terms import query_terms
 from .pg_index import PhraseQueryError, forget_rows, match_count
 from .pg_index import search as pg_search
+from .pg_index import update_by_id as pg_update_by_id
 from .pg_index import write_files as pg_write_files
 from .text import fts_quote, stored_text
 
@@ -154,6 +155,8 @@ def replace_skipped(conn: sqlite3.Connection, skipped: Iterable[tuple[str, str, 
 
 def set_import_targets(conn: sqlite3.Connection, rows: Iterable[tuple[str | None, int]]) -> None:
     """Update resolved import targets: rows of (target_path, import id)."""
+    if _on_postgres(conn):
+        return pg_update_by_id(conn, "imports", "target_path", list(rows))
     conn.executemany("UPDATE imports SET target_path = ? WHERE id = ?", list(rows))
 
 
@@ -354,4 +357,6 @@ def load_imports(store: Store, paths: Sequence[str] | None = None) -> list[tuple
 
 def set_ref_targets(conn: sqlite3.Connection, rows: Iterable[tuple[str | None, int]]) -> None:
     """Persist resolved reference targets: rows of (target 'path::qualname' or None, ref id)."""
+    if _on_postgres(conn):
+        return pg_update_by_id(conn, "refs", "target", list(rows))
     conn.executemany("UPDATE refs SET target = ? WHERE id = ?", list(rows))

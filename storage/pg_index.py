@@ -78,6 +78,21 @@ def write_files(conn, files: Sequence[tuple]) -> list[int]:
     return ids
 
 
+def update_by_id(conn, table: str, column: str, rows: list[tuple[str | None, int]]) -> None:
+    """``UPDATE table SET column = value WHERE id = id`` for many (value, id)
+    rows: one COPY and one joined UPDATE instead of a statement per row
+    (the references a graph resolves after a cold index are 100k+ rows)."""
+    if len(rows) < 50:
+        conn.executemany(f"UPDATE {table} SET {column} = ? WHERE id = ?", rows)
+        return
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS id_values (value text, id bigint) ON COMMIT DELETE ROWS")
+    conn.execute("DELETE FROM id_values")
+    last = {i: v for v, i in rows}  # an id given twice takes its last value, as one UPDATE per row would
+    conn.copy_rows("id_values", ("value", "id"), ((v, i) for i, v in last.items()))
+    conn.execute(f"UPDATE {table} AS t SET {column} = v.value FROM id_values AS v WHERE t.id = v.id")
+    conn.execute("DELETE FROM id_values")
+
+
 def _as_is(row: tuple) -> tuple:
     return row
 
