@@ -116,7 +116,8 @@ class Indexer:
         summary.removed_paths = removed
 
         parse_skipped: list[tuple[str, str, int | None]] = []
-        self._parse_and_store(to_parse, summary, parse_skipped, progress)
+        with ci.bulk_load(self.store, cold=not states):
+            self._parse_and_store(to_parse, summary, parse_skipped, progress)
 
         new_files = any(p not in states for p in summary.changed_paths)
         if (removed or new_files) and summary.unchanged:

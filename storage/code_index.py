@@ -9,15 +9,22 @@ from the layers above it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .db import Store
 from .fts_terms import query_terms
-from .pg_index import PhraseQueryError, forget_rows, match_count
+from .pg_index import (
+    PhraseQueryError,
+    drop_term_indexes,
+    ensure_term_indexes,
+    forget_rows,
+    match_count,
+)
 from .pg_index import search as pg_search
 from .pg_index import update_by_id as pg_update_by_id
 from .pg_index import write_files as pg_write_files
@@ -106,6 +113,33 @@ def write_file(
         [(file_id, *row) for row in imports],
     )
     return file_id
+
+
+@contextlib.contextmanager
+def bulk_load(store: Store, cold: bool) -> Iterator[None]:
+    """Around an index run's writes.  On PostgreSQL, a ``cold`` run (an empty
+    index) loads the search postings without their indexes and builds them
+    at the end; every run starts by making sure they exist, so a killed cold
+    run costs the next one that build, never a search without them.  SQLite
+    needs nothing."""
+    if store.dialect != "postgresql":
+        yield
+        return
+    with store.write() as conn:
+        if cold:
+            drop_term_indexes(conn)
+        else:
+            ensure_term_indexes(conn)
+    try:
+        yield
+    except BaseException:
+        if cold:  # best effort: the next run builds them if this cannot
+            with contextlib.suppress(Exception), store.write() as conn:
+                ensure_term_indexes(conn)
+        raise
+    if cold:
+        with store.write() as conn:
+            ensure_term_indexes(conn)
 
 
 def write_files(conn: sqlite3.Connection, files: Sequence[tuple]) -> list[int]:

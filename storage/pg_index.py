@@ -12,6 +12,11 @@ from .fts_terms import bm25 as fts_bm25
 from .fts_terms import postings, query_terms
 
 TERM_COLUMNS = ("term", "symbol_id", "file_id", "n_name", "n_signature", "n_doc", "n_body")
+TERM_TYPES = ("text", "int8", "int8", "int4", "int4", "int4", "int4")
+# The postings' indexes, dropped while a cold index loads and built once at
+# its end: a B-tree fed a million terms in random order costs several times
+# building it from the loaded rows.
+TERM_INDEXES = (("symbol_terms_term", "term"), ("symbol_terms_file", "file_id"))
 SYMBOL_COLUMNS = ("id", "file_id", "name", "qualname", "kind", "parent", "start_byte", "end_byte",
                   "start_line", "end_line", "signature", "docstring", "fts_tokens")
 
@@ -68,7 +73,7 @@ def write_files(conn, files: Sequence[tuple]) -> list[int]:
     conn.copy_rows("file_text", ("file_id", "text"), texts, checked=True)
     conn.copy_rows("symbols", SYMBOL_COLUMNS, symbols, checked=True)
     conn.copy_rows("symbol_terms", TERM_COLUMNS,
-                   ((term, *owner[i], *counts) for i, term, *counts in found), checked=True)
+                   ((term, *owner[i], *counts) for i, term, *counts in found), checked=True, types=TERM_TYPES)
     conn.copy_rows("refs", ("file_id", "scope", "name", "kind", "receiver", "line", "count"), refs, checked=True)
     conn.copy_rows("imports", ("file_id", "module", "name", "alias", "line", "target_path"), imports,
                    checked=True)
@@ -100,6 +105,16 @@ def _as_is(row: tuple) -> tuple:
 def _without_nul(row: tuple) -> tuple:
     # PostgreSQL text cannot hold NUL (file texts are bytea and exact).
     return tuple(v.replace("\x00", "\ufffd") if isinstance(v, str) else v for v in row)
+
+
+def drop_term_indexes(conn) -> None:
+    for name, _ in TERM_INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
+
+
+def ensure_term_indexes(conn) -> None:
+    for name, column in TERM_INDEXES:
+        conn.execute(f"CREATE INDEX IF NOT EXISTS {name} ON symbol_terms({column})")
 
 
 def forget_rows(conn, file_id: int) -> None:

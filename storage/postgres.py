@@ -195,10 +195,15 @@ class PgConnection:
             with self.raw.cursor() as cur:
                 cur.executemany(translate(sql), rows)
 
-    def copy_rows(self, table: str, columns: Sequence[str], rows, *, checked: bool = False) -> None:
+    def copy_rows(self, table: str, columns: Sequence[str], rows, *, checked: bool = False,
+                  types: Sequence[str] | None = None) -> None:
         """Bulk-insert with COPY (a fraction of the time of row-by-row inserts).
-        ``checked``: the caller already took NUL out of the rows' text."""
-        with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+        ``checked``: the caller already took NUL out of the rows' text;
+        ``types``: the columns' types, for the binary format (less to format and parse)."""
+        binary = " (FORMAT BINARY)" if types else ""
+        with self.raw.cursor() as cur, cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN{binary}") as copy:
+            if types:
+                copy.set_types(list(types))
             write = copy.write_row
             for row in rows:
                 write(row if checked else _params(row))

@@ -71,3 +71,25 @@ def test_postings_and_corpus_figures_follow_edits_and_deletions(pg_url, project_
         nrow, ntok = store.execute("SELECT nrow, ntok FROM fts_totals")[0]
         assert (nrow, ntok) == tuple(store.execute("SELECT count(*), sum(fts_tokens) FROM symbols")[0])
         assert store.execute("SELECT count(*) FROM symbol_terms WHERE term = 'brand'")[0][0] == 1
+
+
+def _term_indexes(store) -> set[str]:
+    return {r[0] for r in store.execute(
+        "SELECT indexname FROM pg_indexes WHERE schemaname = ? AND tablename = 'symbol_terms'", (store.schema_name,))}
+
+
+def test_a_cold_run_builds_the_postings_indexes_at_its_end(pg_url, project_copy):
+    from memstrata.indexer.project import StoreChoice
+    from memstrata.indexer.workspace import Workspace
+    from memstrata.storage import code_index as ci
+
+    root = project_copy("python_project")
+    with Workspace.open(root, store=StoreChoice(pg_url, "proj")) as ws:
+        ws.index()
+        assert _term_indexes(ws.store) == {"symbol_terms_term", "symbol_terms_file"}
+        # A cold run killed half-way leaves them dropped: the next run builds them first.
+        with ws.store.write() as conn:
+            ci.drop_term_indexes(conn)
+        assert _term_indexes(ws.store) == set()
+        ws.index()
+        assert _term_indexes(ws.store) == {"symbol_terms_term", "symbol_terms_file"}
