@@ -19,8 +19,8 @@ result against the tool's outputSchema).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-import random
 import statistics
 import sys
 import time
@@ -28,7 +28,6 @@ from pathlib import Path
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
-
 from memstrata.compressor import context_query
 from memstrata.indexer.workspace import Workspace
 
@@ -64,26 +63,29 @@ def commit_questions(repo: Path, n: int) -> list[str]:
     return quality.commit_questions(repo, n, 3)
 
 
-def distinct_questions(ws: Workspace, n: int, seed: int = 20240603) -> list[str]:
-    """``n`` questions drawn from the index itself, as quality.py's latency
-    bench draws them: 70% first lines of docstrings, 30% "Qual and its callers"."""
-    from memstrata.indexer.graph import SYMBOL
+def distinct_questions(ws: Workspace, n: int) -> list[str]:
+    """``n`` questions drawn from the index itself, as quality.py's latency bench draws them."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import quality
 
-    graph = ws.graph
-    rng = random.Random(seed)
-    with_doc, funcs = [], []
-    for node in sorted(graph.nodes()):
-        d = graph.node(node)
-        if d.get("type") != SYMBOL or graph.node(d["path"]).get("is_test"):
-            continue
-        if d["kind"] in ("function", "method"):
-            funcs.append(node)
-        first = next((ln.strip() for ln in (d.get("doc") or "").splitlines() if ln.strip()), "")
-        if d["kind"] in ("function", "method", "class") and len(first.split()) >= 4:
-            with_doc.append(first)
-    docs = rng.sample(with_doc, min(n * 7 // 10, len(with_doc)))
-    callers = [f"{graph.node(f)['qualname']} and its callers" for f in rng.sample(funcs, min(n - len(docs), len(funcs)))]
-    return docs + callers
+    return [q for _, q in quality.index_questions(ws.graph, n)]
+
+
+@contextlib.asynccontextmanager
+async def mcp_session(corpus: Path):
+    """`memstrata mcp --project CORPUS` over stdio, initialized and its index ready."""
+    cmd = memstrata_command()
+    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--project", str(corpus)])
+    with open(corpus / ".memstrata" / "bench-mcp.stderr", "w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            t0 = time.perf_counter()
+            init = await s.initialize()
+            print(f"stdio server {init.server_info.name} {init.server_info.version}, protocol "
+                  f"{init.protocol_version}, initialize answered in {(time.perf_counter() - t0) * 1000:.0f} ms")
+            while (await s.call_tool("index_status", {})).structured_content["status"] != "ready":
+                await anyio.sleep(0.2)
+            print(f"stdio server index ready after {time.perf_counter() - t0:.1f}s")
+            yield s
 
 
 async def run_distinct(corpus: Path, n: int, max_tokens: int) -> None:
@@ -95,28 +97,22 @@ async def run_distinct(corpus: Path, n: int, max_tokens: int) -> None:
     questions = distinct_questions(ws, n + 1)
     print(f"in-process workspace: {summary.files:,} files, catch-up {summary.parsed} parsed, "
           f"ready in {time.perf_counter() - t0:.1f}s")
-    cmd = memstrata_command()
-    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--project", str(corpus)])
-    with open(corpus / ".memstrata" / "bench-mcp.stderr", "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
-            await s.initialize()
-            while (await s.call_tool("index_status", {})).structured_content["status"] != "ready":
-                await anyio.sleep(0.2)
-            warm = {"query": questions[0], "max_tokens": max_tokens}
-            await s.call_tool("context_query", warm)
-            context_query(ws, questions[0], max_tokens=max_tokens)
-            stdio: list[float] = []
-            inproc: list[float] = []
-            for q in questions[1:]:
-                a = {"query": q, "max_tokens": max_tokens}
-                t = time.perf_counter()
-                r = await s.call_tool("context_query", a)
-                stdio.append(time.perf_counter() - t)
-                assert not r.is_error, r.content[0].text
-                t = time.perf_counter()
-                local = context_query(ws, q, max_tokens=max_tokens)
-                inproc.append(time.perf_counter() - t)
-                assert r.structured_content == local.api_fields(), "stdio and in-process slices differ"
+    async with mcp_session(corpus) as s:
+        warm = {"query": questions[0], "max_tokens": max_tokens}
+        await s.call_tool("context_query", warm)
+        context_query(ws, questions[0], max_tokens=max_tokens)
+        stdio: list[float] = []
+        inproc: list[float] = []
+        for q in questions[1:]:
+            a = {"query": q, "max_tokens": max_tokens}
+            t = time.perf_counter()
+            r = await s.call_tool("context_query", a)
+            stdio.append(time.perf_counter() - t)
+            assert not r.is_error, r.content[0].text
+            t = time.perf_counter()
+            local = context_query(ws, q, max_tokens=max_tokens)
+            inproc.append(time.perf_counter() - t)
+            assert r.structured_content == local.api_fields(), "stdio and in-process slices differ"
     ws.close()
     ms = lambda v: v * 1000  # noqa: E731
     p95 = ms(pct(stdio, 0.95))
@@ -136,42 +132,31 @@ async def run(corpus: Path, rounds: int, max_tokens: int, questions: list[str]) 
     print(f"in-process workspace: {summary.files:,} files, catch-up {summary.parsed} parsed, "
           f"ready in {time.perf_counter() - t0:.1f}s")
 
-    cmd = memstrata_command()
-    params = StdioServerParameters(command=cmd[0], args=[*cmd[1:], "mcp", "--project", str(corpus)])
-    with open(corpus / ".memstrata" / "bench-mcp.stderr", "w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
-            t0 = time.perf_counter()
-            init = await s.initialize()
-            print(f"stdio server {init.server_info.name} {init.server_info.version}, protocol "
-                  f"{init.protocol_version}, initialize answered in {(time.perf_counter() - t0) * 1000:.0f} ms")
-            while (await s.call_tool("index_status", {})).structured_content["status"] != "ready":
-                await anyio.sleep(0.2)
-            print(f"stdio server index ready after {time.perf_counter() - t0:.1f}s")
+    async with mcp_session(corpus) as s:
+        args = [{"query": q, "max_tokens": max_tokens} for q in questions]
+        # Warm both sides (graph caches, name index, file token counts).
+        sizes = []
+        for a in args:
+            local = context_query(ws, a["query"], max_tokens=max_tokens)
+            remote = await s.call_tool("context_query", a)
+            assert not remote.is_error, remote.content[0].text
+            assert remote.structured_content == local.api_fields(), "stdio and in-process slices differ"
+            sizes.append((local.tokens, len(remote.content[0].text.encode())))
 
-            args = [{"query": q, "max_tokens": max_tokens} for q in questions]
-            # Warm both sides (graph caches, name index, file token counts).
-            sizes = []
-            for a in args:
-                local = context_query(ws, a["query"], max_tokens=max_tokens)
-                remote = await s.call_tool("context_query", a)
-                assert not remote.is_error, remote.content[0].text
-                assert remote.structured_content == local.api_fields(), "stdio and in-process slices differ"
-                sizes.append((local.tokens, len(remote.content[0].text.encode())))
-
-            inproc: list[float] = []
-            stdio: list[float] = []
-            commit_stdio: list[float] = []
-            for _ in range(rounds):
-                for i, a in enumerate(args):
-                    t = time.perf_counter()
-                    context_query(ws, a["query"], max_tokens=max_tokens)
-                    inproc.append(time.perf_counter() - t)
-                    t = time.perf_counter()
-                    r = await s.call_tool("context_query", a)
-                    stdio.append(time.perf_counter() - t)
-                    if i >= len(QUERIES):
-                        commit_stdio.append(stdio[-1])
-                    assert not r.is_error
+        inproc: list[float] = []
+        stdio: list[float] = []
+        commit_stdio: list[float] = []
+        for _ in range(rounds):
+            for i, a in enumerate(args):
+                t = time.perf_counter()
+                context_query(ws, a["query"], max_tokens=max_tokens)
+                inproc.append(time.perf_counter() - t)
+                t = time.perf_counter()
+                r = await s.call_tool("context_query", a)
+                stdio.append(time.perf_counter() - t)
+                if i >= len(QUERIES):
+                    commit_stdio.append(stdio[-1])
+                assert not r.is_error
     ws.close()
 
     n = len(inproc)

@@ -978,6 +978,26 @@ def commit_questions(repo: Path, n: int, min_words: int) -> list[str]:
     return out
 
 
+def index_questions(graph, n: int, seed: int = 20240603) -> list[tuple[str, str]]:
+    """``n`` (style, question) pairs drawn from an index itself: 70% first
+    lines of docstrings ("docstring"), 30% "Qual and its callers" ("callers")."""
+    rng = random.Random(seed)
+    with_doc, funcs = [], []
+    for node in sorted(graph.nodes()):
+        d = graph.node(node)
+        if d.get("type") != SYMBOL or graph.node(d["path"]).get("is_test"):
+            continue
+        if d["kind"] in ("function", "method"):
+            funcs.append(node)
+        first = next((ln.strip() for ln in (d.get("doc") or "").splitlines() if ln.strip()), "")
+        if d["kind"] in ("function", "method", "class") and len(first.split()) >= 4:
+            with_doc.append((node, first))
+    queries = [("docstring", q) for _, q in rng.sample(with_doc, min(n * 7 // 10, len(with_doc)))]
+    for node in rng.sample(funcs, min(n - len(queries), len(funcs))):
+        queries.append(("callers", f"{graph.node(node)['qualname']} and its callers"))
+    return queries
+
+
 def latency_bench(path: Path, n: int, max_tokens: int, out, commits: list[str] = ()) -> dict:
     db = path / ".memstrata" / INDEX_FILE if path.is_dir() else path
     root = db.parent.parent
@@ -987,22 +1007,7 @@ def latency_bench(path: Path, n: int, max_tokens: int, out, commits: list[str] =
         t0 = time.perf_counter()
         graph = ws.graph
         load_s = time.perf_counter() - t0
-        rng = random.Random(20240603)
-        with_doc, funcs = [], []
-        for node in sorted(graph.nodes()):
-            d = graph.node(node)
-            if d.get("type") != SYMBOL or graph.node(d["path"]).get("is_test"):
-                continue
-            if d["kind"] in ("function", "method"):
-                funcs.append(node)
-            first = next((ln.strip() for ln in (d.get("doc") or "").splitlines() if ln.strip()), "")
-            if d["kind"] in ("function", "method", "class") and len(first.split()) >= 4:
-                with_doc.append((node, first))
-        n_doc = n * 7 // 10
-        queries = [("docstring", q) for _, q in rng.sample(with_doc, min(n_doc, len(with_doc)))]
-        for node in rng.sample(funcs, min(n - len(queries), len(funcs))):
-            queries.append(("callers", f"{graph.node(node)['qualname']} and its callers"))
-        queries += [("commit", m) for m in commits]
+        queries = index_questions(graph, n) + [("commit", m) for m in commits]
         context_query(ws, queries[0][1], max_tokens=max_tokens)  # warm: name index, token ranks
         times: dict[str, list[float]] = {"docstring": [], "callers": [], "commit": []}
         for style, q in queries:
