@@ -9,6 +9,8 @@ writes (:mod:`storage.files`), checked files (:mod:`storage.checked_file`),
 identifier-aware text helpers (:mod:`storage.text`), and MemStrata's own
 tables: the code index (:mod:`storage.code_index`, and the navigation reads
 of :mod:`storage.code_nav`) and the savings ledger (:mod:`storage.ledger`).
+Those two also live on a PostgreSQL server for a team (:mod:`storage.postgres`:
+``PgStore``, the same API; imported only when a ``postgresql://`` store is named).
 """
 
 from .db import Store, StoreBusy, StoreCorrupt, StoreError, StoreForeign, StoreFull, StoreReadOnly

@@ -68,7 +68,24 @@ class StoreBusy(StoreError):
     """A write that asked not to wait found another writer holding the store."""
 
 
-class Store:
+class MetaRows:
+    """The key/value ``meta`` table, in the portable SQL both stores take
+    (this one and storage/postgres.py's)."""
+
+    def get_meta(self, key: str, default: str | None = None) -> str | None:
+        row = self.execute("SELECT value FROM meta WHERE key = ?", (key,))
+        return row[0][0] if row else default
+
+    def set_meta(self, key: str, value: str | None, conn=None) -> None:
+        sql = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+        if conn is not None:
+            conn.execute(sql, (key, value))
+        else:
+            with self.write() as c:
+                c.execute(sql, (key, value))
+
+
+class Store(MetaRows):
     # ``Store(MEMORY)`` is a private in-memory database (gone when closed),
     # for surfaces that offer an ephemeral mode (``strata --cache``).
     MEMORY = ":memory:"
@@ -276,18 +293,6 @@ class Store:
         self.close()
 
     # -- meta -----------------------------------------------------------------
-
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
-        row = self.execute("SELECT value FROM meta WHERE key = ?", (key,))
-        return row[0][0] if row else default
-
-    def set_meta(self, key: str, value: str | None, conn: sqlite3.Connection | None = None) -> None:
-        sql = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
-        if conn is not None:
-            conn.execute(sql, (key, value))
-        else:
-            with self.write() as c:
-                c.execute(sql, (key, value))
 
     @property
     def location(self) -> str:

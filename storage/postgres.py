@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 from .checked_file import decode as decode_checked
 from .checked_file import encode as encode_checked
-from .db import StoreBusy, StoreError, StoreFull, StoreReadOnly
+from .db import MetaRows, StoreBusy, StoreError, StoreFull, StoreReadOnly
 from .pg_schema import PG_MIGRATIONS, PG_SCHEMA_VERSION, REGISTRY_DDL
 
 log = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ def _psycopg():
     return psycopg
 
 
-class PgStore:
+class PgStore(MetaRows):
     """One project's index in a PostgreSQL database (see the module docstring)."""
 
     dialect = "postgresql"
@@ -464,18 +464,6 @@ class PgStore:
         return PgStore(self.url, self.project, readonly=self.readonly, create=False)
 
     # -- meta -----------------------------------------------------------------
-
-    def get_meta(self, key: str, default: str | None = None) -> str | None:
-        row = self.execute("SELECT value FROM meta WHERE key = ?", (key,))
-        return row[0][0] if row else default
-
-    def set_meta(self, key: str, value: str | None, conn: PgConnection | None = None) -> None:
-        sql = "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
-        if conn is not None:
-            conn.execute(sql, (key, value))
-        else:
-            with self.write() as c:
-                c.execute(sql, (key, value))
 
     def data_version(self) -> object:
         """Changes when another connection changed the code index (the generation)."""
