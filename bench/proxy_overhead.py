@@ -26,6 +26,11 @@ to their goals (issue 13):
   ratio is still printed per target, but it measures the machine -- the
   direct path's own is far above the proxy's.)
 
+Each agent row also shows the CPU milliseconds per request that the serve
+process and the stub spent over that run (Linux ``/proc``), and the load
+average when it ended: wall-clock ratios move with the machine's load, the
+proxy's CPU per request much less.
+
 The project defaults to a temporary copy of the sympy wheel
 (``CORPORA/sympy_wheel``: ``pip download sympy==1.14.0 --no-deps`` and
 unzip it), indexed on the first serve; ``--project`` serves an existing
@@ -62,6 +67,15 @@ SYSTEM = (
     "invent APIs: when unsure, read the code. Prefer the project's own helpers over new ones. ") * 60
 EPHEMERAL = {"type": "ephemeral"}
 TOOL_NAMES = ("Read", "Edit", "Write", "Grep", "Glob", "Bash", "TodoWrite", "WebFetch", "Task", "NotebookEdit")
+
+
+def cpu_seconds(proc: subprocess.Popen) -> float | None:
+    """User + system CPU seconds the process has used so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
 
 
 def free_port() -> int:
@@ -332,13 +346,20 @@ def main() -> int:
         convs = agent_conversations(project, args.single + args.conversations)
         sizes = [t for c in convs for t in c.tokens]
         agent_rows = {}
+        serving = {"direct": None, "off": off, "on": on}
         for conc, pool in ((1, convs[:args.single]), (args.conversations, convs[args.single:])):
             for name, url in agents.items():
                 label = (conc, name)
                 c0 = compression_seconds(on_url) if name == "on" else (0.0, 0)
+                cpu0 = [cpu_seconds(p) if p else None for p in (serving[name], stub)]
                 res = asyncio.run(run_agents(url, pool, conc))
+                cpu1 = [cpu_seconds(p) if p else None for p in (serving[name], stub)]
                 c1 = compression_seconds(on_url) if name == "on" else (0.0, 0)
-                agent_rows[label] = {"res": res, "compress": (c1[0] - c0[0], c1[1] - c0[1])}
+                n = len(res.latency) + res.errors
+                cpu = [(b - a) / n * 1000 if a is not None and b is not None and n else None
+                       for a, b in zip(cpu0, cpu1)]
+                agent_rows[label] = {"res": res, "compress": (c1[0] - c0[0], c1[1] - c0[1]), "cpu": cpu,
+                                     "load": os.getloadavg()[0]}
                 print(f"  agents c={conc:<2} {name:6} done ({len(res.latency)} ok, {res.errors} errors)", flush=True)
 
         print()
@@ -356,7 +377,8 @@ def main() -> int:
               f"{sum(len(c.requests) for c in convs[args.single:])} concurrent; {min(sizes):,}-{max(sizes):,} prompt tokens "
               f"(system + tool definitions + task + {LOW // 1000}-{HIGH // 1000}k of Read results)")
         hdr = (f"{'clients':>7} {'target':6} {'n':>5} {'err':>4} {'p50 ms':>8} {'p95 ms':>8} "
-               f"{'p95 / 1-client p50':>19} {'p95 / direct p95':>17} {'compress mean ms':>17}")
+               f"{'p95 / 1-client p50':>19} {'p95 / direct p95':>17} {'compress mean ms':>17} "
+               f"{'CPU ms/req serve':>17} {'stub':>5} {'load':>5}")
         print(hdr)
         print("-" * len(hdr))
         for (conc, name), a in agent_rows.items():
@@ -367,9 +389,14 @@ def main() -> int:
             ratio = f"{pct(res.latency, .95) / single:>18.1f}x" if conc > 1 and single else f"{'':>19}"
             direct95 = pct(agent_rows[(conc, "direct")]["res"].latency, .95)
             vs_direct = f"{pct(res.latency, .95) / direct95:>16.2f}x" if direct95 else f"{'':>17}"
+            serve_cpu, stub_cpu = a["cpu"]
+            cpu = (f"{serve_cpu:>17.1f}" if serve_cpu is not None else f"{'':>17}") + \
+                  (f" {stub_cpu:>5.1f}" if stub_cpu is not None else f" {'':>5}")
             print(f"{conc:>7} {name:6} {len(res.latency):>5} {res.errors:>4} {pct(res.latency, .5):>8.2f} "
-                  f"{pct(res.latency, .95):>8.2f} {ratio} {vs_direct} {mean}")
-        print("(direct's own ratio is what this machine allows the whole chain, client and stub included)")
+                  f"{pct(res.latency, .95):>8.2f} {ratio} {vs_direct} {mean} {cpu} {a['load']:>5.2f}")
+        print("(direct's own ratio is what this machine allows the whole chain, client and stub included;")
+        print(" CPU ms/req: CPU time of the serve process and of the stub over the run, per request;")
+        print(" load: the 1-minute load average when the run ended)")
         print()
         c1 = {(r["what"], r["target"]): r for r in rows if r["clients"] == 1}
         single_on = pct(agent_rows[(1, "on")]["res"].latency, .5)

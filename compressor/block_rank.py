@@ -81,14 +81,24 @@ def prepare(question: str) -> Asked:
 
 def relevant_part(outline: Outline, asked: Asked) -> tuple:
     """What of ``asked`` can change how ``outline`` is cut: its terms, and only the names that occur
-    in the block.  Two questions with the same relevant part get the same cut."""
-    vocabulary = getattr(outline, "_vocabulary", None)
-    if vocabulary is None:
+    in the block -- of the words written plainly, only those :func:`named_units` could take for a
+    unit's name (a path or a verb the conversation mentions later then leaves the cut alone).
+    Two questions with the same relevant part get the same cut."""
+    seen = getattr(outline, "_relevance", None)
+    if seen is None:
         vocabulary = frozenset().union(*(u.idents for u in outline.units),
                                        *({u.name, u.qualname} for u in outline.units))
-        outline._vocabulary = vocabulary
-    return (tuple(sorted(asked.terms.items())), asked.code_names & vocabulary, asked.words & vocabulary,
+        plain = frozenset(u.name for u in outline.units if _plain_name(u))
+        seen = outline._relevance = (vocabulary, plain)
+    vocabulary, plain = seen
+    return (tuple(sorted(asked.terms.items())), asked.code_names & vocabulary, asked.words & plain,
             asked.about_tests)
+
+
+def _plain_name(u) -> bool:
+    """Whether a plain word (not written as code) equal to ``u``'s name names it."""
+    return (u.kind != "stmt" and bool(u.name) and len(u.name) >= MIN_PLAIN_NAME
+            and u.name.lower() not in STOPWORDS and u.name.lower() not in _ACTION_WORDS)
 
 
 def named_units(outline: Outline, asked: Asked) -> dict[int, bool]:
@@ -99,8 +109,7 @@ def named_units(outline: Outline, asked: Asked) -> dict[int, bool]:
             continue
         if u.qualname in asked.code_names or u.name in asked.code_names:
             out[i] = True
-        elif (len(u.name) >= MIN_PLAIN_NAME and u.name in asked.words and u.name.lower() not in STOPWORDS
-              and u.name.lower() not in _ACTION_WORDS):
+        elif u.name in asked.words and _plain_name(u):
             out[i] = False
     return out
 
@@ -173,10 +182,7 @@ def _unit_terms(outline: Outline) -> tuple[list[Counter], list[int]]:
     if cached is None:
         docs = []
         for u in outline.units:
-            d: Counter = Counter()
-            for word in _WORD.findall(u.text):
-                d.update(_word_terms(word))
-            docs.append(d)
+            docs.append(Counter(t for word in _WORD.findall(u.text) for t in _word_terms(word)))
         cached = (docs, [sum(d.values()) for d in docs])
         outline._terms = cached
     return cached

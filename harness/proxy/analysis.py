@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from memstrata.compressor.tokens import count_tokens
 
+from . import token_counts
 from .compress_request import ANTHROPIC, OPENAI, RESPONSES
 from .responses_api import chat_view
 
@@ -103,25 +102,10 @@ def message_texts(m: dict, api: str) -> Iterator[str]:
                         yield fn[key]
 
 
-_CACHE_MIN_CHARS = 512
-_CACHE_MAX_ENTRIES = 4096
-_cache: dict[str, int] = {}
-_cache_lock = threading.Lock()
-
-
 def _count(text: str) -> int:
-    """count_tokens, remembered for long pieces: agents resend the whole
-    conversation on every turn, so most of a request was counted before."""
-    if len(text) < _CACHE_MIN_CHARS:
-        return count_tokens(text)
-    n = _cache.get(text)
-    if n is None:
-        n = count_tokens(text)
-        with _cache_lock:
-            if len(_cache) >= _CACHE_MAX_ENTRIES:
-                _cache.clear()
-            _cache[text] = n
-    return n
+    """count_tokens, remembered (agents resend the whole conversation on every turn, so most
+    of a request was counted before, by the ledger or by the compressor)."""
+    return token_counts.count(text)
 
 
 def prompt_tokens(body: dict, api: str) -> int:

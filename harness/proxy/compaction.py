@@ -40,8 +40,8 @@ from collections import OrderedDict
 from memstrata.compressor.block import Block, BlockPlan, cut_block, plan_block, points_at
 from memstrata.compressor.block_rank import Asked, prepare, relevant_part
 from memstrata.compressor.outline import outline_of
-from memstrata.compressor.tokens import count_tokens
 
+from . import token_counts
 from .conversation import PieceState, Record, message_key
 from .project_match import ProjectMatcher
 from .request_blocks import (
@@ -54,6 +54,7 @@ from .request_blocks import (
     message_texts,
     tool_uses,
 )
+from .token_counts import TextCounts
 
 QUESTION_CHARS = 2000
 SAID_CHARS = 4000
@@ -74,29 +75,14 @@ def real_text(text: str) -> str:
 
 
 class TokenCache:
-    """cl100k counts of texts agents resend every turn, remembered by content."""
+    """cl100k counts of texts agents resend every turn: the process's one memo
+    (:mod:`.token_counts`), shared with the ledger, which counts the same texts."""
 
-    def __init__(self, entries: int = 8192, min_chars: int = 256):
-        self._d: OrderedDict[tuple[int, int], int] = OrderedDict()
-        self._lock = threading.Lock()
-        self.entries = entries
-        self.min_chars = min_chars
+    def __init__(self, counts: TextCounts | None = None):
+        self.counts = counts or token_counts.shared
 
     def count(self, text: str) -> int:
-        if len(text) < self.min_chars:
-            return count_tokens(text)
-        key = (hash(text), len(text))
-        with self._lock:
-            n = self._d.get(key)
-            if n is not None:
-                self._d.move_to_end(key)
-                return n
-        n = count_tokens(text)
-        with self._lock:
-            self._d[key] = n
-            while len(self._d) > self.entries:
-                self._d.popitem(last=False)
-        return n
+        return self.counts.count(text)
 
 
 class PlanCache:
@@ -157,8 +143,8 @@ class PlanCache:
                 d.popitem(last=False)
 
 
-def _asked_key(block: Block, asked: Asked) -> int:
-    return hash(relevant_part(outline_of(block.code, block.language, block.path), asked))
+def _asked_key(block: Block, asked: Asked) -> tuple:
+    return relevant_part(outline_of(block.code, block.language, block.path), asked)
 
 
 class RequestPass:
@@ -306,6 +292,8 @@ class RequestPass:
             self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens for (ri, pi), new in plan.items())
         if bound < s.clear_at_least:
             return
+        if not self._may_pay(bound, [*stale, *plan], plan, turns):
+            return
         question = self.question()
         later = self._mentions_after()
         plans: list[tuple[int, int, PieceState, BlockPlan]] = []
@@ -342,6 +330,33 @@ class RequestPass:
             updated[ri] = dataclasses.replace(rec, pieces=tuple(pieces), tokens=rec.tokens - delta)
         if cleared >= s.clear_at_least and self._pays(cleared, updated, first, turns):
             self.records[:] = updated
+
+    def _may_pay(self, bound: int, candidates: list[tuple[int, int]], plan: dict, turns: list[int]) -> bool:
+        """False only when no step over ``candidates`` can pass :meth:`_pays`, before any block is
+        planned (most steps an agent's cached conversation is offered do not pay; planning the
+        stale results to find that out was most of a request's compression time).
+
+        An optimistic bound of the same formula: the step clears all of ``bound`` (no step clears
+        more) and re-bills only what it must whatever the cuts: the records from where the latest
+        candidate's change would start to be re-read (a step starting earlier re-bills more),
+        less every token any candidate could clear."""
+        e = self.economics
+        if e is None or not candidates or e.write < e.read:  # the bound below needs re-billing to cost
+            return True
+        last = max(ri for ri, _ in candidates)
+        start = last
+        if e.breakpoints:
+            start = next((i + 1 for i in range(last - 1, -1, -1) if _marked(self.msgs[i])), 0)
+        cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
+        # Record counts are sums and differences of counts, not counts: a few may be negative.
+        shrinkable = sum(max(r.tokens, 0) - r.tokens for r in self.records[:start])
+        clearable = sum(max(self.records[ri].pieces[pi].forwarded_tokens, 0) for ri, pi in candidates if
+                        (ri, pi) not in plan)
+        clearable += sum(max(self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens, 0)
+                         for (ri, pi), new in plan.items())
+        reread = sum(r.tokens for r in self.records[start:cached_end]) - shrinkable - clearable
+        remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
+        return e.net_saving(bound, reread, remaining) > 0
 
     def _pays(self, cleared: int, updated: list[Record], first: int, turns: list[int]) -> bool:
         """Whether a step clearing ``cleared`` tokens from record ``first`` on saves money over the

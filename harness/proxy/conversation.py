@@ -180,11 +180,82 @@ class ConversationStore:
 
 
 def message_key(msg) -> bytes:
-    """A digest of a message as sent, ignoring where ``cache_control`` markers sit."""
+    """A digest of a message as sent, ignoring where ``cache_control`` markers sit.
+
+    Remembered by the message's exact value: an agent resends every earlier message on each
+    turn, and looking a message up (its texts hashed once, compared on a hit) costs a fraction
+    of writing it out and digesting it again."""
+    try:
+        size = [0]
+        frozen = _frozen(msg, 0, size)
+    except _Unfrozen:
+        return _digest(msg)
+    with _keys_lock:
+        key = _keys.get(frozen)
+        if key is not None:
+            _keys.move_to_end(frozen)
+            return key
+    key = _digest(msg)
+    if size[0] <= MAX_KEYED_CHARS:
+        global _keyed_chars
+        with _keys_lock:
+            if frozen not in _keys:
+                _keys[frozen] = key
+                _sizes[frozen] = size[0]
+                _keyed_chars += size[0]
+                while _keyed_chars > MAX_KEYED_CHARS:
+                    old, _ = _keys.popitem(last=False)
+                    _keyed_chars -= _sizes.pop(old)
+    return key
+
+
+def _digest(msg) -> bytes:
     text = repr(msg)  # walks the message in C; most messages carry no marker
     if "cache_control" in text:
         text = repr(_without_markers(msg))
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+MAX_KEYED_CHARS = 32_000_000   # text held by the digests remembered (evicted oldest first)
+_keys: OrderedDict[tuple, bytes] = OrderedDict()
+_sizes: dict[tuple, int] = {}
+_keyed_chars = 0
+_keys_lock = threading.Lock()
+# Tags of the frozen form: distinct values freeze to distinct tuples, exactly as their reprs
+# differ (1, 1.0 and True are equal in Python, not in a message).  A str stands for itself.
+_DICT, _LIST, _INT, _FLOAT, _BOOL, _NONE = range(6)
+
+
+class _Unfrozen(Exception):
+    """A value without a frozen form (an unusual type or nesting): digested without the memo."""
+
+
+def _frozen(value, depth: int, size: list[int]):
+    t = type(value)
+    if t is str:
+        size[0] += len(value)
+        return value
+    if depth > 64:
+        raise _Unfrozen
+    if t is dict:
+        items = [_DICT]
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _Unfrozen
+            size[0] += len(k)
+            items.append((k, _frozen(v, depth + 1, size)))
+        return tuple(items)
+    if t is list:
+        return (_LIST, *[_frozen(v, depth + 1, size) for v in value])
+    if t is int:
+        return (_INT, value)
+    if t is bool:
+        return (_BOOL, value)
+    if t is float:
+        return (_FLOAT, repr(value))
+    if value is None:
+        return (_NONE,)
+    raise _Unfrozen
 
 
 def _without_markers(value, depth: int = 0):

@@ -42,6 +42,9 @@ ANSWER_CAPTURE_BYTES = 8 * 1024 * 1024  # enough answer to measure; the client s
 MAX_URL_CHARS = 8192      # path + query; longer gets 414 (the upstream hop could not carry it anyway)
 MAX_JSON_DEPTH = 100      # real requests nest about 10 deep; deeper is refused before anything walks it
 INLINE_BODY_BYTES = 64 * 1024  # smaller bodies are prepared on the event loop (a thread hop costs more)
+MAX_CONNECTIONS = 512     # to the upstreams, over all pools
+MAX_KEEPALIVE = 128
+UPSTREAM_POOLS = 8
 
 
 @dataclass
@@ -73,23 +76,33 @@ class Proxy:
             ANTHROPIC: Upstream(ANTHROPIC, config.anthropic_base, config.anthropic_provider),
         }
         self.upstreams[RESPONSES] = self.upstreams[OPENAI]  # the same host, another endpoint
-        self.client: httpx.AsyncClient | None = None
+        self.clients: list[httpx.AsyncClient] = []
+        self._turn = 0
         self.session_id: int | None = None
         self.stats = {"requests": 0, "compressed": 0, "errors": 0}
 
     async def start(self) -> None:
         c = self.config
-        self.client = httpx.AsyncClient(
+        # Several small connection pools instead of one large one: httpx's pool walks all its
+        # connections (polling every idle socket) each time a request starts or an answer ends,
+        # which with dozens of agents in flight cost more CPU than relaying their bodies.
+        self.clients = [httpx.AsyncClient(
             timeout=httpx.Timeout(connect=c.connect_timeout, read=c.read_timeout, write=60.0, pool=c.connect_timeout),
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=128, keepalive_expiry=30),
+            limits=httpx.Limits(max_connections=MAX_CONNECTIONS // UPSTREAM_POOLS,
+                                max_keepalive_connections=MAX_KEEPALIVE // UPSTREAM_POOLS, keepalive_expiry=30),
             follow_redirects=False,
             trust_env=c.trust_env,
-        )
+        ) for _ in range(UPSTREAM_POOLS)]
+
+    def _client(self) -> httpx.AsyncClient:
+        """The next pool, in turn."""
+        self._turn = (self._turn + 1) % len(self.clients)
+        return self.clients[self._turn]
 
     async def aclose(self) -> None:
-        if self.client is not None:
-            await self.client.aclose()
-            self.client = None
+        for client in self.clients:
+            await client.aclose()
+        self.clients = []
 
     # -- model calls ------------------------------------------------------------------
 
@@ -189,12 +202,13 @@ class Proxy:
 
     async def _forward(self, request: Request, api: str, url: str, content: bytes, endpoint: str, t0: float,
                        finish) -> Response:
-        assert self.client is not None, "proxy not started"
-        req = self.client.build_request(request.method, url, headers=request_headers(request.headers),
+        assert self.clients, "proxy not started"
+        client = self._client()
+        req = client.build_request(request.method, url, headers=request_headers(request.headers),
                                         content=content if request.method not in ("GET", "HEAD") else None)
         host = urlsplit(url).netloc
         try:
-            resp = await self.client.send(req, stream=True)
+            resp = await client.send(req, stream=True)
         except httpx.TimeoutException:
             self.metrics.upstream_errors.labels(kind="timeout").inc()
             if finish:

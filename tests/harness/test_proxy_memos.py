@@ -1,0 +1,179 @@
+"""The proxy's shortcuts change no forwarded byte and no ledger figure.
+
+* the compaction pre-check (:meth:`RequestPass._may_pay`) never turns down a
+  step that :meth:`RequestPass._pays` would take, and skipping the planning it
+  saves leaves every forwarded body as the full computation makes it;
+* remembered message digests and token counts are exactly the computed ones;
+* a plan's cache key leaves out only what cannot change the plan.
+
+Real parts: an indexed copy of fixtures/proxy_project, real tree-sitter
+parses, real token counts.
+"""
+
+import copy
+
+import pytest
+
+from memstrata.compressor.block import Block, plan_block
+from memstrata.compressor.block_rank import prepare, relevant_part
+from memstrata.compressor.outline import outline_of
+from memstrata.compressor.tokens import count_tokens
+from memstrata.harness.proxy import compress_request
+from memstrata.harness.proxy.compaction import RequestPass
+from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
+from memstrata.harness.proxy.conversation import _digest, message_key
+from memstrata.harness.proxy.token_counts import TextCounts
+
+MARK = {"type": "ephemeral"}
+FILES = ["shop/orders.py", "shop/pricing.py", "shop/inventory.py", "shop/shipping.py", "shop/orders.py",
+         "shop/pricing.py", "shop/inventory.py", "shop/orders.py"]
+QUESTION = "Why does Order.refund reject an order that was shipped 31 days ago?"
+# Small thresholds for the fixture's small files; a long expected session (horizon) makes some steps
+# pay, the default horizon makes most of them not pay.
+PAYING = CompressionSettings.for_mode("safe", min_tokens=300, trigger=2500, clear_at_least=800,
+                                      keep_tool_uses=2, keep_task_tool_uses=0, horizon_share=10.0, horizon=100)
+SHORT = CompressionSettings.for_mode("safe", min_tokens=300, trigger=2500, clear_at_least=800,
+                                     keep_tool_uses=2, keep_task_tool_uses=0)
+AGGRESSIVE = CompressionSettings.for_mode("aggressive", min_tokens=300, trigger=2500, clear_at_least=800,
+                                          horizon_share=10.0, horizon=100)
+
+
+def cat_n(text):
+    lines = text.rstrip("\n").split("\n")
+    return "\n".join(f"{i:>6}\t{line}" for i, line in enumerate(lines, 1))
+
+
+def conversation(ws, api, marked):
+    """Request bodies of an agent reading FILES one per turn (Claude Code's markers when ``marked``)."""
+    msgs = [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}]
+    system = [{"type": "text", "text": "You are a coding agent. " * 80, **({"cache_control": MARK} if marked else {})}]
+    for n, path in enumerate(FILES, 1):
+        tid = f"toolu_{n:02d}"
+        text = cat_n((ws.root / path).read_text())
+        if api == "anthropic":
+            msgs.append({"role": "assistant", "content": [
+                {"type": "text", "text": f"Let me read {path}."},
+                {"type": "tool_use", "id": tid, "name": "Read", "input": {"file_path": str(ws.root / path)}}]})
+            msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": text}]})
+            sent = copy.deepcopy(msgs)
+            if marked:
+                sent[-1]["content"][-1]["cache_control"] = MARK
+            yield {"model": "claude-sonnet-4-5", "max_tokens": 512, "system": system, "messages": sent}
+        else:
+            msgs.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": tid, "type": "function", "function": {"name": "Read",
+                                                             "arguments": f'{{"file_path": "{ws.root / path}"}}'}}]})
+            msgs.append({"role": "tool", "tool_call_id": tid, "content": text})
+            yield {"model": "gpt-4o", "messages": [{"role": "system", "content": "You are a coding agent."},
+                                                   *copy.deepcopy(msgs)]}
+
+
+class Checked(RequestPass):
+    """The real pass; the pre-check's verdict is recorded, then the full computation runs anyway."""
+
+    log: list = []
+
+    def _may_pay(self, *args):
+        self._verdict = super()._may_pay(*args)
+        return True
+
+    def _pays(self, *args):
+        pays = super()._pays(*args)
+        type(self).log.append((self._verdict, pays))
+        return pays
+
+
+class Full(RequestPass):
+    """The pass without the pre-check: every step is planned and priced."""
+
+    def _may_pay(self, *args):
+        return True
+
+
+@pytest.mark.parametrize("settings", [PAYING, SHORT, AGGRESSIVE], ids=["paying", "short-horizon", "aggressive"])
+@pytest.mark.parametrize("api,marked", [("anthropic", True), ("anthropic", False), ("openai", False)])
+def test_the_pre_check_never_turns_down_a_step_that_pays(shop_ws, monkeypatch, settings, api, marked):
+    bodies = list(conversation(shop_ws, api, marked))
+    monkeypatch.setattr(Checked, "log", [])
+    monkeypatch.setattr(compress_request, "RequestPass", Checked)
+    checked = Compressor(shop_ws, settings)
+    for body in bodies:
+        checked.compress(copy.deepcopy(body), api)
+    assert not any(pays and not verdict for verdict, pays in Checked.log)
+
+    # With the pre-check in force, the same bodies are forwarded as with the full computation.
+    monkeypatch.setattr(compress_request, "RequestPass", RequestPass)
+    fast = Compressor(shop_ws, settings)
+    fast_out = [fast.compress(copy.deepcopy(b), api) for b in bodies]
+    monkeypatch.setattr(compress_request, "RequestPass", Full)
+    full = Compressor(shop_ws, settings)
+    full_out = [full.compress(copy.deepcopy(b), api) for b in bodies]
+    for a, b in zip(fast_out, full_out):
+        assert (a.body, a.reason, a.compaction, a.prefix_invalidated_tokens) == \
+               (b.body, b.reason, b.compaction, b.prefix_invalidated_tokens)
+        assert (a.replaced_tokens, a.replacement_tokens, a.sources, a.slice_symbols) == \
+               (b.replaced_tokens, b.replacement_tokens, b.sources, b.slice_symbols)
+
+
+def test_the_pre_check_is_exercised_both_ways(shop_ws, monkeypatch):
+    """The cases above include steps that pay and steps the pre-check skips (else they prove little)."""
+    monkeypatch.setattr(compress_request, "RequestPass", Checked)
+    verdicts = set()
+    for settings in (PAYING, SHORT):
+        monkeypatch.setattr(Checked, "log", [])
+        comp = Compressor(shop_ws, settings)
+        for body in conversation(shop_ws, "anthropic", True):
+            comp.compress(body, "anthropic")
+        verdicts |= set(Checked.log)
+    assert (True, True) in verdicts      # a step that pays was let through
+    assert (False, False) in verdicts    # a step that does not pay was skipped
+
+
+def test_remembered_message_digests_are_the_computed_ones():
+    values = [
+        {"role": "user", "content": "x" * 5000},
+        {"role": "user", "content": [{"type": "text", "text": "x" * 5000, "cache_control": MARK}]},
+        {"role": "user", "content": [{"type": "text", "text": "x" * 5000}]},
+        {"a": 1}, {"a": 1.0}, {"a": True}, {"a": "1"}, {"a": None}, {"a": [1]}, {"a": (1,)}, {"a": -0.0},
+        {"a": 0.0}, {1: "a"}, {"1": "a"}, ["part", "user", {"type": "text", "text": "y"}], "plain", 7,
+        {"b": 1, "a": 2}, {"a": 2, "b": 1}, {"a": float("nan")},
+    ]
+    for _ in range(2):  # computed, then remembered
+        for v in values:
+            assert message_key(copy.deepcopy(v)) == _digest(v)
+    # Values Python calls equal but that read differently stay apart.
+    assert len({message_key(v) for v in ({"a": 1}, {"a": 1.0}, {"a": True})}) == 3
+    assert message_key({"a": 0.0}) != message_key({"a": -0.0})
+    # Markers do not count, wherever they sit.
+    assert message_key(values[1]) == message_key(values[2])
+
+
+def test_remembered_token_counts_are_exact_and_bounded():
+    counts = TextCounts(max_chars=1000)
+    texts = [f"def f{i}(x):\n    return x + {i}\n" * 8 for i in range(12)]
+    for _ in range(2):
+        for t in texts:
+            assert counts.count(t) == count_tokens(t)
+    assert counts.chars <= 1000 and 0 < len(counts) < len(texts)
+    assert counts.count("") == 0
+    big = "word " * 400
+    assert counts.count(big) == count_tokens(big) and big not in counts._d
+
+
+def test_a_plan_key_ignores_only_words_that_cannot_name_a_unit(shop_ws):
+    text = (shop_ws.root / "shop/orders.py").read_text().split("\n")
+    block = Block(text, text, list(range(1, len(text) + 1)), "python", "shop/orders.py")
+    outline = outline_of(block.code, block.language, block.path)
+    base = prepare(QUESTION)
+    names = {u.name for u in outline.units if u.kind != "stmt" and u.name and len(u.name) >= 4}
+    assert names
+    # Plain words that name no unit of the block (a path read later, a verb) leave the key alone ...
+    extra = frozenset({"read", "sympy", "rings", "Let"}) - names
+    other = type(base)(base.terms, base.code_names, base.words | extra, base.about_tests)
+    assert relevant_part(outline, other) == relevant_part(outline, base)
+    a, b = plan_block(block, base), plan_block(block, other)
+    assert (a.keep, a.evidence) == (b.keep, b.evidence)
+    # ... a unit's name does not.
+    name = sorted(names - base.words)[0]
+    named = type(base)(base.terms, base.code_names, base.words | {name}, base.about_tests)
+    assert relevant_part(outline, named) != relevant_part(outline, base)
