@@ -6,6 +6,8 @@ storage/code_index.py calls these when ``store.dialect`` is
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 
 from .fts_terms import bm25 as fts_bm25
@@ -145,26 +147,78 @@ def match_count(store, token: str, cap: int) -> int:
     term = term_of(token)
     if term is None:
         return 0
-    return store.execute("SELECT count(*) FROM (SELECT 1 FROM symbol_terms WHERE term = ? LIMIT ?) AS m",
-                         (term, cap))[0][0]
+    return _postings(store).count(term, cap)
 
 
 def search(store, tokens: Sequence[str], limit: int) -> list[tuple[int, float]]:
     """``tokens`` OR-ed, ranked by FTS5's BM25 with the index's column weights."""
     terms = [term_of(t) for t in tokens]
-    with store.read():
-        nrow, ntok = store.execute("SELECT nrow, ntok FROM fts_totals WHERE id = 1")[0]
-        wanted = sorted({t for t in terms if t is not None})
-        hits: dict[str, dict[int, tuple[int, ...]]] = {t: {} for t in wanted}
-        if wanted:
-            # = ANY(array): one statement text whatever the count (an IN list
-            # of thousands of placeholders is new SQL to parse every time).
-            for term, sid, *counts in store.execute(
+    cache = _postings(store)
+    hits = cache.hits([t for t in terms if t is not None])
+    phrases = [hits[t] if t is not None else {} for t in terms]
+    return fts_bm25(phrases, cache.nrow, cache.ntok, cache.lengths, limit)
+
+
+class _Postings:
+    """One reader's copy of the postings it has searched, good while the
+    index's code generation holds (every write of a file renews it).  A
+    question's terms mostly come back in later questions; fetching a common
+    term's thousands of rows again each time was most of a search on a
+    server across the network."""
+
+    MAX_ROWS = 200_000  # postings kept before the copy starts afresh (a search reads a few thousand)
+
+    def __init__(self, store, generation: str | None):
+        self.store, self.generation = store, generation
+        self.terms: dict[str, dict[int, tuple[int, ...]]] = {}
+        self.counts: dict[tuple[str, int], int] = {}  # (term, cap) -> symbols holding it, at most cap
+        self.rows = 0
+        with store.read():
+            self.nrow, self.ntok = store.execute("SELECT nrow, ntok FROM fts_totals WHERE id = 1")[0]
+            # Every symbol's length at once (tens of thousands of small rows,
+            # read once per generation): BM25 needs it for whatever matches.
+            self.lengths: dict[int, int] = dict(store.execute("SELECT id, fts_tokens FROM symbols"))
+
+    def count(self, term: str, cap: int) -> int:
+        n = self.counts.get((term, cap))
+        if n is None:
+            known = self.terms.get(term)
+            if known is not None:
+                n = min(len(known), cap)
+            else:
+                n = self.store.execute(
+                    "SELECT count(*) FROM (SELECT 1 FROM symbol_terms WHERE term = ? LIMIT ?) AS m", (term, cap))[0][0]
+            if len(self.counts) > 100_000:
+                self.counts.clear()
+            self.counts[(term, cap)] = n
+        return n
+
+    def hits(self, terms: Sequence[str]) -> dict[str, dict[int, tuple[int, ...]]]:
+        missing = sorted({t for t in terms if t not in self.terms})
+        if missing:
+            if self.rows > self.MAX_ROWS:
+                self.terms.clear()
+                self.rows = 0
+            fetched: dict[str, dict[int, tuple[int, ...]]] = {t: {} for t in missing}
+            # = ANY(array): one statement text whatever the count.
+            for term, sid, *counts in self.store.execute(
                     "SELECT term, symbol_id, n_name, n_signature, n_doc, n_body FROM symbol_terms "
-                    "WHERE term = ANY(?)", (wanted,)):
-                hits[term][sid] = counts
-        docs = sorted(set().union(*hits.values())) if hits else []
-        lengths: dict[int, int] = dict(store.execute(
-            "SELECT id, fts_tokens FROM symbols WHERE id = ANY(?)", (docs,))) if docs else {}
-    phrases = [hits.get(t, {}) if t is not None else {} for t in terms]
-    return fts_bm25(phrases, nrow, ntok, lengths, limit)
+                    "WHERE term = ANY(?)", (missing,)):
+                fetched[term][sid] = tuple(counts)
+            for term, found in fetched.items():
+                self.terms[term] = found
+                self.rows += len(found)
+        return {t: self.terms[t] for t in terms}
+
+
+_caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _postings(store) -> _Postings:
+    generation = store.get_meta("code_generation")
+    with _caches_lock:
+        cache = _caches.get(store)
+        if cache is None or cache.generation != generation or generation is None:
+            cache = _caches[store] = _Postings(store, generation)
+        return cache

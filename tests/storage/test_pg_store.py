@@ -1,5 +1,6 @@
-"""PgStore's named locks: held by a connection, gone with its process, and
-taken again when a dropped connection is replaced."""
+"""PgStore itself: named locks held by a connection (gone with its process,
+taken again when a dropped connection is replaced), SQL translation, the
+postings under edits and cold loads, and a reader's cached postings."""
 
 from __future__ import annotations
 
@@ -93,3 +94,41 @@ def test_a_cold_run_builds_the_postings_indexes_at_its_end(pg_url, project_copy)
         assert _term_indexes(ws.store) == set()
         ws.index()
         assert _term_indexes(ws.store) == {"symbol_terms_term", "symbol_terms_file"}
+
+
+def test_a_readers_cached_postings_follow_the_writer(pg_url, project_copy):
+    from memstrata.indexer.project import StoreChoice
+    from memstrata.indexer.workspace import Workspace
+    from memstrata.storage import code_index as ci
+
+    root = project_copy("python_project")
+    choice = StoreChoice(pg_url, "proj")
+    with Workspace.open(root, store=choice) as writer:
+        writer.index()
+        reader = Workspace.open_shared(choice)
+        try:
+            assert ci.search_symbols(reader.store, ["zebrafish"]) == []
+            before = ci.search_symbols(reader.store, ["login"])
+            assert before
+            target = next(p for p in root.rglob("*.py") if p.stat().st_size > 200)
+            target.write_text(target.read_text() + "\n\ndef zebrafish_login(x):\n    return x\n")
+            writer.index()
+            found = ci.search_symbols(reader.store, ["zebrafish"])
+            assert len(found) == 1
+            names = {r[0] for r in reader.store.execute(
+                "SELECT name FROM symbols WHERE id = ANY(?)", ([i for i, _ in found],))}
+            assert names == {"zebrafish_login"}
+            # The same question on a fresh SQLite index of the edited tree ranks
+            # alike, scores included (ids differ: the reader's were renumbered by the edit).
+            def named(store, hits):
+                rows = dict(store.execute(
+                    "SELECT s.id, f.path || '::' || s.qualname FROM symbols s JOIN files f ON f.id = s.file_id"))
+                return [(rows[i], score) for i, score in hits]
+
+            with Workspace.open(root) as local:
+                local.index()
+                terms = ["login", "zebrafish"]
+                assert named(local.store, ci.search_symbols(local.store, terms)) == \
+                    named(reader.store, ci.search_symbols(reader.store, terms))
+        finally:
+            reader.close()
