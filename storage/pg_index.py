@@ -173,6 +173,7 @@ class _Postings:
         self.terms: dict[str, dict[int, tuple[int, ...]]] = {}
         self.counts: dict[tuple[str, int], int] = {}  # (term, cap) -> symbols holding it, at most cap
         self.rows = 0
+        self.lock = threading.Lock()  # a server's worker threads share one copy
         with store.read():
             self.nrow, self.ntok = store.execute("SELECT nrow, ntok FROM fts_totals WHERE id = 1")[0]
             # Every symbol's length at once (tens of thousands of small rows,
@@ -180,6 +181,10 @@ class _Postings:
             self.lengths: dict[int, int] = dict(store.execute("SELECT id, fts_tokens FROM symbols"))
 
     def count(self, term: str, cap: int) -> int:
+        with self.lock:
+            return self._count(term, cap)
+
+    def _count(self, term: str, cap: int) -> int:
         n = self.counts.get((term, cap))
         if n is None:
             known = self.terms.get(term)
@@ -194,11 +199,15 @@ class _Postings:
         return n
 
     def hits(self, terms: Sequence[str]) -> dict[str, dict[int, tuple[int, ...]]]:
+        with self.lock:
+            return self._hits(terms)
+
+    def _hits(self, terms: Sequence[str]) -> dict[str, dict[int, tuple[int, ...]]]:
+        if self.rows > self.MAX_ROWS:  # before deciding what to fetch: what is kept stays until returned
+            self.terms.clear()
+            self.rows = 0
         missing = sorted({t for t in terms if t not in self.terms})
         if missing:
-            if self.rows > self.MAX_ROWS:
-                self.terms.clear()
-                self.rows = 0
             fetched: dict[str, dict[int, tuple[int, ...]]] = {t: {} for t in missing}
             # = ANY(array): one statement text whatever the count.
             for term, sid, *counts in self.store.execute(

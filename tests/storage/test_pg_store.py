@@ -132,3 +132,25 @@ def test_a_readers_cached_postings_follow_the_writer(pg_url, project_copy):
                     named(reader.store, ci.search_symbols(reader.store, terms))
         finally:
             reader.close()
+
+
+def test_a_full_postings_copy_starts_afresh_without_losing_a_question(pg_url, project_copy, monkeypatch):
+    from memstrata.indexer.project import StoreChoice
+    from memstrata.indexer.workspace import Workspace
+    from memstrata.storage import code_index as ci
+    from memstrata.storage import pg_index
+
+    root = project_copy("python_project")
+    choice = StoreChoice(pg_url, "proj")
+    with Workspace.open(root, store=choice) as writer:
+        writer.index()
+    with Workspace.open(root) as local:
+        local.index()
+        reader = Workspace.open_shared(choice)
+        try:
+            monkeypatch.setattr(pg_index._Postings, "MAX_ROWS", 3)  # every question overflows it
+            for terms in (["login", "user"], ["user", "session"], ["login", "session", "user"], ["user"]):
+                # Same index content on both sides, built the same way: ids and scores alike.
+                assert ci.search_symbols(reader.store, terms) == ci.search_symbols(local.store, terms)
+        finally:
+            reader.close()
