@@ -8,6 +8,7 @@ and cached per process, so parse workers pay for them once.
 from __future__ import annotations
 
 import importlib
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -95,6 +96,114 @@ def query_source(name: str) -> str:
 @lru_cache(maxsize=None)
 def get_query(name: str) -> ts.Query:
     return ts.Query(get_language(name), query_source(name))
+
+
+class QueryPass:
+    """Part of a language's query, run as one cursor over a file.
+
+    ``patterns[i]`` is the source text of the pass's pattern ``i`` (what its
+    matches capture can be read from it); ``max_start_depth`` 0 means every
+    pattern is anchored at the file's root node.  A plain class: a dataclass
+    compiles its methods at import, which every ``memstrata`` command pays."""
+
+    __slots__ = ("query", "patterns", "max_start_depth")
+
+    def __init__(self, query: ts.Query, patterns: tuple[str, ...], max_start_depth: int | None):
+        self.query = query
+        self.patterns = patterns
+        self.max_start_depth = max_start_depth
+
+
+# The node type a pattern starts with: ``(type`` or ``((type`` (a pattern with
+# predicates); an alternation ``[...]`` is never taken as anchored.
+_PATTERN_HEAD = re.compile(r"\s*\((?:\s*\()?\s*([A-Za-z_]\w*)")
+
+
+@lru_cache(maxsize=None)
+def get_query_passes(name: str) -> tuple[QueryPass, ...]:
+    """The language's query split in two: the patterns anchored at the root
+    node (``(module (expression_statement ...))``: top-level constants) and
+    the rest.  A root-anchored pattern stays in progress for the whole walk
+    of the file, which makes every node dearer to visit; on its own, with
+    matches allowed to start only at the root, it visits just the top level."""
+    source = query_source(name)
+    root_type = get_parser(name).parse(b"").root_node.type
+    language = get_language(name)
+    # Compiling a query costs a worker as much as parsing a few files: the
+    # patterns are cut out of the text here, and the whole query is compiled
+    # only when the two halves do not hold exactly the cut patterns.
+    patterns = _split_patterns(source)
+    passes = _build_passes(language, patterns, root_type) if patterns else None
+    if passes is None:
+        full = get_query(name)
+        data = source.encode("utf-8")
+        patterns = [data[full.start_byte_for_pattern(i) : full.end_byte_for_pattern(i)].decode("utf-8")
+                    for i in range(full.pattern_count)]
+        passes = _build_passes(language, patterns, root_type, check=False)
+    return passes
+
+
+def _build_passes(language: ts.Language, patterns: list[str], root_type: str,
+                  check: bool = True) -> tuple[QueryPass, ...] | None:
+    rooted: list[str] = []
+    rest: list[str] = []
+    for text in patterns:
+        head = _PATTERN_HEAD.match(text)
+        code = "\n".join(line.split(";", 1)[0] for line in text.splitlines())
+        # Only definitions move: their order among other matches is settled
+        # by sorting on their spans, while imports keep the order they match in.
+        anchored = head is not None and head.group(1) == root_type and "@definition." in code \
+            and "@reference." not in code and "@import" not in code
+        (rooted if anchored else rest).append(text)
+    passes = []
+    for part, depth in ((rest, None), (rooted, 0)):
+        if not part:
+            continue
+        query = ts.Query(language, "\n".join(part))
+        if check:
+            starts, at = [], 0
+            for text in part:
+                starts.append(at + len(text.encode("utf-8")) - len(text.lstrip().encode("utf-8")))
+                at += len(text.encode("utf-8")) + 1
+            if query.pattern_count != len(part) or \
+                    [query.start_byte_for_pattern(i) for i in range(len(part))] != starts:
+                return None
+        passes.append(QueryPass(query, tuple(part), depth))
+    return tuple(passes)
+
+
+def _split_patterns(source: str) -> list[str]:
+    """The top-level patterns of a query's text, each with the comments and
+    blank lines that follow it."""
+    patterns: list[str] = []
+    depth = 0
+    start = None
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        if c == ";":
+            end = source.find("\n", i)
+            i = n if end < 0 else end + 1
+            continue
+        if c == '"':
+            i += 1
+            while i < n and source[i] != '"':
+                i += 2 if source[i] == "\\" else 1
+            i += 1
+            continue
+        if c in "([":
+            if depth == 0 and start is not None:  # the previous pattern closed
+                patterns.append(source[start:i])
+                start = i
+            if start is None:
+                start = i
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        i += 1
+    if start is not None:
+        patterns.append(source[start:])
+    return patterns
 
 
 _parsers = threading.local()

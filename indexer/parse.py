@@ -13,16 +13,25 @@ carry one *role* capture on the outer node plus helpers:
 * ``@import``: an import statement, handed to :mod:`indexer.imports`.
 
 Qualified names come from byte-range nesting, so queries stay flat.
+
+A query runs as two cursors (:func:`languages.get_query_passes`): patterns
+anchored at the file's root node on their own, which walks only the top
+level, and the rest.  References, most of a file's matches, are collected as
+nodes and turned into folded rows in bulk (:func:`parse_rows`).
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections import Counter
+from itertools import islice, repeat
+from operator import attrgetter, gt, itemgetter
 
 import tree_sitter as ts
 
 from .imports import extract_imports
-from .languages import get_parser, get_query
+from .languages import QueryPass, get_parser, get_query_passes
 from .model import ImportFact, ParseResult, RefFact, SymbolFact
 
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
@@ -67,6 +76,16 @@ def _text(node: ts.Node) -> str:
 
 def parse_source(path: str, language: str, source: bytes) -> ParseResult:
     """Parse UTF-8 ``source`` of ``language``; never raises on bad code."""
+    result, ref_rows = parse_rows(path, language, source)
+    result.refs = [RefFact(name=n, kind=k, line=ln, scope=s, receiver=r, count=c)
+                   for s, n, k, r, ln, c in ref_rows]
+    return result
+
+
+def parse_rows(path: str, language: str, source: bytes) -> tuple[ParseResult, list[tuple]]:
+    """:func:`parse_source` with the references as storage rows, (scope, name,
+    kind, receiver, line, count), and ``result.refs`` left empty: the index
+    run writes rows, and most of a file's facts are references."""
     tree = get_parser(language).parse(source)
     root = tree.root_node
     result = ParseResult(path=path, language=language)
@@ -75,63 +94,18 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
 
     defs: list[_Def] = []
     seen_defs: set[tuple[int, int, str]] = set()
-    raw_refs: list[tuple[int, str, str, int, str | None]] = []
-    seen_refs: set[tuple[int, str]] = set()
+    # A use is kept as (name node, kind, receiver nodes) and turned into text
+    # and positions in bulk below: references are most of a file's matches.
+    uses: list[tuple] = []
     imports: list[ImportFact] = []
-    builtin_types = _BUILTIN_TYPES.get(language, frozenset())
     js_like = language in _JS_LIKE
 
-    roles = _pattern_roles(language)
-    for pattern, caps in ts.QueryCursor(get_query(language)).matches(root):
-        info = roles.get(pattern)
-        if info is None:
-            info = roles[pattern] = _role_info(caps)
-        role, group, kind = info
-        if group is None:
-            continue
-        if group == _IMPORT:
-            imports.extend(extract_imports(language, caps[role][0], source))
-            continue
-        names = caps.get("name")
-        if not names:
-            if group != _REF:
-                continue
-            names = caps[role]
-        name_node = names[0]
-        name = _text(name_node)
-        if not name:
-            continue
-        receiver_nodes = caps.get("receiver")
-        if group == _REF:
-            if kind == "type" and name in builtin_types:
-                continue
-            start = name_node.start_byte
-            key = (start, kind)
-            if key in seen_refs:
-                continue
-            seen_refs.add(key)
-            receiver = None
-            if receiver_nodes:
-                receiver = _text(receiver_nodes[0])[:_MAX_RECEIVER]
-                if "\n" in receiver or "  " in receiver or "\t" in receiver:
-                    receiver = _WS.sub(" ", receiver)
-            raw_refs.append((start, name, kind, name_node.start_point[0] + 1, receiver))
-            continue
-        node = caps[role][0]
-        span = node
-        parent = node.parent
-        if parent is not None and parent.type == "decorated_definition":
-            span = parent
-        elif js_like:
-            span = _js_statement(node)
-        receiver = _text(receiver_nodes[0]) if receiver_nodes else None
-        if js_like and receiver is not None:
-            name, receiver, kind = _js_assignment(node, name, receiver, kind, path)
-        key = (span.start_byte, span.end_byte, name)
-        if key in seen_defs:
-            continue
-        seen_defs.add(key)
-        defs.append(_Def(node, span, kind, name, receiver))
+    for query_pass, plans in _passes(language):
+        cursor = ts.QueryCursor(query_pass.query)
+        if query_pass.max_start_depth is not None:
+            cursor.set_max_start_depth(query_pass.max_start_depth)
+        _read_matches(cursor.matches(root), query_pass, plans, language, path, source,
+                      uses, defs, seen_defs, imports)
 
     _nest(defs)
     if language == "python":
@@ -153,11 +127,96 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
                 parent=_symbol_parent(d),
             )
         )
-    result.refs = _scope_refs(raw_refs, defs)
+    ref_rows = _ref_rows(_uses(uses, _BUILTIN_TYPES.get(language), source), defs, source)
     if language == "rust":
-        result.refs += _rust_trait_refs(defs)
+        ref_rows += [(r.scope, r.name, r.kind, r.receiver, r.line, r.count) for r in _rust_trait_refs(defs)]
     result.imports = imports
-    return result
+    return result, ref_rows
+
+
+def _read_matches(matches, query_pass: QueryPass, plans: dict[int, tuple], language: str, path: str,
+                  source: bytes, uses: list[tuple], defs: list[_Def], seen_defs: set, imports: list) -> None:
+    add_use = uses.append
+    js_like = language in _JS_LIKE
+    for pattern, caps in matches:
+        plan = plans.get(pattern)
+        if plan is None:
+            plan = plans[pattern] = _plan(query_pass, pattern, caps)
+        group, role, kind, name_cap, has_receiver = plan
+        if group is _REF:
+            names = caps.get(name_cap) or caps[role] if name_cap else caps[role]
+            add_use((names[0], kind, caps.get("receiver") if has_receiver else None))
+            continue
+        if group is None:
+            continue
+        if group is _IMPORT:
+            imports.extend(extract_imports(language, caps[role][0], source))
+            continue
+        names = caps.get("name")
+        if not names:
+            continue
+        name_node = names[0]
+        name = _text(name_node)
+        if not name:
+            continue
+        receiver_nodes = caps.get("receiver")
+        node = caps[role][0]
+        span = node
+        parent = node.parent
+        if parent is not None and parent.type == "decorated_definition":
+            span = parent
+        elif js_like:
+            span = _js_statement(node)
+        receiver = _text(receiver_nodes[0]) if receiver_nodes else None
+        if js_like and receiver is not None:
+            name, receiver, kind = _js_assignment(node, name, receiver, kind, path)
+        key = (span.start_byte, span.end_byte, name)
+        if key in seen_defs:
+            continue
+        seen_defs.add(key)
+        defs.append(_Def(node, span, kind, name, receiver))
+
+
+
+_byte_range = attrgetter("byte_range")
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _uses(uses: list[tuple], builtin_types: frozenset[str] | None, source: bytes) -> tuple[list, list, list, list]:
+    """(starts, names, kinds, receivers) of the matched uses in match order:
+    empty names and builtin types dropped, then one use per (position, kind),
+    the first match winning (two patterns may capture the same name)."""
+    # Slicing the source is a fraction of the cost of ``Node.text``.
+    ranges = list(map(_byte_range, map(_first, uses)))
+    starts = list(map(_first, ranges))
+    names = [source[a:b].decode("utf-8", "replace") for a, b in ranges]
+    kinds = list(map(_second, uses))
+    receivers = [_receiver(r, source) if r else None for r in map(_third, uses)]
+    keep = None
+    if "" in names or (builtin_types is not None and "type" in kinds):
+        keep = [bool(n) and not (k == "type" and builtin_types is not None and n in builtin_types)
+                for n, k in zip(names, kinds)]
+    keys = list(zip(starts, kinds))
+    if keep is not None or len(set(keys)) != len(keys):
+        seen: set[tuple[int, str]] = set()
+        kept = []
+        for i, key in enumerate(keys):
+            if (keep is None or keep[i]) and key not in seen:
+                seen.add(key)
+                kept.append(i)
+        starts = [starts[i] for i in kept]
+        names = [names[i] for i in kept]
+        kinds = [kinds[i] for i in kept]
+        receivers = [receivers[i] for i in kept]
+    return starts, names, kinds, receivers
+
+
+def _receiver(nodes: list[ts.Node], source: bytes) -> str:
+    start, end = nodes[0].byte_range
+    receiver = source[start:end].decode("utf-8", "replace")[:_MAX_RECEIVER]
+    if "\n" in receiver or "  " in receiver or "\t" in receiver:
+        receiver = _WS.sub(" ", receiver)
+    return receiver
 
 
 _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
@@ -204,12 +263,27 @@ def _js_assignment(node: ts.Node, name: str, receiver: str, kind: str, path: str
 
 _ROLE_PREFIXES = ("definition.", "reference.", "scope", "import")
 _DEF, _REF, _IMPORT = "def", "ref", "import"
-_roles: dict[str, dict[int, tuple]] = {}
+_passes_by_language: dict[str, list[tuple[QueryPass, dict[int, tuple]]]] = {}
+_CAPTURE = re.compile(r"@([\w.]+)")
 
 
-def _pattern_roles(language: str) -> dict[int, tuple]:
-    """Per-language cache: query pattern index -> (role capture, group, kind)."""
-    return _roles.setdefault(language, {})
+def _passes(language: str) -> list[tuple[QueryPass, dict[int, tuple]]]:
+    """The language's query passes, each with its cache: pattern index -> how
+    its matches are read."""
+    passes = _passes_by_language.get(language)
+    if passes is None:
+        passes = _passes_by_language[language] = [(p, {}) for p in get_query_passes(language)]
+    return passes
+
+
+def _plan(query_pass: QueryPass, pattern: int, caps: dict) -> tuple:
+    """(group, role capture, kind, name capture, has receiver) of a pattern,
+    from its first match; ``name capture`` is None when the pattern has no
+    ``@name`` (the role sits on the name) and ``has receiver`` says whether a
+    ``@receiver`` can be there, so most matches need no look-ups for them."""
+    role, group, kind = _role_info(caps)
+    captures = set(_CAPTURE.findall(query_pass.patterns[pattern]))
+    return group, role, kind, "name" if "name" in captures else None, "receiver" in captures
 
 
 def _role_info(caps: dict) -> tuple[str, str | None, str]:
@@ -320,16 +394,55 @@ def _rust_trait_refs(defs: list[_Def]) -> list[RefFact]:
     return out
 
 
-def _scope_refs(raw_refs: list, defs: list[_Def]) -> list[RefFact]:
-    """Attach each reference to the innermost definition that contains it,
-    folding identical uses from one scope into a single counted fact."""
-    raw_refs.sort(key=lambda r: r[0])
+def _ref_rows(uses: tuple[list, list, list, list], defs: list[_Def], source: bytes) -> list[tuple]:
+    """Attach each use to the innermost definition that contains it, folding
+    identical uses from one scope into one counted row (scope, name, kind,
+    receiver, line, count) whose line is the first use's; rows come in the
+    order of their first use."""
+    starts, names, kinds, receivers = uses
+    if not starts:
+        return []
+    if any(map(gt, starts, islice(starts, 1, None))):  # matches mostly come in position order
+        order = sorted(range(len(starts)), key=starts.__getitem__)  # stable: ties keep match order
+        starts = [starts[i] for i in order]
+        names = [names[i] for i in order]
+        kinds = [kinds[i] for i in order]
+        receivers = [receivers[i] for i in order]
+    # The innermost scope only changes where a definition starts or ends, so
+    # it is found once per such boundary and handed to the uses between two
+    # boundaries in one go.
+    keys: list[tuple] = []
+    i, n = 0, len(starts)
+    for scope, nxt in _scope_steps(defs):
+        if i >= n:
+            break
+        j = n if nxt is None else bisect_left(starts, nxt, i)
+        if j > i:
+            keys += zip(repeat(scope, j - i), names[i:j], kinds[i:j], receivers[i:j])
+            i = j
+    counts = Counter(keys)  # keeps first-use order
+    first = dict(zip(reversed(keys), reversed(starts)))  # the earliest position wins
+    rows = []
+    line, at = 1, 0
+    for key, count in counts.items():
+        pos = first[key]  # non-decreasing over first-use order
+        line += source.count(b"\n", at, pos)
+        at = pos
+        rows.append((*key, line, count))
+    return rows
+
+
+def _scope_steps(defs: list[_Def]):
+    """(innermost scope qualname, where the next step starts or None) for each
+    step along the file from position 0: the scope at a position is what a sweep over the
+    definitions sorted by start (pushing each as it starts, popping the top
+    while it has ended) leaves on top of its stack."""
     real = [d for d in defs if d.kind != "scope"]  # sorted by start already
-    out: dict[tuple, RefFact] = {}
-    # Sweep: defs sorted by start; keep a stack of open definitions.
+    bounds = sorted({0, *(d.start for d in real), *(d.end for d in real)})
     stack: list[_Def] = []
     di = 0
-    for pos, name, kind, line, receiver in raw_refs:
+    last = len(bounds) - 1
+    for k, pos in enumerate(bounds):
         while di < len(real) and real[di].start <= pos:
             d = real[di]
             while stack and stack[-1].end <= d.start:
@@ -338,14 +451,7 @@ def _scope_refs(raw_refs: list, defs: list[_Def]) -> list[RefFact]:
             di += 1
         while stack and stack[-1].end <= pos:
             stack.pop()
-        scope = stack[-1].qualname if stack else None
-        key = (scope, name, kind, receiver)
-        fact = out.get(key)
-        if fact is None:
-            out[key] = RefFact(name=name, kind=kind, line=line, scope=scope, receiver=receiver)
-        else:
-            fact.count += 1
-    return list(out.values())
+        yield stack[-1].qualname if stack else None, bounds[k + 1] if k < last else None
 
 
 def _signature(node: ts.Node, source: bytes, start: int | None = None) -> str:
@@ -380,10 +486,10 @@ def _python_docstring(node: ts.Node) -> str | None:
     body = node.child_by_field_name("body")
     if body is None or body.named_child_count == 0:
         return None
-    first = body.named_children[0]
+    first = body.named_child(0)  # not ``named_children``: a class body has many
     if first.type != "expression_statement" or first.named_child_count == 0:
         return None
-    string = first.named_children[0]
+    string = first.named_child(0)
     if string.type != "string":
         return None
     parts = [_text(c) for c in string.named_children if c.type == "string_content"]

@@ -7,6 +7,7 @@ picklable data and touches no database.
 from __future__ import annotations
 
 import ctypes
+import gc
 import hashlib
 import os
 import signal
@@ -20,7 +21,7 @@ from memstrata.storage.text import expand_identifiers
 
 from .imports import ResolveContext, resolve_import
 from .model import ParseResult
-from .parse import parse_source
+from .parse import parse_rows
 from .scan import UNREADABLE, VANISHED, SkipFile, decode_source, is_test_path
 
 _FTS_BODY_CHARS = 1200
@@ -68,6 +69,12 @@ def init_worker(ctx: ResolveContext | None, owner_pid: int) -> None:
     """
     set_resolve_context(ctx)
     _die_with(owner_pid)
+    # Everything alive now (modules, the resolve context, a forked parent's
+    # heap) lives as long as the worker: keep the cyclic collector from
+    # re-scanning it, and let a file's short-lived match objects (acyclic,
+    # freed by reference counting) die before a young collection looks at them.
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 def _die_with(owner_pid: int) -> None:
@@ -153,7 +160,7 @@ def parse_bytes(path: str, language: str, data: bytes, mtime_ns: int) -> Parsed 
     except SkipFile as skip:
         return Skipped(path, skip.reason, len(data))
     source = data if encoding == "utf-8" else text.encode("utf-8")
-    result = parse_source(path, language, source)
+    result, refs = parse_rows(path, language, source)
     record = FileRecord(
         path=path,
         language=language,
@@ -167,17 +174,16 @@ def parse_bytes(path: str, language: str, data: bytes, mtime_ns: int) -> Parsed 
         is_test=is_test_path(path),
         indexed_at=time.time(),
     )
-    return to_rows(record, text, result, source, _resolve_ctx)
+    return to_rows(record, text, result, refs, source, _resolve_ctx)
 
 
-def to_rows(record: FileRecord, text: str, result: ParseResult, source: bytes,
+def to_rows(record: FileRecord, text: str, result: ParseResult, refs: list[tuple], source: bytes,
             ctx: ResolveContext | None) -> Parsed:
     symbols = [
         (s.name, s.qualname, s.kind, s.parent, s.start_byte, s.end_byte, s.start_line, s.end_line,
          s.signature, s.docstring)
         for s in result.symbols
     ]
-    refs = [(r.scope, r.name, r.kind, r.receiver, r.line, r.count) for r in result.refs]
     if ctx is not None:
         imports = [(i.module, i.name, i.alias, i.line, resolve_import(result.language, i, result.path, ctx))
                    for i in result.imports]
