@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from .db import Store
-from .fts_terms import query_terms
+from .fts_terms import WEIGHTS, query_terms
 from .pg_index import (
     PhraseQueryError,
     drop_term_indexes,
@@ -303,7 +303,7 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
             return pg_search(store, tokens, limit)
         # Ties go by symbol id, the order the PostgreSQL backend gives them too.
         rows = store.execute(
-            "SELECT rowid, bm25(symbols_fts, 5.0, 3.0, 2.0, 2.0) AS s FROM symbols_fts "
+            f"SELECT rowid, bm25(symbols_fts, {_BM25_WEIGHTS}) AS s FROM symbols_fts "
             "WHERE symbols_fts MATCH ? ORDER BY s, rowid LIMIT ?",
             (" OR ".join(fts_quote(t) for t in tokens), limit),
         )
@@ -313,6 +313,7 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
     return [(rowid, -score) for rowid, score in rows]
 
 
+_BM25_WEIGHTS = ", ".join(map(str, WEIGHTS))  # name, signature, doc, body; the PostgreSQL scoring uses the same
 SEARCH_MAX_ROWS = 4000  # rows BM25 scores at most, about 20 ms
 
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"
 COLUMNS = ("name", "signature", "doc", "body")
-WEIGHTS = (5.0, 3.0, 2.0, 2.0)  # the bm25() weights of storage/code_index.search_symbols
+WEIGHTS = (5.0, 3.0, 2.0, 2.0)  # bm25()'s column weights: names weigh most (storage/code_index.search_symbols)
 
 _local = threading.local()
 
@@ -29,7 +29,7 @@ def _db() -> sqlite3.Connection:
     db = getattr(_local, "db", None)
     if db is None:
         db = sqlite3.connect(":memory:", isolation_level=None)
-        # detail=full (unlike the index): the instance list then holds every occurrence.
+        # detail=full, as the index: its instance list holds every occurrence.
         db.execute(f"CREATE VIRTUAL TABLE t USING fts5({', '.join(COLUMNS)}, "
                    f"tokenize = '{TOKENIZE}', detail = full)")
         db.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
