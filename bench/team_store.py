@@ -59,21 +59,16 @@ from pathlib import Path
 from typing import Self
 from urllib.parse import quote, urlsplit
 
+from mcp_latency import (  # a sibling script of bench/ (its folder is on sys.path)
+    memstrata_command,
+    pct,
+)
+
 DEFAULT_CORPUS = Path(os.environ.get("CORPORA", "corpora")) / "sympy_wheel"
 INDEX_TARGET = 1.5
 LATENCY_TARGET = 2.0
 READERS = 8
 SEED = 25
-
-
-def memstrata_command() -> list[str]:
-    script = Path(sys.executable).with_name("memstrata")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "memstrata"]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def verdict(ratio: float, target: float) -> str:

@@ -40,21 +40,34 @@ class Round:
         return max(self.completed - self.rows, 0)
 
 
-def _request(i: int) -> tuple[str, dict]:
+def request(i: int, log_lines: int = 2500) -> tuple[str, dict]:
     """Alternate the wire formats: OpenAI/Anthropic, streamed/JSON (mostly streamed).
 
-    Each prompt carries some 10k tokens of text of its own, as agent requests do, so
-    counting them keeps the recorder's thread busy while answers complete.
+    Each prompt carries text of its own (``log_lines`` lines: about 10k tokens
+    by default), as agent requests do, so counting them keeps the recorder's
+    thread busy while answers complete.
     """
     anthropic_api = i % 2 == 1
     stream = i % 4 != 3
     model = "stub-slow" if stream else "gpt-4o"
-    log = " ".join(f"line{i}x{j} value={(i * 7919 + j) % 100003}" for j in range(2500))
+    log = " ".join(f"line{i}x{j} value={(i * 7919 + j) % 100003}" for j in range(log_lines))
     messages = [{"role": "user", "content": f"request {i}: what does AuthService.login do?\n{log}"}]
     if anthropic_api:
         return "/anthropic/v1/messages", {"model": model, "max_tokens": 64, "stream": stream, "messages": messages}
     return "/v1/chat/completions", {"model": model, "stream": stream, "messages": messages,
                                     **({"stream_options": {"include_usage": True}} if stream else {})}
+
+
+def send(client: httpx.Client, path: str, body: dict) -> bool:
+    """POST ``body`` and read its whole answer: True when it completed with 200."""
+    try:
+        with client.stream("POST", path, content=json.dumps(body),
+                           headers={"content-type": "application/json"}) as r:
+            for _ in r.iter_raw():
+                pass
+            return r.status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def run_round(project: Path, env: dict, upstream: str, *, kill_after: int = 60, timeout: float = 120) -> Round:
@@ -69,15 +82,7 @@ def run_round(project: Path, env: dict, upstream: str, *, kill_after: int = 60, 
     def client() -> None:
         with httpx.Client(base_url=serve.url, timeout=30, headers={"x-api-key": "k", "authorization": "Bearer k"}) as c:
             while not done.is_set():
-                path, body = _request(next(ids))
-                try:
-                    with c.stream("POST", path, content=json.dumps(body),
-                                  headers={"content-type": "application/json"}) as r:
-                        for _ in r.iter_raw():
-                            pass
-                        ok = r.status_code == 200
-                except httpx.HTTPError:
-                    ok = False
+                ok = send(c, *request(next(ids)))
                 with lock:
                     counts["completed" if ok else "failed"] += 1
 

@@ -12,7 +12,6 @@ its session: rows >= completed, per process.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import signal
 import threading
@@ -23,6 +22,7 @@ from pathlib import Path
 import httpx
 from memstrata.storage import ledger
 
+from .ledger_crash import request, send
 from .serve_helpers import Serve
 
 STREAMS_PER_PROCESS = 3
@@ -49,14 +49,7 @@ class Process:
 
 def _request(i: int) -> tuple[str, dict]:
     """OpenAI and Anthropic, mostly streamed, each prompt some 1.5k tokens of its own."""
-    stream = i % 4 != 3
-    model = "stub-slow" if stream else "gpt-4o"
-    log = " ".join(f"line{i}x{j} value={(i * 7919 + j) % 100003}" for j in range(400))
-    messages = [{"role": "user", "content": f"request {i}: what does AuthService.login do?\n{log}"}]
-    if i % 2:
-        return "/anthropic/v1/messages", {"model": model, "max_tokens": 64, "stream": stream, "messages": messages}
-    return "/v1/chat/completions", {"model": model, "stream": stream, "messages": messages,
-                                    **({"stream_options": {"include_usage": True}} if stream else {})}
+    return request(i, log_lines=400)
 
 
 def start(project: Path, env: dict, upstream: str, url: str, label: str, name: str) -> Serve:
@@ -79,15 +72,7 @@ def run_round(project: Path, env: dict, upstream: str, url: str, *, processes: i
         with httpx.Client(base_url=serve.url, timeout=30,
                           headers={"x-api-key": "k", "authorization": "Bearer k"}) as c:
             while not stops[k].is_set():
-                path, body = _request(next(ids))
-                try:
-                    with c.stream("POST", path, content=json.dumps(body),
-                                  headers={"content-type": "application/json"}) as r:
-                        for _ in r.iter_raw():
-                            pass
-                        ok = r.status_code == 200
-                except httpx.HTTPError:
-                    ok = False
+                ok = send(c, *_request(next(ids)))
                 with lock:
                     if ok:
                         proc.completed += 1

@@ -17,15 +17,6 @@ from .mcp_helpers import (
 from memstrata import __version__
 
 
-@pytest.fixture
-def errlog(tmp_path: Path):
-    path = tmp_path / "server.stderr"
-    with path.open("w") as f:
-        yield f
-    log = path.read_text()
-    assert "Traceback" not in log, log
-
-
 @pytest.mark.parametrize("version", PROTOCOL_VERSIONS)
 def test_handshake_tools_and_calls(project: Path, errlog, version: str):
     async def main():

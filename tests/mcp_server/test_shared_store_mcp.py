@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
-import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from ..shared_store_helpers import dbname, pg_cli_env
@@ -34,15 +33,6 @@ CALLS = (
     ("file_outline", {"path": "app/auth/service.py"}),
     ("index_status", {}),
 )
-
-
-@pytest.fixture
-def errlog(tmp_path: Path):
-    path = tmp_path / "server.stderr"
-    with path.open("w") as f:
-        yield f
-    log = path.read_text()
-    assert "Traceback" not in log, log
 
 
 @contextlib.asynccontextmanager

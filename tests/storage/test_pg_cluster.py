@@ -133,14 +133,9 @@ def test_stop_leaves_no_process_and_no_folder(pg_cluster):
     cluster.stop()  # twice is harmless
 
 
-def test_killed_test_process_leaves_no_server(pg_cluster, wait_until):
-    """A test run killed outright: its server shuts down by itself and the next
-    session's start removes the folder."""
-    script = ("import sys, time\n"
-              "from tests.pg_cluster import PgCluster\n"
-              "c = PgCluster().start()\n"
-              "print(c.pid, c.folder, flush=True)\n"
-              "time.sleep(120)\n")
+def _server_of_killed_child(script: str) -> tuple[int, Path]:
+    """Run ``script`` (which starts a cluster and prints its pid and folder),
+    then SIGKILL it: the (pid, folder) of the server it left behind."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     child = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env=env,
                              stdout=subprocess.PIPE, text=True)
@@ -149,7 +144,18 @@ def test_killed_test_process_leaves_no_server(pg_cluster, wait_until):
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-    pid, folder = int(pid_text), Path(folder_text)
+    return int(pid_text), Path(folder_text)
+
+
+def test_killed_test_process_leaves_no_server(pg_cluster, wait_until):
+    """A test run killed outright: its server shuts down by itself and the next
+    session's start removes the folder."""
+    script = ("import sys, time\n"
+              "from tests.pg_cluster import PgCluster\n"
+              "c = PgCluster().start()\n"
+              "print(c.pid, c.folder, flush=True)\n"
+              "time.sleep(120)\n")
+    pid, folder = _server_of_killed_child(script)
     wait_until(lambda: not _alive(pid), timeout=60, message="the orphaned server to shut down")
     # Give init a moment to reap the exited orphan (not asserted: some
     # container inits never reap, and a zombie holds no port or file).
@@ -172,15 +178,7 @@ def test_next_session_stops_a_server_its_dead_owner_left_running(pg_cluster, wai
               "t = threading.Thread(target=lambda: print(*(lambda c: (c.pid, c.folder))(PgCluster().start()),"
               " flush=True))\n"
               "t.start(); t.join(); time.sleep(120)\n")
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    child = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env=env,
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        pid_text, folder_text = child.stdout.readline().split()
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait()
-    pid, folder = int(pid_text), Path(folder_text)
+    pid, folder = _server_of_killed_child(script)
     try:
         assert _alive(pid), "the orphaned server should still run until reaped"
         reap_stale_clusters(folder.parent)
