@@ -19,18 +19,23 @@ from dataclasses import dataclass
 from .db import Store
 from .fts_terms import WEIGHTS, query_terms
 from .pg_index import (
-    PhraseQueryError,
     drop_term_indexes,
     ensure_term_indexes,
     forget_rows,
-    match_count,
+    postings_of,
 )
-from .pg_index import search as pg_search
 from .pg_index import update_by_id as pg_update_by_id
 from .pg_index import write_files as pg_write_files
 from .text import fts_quote, stored_text
 
 log = logging.getLogger(__name__)
+
+
+class PhraseQueryError(Exception):
+    """A token the tokenizer splits in several terms: a phrase, which the
+    symbol search never answers (see search_symbols)."""
+
+
 _TOKEN_SPLIT = re.compile(r"[\W_]+", re.UNICODE)
 
 
@@ -298,9 +303,13 @@ def search_symbols(store: Store, terms: Sequence[str], limit: int = 50,
         for t in tokens:
             if len(query_terms(t)) > 1:
                 raise PhraseQueryError(t)
-        tokens = _selective_tokens(store, tokens, {} if counts is None else counts)
+        memo = {} if counts is None else counts
         if store.dialect == "postgresql":
-            return pg_search(store, tokens, limit)
+            index = postings_of(store)
+            return index.search(_selective_tokens(tokens, memo, index.match_count), limit)
+        tokens = _selective_tokens(tokens, memo, lambda t, cap: store.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM symbols_fts WHERE symbols_fts MATCH ? LIMIT ?)",
+            (fts_quote(t), cap))[0][0])
         # Ties go by symbol id, the order the PostgreSQL backend gives them too.
         rows = store.execute(
             f"SELECT rowid, bm25(symbols_fts, {_BM25_WEIGHTS}) AS s FROM symbols_fts "
@@ -317,20 +326,16 @@ _BM25_WEIGHTS = ", ".join(map(str, WEIGHTS))  # name, signature, doc, body; the 
 SEARCH_MAX_ROWS = 4000  # rows BM25 scores at most, about 20 ms
 
 
-def _selective_tokens(store: Store, tokens: list[str], memo: dict[str, int]) -> list[str]:
-    """The tokens worth scoring: rarest first, until about SEARCH_MAX_ROWS rows match."""
+def _selective_tokens(tokens: list[str], memo: dict[str, int], match_count) -> list[str]:
+    """The tokens worth scoring: rarest first, until about SEARCH_MAX_ROWS rows
+    match.  ``match_count(token, cap)`` is the backend's count of rows holding
+    a token, at most ``cap``."""
     cap = SEARCH_MAX_ROWS + 1
     counts = []
     for t in tokens:
         n = memo.get(t)
         if n is None:
-            if store.dialect == "postgresql":
-                n = memo[t] = match_count(store, t, cap)
-            else:
-                n = memo[t] = store.execute(
-                    "SELECT count(*) FROM (SELECT rowid FROM symbols_fts WHERE symbols_fts MATCH ? LIMIT ?)",
-                    (fts_quote(t), cap),
-                )[0][0]
+            n = memo[t] = match_count(t, cap)
         if n:
             counts.append((n, t))
     if not counts:

@@ -130,33 +130,11 @@ def forget_rows(conn, file_id: int) -> None:
     conn.execute("DELETE FROM symbol_terms WHERE file_id = ?", (file_id,))
 
 
-class PhraseQueryError(Exception):
-    """A token the tokenizer splits in several terms: a phrase, which the
-    symbol search never answers (storage/code_index.search_symbols)."""
-
-
-def term_of(token: str) -> str | None:
+def _term_of(token: str) -> str | None:
+    """The one FTS5 term of a query token (storage/code_index.search_symbols has
+    refused tokens the tokenizer splits), or None for punctuation."""
     terms = query_terms(token)
-    if len(terms) > 1:
-        raise PhraseQueryError(token)
     return terms[0] if terms else None
-
-
-def match_count(store, token: str, cap: int) -> int:
-    """How many symbols hold ``token`` (at most ``cap``): FTS5's ``MATCH`` count."""
-    term = term_of(token)
-    if term is None:
-        return 0
-    return _postings(store).count(term, cap)
-
-
-def search(store, tokens: Sequence[str], limit: int) -> list[tuple[int, float]]:
-    """``tokens`` OR-ed, ranked by FTS5's BM25 with the index's column weights."""
-    terms = [term_of(t) for t in tokens]
-    cache = _postings(store)
-    hits = cache.hits([t for t in terms if t is not None])
-    phrases = [hits[t] if t is not None else {} for t in terms]
-    return fts_bm25(phrases, cache.nrow, cache.ntok, cache.lengths, limit)
 
 
 class _Postings:
@@ -180,9 +158,20 @@ class _Postings:
             # read once per generation): BM25 needs it for whatever matches.
             self.lengths: dict[int, int] = dict(store.execute("SELECT id, fts_tokens FROM symbols"))
 
-    def count(self, term: str, cap: int) -> int:
+    def match_count(self, token: str, cap: int) -> int:
+        """How many symbols hold ``token`` (at most ``cap``): FTS5's ``MATCH`` count."""
+        term = _term_of(token)
+        if term is None:
+            return 0
         with self.lock:
             return self._count(term, cap)
+
+    def search(self, tokens: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """``tokens`` OR-ed, ranked by FTS5's BM25 with the index's column weights."""
+        terms = [_term_of(t) for t in tokens]
+        hits = self.hits([t for t in terms if t is not None])
+        phrases = [hits[t] if t is not None else {} for t in terms]
+        return fts_bm25(phrases, self.nrow, self.ntok, self.lengths, limit)
 
     def _count(self, term: str, cap: int) -> int:
         n = self.counts.get((term, cap))
@@ -224,7 +213,9 @@ _caches: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _caches_lock = threading.Lock()
 
 
-def _postings(store) -> _Postings:
+def postings_of(store) -> _Postings:
+    """The store's postings copy for its current code generation (one query to
+    check it; a search then asks the copy for counts and scores)."""
     generation = store.get_meta("code_generation")
     with _caches_lock:
         cache = _caches.get(store)
