@@ -70,9 +70,22 @@ def build_parser() -> argparse.ArgumentParser:
 DAEMON_ARGV = ["daemon"]
 
 
+def command_usage(command: str) -> str | None:
+    """The usage lines of one command (``kura add --help``), or None for an unknown one."""
+    lines = [line for line in USAGE.splitlines() if line.split()[1:2] == [command]]
+    return "\n".join(lines) + "\n" if lines else None
+
+
 @quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # `kura add --help` answers with that command's lines before argparse
+    # could complain that the command's own arguments are missing.
+    if len(argv) >= 2 and ("-h" in argv[1:] or "--help" in argv[1:]):
+        usage = command_usage(argv[0])
+        if usage is not None:
+            print(usage, end="")
+            return 0
     args = None if argv == DAEMON_ARGV else build_parser().parse_args(argv)
     if args is not None and (args.help or args.command == "help"):
         print(USAGE, end="")

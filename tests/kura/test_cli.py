@@ -24,6 +24,18 @@ def test_help(kura):
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
+@pytest.mark.parametrize("command", ["add", "list", "remove", "edit", "stop", "port", "remote", "mcp"])
+def test_help_of_one_command(kura, command):
+    # Commands with required arguments must not answer --help with a usage error.
+    for flag in ("--help", "-h"):
+        out = kura.ok(command, flag)
+        lines = out.splitlines()
+        assert lines and all(line.startswith(f"kura {command} ") for line in lines), out
+    assert kura.ok("list").lower().startswith("no databases")  # `add --help` added nothing
+    bad = kura.run("frobnicate", "--help")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
 def test_add_list_edit_remove(kura, docs):
     out = kura.ok("add", "my notes", str(docs))
     assert 'added "my_notes"' in out and "3 files" in out
