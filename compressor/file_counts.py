@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreBusy, StoreError
@@ -26,15 +27,20 @@ BATCH = 32  # files counted and saved together
 BUSY_PAUSE_S = 0.5  # another process is writing: try again after this
 
 
-def count_missing(ws: Workspace, stop: threading.Event | None = None) -> int:
+def count_missing(ws: Workspace, stop: threading.Event | None = None,
+                  pause: Callable[[], None] | None = None) -> int:
     """Count and save every indexed file's whole-text tokens that the index
     lacks; returns how many were saved.  Stops early on ``stop``, and for
-    good when the store cannot be written (read-only, a reader's role)."""
+    good when the store cannot be written (read-only, a reader's role).
+    ``pause`` is called before each batch (a server's: wait while a question
+    is answered)."""
     store = ws.store
     if store.readonly:
         return 0
     saved, after = 0, ""
     while stop is None or not stop.is_set():
+        if pause is not None:
+            pause()
         try:
             todo = ci.uncounted_texts(store, BATCH, after)
         except StoreError as exc:
@@ -61,15 +67,16 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None) -> int:
     return saved
 
 
-def start_counting(ws: Workspace) -> threading.Thread | None:
-    """:func:`count_missing` on a daemon thread (tiktoken releases the GIL, so
-    it runs beside the queries on another core)."""
+def start_counting(ws: Workspace, pause: Callable[[], None] | None = None) -> threading.Thread | None:
+    """:func:`count_missing` on a daemon thread, giving way to questions
+    through ``pause`` (the encoding releases the interpreter lock, the
+    Python around it does not)."""
     if ws.store.readonly:
         return None
 
     def run() -> None:
         try:
-            n = count_missing(ws)
+            n = count_missing(ws, pause=pause)
             if n:
                 log.info("saved the token counts of %d files", n)
         except Exception:  # the workspace closed under it, a damaged row: queries count what they need

@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import posixpath
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from memstrata.storage import Store
@@ -99,7 +99,11 @@ class CodeGraph(GraphQueries):
     # -- building -------------------------------------------------------------
 
     @classmethod
-    def load(cls, store: Store) -> "CodeGraph":
+    def load(cls, store: Store, pause: Callable[[], None] | None = None) -> "CodeGraph":
+        """The whole graph from the index rows.  ``pause``, when given, is called
+        between steps of a few tenths of a second at most: a build in the
+        background of a server passes one that waits while a question is
+        answered, since both would otherwise share one interpreter lock."""
         graph = cls()
         with store.read():
             graph.generation = ci.code_generation(store)
@@ -107,8 +111,15 @@ class CodeGraph(GraphQueries):
             symbols = ci.load_symbols(store)
             imports = ci.load_imports(store)
             refs = ci.load_refs(store)
-        graph._add_files(files, symbols, imports, refs)
-        graph._resolve_files([f[0] for f in files])
+        if pause is not None:
+            pause()
+        graph._add_files(files, symbols, imports, refs, pause)
+        paths = [f[0] for f in files]
+        step = 32 if pause is not None else len(paths) or 1
+        for i in range(0, len(paths), step):
+            if pause is not None:
+                pause()
+            graph._resolve_files(paths[i:i + step])
         return graph
 
     def refresh(self, store: Store, changed: Iterable[str] = (), removed: Iterable[str] = ()) -> set[str]:
@@ -196,7 +207,7 @@ class CodeGraph(GraphQueries):
             self._remove_node(path)
         self._dir_files[posixpath.dirname(path)].discard(path)
 
-    def _add_files(self, files, symbols, imports, refs) -> None:
+    def _add_files(self, files, symbols, imports, refs, pause: Callable[[], None] | None = None) -> None:
         g = self.g
         members: list[tuple[str, str, str]] = []  # (path, owner qualname, symbol node)
         for path, language, is_test, lines, status in files:
@@ -208,6 +219,8 @@ class CodeGraph(GraphQueries):
             self._bindings[path] = _Bindings()
             self._refs[path] = []
             self._dir_files[posixpath.dirname(path)].add(path)
+        if pause is not None:
+            pause()
         for sid, path, name, qualname, kind, parent, start, end, sig, doc in symbols:
             node = symbol_id(path, qualname)
             if node in g:  # same qualname twice in a file (redefinition): keep the first
@@ -224,6 +237,8 @@ class CodeGraph(GraphQueries):
             owner = parent or (qualname.rsplit(".", 1)[0] if "." in qualname else None)
             if owner and container == path and symbol_id(path, owner) not in g:
                 members.append((path, owner, node))
+        if pause is not None:
+            pause()
         for path, module, name, alias, line, target in imports:
             b = self._bindings[path]
             if target is None:
@@ -241,6 +256,8 @@ class CodeGraph(GraphQueries):
                 head = _module_head(module)
                 if head:
                     b.names.setdefault(head, (target, None))
+        if pause is not None:
+            pause()
         for row in refs:
             path, scope = row[1], row[2]
             self._refs[path].append((row[0], scope, row[3], row[4], row[5], float(row[7])))

@@ -80,6 +80,8 @@ class Workspace:
         self._data_version: int | None = None
         self._snapshot_timer: threading.Timer | None = None
         self._upgrading: threading.Thread | None = None
+        # Called by a background graph build between its steps (see CodeGraph.load); a server sets it.
+        self.background_pause: Callable[[], None] | None = None
         self._watcher: Watcher | None = None
         self._indexing = False
         self._error: str | None = None
@@ -224,7 +226,9 @@ class Workspace:
 
         def build() -> None:
             try:
-                full = CodeGraph.load(self.store)
+                full = CodeGraph.load(self.store, pause=self.background_pause)
+                if self.background_pause is not None:
+                    self.background_pause()  # the swap below holds the lock questions take
             except Exception:  # the first change builds it instead
                 log.debug("background graph build failed", exc_info=True)
                 return

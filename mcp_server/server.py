@@ -24,6 +24,7 @@ from .schemas import (
     IndexStatusResult,
     SavingsSummaryResult,
 )
+from .quiet import QuestionGate
 from .tools import DEFAULT_READY_TIMEOUT, MemStrataTools, SavingsProvider
 from .warmup import IndexWarmup
 
@@ -63,7 +64,14 @@ def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
     seconds for it.  The caller owns ``ws`` and closes it after serving.
     Logging is left to the host: configure it before calling this.
     """
-    tools = MemStrataTools(ws, savings=savings, warmup=warmup, ready_timeout=ready_timeout)
+    # The server's own background work (the full graph behind the snapshot,
+    # token counts) gives way while a question is answered; the graph it
+    # builds is frozen out of the garbage collector's way as it grows.
+    gate = QuestionGate()
+    ws.background_pause = gate.wait_quiet_and_settle
+    if warmup is not None:
+        warmup.pause = gate.wait_quiet
+    tools = MemStrataTools(ws, savings=savings, warmup=warmup, ready_timeout=ready_timeout, gate=gate)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:

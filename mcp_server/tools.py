@@ -24,6 +24,7 @@ from memstrata.indexer.project import REBUILD_HINT
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreCorrupt
 
+from .quiet import QuestionGate
 from .schemas import SAVINGS_FIELDS
 from .warmup import IndexWarmup
 
@@ -53,8 +54,10 @@ def failure(message: str) -> CallToolResult:
 
 class MemStrataTools:
     def __init__(self, ws: Workspace, *, savings: SavingsProvider | None = None,
-                 warmup: IndexWarmup | None = None, ready_timeout: float = DEFAULT_READY_TIMEOUT):
+                 warmup: IndexWarmup | None = None, ready_timeout: float = DEFAULT_READY_TIMEOUT,
+                 gate: QuestionGate | None = None):
         self.ws = ws
+        self.gate = gate or QuestionGate()  # background work of the server waits while a question runs
         self.savings = savings
         self.warmup = warmup
         self.ready_timeout = ready_timeout
@@ -66,7 +69,8 @@ class MemStrataTools:
         if (refusal := self._not_ready()) is not None:
             return refusal
         try:
-            result = build_slice(self.ws, query, max_tokens=max_tokens, include_tests=include_tests)
+            with self.gate.answering():
+                result = build_slice(self.ws, query, max_tokens=max_tokens, include_tests=include_tests)
         except QueryError as exc:
             return failure(self._safe(str(exc)))
         except StoreCorrupt as exc:
@@ -123,7 +127,9 @@ class MemStrataTools:
             if (refusal := self._not_ready()) is not None:
                 return refusal
         try:
-            return ok(operation(self.ws, *args))
+            with self.gate.answering():
+                found = operation(self.ws, *args)
+            return ok(found)
         except QueryError as exc:
             return failure(self._safe(str(exc)))
         except StoreCorrupt as exc:

@@ -47,6 +47,8 @@ class IndexWarmup:
         self.progress: Progress | None = None
         self.error: str | None = None
         self.seconds: float | None = None
+        # Called between steps of the work that follows the catch-up (see quiet.py); the server sets it.
+        self.pause: Callable[[], None] | None = None
 
     def start(self) -> None:
         with self._start_lock:
@@ -107,7 +109,7 @@ class IndexWarmup:
             log.info("index ready: %d files (%d parsed, %d unchanged) in %.1fs",
                      summary.files, summary.parsed, summary.unchanged, time.monotonic() - started)
             settle_heap()
-            start_counting(self.ws)
+            start_counting(self.ws, pause=self.pause)
         except Exception as exc:
             # The workspace records the failure: index_status says "error" and
             # context_query refuses with a clear message.
