@@ -27,9 +27,12 @@ to their goals (issue 13):
   direct path's own is far above the proxy's.)
 
 Each agent row also shows the CPU milliseconds per request that the serve
-process and the stub spent over that run (Linux ``/proc``), and the load
+process, the stub and the benchmark's own client spent over that run (Linux
+``/proc``, ``getrusage``), and the load
 average when it ended: wall-clock ratios move with the machine's load, the
-proxy's CPU per request much less.
+proxy's CPU per request much less.  A request that fails is counted with
+what the client saw (status and error body, or the exception and its cause),
+listed under the tables.
 
 The project defaults to a temporary copy of the sympy wheel
 (``CORPORA/sympy_wheel``: ``pip download sympy==1.14.0 --no-deps`` and
@@ -46,6 +49,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -54,6 +58,7 @@ import sys
 import tempfile
 import time
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +81,12 @@ def cpu_seconds(proc: subprocess.Popen) -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, AttributeError):
         return None
+
+
+def own_cpu_seconds() -> float:
+    """This process's user + system CPU seconds: the benchmark's own client."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def free_port() -> int:
@@ -206,22 +217,40 @@ class Result:
     latency: list[float] = field(default_factory=list)
     ttfb: list[float] = field(default_factory=list)
     errors: int = 0
+    why: Counter = field(default_factory=Counter)  # what each failed request saw, in one line
+
+
+def failure(exc: BaseException) -> str:
+    """An exception as one line: its type, its message and what caused it (httpx wraps the socket's error)."""
+    parts, seen = [], exc
+    while seen is not None and len(parts) < 3:
+        parts.append(f"{type(seen).__name__}: {seen}".strip().rstrip(":"))
+        seen = seen.__cause__ or seen.__context__
+    return " <- ".join(parts)[:300]
 
 
 async def one(client: httpx.AsyncClient, url: str, body: bytes, res: Result, headers: dict) -> None:
     t0 = time.perf_counter()
     first = None
+    why = None
     try:
         async with client.stream("POST", url, content=body, headers=headers) as r:
+            head = b""
             async for chunk in r.aiter_raw():
                 if first is None and chunk:
                     first = time.perf_counter()
-            ok = r.status_code == 200
-    except httpx.HTTPError:
-        ok = False
+                if r.status_code != 200 and len(head) < 300:
+                    head += chunk
+                elif b"event: error" in chunk:  # an error the proxy sent after the headers
+                    why = why or "in-stream error: " + chunk.decode("utf-8", "replace")[:250]
+            if r.status_code != 200:
+                why = f"HTTP {r.status_code}: {head.decode('utf-8', 'replace')[:250]}"
+    except httpx.HTTPError as exc:
+        why = failure(exc)
     end = time.perf_counter()
-    if not ok:
+    if why is not None:
         res.errors += 1
+        res.why[why] += 1
         return
     res.latency.append(end - t0)
     res.ttfb.append((first or end) - t0)
@@ -333,7 +362,7 @@ def main() -> int:
                     res = asyncio.run(run_repeated(url, body, conc, max(args.requests, conc), args.warmup))
                     row = {"what": f"chat {mode}", "clients": conc, "target": name, "n": len(res.latency),
                            "errors": res.errors, "p50": pct(res.latency, .5), "p95": pct(res.latency, .95),
-                           "ttfb50": pct(res.ttfb, .5)}
+                           "ttfb50": pct(res.ttfb, .5), "why": res.why}
                     base = base or row
                     row["add50"] = row["p50"] - base["p50"]
                     row["addttfb"] = row["ttfb50"] - base["ttfb50"]
@@ -351,9 +380,9 @@ def main() -> int:
             for name, url in agents.items():
                 label = (conc, name)
                 c0 = compression_seconds(on_url) if name == "on" else (0.0, 0)
-                cpu0 = [cpu_seconds(p) if p else None for p in (serving[name], stub)]
+                cpu0 = [cpu_seconds(p) if p else None for p in (serving[name], stub)] + [own_cpu_seconds()]
                 res = asyncio.run(run_agents(url, pool, conc))
-                cpu1 = [cpu_seconds(p) if p else None for p in (serving[name], stub)]
+                cpu1 = [cpu_seconds(p) if p else None for p in (serving[name], stub)] + [own_cpu_seconds()]
                 c1 = compression_seconds(on_url) if name == "on" else (0.0, 0)
                 n = len(res.latency) + res.errors
                 cpu = [(b - a) / n * 1000 if a is not None and b is not None and n else None
@@ -378,7 +407,7 @@ def main() -> int:
               f"(system + tool definitions + task + {LOW // 1000}-{HIGH // 1000}k of Read results)")
         hdr = (f"{'clients':>7} {'target':6} {'n':>5} {'err':>4} {'p50 ms':>8} {'p95 ms':>8} "
                f"{'p95 / 1-client p50':>19} {'p95 / direct p95':>17} {'compress mean ms':>17} "
-               f"{'CPU ms/req serve':>17} {'stub':>5} {'load':>5}")
+               f"{'CPU ms/req serve':>17} {'stub':>5} {'client':>6} {'load':>5}")
         print(hdr)
         print("-" * len(hdr))
         for (conc, name), a in agent_rows.items():
@@ -389,13 +418,14 @@ def main() -> int:
             ratio = f"{pct(res.latency, .95) / single:>18.1f}x" if conc > 1 and single else f"{'':>19}"
             direct95 = pct(agent_rows[(conc, "direct")]["res"].latency, .95)
             vs_direct = f"{pct(res.latency, .95) / direct95:>16.2f}x" if direct95 else f"{'':>17}"
-            serve_cpu, stub_cpu = a["cpu"]
+            serve_cpu, stub_cpu, client_cpu = a["cpu"]
             cpu = (f"{serve_cpu:>17.1f}" if serve_cpu is not None else f"{'':>17}") + \
-                  (f" {stub_cpu:>5.1f}" if stub_cpu is not None else f" {'':>5}")
+                  (f" {stub_cpu:>5.1f}" if stub_cpu is not None else f" {'':>5}") + f" {client_cpu:>6.1f}"
             print(f"{conc:>7} {name:6} {len(res.latency):>5} {res.errors:>4} {pct(res.latency, .5):>8.2f} "
                   f"{pct(res.latency, .95):>8.2f} {ratio} {vs_direct} {mean} {cpu} {a['load']:>5.2f}")
         print("(direct's own ratio is what this machine allows the whole chain, client and stub included;")
-        print(" CPU ms/req: CPU time of the serve process and of the stub over the run, per request;")
+        print(" CPU ms/req: CPU time of the serve process, of the stub and of this benchmark's client over the run,")
+        print(" per request;")
         print(" load: the 1-minute load average when the run ended)")
         print()
         c1 = {(r["what"], r["target"]): r for r in rows if r["clients"] == 1}
@@ -419,6 +449,16 @@ def main() -> int:
              f"{c1[('chat stream', 'off')]['addttfb']:.2f} ms", "<= 5 ms", c1[("chat stream", "off")]["addttfb"] <= 5),
             ("errors at 32 concurrent chat clients", str(chat_errors), "0", chat_errors == 0),
         ]
+        failed = Counter()
+        for r in rows:
+            failed.update({f"chat {r['what']} c={r['clients']} {r['target']}: {k}": v for k, v in r["why"].items()})
+        for (conc, name), a in agent_rows.items():
+            failed.update({f"agents c={conc} {name}: {k}": v for k, v in a["res"].why.items()})
+        if failed:
+            print("failed requests, by what the client saw:")
+            for what, n in failed.most_common():
+                print(f"  {n:4}  {what}")
+            print()
         print("targets:")
         for name, value, goal, ok in checks:
             print(f"  {'PASS' if ok else 'MISS'}  {name:<66} {value:>9}   goal {goal}")

@@ -103,6 +103,33 @@ class HostGuard:
         await response(scope, receive, send)
 
 
+class CloseAfterRefusal:
+    """A request refused for its size (414, 431) gets its answer, then the connection closes.
+
+    A client that sent such a request is often still sending it, or reads to
+    the end of the connection; idle connections otherwise stay open long
+    (http11.CLIENT_KEEPALIVE_S), and it would wait that long.  The HTTP
+    protocol answers the requests too large to parse in the same way.
+    """
+
+    CLOSE_AFTER = frozenset({414, 431})
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_closing(message):
+            if message["type"] == "http.response.start" and message["status"] in self.CLOSE_AFTER:
+                headers = [h for h in message.get("headers", ()) if h[0].lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        return await self.app(scope, receive, send_closing)
+
+
 def build_app(ws, config: HarnessConfig | None = None, *, started: float | None = None) -> FastAPI:
     config = config or HarnessConfig()
     labels = config.labels if config.labels is not None else resolve_labels()
@@ -144,6 +171,7 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
     app = FastAPI(title="MemStrata", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.harness = harness
     app.add_middleware(HostGuard, allowed=config.allowed_hosts)
+    app.add_middleware(CloseAfterRefusal)
     if config.access_log:  # outermost, so refused requests get their line too
         app.add_middleware(AccessLog)
 

@@ -29,6 +29,7 @@ from .recorder import Finished, Recorder
 from .upstream import (
     DEFAULT_ANTHROPIC_BASE,
     DEFAULT_OPENAI_BASE,
+    UPSTREAM_KEEPALIVE_S,
     Upstream,
     error_body,
     request_headers,
@@ -89,7 +90,8 @@ class Proxy:
         self.clients = [httpx.AsyncClient(
             timeout=httpx.Timeout(connect=c.connect_timeout, read=c.read_timeout, write=60.0, pool=c.connect_timeout),
             limits=httpx.Limits(max_connections=MAX_CONNECTIONS // UPSTREAM_POOLS,
-                                max_keepalive_connections=MAX_KEEPALIVE // UPSTREAM_POOLS, keepalive_expiry=30),
+                                max_keepalive_connections=MAX_KEEPALIVE // UPSTREAM_POOLS,
+                                keepalive_expiry=UPSTREAM_KEEPALIVE_S),
             follow_redirects=False,
             trust_env=c.trust_env,
         ) for _ in range(UPSTREAM_POOLS)]

@@ -18,11 +18,20 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from .upstream import api_for_path, error_body
 
 LINGER_SECONDS = 2.0
+# How long an idle client connection stays open.  A client reuses a pooled
+# connection until its own idle limit (httpx 5 s, aiohttp 15 s, Go 90 s); a
+# server that closes sooner can close one just as a request goes out on it,
+# and the client sees the request fail.  uvicorn's default is 5 s.
+CLIENT_KEEPALIVE_S = 120
 _REASONS = {414: b"URI Too Long", 431: b"Request Header Fields Too Large"}
 
 
 class ProxyH11Protocol(H11Protocol):
     _draining = False
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.timeout_keep_alive = max(self.timeout_keep_alive, CLIENT_KEEPALIVE_S)
 
     def data_received(self, data: bytes) -> None:
         if self._draining:

@@ -19,6 +19,15 @@ RESPONSE_DROP = frozenset({
     "transfer-encoding", "upgrade", "content-length", "content-encoding", "date", "server",
 })
 
+# How long an idle upstream connection is kept for reuse.  A server closes
+# idle connections on a timer of its own (5 s is the common default: uvicorn,
+# Node); a request sent on a connection the server is closing at that moment
+# is lost ("closed the connection without an answer") and, being a POST, is
+# not safe to send again.  Dropping idle connections first, before the
+# shortest such timer, leaves no such race; a new connection costs a handshake
+# only after an idle pause of this length.
+UPSTREAM_KEEPALIVE_S = 4.0
+
 
 @dataclass(frozen=True)
 class Upstream:
@@ -71,5 +80,5 @@ def api_for_path(path: str) -> str:
     return ANTHROPIC if path.startswith("/anthropic") else OPENAI
 
 
-__all__ = ["ANTHROPIC", "OPENAI", "Upstream", "error_body", "sse_error_event", "request_headers",
+__all__ = ["ANTHROPIC", "OPENAI", "UPSTREAM_KEEPALIVE_S", "Upstream", "error_body", "sse_error_event", "request_headers",
            "response_headers", "api_for_path", "DEFAULT_OPENAI_BASE", "DEFAULT_ANTHROPIC_BASE"]
