@@ -167,7 +167,7 @@ _STOP = _STOP_FOR_PATHS | _PROSE
 _BACKTICKED = re.compile(r"`([^`]+)`")
 _IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
 _PATH_TOKEN = re.compile(
-    r"(?:[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|c|h|cc|cpp|hpp|"
+    r"(?:[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+(?:\.[\w\-]+)*\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|c|h|cc|cpp|hpp|"
     r"cs|rb|php)\b)(?::\d+(?::\d+)?)?")
 _HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
 _QUAL_SPLIT = re.compile(r"\.|::|#|->")
@@ -377,7 +377,12 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
         for d, w in zip(defs, weights):
             seeds.add_symbol(d, total * w / norm)
         favoured = [d for d, w in zip(defs, weights) if w > 1.0] or defs
-        if len(favoured) <= 3:
+        # Only a mention written as code names its target outright (shown
+        # first, whole): a plain prose word that happens to equal a name
+        # ("add quotes around the option", "fix the watch callback") is a
+        # strong seed, but commit messages and questions are full of such
+        # words, and forcing their namesakes in crowds out the ranking.
+        if len(favoured) <= 3 and code:
             seeds.named.update(favoured)
         resolved_words.add(lower)
 

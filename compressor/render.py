@@ -42,6 +42,7 @@ class Unit:
     # a plausible target: for the many signatures shown for orientation the
     # hint would cost as much as the signature itself.
     hint: bool = True
+    taken: int = 0  # place in the selection's order (best value per token first); 0 = not from a selection
 
 
 @dataclass
@@ -182,13 +183,8 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
     # kind: "import", "header" (a class or function line framing what follows) or "unit".
     pieces: list[tuple[int, int, str, str]] = []
     # Imports that explain a dependency on another file of the slice.
-    for ln, target in () if compact else doc.imports:
-        if target in shown_files and target != doc.path and 0 < ln <= len(lines):
-            text = lines[ln - 1]
-            # Module-level, single-line imports only: a function's local
-            # import says little about the file's dependencies.
-            if text[:1].isalpha() and not text.rstrip().endswith(("(", "\\", "{", ",")):
-                pieces.append((ln, ln, text, "import"))
+    for ln in () if compact else _import_lines(doc, shown_files):
+        pieces.append((ln, ln, lines[ln - 1], "import"))
     nodes = {u.node for u in units}
     headers: set[str] = set()
     for u in units:
@@ -229,6 +225,23 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
             out.append("")
         out.append(f"{c} ... lines {last + 1}-{len(lines)} omitted")
     return "\n".join(out)
+
+
+def _import_lines(doc: FileDoc, shown_files: set[str]) -> list[int]:
+    """The import lines that explain the file's dependencies on other files
+    of the slice: the first line importing from each such file.  One line
+    says the dependency; projects that import one name per line would
+    otherwise spend a tenth of the budget repeating it."""
+    lines = doc.lines
+    first: dict[str, int] = {}
+    for ln, target in doc.imports:
+        if target in shown_files and target != doc.path and 0 < ln <= len(lines):
+            text = lines[ln - 1]
+            # Module-level, single-line imports only: a function's local
+            # import says little about the file's dependencies.
+            if text[:1].isalpha() and not text.rstrip().endswith(("(", "\\", "{", ",")):
+                first[target] = min(ln, first.get(target, ln))
+    return sorted(set(first.values()))
 
 
 def _parent_of(node: str, graph: GraphView) -> str | None:

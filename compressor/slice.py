@@ -46,8 +46,8 @@ MAX_CANDIDATES = 160
 # where things are, whichever symbol the target is).  Offers (a body, a
 # signature) are taken best value per token first while they fit, so a larger
 # budget buys the bodies of the next most likely targets, not more signatures.
-SIG_VALUE = 0.2
-ORIENTATION = 0.002
+SIG_VALUE = 0.1
+ORIENTATION = 0.001
 # A file nothing else in the slice shows: its likeliest candidate's signature
 # also carries FILE_VALUE times the chance that the file holds a target, so
 # the slice names every file that probably matters before it spends tokens
@@ -57,6 +57,7 @@ FOCUS_PROBABILITY = 0.5  # what the question asks about a named symbol ("its cal
 HINT_PROBABILITY = 0.05  # below this a signature goes without its docstring line
 FILE_FRAMING = 12  # estimated tokens of a file header line
 UNIT_FRAMING = 10  # estimated tokens of the gap marker before a unit
+IMPORT_FRAMING = 12  # estimated tokens of an import line shown between two files of the slice
 REFILL_BELOW = 0.8  # a slice under this share of the budget is selected again
 
 
@@ -409,8 +410,23 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
     files: set[str] = set()
     used = 0
 
+    imports: dict[str, set[str]] = {}
+
+    def imported_by(path: str) -> set[str]:
+        found = imports.get(path)
+        if found is None:
+            found = imports[path] = {v for v, kind, _w, out, _t in graph.adjacency(path) if kind == "imports" and out}
+        return found
+
     def framing(path: str) -> int:
-        return UNIT_FRAMING + (0 if path in files else FILE_FRAMING)
+        if path in files:
+            return UNIT_FRAMING
+        # A new file also brings the import lines that tie it to the files
+        # already shown (rendered both ways, one line per file depended on).
+        links = len(imported_by(path) & files) + sum(1 for f in files if path in imported_by(f))
+        return UNIT_FRAMING + FILE_FRAMING + IMPORT_FRAMING * links
+
+    order = itertools.count(1)
 
     def take(unit: Unit, mode: str, cost: int) -> None:
         nonlocal used
@@ -425,6 +441,7 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
                 m = chosen.pop(member)
                 used -= (m.cost_full if m.mode == FULL else m.cost_sig) + UNIT_FRAMING
         unit.mode = mode
+        unit.taken = next(order)  # an upgrade to a body counts from when it was taken
         chosen[unit.node] = unit
         files.add(unit.path)
         used += cost
@@ -451,7 +468,8 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
             # code that spells the question's words, in a corner the graph
             # walk did not reach (its score places it below every ranked one).
             p = target_probability(i, score / top, node in named, node in sig_only, unit.kind, lines,
-                                   lexical, node in evidence.seeded, evidence.path_boost(unit.path))
+                                   lexical, node in evidence.seeded, evidence.path_boost(unit.path),
+                                   evidence.file_lexical.get(unit.path))
             if node in focus:
                 p = max(p, FOCUS_PROBABILITY)
         # Classes are shown whole only when the question names a small one;
@@ -473,6 +491,7 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
             file_best[path] = node
     offers: list[tuple[float, int, str, str]] = []
     body_estimate: dict[str, int] = {}
+    nested = nested_worth(probability, units, graph)
     for i, node, unit, can_full in candidates:
         p = probability[node]
         if can_full:
@@ -481,7 +500,8 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
             offers.append((-float("inf"), i, node, FULL if can_full else SIG))
             continue
         if can_full and p > 0:
-            offers.append((-(p / (body_estimate[node] + UNIT_FRAMING)), i, node, FULL))
+            worth = p + nested.get(node, 0.0)
+            offers.append((-(worth / (body_estimate[node] + UNIT_FRAMING)), i, node, FULL))
         value = SIG_VALUE * p + ORIENTATION
         if file_best.get(unit.path) == node:
             value += FILE_VALUE * (1.0 - file_miss[unit.path])
@@ -519,6 +539,25 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
     return list(chosen.values()), used
 
 
+def nested_worth(probability: dict[str, float], units: dict[str, Unit], graph: GraphView) -> dict[str, float]:
+    """For each candidate body, the chances of the candidates written inside
+    it.  A body shown whole shows whole every definition nested in it
+    (closures, inner helpers, the handlers an object literal holds), so its
+    worth is its own chance plus theirs.  Classes are left out: they are
+    shown whole only when named and small, whatever their members are worth."""
+    nested: dict[str, float] = {}
+    for node, p in probability.items():
+        if p <= 0:
+            continue
+        path, _, qual = node.partition("::")
+        parts = qual.split(".")
+        for k in range(len(parts) - 1, 0, -1):
+            outer = units.get(f"{path}::{'.'.join(parts[:k])}")
+            if outer is not None and outer.kind not in CONTAINERS and _is_inside(node, outer, graph):
+                nested[outer.node] = nested.get(outer.node, 0.0) + p
+    return nested
+
+
 SIG_ESTIMATE = 24  # tokens of a typical signature line with its elision note
 FULL_ESTIMATE_SLACK = 1.4  # how far a body's character-based estimate may overshoot its count
 
@@ -533,10 +572,14 @@ class _Evidence:
     lexical: dict[str, int] = field(default_factory=dict)  # place among the full-text hits
     seeded: frozenset[str] = frozenset()  # started with mass of its own
     path_boost: Callable[[str], float] = lambda path: 1.0  # the path evidence's multiplier for a file
+    file_lexical: dict[str, int] = field(default_factory=dict)  # place of the file among the full-text hits' files
 
     @classmethod
     def of(cls, seeds, personalization: dict[str, float]) -> "_Evidence":
-        return cls({n: i for i, n in enumerate(seeds.lexical)}, frozenset(personalization), seeds.path_boost)
+        files: dict[str, int] = {}
+        for node in seeds.lexical:
+            files.setdefault(node.split("::", 1)[0], len(files))
+        return cls({n: i for i, n in enumerate(seeds.lexical)}, frozenset(personalization), seeds.path_boost, files)
 
 
 # A logistic model of "this candidate is what the question needs" over
@@ -545,23 +588,29 @@ class _Evidence:
 # names the class holding it, whether it is a container, its length (a
 # longer body is likelier to hold the line a change touches), whether and
 # how high full-text search found it (words of the question in its code),
-# whether it was a seed itself, and the path evidence for its file.  Fitted
-# by maximum likelihood on the development half of bench/quality.py (commit
-# messages of eight repositories in five languages; each feature's weight was
-# also checked leaving one repository out) and checked on the repositories
-# of the check half, which it never saw; see docs/benchmarks.md.
-_P_WEIGHTS = (-4.388, -0.360, 0.516, 0.321, 2.333, -1.382, 0.521, 3.007, -0.451, -0.809, 0.904)
+# whether it was a seed itself, the path evidence for its file, and how high
+# its file comes among the files of the full-text hits (the file where the
+# question's words concentrate holds the change more often than the graph
+# alone says, whichever of its definitions the words hit).  Fitted by
+# maximum likelihood on the development half of bench/quality.py (commit
+# messages of eight repositories in five languages; each feature's weight
+# was also checked leaving one repository out) and checked on the
+# repositories of the check half, which it never saw; see docs/benchmarks.md.
+_P_WEIGHTS = (-4.792, -0.481, 0.297, 0.666, 1.747, -1.285, 0.506, 2.366, -0.274, -0.796, 0.786, 1.308, -0.634)
 
 
 def target_probability(rank: int, ratio: float, named: bool, member_of_named: bool, kind: str, lines: int,
-                       lexical_rank: int | None = None, seeded: bool = False, path_boost: float = 1.0) -> float:
+                       lexical_rank: int | None = None, seeded: bool = False, path_boost: float = 1.0,
+                       file_lexical_rank: int | None = None) -> float:
     (bias, w_rank, w_ratio, w_named, w_member, w_container, w_lines,
-     w_lexical, w_lexical_rank, w_seeded, w_boost) = _P_WEIGHTS
+     w_lexical, w_lexical_rank, w_seeded, w_boost, w_file_lexical, w_file_lexical_rank) = _P_WEIGHTS
     z = (bias + w_rank * math.log(rank + 1) + w_ratio * math.log(min(max(ratio, 1e-6), 4.0))
          + w_named * named + w_member * member_of_named + w_container * (kind in _CONTAINER_KINDS)
          + w_lines * math.log(max(lines, 1))
          + (w_lexical + w_lexical_rank * math.log(lexical_rank + 1) if lexical_rank is not None else 0.0)
-         + w_seeded * seeded + w_boost * math.log(max(path_boost, 1e-3)))
+         + w_seeded * seeded + w_boost * math.log(max(path_boost, 1e-3))
+         + (w_file_lexical + w_file_lexical_rank * math.log(file_lexical_rank + 1)
+            if file_lexical_rank is not None else 0.0))
     return 1.0 / (1.0 + math.exp(-z))
 
 
@@ -596,7 +645,8 @@ def _covered(node: str, chosen: dict[str, Unit], graph: GraphView) -> bool:
 
 def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict | None = None,
          memo: dict[str, int] | None = None) -> tuple[str, list[Unit], list[str]]:
-    """Render within ``budget``, degrading lowest-ranked first (full -> signature -> drop).
+    """Render within ``budget``, giving up what selection valued least first
+    (full -> signature -> drop; by score when the units carry no selection order).
 
     Selection already estimated the costs, so the first render usually fits;
     otherwise a binary search finds the longest ranked prefix that fits, and
@@ -604,7 +654,14 @@ def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict 
     each file's section once (sections repeat across attempts) and adds the
     joins; the text returned is always counted whole.
     """
-    units = sorted(units, key=lambda u: (-u.score, u.node))
+    if all(u.taken for u in units):
+        # Selection took units best value per token first, so what it took
+        # last is what it valued least: undo it first.  (By score alone, a
+        # file's only signature, taken for orientation, would go before a
+        # second signature from a file the slice already shows.)
+        units = sorted(units, key=lambda u: (u.taken, u.node))
+    else:
+        units = sorted(units, key=lambda u: (-u.score, u.node))
     memo = {} if memo is None else memo  # exact token counts by text, shared with the caller
     sections = {} if sections is None else sections
 
@@ -669,4 +726,5 @@ def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict 
 
 
 def _order(units: list[Unit]) -> list[str]:
-    return list(dict.fromkeys(u.path for u in units))
+    """The files of ``units``, best-scored first (whatever order fitting gives units up in)."""
+    return list(dict.fromkeys(u.path for u in sorted(units, key=lambda u: (-u.score, u.node))))

@@ -207,3 +207,32 @@ def test_a_function_word_can_still_name_a_file(tmp_path):
         s = seeds(w, "stream: update coop handling for empty and once")
         assert s.path_boost("once.rs") > 1.0 and s.path_boost("empty.rs") > 1.0
         assert s.path_boost("iter.rs") == 1.0
+
+
+def test_a_prose_word_equal_to_a_name_seeds_it_but_does_not_name_it(tmp_path):
+    files = {"rules.py": "def quotes(node):\n    return node\n\n\ndef spacing(node):\n    return node\n"}
+    with project_of(tmp_path / "prose", files) as w:
+        prose = seeds(w, "add quotes around the option")
+        assert "rules.py::quotes" in prose.symbols
+        assert "rules.py::quotes" not in prose.named
+        for code in ("add `quotes` around the option", "call quotes() on it", "call rules.quotes on it"):
+            assert "rules.py::quotes" in seeds(w, code).named, code
+
+
+@pytest.mark.parametrize("query, path", [
+    ("fix: formatting of rules.d.ts", "types/rules.d.ts"),
+    ("read the port from vite.config.ts", "vite.config.ts"),
+])
+def test_a_file_name_with_several_dots_is_a_path(tmp_path, query, path):
+    root = tmp_path / "dots"
+    files = {"types/rules.d.ts": "export interface Rules {\n  quotes: string;\n}\n",
+             "types/rules.ts": "export const rules = 1;\n",
+             "vite.config.ts": "export const port = 3000;\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    with Workspace.open(root) as w:
+        w.index()
+        s = seeds(w, query)
+        assert path in s.files
+        assert "types/rules.ts" not in s.files

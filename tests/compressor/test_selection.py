@@ -64,6 +64,8 @@ def test_target_probability_follows_the_rankings_confidence():
     assert p(rank=0) > p(rank=3) > p(rank=40)
     assert p(ratio=1.0) > p(ratio=0.5) > p(ratio=0.01)
     assert p(lexical_rank=0) > p(lexical_rank=30) > p()
+    # The file where the question's words concentrate holds the change more often.
+    assert p(file_lexical_rank=0) > p(file_lexical_rank=3) > p()
     assert p(kind="class") < p(kind="function")
     assert p(member_of_named=True) > p()
     assert all(0.0 < p(rank=r, ratio=x) < 1.0 for r in (0, 10, 150) for x in (4.0, 1.0, 1e-9))
@@ -116,3 +118,41 @@ def test_a_type_shown_whole_does_not_hide_methods_written_elsewhere(tmp_path):
     assert "src/lib.rs::Counter" in sl.full_symbols
     assert "src/lib.rs::Counter.bump" in sl.symbols
     assert "self.value = self.value.wrapping_add(1);" in sl.context
+
+
+def test_a_body_is_worth_what_is_nested_in_it(tmp_path):
+    from memstrata.compressor.render import unit_for
+    from memstrata.compressor.slice import nested_worth
+
+    root = tmp_path / "nested"
+    write(root, "rules.py", """
+        def create(context):
+            def check(node):
+                return node
+
+            def report(node):
+                return check(node)
+
+            return report
+
+
+        class Rule:
+            def run(self):
+                return 1
+
+
+        def other():
+            return 2
+        """)
+    with Workspace.open(root) as w:
+        w.index()
+        graph = w.graph
+        nodes = ["rules.py::create", "rules.py::create.check", "rules.py::create.report", "rules.py::Rule",
+                 "rules.py::Rule.run", "rules.py::other"]
+        units = {n: unit_for(n, graph, 1.0) for n in nodes}
+        p = {"rules.py::create": 0.1, "rules.py::create.check": 0.3, "rules.py::create.report": 0.2,
+             "rules.py::Rule": 0.05, "rules.py::Rule.run": 0.4, "rules.py::other": 0.5}
+        worth = nested_worth(p, units, graph)
+        assert worth["rules.py::create"] == pytest.approx(0.5)
+        assert "rules.py::Rule" not in worth  # a class is not shown whole for its members' sake
+        assert "rules.py::other" not in worth and "rules.py::create.check" not in worth
