@@ -44,6 +44,8 @@ _SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", 
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
 _WILDCARD = "*"
 _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
+# Re-export hops followed from an import to a definition (see _member).
+_REEXPORT_HOPS = 8
 _MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
 # Versions are unique across graph instances, so a cache keyed by version
 # can never mistake a new graph for an old one that happened to share an id.
@@ -433,7 +435,7 @@ class CodeGraph(GraphQueries):
             return next(iter(candidates))
         return None
 
-    def _member(self, target: str, member: str, _hops: int = 0) -> str | None:
+    def _member(self, target: str, member: str, _hops: int = 0, _seen: set | None = None) -> str | None:
         """``member`` as defined in (or re-exported by) file ``target``."""
         if member == "default":
             return self._default_export(target)
@@ -450,23 +452,31 @@ class CodeGraph(GraphQueries):
                     and self.g.nodes[n]["qualname"].count(".") == 1]
             if len(hits) == 1:
                 return hits[0]
-        if _hops < 3:
+        if _hops < _REEXPORT_HOPS:
             # Re-exports: a module (a package's __init__.py, a barrel index.ts,
             # a crate's lib.rs) hands on names it imported, one by one
             # (`from .x import y`, `export { y } from`, `pub use x::y`) or all
             # at once (`export * from`, `pub use x::*`, `from .x import *`).
+            # Monorepos chain them package to package (`vue` -> runtime-dom ->
+            # runtime-core -> reactivity -> ref.ts), so the walk goes deep;
+            # a barrel seen once in a walk is not searched again (`export *`
+            # webs fan in and may cycle).
+            seen = _seen if _seen is not None else set()
             for f in files:
+                if (f, member) in seen:
+                    continue
+                seen.add((f, member))
                 b = self._bindings.get(f)
                 if b is None:
                     continue
                 bound = b.names.get(member)
                 if bound is not None and bound[0] != f:
-                    hit = self._member(bound[0], bound[1] or member, _hops + 1)
+                    hit = self._member(bound[0], bound[1] or member, _hops + 1, seen)
                     if hit:
                         return hit
                 for wildcard in b.wildcards:
                     if wildcard != f:
-                        hit = self._member(wildcard, member, _hops + 1)
+                        hit = self._member(wildcard, member, _hops + 1, seen)
                         if hit:
                             return hit
         return None

@@ -431,15 +431,18 @@ def _read_go_mod(path: Path) -> str | None:
     return match.group(1) if match else None
 
 
+_JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\\n])*")|/\*.*?\*/|//[^\n]*|,(?=\s*[}\]])', re.S)
+
+
 def _read_json_loose(path: Path) -> dict | None:
     """A JSON config that may carry comments and trailing commas (tsconfig)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    text = re.sub(r"(^|\s)//[^\n]*", r"\1", text)
-    text = re.sub(r",(\s*[}\]])", r"\1", text)
+    # JSONC: comments and trailing commas are dropped outside strings only;
+    # "paths" patterns such as "@app/*" hold "/*" and "*/" themselves.
+    text = _JSONC_NOISE.sub(lambda m: m.group(1) or "", text)
     try:
         data = json.loads(text)
     except ValueError:
@@ -597,6 +600,14 @@ def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
 _CARGO_NAME = re.compile(r"^\s*name\s*=\s*[\"']([^\"']+)[\"']", re.M)
 
 
+def _toml_table(text: str, header: str) -> str | None:
+    """The body of TOML table ``[header]``: up to the next line opening a
+    table.  A table's values may hold arrays (``categories = ["a", "b"]``),
+    so a ``[`` inside a line does not end it."""
+    match = re.search(r"^\[" + re.escape(header) + r"\][^\n]*\n?(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    return match.group(1) if match else None
+
+
 def _rust_library_crates(root: Path, dir_files: dict[str, list[str]]) -> dict[str, str]:
     """Library crates of a Cargo workspace, by the name other crates `use`
     them by (hyphens become underscores; `[lib] name` wins), mapped to the
@@ -612,12 +623,12 @@ def _rust_library_crates(root: Path, dir_files: dict[str, list[str]]) -> dict[st
             text = (root / crate / "Cargo.toml").read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        package = re.search(r"^\[package\]([^\[]*)", text, re.M)
-        lib = re.search(r"^\[lib\]([^\[]*)", text, re.M)
+        package = _toml_table(text, "package")
+        lib = _toml_table(text, "lib")
         name = None
-        if lib is not None and (m := _CARGO_NAME.search(lib.group(1))):
+        if lib is not None and (m := _CARGO_NAME.search(lib)):
             name = m.group(1)
-        elif package is not None and (m := _CARGO_NAME.search(package.group(1))):
+        elif package is not None and (m := _CARGO_NAME.search(package)):
             name = m.group(1)
         if name:
             crates.setdefault(name.replace("-", "_"), directory)
@@ -807,15 +818,20 @@ def _rust_module_file(ctx: ResolveContext, crate_dir: str, segments: list[str]) 
 
 
 def _resolve_rust(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str | None:
-    crate_dir = _rust_crate_dir(ctx, from_path)
-    if crate_dir is None:
-        return None
     path = [s for s in imp.module.split("::") if s]
     if imp.name not in (None, "*"):
         path.append(imp.name)
     if not path:
         return None
-    current = _rust_module_of(from_path, crate_dir)
+    crate_dir = _rust_crate_dir(ctx, from_path)
+    if crate_dir is None:
+        # Cargo's integration tests, examples and benches (`tests/*.rs`
+        # beside `src/`) are each a crate whose root is the file itself: its
+        # `mod x;` children sit in its directory, and it reaches the
+        # package's library by the crate name.
+        crate_dir, current = _dirname(from_path), []
+    else:
+        current = _rust_module_of(from_path, crate_dir)
     head, rest = path[0], path[1:]
     if head == "crate":
         segments: list[str] = []

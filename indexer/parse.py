@@ -35,8 +35,9 @@ from .languages import QueryPass, get_parser, get_query_passes
 from .model import ImportFact, ParseResult, RefFact, SymbolFact
 
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
-# qualified names, spans): an index written by another version is re-parsed.
-EXTRACTOR_VERSION = "7"
+# qualified names, spans, import targets): an index written by another
+# version is re-parsed.
+EXTRACTOR_VERSION = "8"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
