@@ -130,7 +130,8 @@ def clean_query(query: str) -> str:
 # "tokio-util, net: ...") names a component (a directory, a crate, a
 # package), not a symbol: it counts as path evidence only, so a module that
 # happens to share the scope's name is not read as the named target.
-_SCOPE_PREFIX = re.compile(r"^\s*[a-z][\w./-]*(?:\([^)\n]{0,60}\))?(?:\s*,\s*[a-z][\w./-]*)*!?:\s")
+_SCOPE_PREFIX = re.compile(r"^\s*(?:[a-z][\w./-]*(?:\([^)\n]{0,60}\))?(?:\s*,\s*[a-z][\w./-]*)*!?:\s"
+                           r"|\[[A-Za-z][\w./-]*(?:\s*,\s*[A-Za-z][\w./-]*)*\]\s)")
 
 
 def split_scope(text: str) -> tuple[str, str]:
@@ -281,6 +282,21 @@ class NameIndex:
         self.dir_files = dict(dir_files)
         for d in dir_files:
             self.dirs[_key(d[:-1].rsplit("/", 1)[-1])].append(d)
+        # Package roots of a workspace or monorepo (`tokio-util/`,
+        # `packages/runtime-core/`): directories holding a `src/` or `lib/`
+        # tree.  Indexed by each dash/underscore/slash-separated part of
+        # their path, so a commit scope that names only part of a package
+        # (`util`, `stream`) still finds it.
+        self.packages: dict[str, list[tuple[tuple[str, ...], str]]] = defaultdict(list)
+        for d in dir_files:
+            if d + "src/" in dir_files or d + "lib/" in dir_files:
+                parts = _package_parts(d)
+                for part in set(parts):
+                    self.packages[part].append((parts, d))
+
+
+def _package_parts(path: str) -> tuple[str, ...]:
+    return tuple(p for p in re.split(r"[-_/]+", path.strip("/").lower()) if p)
 
 
 def _key(name: str) -> str:
@@ -451,10 +467,14 @@ def _term_counts(graph: GraphView) -> dict[str, int]:
         return hit[1]
 
 
-# "sync: ...", "feat(parser): ...", "manualintegrate: ...": the area a
+# "sync: ...", "feat(parser): ...", "time, sync: ...", "[io] ...": the area a
 # message is about, named by the convention of many projects' histories.
-_AREA_PREFIX = re.compile(r"^\s*([\w\-/.]+)(?:\(([\w\-/., ]+)\))?!?:\s")
+_AREA_PREFIX = re.compile(r"^\s*(?:([\w\-/.]+(?:\s*,\s*[\w\-/.]+)*)(?:\(([\w\-/., ]+)\))?!?:\s"
+                          r"|\[([\w\-/., ]+)\]\s)")
 AREA_FACTOR = 2.0
+# Conventional-commit types say what kind of change it is, not where.
+_COMMIT_TYPES = frozenset("""feat fix chore docs doc ci build perf refactor style test tests revert deps release
+    bump wip misc""".split())
 
 
 def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:
@@ -465,6 +485,9 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     if m:
         area = {w for g in m.groups() if g for w in re.split(r"[\s,/.]+", g) if w}
         candidates |= area
+    for word in sorted(area):
+        _package_evidence(word, names, seeds)
+        _stem_part_evidence(word, names, seeds, include_tests, tests)
     for word in candidates:
         key = _key(word)
         strength = AREA_FACTOR if word in area else 1.0
@@ -493,6 +516,46 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
         for path in matched:
             seeds.add_evidence(path, boost)
             seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
+
+
+def _package_evidence(scope: str, names: NameIndex, seeds: Seeds) -> None:
+    """A commit scope naming a package of a workspace or monorepo by part of
+    its directory name (`util: ...` -> `tokio-util/`, `runtime-core: ...` ->
+    `packages/runtime-core/`): directory evidence for the whole package, so
+    the ranking, not the seeding, decides which of its files matter."""
+    parts = _package_parts(scope)
+    if not parts or scope.lower() in _COMMIT_TYPES or len("".join(parts)) < 3:
+        return
+    n = len(parts)
+    found = [d for dparts, d in names.packages.get(parts[0], ())
+             if any(dparts[i : i + n] == parts for i in range(len(dparts) - n + 1))]
+    if not found or sum(names.dir_files[d] for d in found) > DIR_MAX_SHARE * names.file_count:
+        return
+    boost = AREA_FACTOR * DIR_EVIDENCE * selectivity(len(found)) ** 2
+    for d in found:
+        seeds.add_evidence(d, boost)
+
+
+# A scope that names a file by the first words of its stem (`bash: ...` ->
+# bash_completions.go, `bash-v2: ...` -> bash_completionsV2.go): in a
+# package kept in one directory, the components a history's scopes name are
+# files.  Shared among the stems it starts (selectivity), and never a file
+# seed: evidence for the ranking, not a file forced in.
+STEM_PART_EVIDENCE = 1.0
+
+
+def _stem_part_evidence(scope: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:
+    words = [_fold(p) for p in split_identifier(scope.replace("-", "_")) if len(p) > 1 and not p.isdigit()]
+    if not STEM_PART_EVIDENCE or not words or scope.lower() in _COMMIT_TYPES:
+        return
+    parts, first = set(words), words[0]
+    found = [path for stem, path in names.stem_parts.get(first, ())
+             if parts <= stem and (include_tests or path not in tests)]
+    if not found:
+        return
+    boost = AREA_FACTOR * FILE_EVIDENCE * STEM_PART_EVIDENCE * selectivity(len(found)) ** 2
+    for path in found:
+        seeds.add_evidence(path, boost)
 
 
 def _seed_qualified(tok: _Token, graph: GraphView, names: NameIndex, seeds: Seeds, allowed) -> bool:

@@ -236,3 +236,57 @@ def test_a_file_name_with_several_dots_is_a_path(tmp_path, query, path):
         s = seeds(w, query)
         assert path in s.files
         assert "types/rules.ts" not in s.files
+
+
+def _workspace_of(root, files: dict[str, str]) -> Workspace:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    w = Workspace.open(root)
+    w.index()
+    return w
+
+
+_CRATES = {
+    "engine/src/lib.rs": "pub mod runtime;\n",
+    "engine/src/runtime.rs": "pub fn spawn() {}\n",
+    "engine-util/src/lib.rs": "pub mod codec;\n",
+    "engine-util/src/codec.rs": "pub fn decode_frame() {}\n",
+    "engine-stream/src/lib.rs": "pub fn next_item() {}\n",
+    "packages/runtime-core/src/render.ts": "export function renderNode() {}\n",
+    "packages/runtime-dom/src/patch.ts": "export function patchProp() {}\n",
+    "packages/fix-helpers/src/index.ts": "export function helper() {}\n",
+}
+
+
+@pytest.mark.parametrize("query, inside, outside", [
+    ("util: decode frames larger than the limit", "engine-util/src/codec.rs", "engine-stream/src/lib.rs"),
+    ("stream: stop polling after the end", "engine-stream/src/lib.rs", "engine-util/src/codec.rs"),
+    ("fix(util): decode frames larger than the limit", "engine-util/src/codec.rs", "engine/src/runtime.rs"),
+    ("[util] decode frames larger than the limit", "engine-util/src/codec.rs", "engine/src/runtime.rs"),
+    ("core, util: draw nodes twice", "packages/runtime-core/src/render.ts", "packages/runtime-dom/src/patch.ts"),
+    ("runtime-core: draw nodes twice", "packages/runtime-core/src/render.ts", "packages/runtime-dom/src/patch.ts"),
+])
+def test_a_commit_scope_naming_part_of_a_package_raises_the_package(tmp_path, query, inside, outside):
+    with _workspace_of(tmp_path / "ws", _CRATES) as w:
+        s = seeds(w, query)
+        assert s.path_boost(inside) > 1.0, s.evidence
+        assert s.path_boost(outside) == 1.0, s.evidence
+        # Evidence for the ranking to spread, not a file forced in.
+        assert inside not in s.files
+
+
+def test_a_commit_type_is_not_a_package_scope(tmp_path):
+    with _workspace_of(tmp_path / "ws", _CRATES) as w:
+        assert seeds(w, "fix: render twice").path_boost("packages/fix-helpers/src/index.ts") == 1.0
+
+
+def test_a_commit_scope_naming_the_first_words_of_a_file_stem(tmp_path):
+    files = {f"{stem}.go": f"package shells\n\nfunc {stem.title().replace('_', '')}() {{}}\n"
+             for stem in ("bash_completions", "bash_completionsV2", "fish_completions", "command")}
+    with _workspace_of(tmp_path / "shells", files) as w:
+        for query in ("fix(bash): unbound variable on empty extension", "perf(bash-v2): loop over the variable"):
+            s = seeds(w, query)
+            assert s.path_boost("bash_completionsV2.go") > 1.0, query
+            assert s.path_boost("fish_completions.go") == 1.0, query
+            assert "bash_completionsV2.go" not in s.files, query
