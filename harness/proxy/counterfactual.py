@@ -61,6 +61,7 @@ class Split:
     input: int = 0
     cache_read: int = 0
     cache_write: int = 0
+    blocks: int = 0   # prompt blocks (tool definitions, system parts, content blocks): the same sent or forwarded
 
     @property
     def total(self) -> int:
@@ -180,11 +181,13 @@ class ShadowCache:
         blocks = prompt_blocks(body, api, model)
         total = blocks[-1].tokens if blocks else 0
         if family == NO_CACHE or not blocks:
-            return Split(input=total)
+            return Split(input=total, blocks=len(blocks))
         with self._lock:
             if family == ANTHROPIC_FAMILY:
-                return self._anthropic(blocks, total, anthropic_min_tokens(model), now)
-            return self._openai(blocks, total, now)
+                split = self._anthropic(blocks, total, anthropic_min_tokens(model), now)
+            else:
+                split = self._openai(blocks, total, now)
+        return Split(split.input, split.cache_read, split.cache_write, len(blocks))
 
     def _live(self, digest: bytes, now: float) -> bool:
         expires = self._entries.get(digest)
@@ -251,6 +254,53 @@ def framing_tokens(body: dict, api: str, family: str) -> int:
     else:
         n = sum(1 for m in body.get("messages") or [] if isinstance(m, dict))
     return OPENAI_FRAMING_PER_MESSAGE * n + OPENAI_FRAMING_REPLY
+
+
+class FramingEstimate:
+    """Tokens a provider adds to each prompt block beyond the block's text, learnt from its own reports.
+
+    A provider counts a request as its texts in its own tokenizer plus framing
+    around every block (role markers, separators, tool-use ids and wrappers).
+    The proxy changes texts, never blocks, so the framing is the same in the
+    request as sent and as forwarded; scaling it with the texts' ratio would
+    inflate the counterfactual by the compression ratio times the framing --
+    small against the bill, but not against a saving that is mostly cheap
+    cache reads.  Where the provider publishes its framing (OpenAI) that is
+    used; elsewhere it is fitted: the reported prompt totals of a model's
+    requests against (our count of the forwarded texts, their blocks), least
+    squares over recent requests (older ones fade out), the per-block share
+    kept within ``[0, max_per_block]``.  Until the fit is determined (one
+    request, or requests whose texts grew in step with their blocks) the
+    framing is taken as 0 and everything scales, as before.
+    """
+
+    def __init__(self, decay: float = 0.98, max_per_block: float = 32.0):
+        self.decay = decay
+        self.max_per_block = max_per_block
+        self._sums: dict[object, list[float]] = {}   # key -> [T*T, T*B, B*B, R*T, R*B]
+        self._lock = threading.Lock()
+
+    def observe(self, key: object, text_tokens: int, blocks: int, reported: int) -> None:
+        if text_tokens <= 0 or blocks <= 0 or reported <= 0:
+            return
+        t, b, r = float(text_tokens), float(blocks), float(reported)
+        with self._lock:
+            s = self._sums.setdefault(key, [0.0] * 5)
+            for i, v in enumerate((t * t, t * b, b * b, r * t, r * b)):
+                s[i] = s[i] * self.decay + v
+
+    def per_block(self, key: object) -> float:
+        with self._lock:
+            s = self._sums.get(key)
+            if s is None:
+                return 0.0
+            tt, tb, bb, rt, rb = s
+        det = tt * bb - tb * tb
+        # Nearly collinear texts and blocks leave the split undetermined: assume no framing.
+        if det <= 1e-6 * tt * bb:
+            return 0.0
+        f = (tt * rb - tb * rt) / det
+        return min(max(f, 0.0), self.max_per_block)
 
 
 def scaled(split: Split, reported_total: int | None, forwarded_tokens: int,

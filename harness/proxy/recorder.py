@@ -37,7 +37,7 @@ from memstrata.storage.ledger import LedgerEntry
 from .analysis import Answer, parse_answer, prompt_tokens, symbol_overlap
 from .compress_request import ANTHROPIC, CompressionResult
 from .labels import Labels
-from .counterfactual import NO_CACHE, ShadowCache, Split, framing_tokens, scaled
+from .counterfactual import NO_CACHE, OPENAI_FAMILY, FramingEstimate, ShadowCache, Split, framing_tokens, scaled
 from .providers import Providers, ProvidersError
 from .savings import price
 
@@ -56,7 +56,7 @@ class Counting:
 
     def __init__(self, body: dict, compression: CompressionResult | None, api: str, *,
                  shadow: ShadowCache | None = None, family: str = NO_CACHE, model: str | None = None,
-                 arrived: float = 0.0):
+                 arrived: float = 0.0, framing: FramingEstimate | None = None):
         self.body = body
         self.compression = compression
         self.api = api
@@ -64,6 +64,8 @@ class Counting:
         self.family = family
         self.model = model
         self.arrived = arrived
+        self.framing = framing
+        self._observed = False
         self.original: int | None = None
         self.forwarded: int | None = None
         self.counterfactual: Split | None = None
@@ -98,8 +100,15 @@ class Counting:
         if not self.done or self.counterfactual is None or ans.input_tokens is None:
             return None
         reported = ans.input_tokens + (ans.cache_read_tokens or 0) + (ans.cache_write_tokens or 0)
-        return scaled(self.counterfactual, reported, self.forwarded or 0,
-                      framing_tokens(self.body, self.api, self.family))
+        if self.family == OPENAI_FAMILY or self.framing is None:
+            framing = framing_tokens(self.body, self.api, self.family)   # published: OpenAI's
+        else:
+            key = (self.api, self.model)
+            if not self._observed:
+                self._observed = True
+                self.framing.observe(key, self.forwarded or 0, self.counterfactual.blocks, reported)
+            framing = round(self.framing.per_block(key) * self.counterfactual.blocks)
+        return scaled(self.counterfactual, reported, self.forwarded or 0, framing)
 
 
 @dataclass
@@ -159,6 +168,7 @@ class Recorder:
         self._providers_fixed = providers is not None
         self._providers_stamp: tuple | None = None
         self.shadow = ShadowCache()  # the provider's prompt cache had every request gone out unmodified
+        self.framing = FramingEstimate()  # what the provider adds per block, the same sent or forwarded
         self._q: queue.Queue = queue.Queue(maxsize=max_pending)
         self.dropped: dict[str, int] = {}  # hand-offs dropped on a full queue, by kind
         self._dropped_lock = threading.Lock()
@@ -170,7 +180,7 @@ class Recorder:
     def begin(self, body: dict, compression: CompressionResult | None, api: str, *, family: str = NO_CACHE,
               model: str | None = None, arrived: float = 0.0) -> Counting:
         counting = Counting(body, compression, api, shadow=self.shadow, family=family, model=model,
-                            arrived=arrived)
+                            arrived=arrived, framing=self.framing)
         self._hand_over(counting, "counting")
         return counting
 
