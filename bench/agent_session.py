@@ -71,6 +71,8 @@ class SessionResult:
     reported: float = 0.0
     gold: int = 0
     kept: int = 0
+    parts_direct: dict | None = None   # USD by kind (cache_write, cache_read, input, output)
+    parts_proxy: dict | None = None
 
     @property
     def saved(self) -> float:
@@ -139,7 +141,16 @@ def run_session(repo: str, cases, checkout: Path, mode: str, env: dict) -> Sessi
             serve.stop()
     res.bill_direct = direct.total(ANTHROPIC_RATES)
     res.bill_proxy = through.total(ANTHROPIC_RATES)
+    res.parts_direct, res.parts_proxy = parts(direct), parts(through)
     return res
+
+
+KINDS = ("cache_write", "cache_read", "input", "output")
+
+
+def parts(provider: CachingProvider) -> dict:
+    """The provider's bill split by what each token was billed as (USD)."""
+    return {k: sum(getattr(b, k) for b in provider.bills) * ANTHROPIC_RATES[k] / 1e6 for k in KINDS}
 
 
 def mark(ok: bool) -> str:
@@ -178,6 +189,13 @@ def print_table(mode: str, results: list[SessionResult]) -> None:
               f"{worst:.1%} {mark(worst <= ERROR_TARGET)}")
     errors = sum(r.errors for r in results)
     print(f"errors = 0: {errors} {mark(errors == 0)}")
+    print(f"\nwhere the money goes ({mode}, USD: cache writes at 1.25x, cache reads at 0.1x, uncached input, "
+          f"output; direct -> through the proxy)\n")
+    print(f"{'session':<12} " + " ".join(f"{k.replace('_', ' '):>21}" for k in KINDS))
+    for r in results:
+        if r.parts_direct is None:
+            continue
+        print(f"{r.repo:<12} " + " ".join(f"{r.parts_direct[k]:>9.4f} -> {r.parts_proxy[k]:>8.4f}" for k in KINDS))
 
 
 def main(argv: list[str] | None = None) -> int:

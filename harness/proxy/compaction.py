@@ -11,7 +11,9 @@ Messages the conversation already forwarded keep their form (see
   the request and the tool call point at: those definitions with their
   neighbours, then the most relevant ones), or it repeats, verbatim, an
   earlier read that is still forwarded whole: then it becomes a one-line
-  pointer to that read.
+  pointer to that read; or it shares long runs of lines with such a read
+  (the file was edited in between): then those runs become pointers to that
+  read's lines and the rest, each changed definition whole, stays verbatim.
 
 After each user message the pass checks for a **compaction step**, the way
 Anthropic's context editing (``clear_tool_uses``) does: when the forwarded
@@ -32,10 +34,11 @@ reproduces the forms a continuously running proxy would have sent.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 from memstrata.compressor.block import Block, BlockPlan, cut_block, plan_block, points_at
 from memstrata.compressor.block_rank import Asked, prepare, relevant_part
@@ -226,6 +229,8 @@ class RequestPass:
                             f"{p.lines[1]}, tool use {same.tool_use_id}); not repeated]")
                     out[k] = dataclasses.replace(_with_form(p, form, "pointer", self.tokens.count(form)),
                                                  same_as=same.tool_use_id)
+                elif (near := self._near_copy_form(p, f.block)) is not None:
+                    out[k] = near
                 elif p.tokens >= max(self.s.min_tokens, self.s.result_cap):
                     plan = plan_block(f.block, prepare(p.asked), self.current_settings, p.tokens)
                     if plan is not None:
@@ -246,6 +251,27 @@ class RequestPass:
         if cut is None:
             return p
         return _with_form(p, cut.text, "compressed", cut.tokens_after, tuple(cut.kept))
+
+    def _near_copy_form(self, p: PieceState, block: Block) -> PieceState | None:
+        """A re-read of a file whose earlier read is still forwarded whole but differs in a few
+        places (the file was edited in between): the runs of lines both hold become one-line
+        pointers to the earlier read's lines, the changed lines stay verbatim.  Lossless, like the
+        verbatim repeat's pointer: every line is in the context, once.  None when no earlier whole
+        read of the file is there or the pointers would save less than ``min_saving``."""
+        for ri in range(len(self.records) - 1, -1, -1):
+            for q in self.records[ri].pieces:
+                if q.kind == "result" and q.status == "whole" and q.path == p.path and q.tool_use_id:
+                    earlier = self._block_of(ri, q)
+                    if earlier is None:
+                        return None
+                    form = near_copy_form(block, earlier, p.path, q.tool_use_id)
+                    if form is None:
+                        return None
+                    tokens = self.tokens.count(form)
+                    if tokens > (1 - self.block_settings.min_saving) * p.tokens:
+                        return None
+                    return dataclasses.replace(_with_form(p, form, "pointer", tokens), same_as=q.tool_use_id)
+        return None
 
     def _earlier_whole_copy(self, p: PieceState) -> PieceState | None:
         for rec in reversed(self.records):
@@ -616,6 +642,100 @@ def _without(text: str, found: list[Found]) -> str:
     for f in sorted(found, key=lambda f: f.start, reverse=True):
         text = text[:f.start] + text[f.end:]
     return text
+
+
+# Runs shorter than this stay verbatim: a pointer line and the jump it asks of the reader cost
+# more than a few repeated lines.
+MIN_SAME_RUN = 12
+
+
+def matching_runs(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
+    """(start in a, start in b, length) of runs of equal lines, in order in both.
+
+    Anchored on the lines that occur exactly once in each (their longest chain in order in both,
+    as patience diff does), each run grown both ways while the lines agree: O(n log n), where a
+    general longest-match diff is quadratic on the repetitive lines code is full of (blank lines,
+    closing braces).  A file with no line unique to both gets no runs."""
+    count_a, count_b = Counter(a), Counter(b)
+    at = {line: i for i, line in enumerate(a) if count_a[line] == 1}
+    pairs = [(at[line], j) for j, line in enumerate(b) if count_b[line] == 1 and line in at]
+    runs: list[tuple[int, int, int]] = []
+    end_a = end_b = -1   # last lines the runs so far cover
+    for i, j in _longest_chain(pairs):
+        if i <= end_a or j <= end_b:
+            continue
+        s_a, s_b = i, j
+        while s_a - 1 > end_a and s_b - 1 > end_b and a[s_a - 1] == b[s_b - 1]:
+            s_a, s_b = s_a - 1, s_b - 1
+        e_a, e_b = i, j
+        while e_a + 1 < len(a) and e_b + 1 < len(b) and a[e_a + 1] == b[e_b + 1]:
+            e_a, e_b = e_a + 1, e_b + 1
+        runs.append((s_a, s_b, e_b - s_b + 1))
+        end_a, end_b = e_a, e_b
+    return runs
+
+
+def _longest_chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The longest subsequence of ``pairs`` (given in increasing second element) whose first
+    elements increase too (patience sorting)."""
+    tops: list[int] = []          # smallest first element ending a chain of each length
+    ends: list[int] = []          # index in pairs of that chain's last pair
+    back = [-1] * len(pairs)
+    for k, (i, _) in enumerate(pairs):
+        pos = bisect.bisect_left(tops, i)
+        if pos == len(tops):
+            tops.append(i)
+            ends.append(k)
+        else:
+            tops[pos], ends[pos] = i, k
+        back[k] = ends[pos - 1] if pos else -1
+    chain = []
+    k = ends[-1] if ends else -1
+    while k >= 0:
+        chain.append(pairs[k])
+        k = back[k]
+    return chain[::-1]
+
+
+def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str) -> str | None:
+    """``block`` (a re-read) with every run of at least ``MIN_SAME_RUN`` lines that ``earlier``
+    holds verbatim replaced by one line naming the lines there; None when no run qualifies.
+
+    A definition with any changed line is shown whole, never split between a pointer and the
+    changes: what the reader needs of it is in one place, as the file has it now."""
+    n = len(block.code)
+    same: list[int | None] = [None] * n   # the earlier read's line index of each unchanged line
+    for a, b, size in matching_runs(earlier.code, block.code):
+        if size >= MIN_SAME_RUN:
+            for k in range(size):
+                same[b + k] = a + k
+    if all(x is None for x in same):
+        return None
+    outline = outline_of(block.code, block.language, block.path)
+    shown = [x is None for x in same]
+    for ln in range(n):
+        if same[ln] is None and outline.owner[ln] >= 0:
+            for k in outline.units[outline.owner[ln]].lines():
+                shown[k] = True
+    out: list[str] = []
+    ln = 0
+    replaced = False
+    while ln < n:
+        end = ln + 1
+        if not shown[ln]:
+            while end < n and not shown[end] and same[end] == same[end - 1] + 1:
+                end += 1
+        if shown[ln] or end - ln < MIN_SAME_RUN:
+            out.extend(block.display[ln:end])
+        else:
+            first = block.code[ln]
+            indent = first[: len(first) - len(first.lstrip())]
+            out.append(f"{indent}[memstrata: lines {block.numbers[ln]}-{block.numbers[end - 1]} are lines "
+                       f"{earlier.numbers[same[ln]]}-{earlier.numbers[same[end - 1]]} of the earlier read of "
+                       f"{path} (tool use {tool_use_id}), unchanged]")
+            replaced = True
+        ln = end
+    return "\n".join(out) if replaced else None
 
 
 def _with_form(p: PieceState, form: str, status: str, tokens: int, kept: tuple = ()) -> PieceState:

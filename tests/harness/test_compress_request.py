@@ -5,13 +5,14 @@ real token counts.  The proxy's HTTP side is in test_proxy.py.
 """
 
 import copy
+import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
-from memstrata.harness.proxy.compaction import real_text
+from memstrata.harness.proxy.compaction import matching_runs, real_text
 from memstrata.harness.proxy.conversation import ConversationStore
 
 # Thresholds scaled to the fixture's files (the defaults are for real projects).
@@ -221,18 +222,78 @@ def test_repeated_read_is_deduplicated(shop_ws, settings):
     assert msgs[6]["content"][0]["tool_use_id"] == "toolu_03"
 
 
-def test_a_changed_reread_makes_the_earlier_copy_a_pointer_at_compaction(shop_ws):
+def test_a_rewritten_reread_makes_the_earlier_copy_a_pointer_at_compaction(shop_ws):
     comp = Compressor(shop_ws, CompressionSettings.for_mode("safe", min_tokens=400, trigger=2000,
                                                              clear_at_least=1000, keep_tool_uses=3))
     agent = Agent(shop_ws, QUESTION)
     agent.read("shop/orders.py")
-    edited = read(shop_ws, "shop/orders.py").replace("timedelta(days=30)", "timedelta(days=45)")
+    # changed every few lines: no long run is left in common, so the re-read is forwarded whole
+    lines = read(shop_ws, "shop/orders.py").replace("timedelta(days=30)", "timedelta(days=45)").split("\n")
+    edited = "\n".join(ln + "  # reviewed" if k % 6 == 0 and ln.strip() else ln for k, ln in enumerate(lines))
     body = agent.read("shop/orders.py", edited)
     res = comp.compress(body, "anthropic")
     msgs = forwarded(res, body)
     earlier = result_text(msgs[2])
     assert earlier.startswith("[memstrata: ") and "read again later (tool use toolu_02)" in earlier
     assert "timedelta(days=45)" in result_text(msgs[4])
+
+
+def expand_pointers(form: str, earlier: str) -> str:
+    """The re-read as the reader reconstructs it: each pointer line replaced by the earlier read's lines."""
+    numbered = {int(ln.split("→", 1)[0]): ln.split("→", 1)[1] for ln in earlier.split("\n")}
+    out = []
+    for ln in form.split("\n"):
+        m = re.match(r"\s*\[memstrata: lines (\d+)-(\d+) are lines (\d+)-(\d+) of the earlier read of .* \(tool use "
+                     r"toolu_01\), unchanged\]$", ln)
+        if m is None:
+            out.append(ln)
+            continue
+        a, b, c, d = map(int, m.groups())
+        assert b - a == d - c
+        out.extend(f"{a + k:>6}→{numbered[c + k]}" for k in range(b - a + 1))
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("settings", [CUT, AGENT], ids=["no-compaction", "compaction"])
+def test_an_edited_reread_points_at_the_lines_the_earlier_read_holds(shop_ws, settings):
+    """A file read again after an edit: the runs it shares with the earlier read (still forwarded
+    whole) become pointers to those lines; the changed definition stays whole; nothing is lost."""
+    comp = Compressor(shop_ws, settings)
+    agent = Agent(shop_ws, QUESTION)
+    agent.read("shop/orders.py")
+    agent.read("shop/pricing.py")
+    original = read(shop_ws, "shop/orders.py")
+    edited = original.replace('        self.state = "refunded"\n',
+                              '        self.state = "refunded"\n        self.refunded_at = now\n')
+    assert edited != original
+    body = agent.read("shop/orders.py", edited)
+    res = comp.compress(body, "anthropic")
+    msgs = forwarded(res, body)
+    earlier = result_text(msgs[2])
+    assert earlier == result_text(body["messages"][2])  # the earlier read stays whole: the pointers need it
+    form = result_text(msgs[6])
+    assert len(form) < 0.5 * len(cat_n(edited, arrow=True))
+    assert expand_pointers(form, earlier) == cat_n(edited, arrow=True)  # lossless
+    refund = edited.split("\n")[140:150]  # Order.refund as edited, every line in the re-read itself
+    shown = [ln.split("→", 1)[1] for ln in form.split("\n") if "→" in ln]
+    assert all(ln in shown for ln in refund if ln.strip())
+    # a later request forwards the same forms (prefix stability)
+    later = comp.compress(agent.read("shop/inventory.py"), "anthropic")
+    assert result_text(forwarded(later, agent.body())[6]) == form
+
+
+def test_matching_runs_are_exact_in_order_and_cover_what_did_not_change(shop_ws):
+    a = read(shop_ws, "shop/orders.py").split("\n")
+    b = list(a)
+    del b[30:33]                                  # lines removed ...
+    b[100:100] = ["    # a new comment", ""]     # ... added ...
+    b[150] = b[150] + "  # and changed"           # ... and edited
+    runs = matching_runs(a, b)
+    assert all(a[i:i + n] == b[j:j + n] for i, j, n in runs)
+    assert all(i + n <= i2 and j + n <= j2 for (i, j, n), (i2, j2, _) in zip(runs, runs[1:]))
+    assert sum(n for _, _, n in runs) >= len(b) - 3   # everything but the new and the edited lines
+    # lines repeated everywhere (blank lines, closing braces) anchor nothing: no runs, not a slow search
+    assert matching_runs(["}", ""] * 3000, ["}", ""] * 2999 + ["x"]) == []
 
 
 def test_ten_turn_transcript_keeps_its_prefix_except_at_compaction_steps(shop_ws):

@@ -176,7 +176,8 @@ def test_a_compaction_step_must_pay_under_the_cache_prices():
 def _long_task(ws, agent, reads, system_words=20):
     lines = (ws.root / BIG).read_text().split("\n")
     for k in range(reads):
-        body = agent.read(BIG, "\n".join(lines[k * 40:k * 40 + 400]) + "\n")
+        # windows that do not overlap: a re-read of lines already forwarded whole would be a pointer
+        body = agent.read(BIG, "\n".join(lines[k * 100:k * 100 + 100]) + "\n")
         body["system"] = [{"type": "text", "text": "You are a coding agent. " * system_words,
                            "cache_control": {"type": "ephemeral"}}]
         body["messages"][-1]["content"][-1]["cache_control"] = {"type": "ephemeral"}
