@@ -11,9 +11,11 @@ Messages the conversation already forwarded keep their form (see
   the request and the tool call point at: those definitions with their
   neighbours, then the most relevant ones), or it repeats, verbatim, an
   earlier read that is still forwarded whole: then it becomes a one-line
-  pointer to that read; or it shares long runs of lines with such a read
-  (the file was edited in between): then those runs become pointers to that
-  read's lines and the rest, each changed definition whole, stays verbatim.
+  pointer to that read; or it shares long runs of lines with such a read,
+  or with what an earlier read cut on arrival still shows (the file was
+  edited in between): then those runs become pointers to that read's lines
+  and the rest, each changed definition whole, stays verbatim (a re-read
+  over ``result_cap`` pointing into a cut read is cut first, as without them).
 
 After each user message the pass checks for a **compaction step**, the way
 Anthropic's context editing (``clear_tool_uses``) does: when the forwarded
@@ -253,24 +255,46 @@ class RequestPass:
         return _with_form(p, cut.text, "compressed", cut.tokens_after, tuple(cut.kept))
 
     def _near_copy_form(self, p: PieceState, block: Block) -> PieceState | None:
-        """A re-read of a file whose earlier read is still forwarded whole but differs in a few
-        places (the file was edited in between): the runs of lines both hold become one-line
-        pointers to the earlier read's lines, the changed lines stay verbatim.  Lossless, like the
-        verbatim repeat's pointer: every line is in the context, once.  None when no earlier whole
-        read of the file is there or the pointers would save less than ``min_saving``."""
+        """A re-read of a file whose earlier read is still in the context -- whole, or cut on arrival
+        -- but differs in a few places (the file was edited in between): the runs of lines both hold
+        become one-line pointers to the earlier read's lines, the changed lines stay verbatim.  Only
+        lines the earlier read's forwarded form shows are pointed at, so the pointers are lossless,
+        like the verbatim repeat's: every line they name is in the context, once.  A re-read over the
+        whole-result limit is first cut as it would be without them (a re-read of an earlier whole
+        read is not: that read's pointers are enough).  None when no such earlier read is there or the pointers would save less than
+        ``min_saving`` of what would be forwarded otherwise."""
         for ri in range(len(self.records) - 1, -1, -1):
             for q in self.records[ri].pieces:
-                if q.kind == "result" and q.status == "whole" and q.path == p.path and q.tool_use_id:
-                    earlier = self._block_of(ri, q)
-                    if earlier is None:
-                        return None
-                    form = near_copy_form(block, earlier, p.path, q.tool_use_id)
-                    if form is None:
-                        return None
-                    tokens = self.tokens.count(form)
+                if not (q.kind == "result" and q.path == p.path and q.tool_use_id):
+                    continue
+                cut_earlier = q.status == "compressed" and q.numbered and q.form is not None
+                if q.status != "whole" and not cut_earlier:
+                    continue
+                earlier = self._block_of(ri, q)
+                if earlier is None:
+                    return None
+                visible = shown_in_form(earlier, q.form) if cut_earlier else None
+                form = near_copy_form(block, earlier, p.path, q.tool_use_id, visible)
+                if form is None:
+                    return None
+                tokens = self.tokens.count(form)
+                limit = max(self.s.min_tokens, self.s.result_cap)
+                if not cut_earlier or p.tokens < limit:
                     if tokens > (1 - self.block_settings.min_saving) * p.tokens:
                         return None
                     return dataclasses.replace(_with_form(p, form, "pointer", tokens), same_as=q.tool_use_id)
+                plan = plan_block(block, prepare(p.asked), self.current_settings, p.tokens)
+                cut = self.plans.cut(plan, self.current_settings, False) if plan is not None else None
+                if cut is None:
+                    return None
+                form = near_copy_form(block, earlier, p.path, q.tool_use_id, visible, cut.text, cut.elided)
+                if form is None:
+                    return None
+                tokens = self.tokens.count(form)
+                if tokens > (1 - self.block_settings.min_saving) * cut.tokens_after:
+                    return None
+                return dataclasses.replace(_with_form(p, form, "pointer", tokens, tuple(cut.kept)),
+                                           same_as=q.tool_use_id)
         return None
 
     def _earlier_whole_copy(self, p: PieceState) -> PieceState | None:
@@ -424,8 +448,10 @@ class RequestPass:
         """An earlier copy of a file read again later (and kept whole there) becomes a pointer to it."""
         plan: dict[tuple[int, int], PieceState] = {}
         latest: dict[str, PieceState] = {}
+        # A read that a later pointer names stays: the pointer's lines are shown only there.
+        named = {p.same_as for _, _, p in results if p.same_as}
         for ri, pi, p in reversed(results):
-            if p.status == "pointer":
+            if p.status == "pointer" or p.tool_use_id in named:
                 continue
             later = latest.get(p.path)
             if later is None:
@@ -697,9 +723,29 @@ def _longest_chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return chain[::-1]
 
 
-def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str) -> str | None:
+def shown_in_form(block: Block, form: str) -> set[int]:
+    """Indexes of ``block``'s lines that ``form`` (its forwarded form, cut with numbered lines kept
+    as they were sent) shows verbatim."""
+    at = {number: k for k, number in enumerate(block.numbers)}
+    shown: set[int] = set()
+    for line in form.split("\n"):
+        m = _NUMBERED.match(line)
+        if m is not None:
+            k = at.get(int(m.group(1)))
+            if k is not None and block.display[k] == line:
+                shown.add(k)
+    return shown
+
+
+def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, visible: set[int] | None = None,
+                   cut_text: str | None = None, elided: list[tuple[int, int]] = ()) -> str | None:
     """``block`` (a re-read) with every run of at least ``MIN_SAME_RUN`` lines that ``earlier``
     holds verbatim replaced by one line naming the lines there; None when no run qualifies.
+
+    ``visible``: the indexes of ``earlier``'s lines its forwarded form shows (None: all of them);
+    a pointer names only those, never lines behind that form's markers.  ``cut_text`` and
+    ``elided``: ``block`` as cut (its ``cut_block`` text and elided line ranges); the pointers
+    then replace runs of the lines that cut shows, and its markers stay.
 
     A definition with any changed line is shown whole, never split between a pointer and the
     changes: what the reader needs of it is in one place, as the file has it now."""
@@ -709,32 +755,54 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str) ->
         if size >= MIN_SAME_RUN:
             for k in range(size):
                 same[b + k] = a + k
-    if all(x is None for x in same):
-        return None
     outline = outline_of(block.code, block.language, block.path)
     shown = [x is None for x in same]
     for ln in range(n):
         if same[ln] is None and outline.owner[ln] >= 0:
             for k in outline.units[outline.owner[ln]].lines():
                 shown[k] = True
+    # What may be pointed at: unchanged, outside a changed definition, and in the earlier form.
+    point = [not shown[ln] and (visible is None or same[ln] in visible) for ln in range(n)]
+    if not any(point):
+        return None
+    # The rows forwarded: block lines (their index) and, for a cut, its markers (None).
+    rows: list[int | str] = list(range(n))
+    if cut_text is not None:
+        rows, ln, ranges = [], 0, iter(elided)
+        for line in cut_text.split("\n"):
+            if ln < n and line == block.display[ln]:
+                rows.append(ln)
+                ln += 1
+                continue
+            rows.append(line)
+            last = next(ranges, (0, -1))[1]
+            while ln < n and block.numbers[ln] <= last:
+                ln += 1
+
+    def follows(r: int) -> bool:
+        x, y = rows[r - 1], rows[r]
+        return (isinstance(x, int) and isinstance(y, int) and y == x + 1 and point[x] and point[y]
+                and same[y] == same[x] + 1 and earlier.numbers[same[y]] == earlier.numbers[same[x]] + 1)
+
     out: list[str] = []
-    ln = 0
+    r = 0
     replaced = False
-    while ln < n:
-        end = ln + 1
-        if not shown[ln]:
-            while end < n and not shown[end] and same[end] == same[end - 1] + 1:
+    while r < len(rows):
+        end = r + 1
+        if isinstance(rows[r], int) and point[rows[r]]:
+            while end < len(rows) and follows(end):
                 end += 1
-        if shown[ln] or end - ln < MIN_SAME_RUN:
-            out.extend(block.display[ln:end])
+        if end - r < MIN_SAME_RUN:
+            out.extend(row if isinstance(row, str) else block.display[row] for row in rows[r:end])
         else:
-            first = block.code[ln]
+            a, b = rows[r], rows[end - 1]
+            first = block.code[a]
             indent = first[: len(first) - len(first.lstrip())]
-            out.append(f"{indent}[memstrata: lines {block.numbers[ln]}-{block.numbers[end - 1]} are lines "
-                       f"{earlier.numbers[same[ln]]}-{earlier.numbers[same[end - 1]]} of the earlier read of "
+            out.append(f"{indent}[memstrata: lines {block.numbers[a]}-{block.numbers[b]} are lines "
+                       f"{earlier.numbers[same[a]]}-{earlier.numbers[same[b]]} of the earlier read of "
                        f"{path} (tool use {tool_use_id}), unchanged]")
             replaced = True
-        ln = end
+        r = end
     return "\n".join(out) if replaced else None
 
 
