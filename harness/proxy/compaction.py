@@ -784,15 +784,45 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
         return (isinstance(x, int) and isinstance(y, int) and y == x + 1 and point[x] and point[y]
                 and same[y] == same[x] + 1 and earlier.numbers[same[y]] == earlier.numbers[same[x]] + 1)
 
+    def runs() -> list[tuple[int, int, bool]]:
+        """(first row, end row, replaced by a pointer) over the forwarded rows."""
+        found, r = [], 0
+        while r < len(rows):
+            end = r + 1
+            if isinstance(rows[r], int) and point[rows[r]]:
+                while end < len(rows) and follows(end):
+                    end += 1
+            found.append((r, end, end - r >= MIN_SAME_RUN))
+            r = end
+        return found
+
+    # A definition is never split between a pointer and lines shown here, nor
+    # between two pointers: the reader finds it whole in one place, here or in
+    # the earlier read.  Showing one whole can shorten a neighbouring run below
+    # the minimum, so this settles in a few rounds.
+    defs = [u for u in outline.units if u.kind == "def"]
+    while True:
+        plan = runs()
+        run_of: dict[int, int] = {}
+        for i, (r, end, replaced) in enumerate(plan):
+            for row in rows[r:end]:
+                if isinstance(row, int):
+                    run_of[row] = i if replaced else -1
+        split = False
+        for u in defs:
+            held = {run_of[k] for k in u.lines() if k in run_of}
+            if len(held) > 1 and any(h >= 0 for h in held):
+                for k in u.lines():
+                    if k < n and point[k]:
+                        point[k] = False
+                        split = True
+        if not split:
+            break
+
     out: list[str] = []
-    r = 0
     replaced = False
-    while r < len(rows):
-        end = r + 1
-        if isinstance(rows[r], int) and point[rows[r]]:
-            while end < len(rows) and follows(end):
-                end += 1
-        if end - r < MIN_SAME_RUN:
+    for r, end, pointed in plan:
+        if not pointed:
             out.extend(row if isinstance(row, str) else block.display[row] for row in rows[r:end])
         else:
             a, b = rows[r], rows[end - 1]
@@ -802,7 +832,6 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
                        f"{earlier.numbers[same[a]]}-{earlier.numbers[same[b]]} of the earlier read of "
                        f"{path} (tool use {tool_use_id}), unchanged]")
             replaced = True
-        r = end
     return "\n".join(out) if replaced else None
 
 
