@@ -127,7 +127,7 @@ def clean_query(query: str) -> str:
 
 
 # A commit subject's leading scope ("io: ...", "fix(parser): ...",
-# "tokio-util, net: ...") names a component (a directory, a crate, a
+# "shop-util, net: ...") names a component (a directory, a crate, a
 # package), not a symbol: it counts as path evidence only, so a module that
 # happens to share the scope's name is not read as the named target.
 _SCOPE_PREFIX = re.compile(r"^\s*(?:[a-z][\w./-]*(?:\([^)\n]{0,60}\))?(?:\s*,\s*[a-z][\w./-]*)*!?:\s"
@@ -282,7 +282,7 @@ class NameIndex:
         self.dir_files = dict(dir_files)
         for d in dir_files:
             self.dirs[_key(d[:-1].rsplit("/", 1)[-1])].append(d)
-        # Package roots of a workspace or monorepo (`tokio-util/`,
+        # Package roots of a workspace or monorepo (`shop-util/`,
         # `packages/runtime-core/`): directories holding a `src/` or `lib/`
         # tree.  Indexed by each dash/underscore/slash-separated part of
         # their path, so a commit scope that names only part of a package
@@ -520,7 +520,7 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
 
 def _package_evidence(scope: str, names: NameIndex, seeds: Seeds) -> None:
     """A commit scope naming a package of a workspace or monorepo by part of
-    its directory name (`util: ...` -> `tokio-util/`, `runtime-core: ...` ->
+    its directory name (`util: ...` -> `shop-util/`, `runtime-core: ...` ->
     `packages/runtime-core/`): directory evidence for the whole package, so
     the ranking, not the seeding, decides which of its files matter."""
     parts = _package_parts(scope)

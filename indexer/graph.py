@@ -457,8 +457,8 @@ class CodeGraph(GraphQueries):
             # a crate's lib.rs) hands on names it imported, one by one
             # (`from .x import y`, `export { y } from`, `pub use x::y`) or all
             # at once (`export * from`, `pub use x::*`, `from .x import *`).
-            # Monorepos chain them package to package (`vue` -> runtime-dom ->
-            # runtime-core -> reactivity -> ref.ts), so the walk goes deep;
+            # Monorepos chain them package to package (the framework's entry ->
+            # its DOM runtime -> core runtime -> a leaf module), so the walk goes deep;
             # a barrel seen once in a walk is not searched again (`export *`
             # webs fan in and may cycle).
             seen = _seen if _seen is not None else set()
