@@ -264,7 +264,7 @@ class NameIndex:
         self.dirs: dict[str, list[str]] = defaultdict(list)  # key of a basename -> "a/b/" prefixes
         dir_files: dict[str, int] = defaultdict(int)
         files = graph.files()
-        # Stems of several words (fish_completions, bash_completionsV2): by
+        # Stems of several words (auth_tokens, cache_entriesV2): by
         # their first word, with all their words, singular.
         self.stem_parts: dict[str, list[tuple[frozenset[str], str]]] = defaultdict(list)
         for path in files:
@@ -536,8 +536,8 @@ def _package_evidence(scope: str, names: NameIndex, seeds: Seeds) -> None:
         seeds.add_evidence(d, boost)
 
 
-# A scope that names a file by the first words of its stem (`bash: ...` ->
-# bash_completions.go, `bash-v2: ...` -> bash_completionsV2.go): in a
+# A scope that names a file by the first words of its stem (`auth: ...` ->
+# auth_tokens.go, `auth-v2: ...` -> auth_tokensV2.go): in a
 # package kept in one directory, the components a history's scopes name are
 # files.  Shared among the stems it starts (selectivity), and never a file
 # seed: evidence for the ranking, not a file forced in.
