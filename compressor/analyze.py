@@ -507,7 +507,7 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
                 for d in dirs:
                     seeds.add_evidence(d, boost)
     # A stem of several words, all of which the question uses, in any order
-    # ("quote args in fish shell completion" -> fish_completions.go).
+    # ("refresh the token used for auth" -> auth_tokens.go).
     folded = {_fold(w) for w in _WORD.findall(text)}
     matched = [path for w in folded for parts, path in names.stem_parts.get(w, ())
                if parts <= folded and (include_tests or path not in tests)]
