@@ -274,27 +274,22 @@ class RequestPass:
                 if earlier is None:
                     return None
                 visible = shown_in_form(earlier, q.form) if cut_earlier else None
-                form = near_copy_form(block, earlier, p.path, q.tool_use_id, visible)
-                if form is None:
-                    return None
-                tokens = self.tokens.count(form)
-                limit = max(self.s.min_tokens, self.s.result_cap)
-                if not cut_earlier or p.tokens < limit:
-                    if tokens > (1 - self.block_settings.min_saving) * p.tokens:
+                if cut_earlier and p.tokens >= max(self.s.min_tokens, self.s.result_cap):
+                    plan = plan_block(block, prepare(p.asked), self.current_settings, p.tokens)
+                    cut = self.plans.cut(plan, self.current_settings, False) if plan is not None else None
+                    if cut is None:
                         return None
-                    return dataclasses.replace(_with_form(p, form, "pointer", tokens), same_as=q.tool_use_id)
-                plan = plan_block(block, prepare(p.asked), self.current_settings, p.tokens)
-                cut = self.plans.cut(plan, self.current_settings, False) if plan is not None else None
-                if cut is None:
-                    return None
-                form = near_copy_form(block, earlier, p.path, q.tool_use_id, visible, cut.text, cut.elided)
+                    form = near_copy_form(block, earlier, p.path, q.tool_use_id, visible, cut.text, cut.elided)
+                    otherwise, kept = cut.tokens_after, tuple(cut.kept)
+                else:
+                    form = near_copy_form(block, earlier, p.path, q.tool_use_id, visible)
+                    otherwise, kept = p.tokens, ()
                 if form is None:
                     return None
                 tokens = self.tokens.count(form)
-                if tokens > (1 - self.block_settings.min_saving) * cut.tokens_after:
+                if tokens > (1 - self.block_settings.min_saving) * otherwise:
                     return None
-                return dataclasses.replace(_with_form(p, form, "pointer", tokens, tuple(cut.kept)),
-                                           same_as=q.tool_use_id)
+                return dataclasses.replace(_with_form(p, form, "pointer", tokens, kept), same_as=q.tool_use_id)
         return None
 
     def _earlier_whole_copy(self, p: PieceState) -> PieceState | None:
