@@ -173,12 +173,14 @@ async def run_distinct(corpus: Path, n: int, max_tokens: int, plain: bool = Fals
     ms = lambda v: v * 1000  # noqa: E731
     p95 = ms(pct(stdio, 0.95))
     print(f"\ncorpus {corpus}: {len(stdio)} distinct questions, each asked once, max_tokens={max_tokens}")
+    def row(label: str, v: list[float]) -> None:
+        print(f"{label:30}{ms(statistics.median(v)):>10.1f}{ms(pct(v, 0.95)):>10.1f}{ms(max(v)):>10.1f}")
+
     print(f"{'':30}{'p50 ms':>10}{'p95 ms':>10}{'max ms':>10}")
-    print(f"{'in-process':30}{ms(statistics.median(inproc)):>10.1f}{ms(pct(inproc, 0.95)):>10.1f}{ms(max(inproc)):>10.1f}")
+    row("in-process", inproc)
     if plain_stdio:
-        print(f"{'MCP stdio, bare JSON-RPC client':30}{ms(statistics.median(plain_stdio)):>10.1f}"
-              f"{ms(pct(plain_stdio, 0.95)):>10.1f}{ms(max(plain_stdio)):>10.1f}")
-    print(f"{'MCP stdio round trip (SDK)':30}{ms(statistics.median(stdio)):>10.1f}{p95:>10.1f}{ms(max(stdio)):>10.1f}")
+        row("MCP stdio, bare JSON-RPC client", plain_stdio)
+    row("MCP stdio round trip (SDK)", stdio)
     print(f"load average {os.getloadavg()[0]:.2f}")
     print(f"MCP stdio p95 {p95:.1f} ms: {'met' if p95 <= DISTINCT_GOAL_P95_MS else 'MISSED'} "
           f"(goal <= {DISTINCT_GOAL_P95_MS:.0f} ms)")
