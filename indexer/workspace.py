@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from memstrata.storage import Store
 from memstrata.storage import code_index as ci
 
 from . import graph_snapshot
+from . import history as git_history
 from .graph import CodeGraph
 from .graph_snapshot import SnapshotGraph
 from .graph_view import GraphView
@@ -36,6 +38,8 @@ from .watcher import Changes, Watcher
 log = logging.getLogger(__name__)
 
 SNAPSHOT_DELAY = 5.0  # seconds of quiet after a graph refresh before it is saved
+HISTORY_META = "history"  # "<HEAD commit>:<working-tree digest>" of the saved recent history
+HEAD_CHECK_SECONDS = 30.0  # how often a long-lived process looks whether HEAD moved (a commit changes no file)
 
 
 @dataclass
@@ -86,6 +90,11 @@ class Workspace:
         self._indexing = False
         self._error: str | None = None
         self.listeners: list[Callable[[IndexSummary], None]] = []
+        self._history: git_history.RecentChanges | None = None
+        self._history_token: str | None = None
+        self._commit_history: tuple[str, list] | None = None  # (HEAD, its commits' hunks), read once per HEAD
+        self._head_checked = 0.0
+        self._history_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: str | Path | None = None, *, max_file_bytes: int | None = None,
@@ -167,8 +176,68 @@ class Workspace:
         if self._graph is not None and (summary.changed_paths or summary.removed_paths):
             with self.lock:
                 self._refresh_graph(summary.changed_paths, summary.removed_paths)
+        self._update_history(bool(summary.changed_paths or summary.removed_paths))
         for listener in list(self.listeners):
             listener(summary)
+
+    # -- recent history ---------------------------------------------------------
+
+    def _update_history(self, files_changed: bool) -> None:
+        """Read again what the recent commits and the working tree changed
+        (indexer/history.py) when HEAD moved or indexed files changed, and
+        keep it beside the index for every reader.  Best effort: without a
+        usable git checkout there is simply no history."""
+        if self.detached or self.store.readonly:
+            return
+        with self._history_lock:
+            self._head_checked = time.monotonic()
+            try:
+                head = git_history.head_commit(self.root)
+                saved = self.store.get_meta(HISTORY_META)
+                if head is None:
+                    if saved:
+                        self.store.set_meta(HISTORY_META, "")
+                    return
+                if saved and saved.split(":", 1)[0] == head and not files_changed:
+                    return
+                cached = self._commit_history
+                changes = cached[1] if cached is not None and cached[0] == head else None
+                if changes is None:
+                    changes = git_history.commit_changes(self.root, head)
+                    if changes is None:
+                        return
+                    self._commit_history = (head, changes)
+                indexed = set(ci.file_paths(self.store))
+                found = git_history.recent_changes(self.root, indexed.__contains__, head=head, changes=changes)
+                if found is None:
+                    return
+                token = f"{head}:{found.worktree}"
+                if token == saved:
+                    return
+                if git_history.save(self.store, found):
+                    self.store.set_meta(HISTORY_META, token)
+            except Exception:  # a full disk, a locked index: ranking goes on without (or with the old) history
+                log.debug("recent history not updated", exc_info=True)
+
+    @property
+    def history(self) -> git_history.RecentChanges | None:
+        """What the project's recent commits and uncommitted edits changed, as
+        saved by the last index run (None without a git history)."""
+        if (self._watcher is not None and not self.detached
+                and time.monotonic() - self._head_checked > HEAD_CHECK_SECONDS):
+            # A commit or checkout moves HEAD without changing a file the
+            # watcher sees: look again now and then, off the question's path.
+            self._head_checked = time.monotonic()
+            threading.Thread(target=self._update_history, args=(False,), name="memstrata-history",
+                             daemon=True).start()
+        try:
+            token = self.store.get_meta(HISTORY_META)
+        except Exception:
+            return self._history
+        if token != self._history_token:
+            self._history = git_history.load(self.store) if token else None
+            self._history_token = token
+        return self._history
 
     # -- graph --------------------------------------------------------------
 
