@@ -13,6 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from memstrata.indexer.graph_view import GraphView
+from memstrata.indexer.history import RecentChanges
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
@@ -128,6 +129,19 @@ def _count_in_background(files: list[tuple[str, str]]) -> Future | None:
     return _counter_pool.submit(lambda: [file_tokens(p, t) for p, t in todo])
 
 
+@dataclass
+class Ranking:
+    """What the ranking hands to selection: candidates best first, what fills
+    an unused budget, and what the question said about them."""
+
+    ranked: list[tuple[str, float]]
+    fill: list[tuple[str, float]]
+    named: set[str]
+    focus: set[str]
+    sig_only: set[str]
+    evidence: "_Evidence"
+
+
 def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tests: bool = False) -> ContextSlice:
     """Build the context slice for ``query`` within ``max_tokens`` (cl100k tokens).
 
@@ -142,49 +156,56 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         notes.append(f"index is {state}: answered from the {ws.files_indexed()} files indexed so far")
     with ws.lock:
         graph = ws.graph
-        names = _name_index(graph)
-        intent = intent_of(query)
-        tests_ok = include_tests
-
-        test_files = graph.test_files
-
-        def allowed(node: str) -> bool:
-            return tests_ok or node.split("::", 1)[0] not in test_files
-
-        seeds = find_seeds(query, graph, names, ws.store, include_tests)
-        personalization = seeds.personalization()
-        if not personalization:
+        ranking = rank_candidates(ws, graph, query, include_tests)
+        if ranking is None:
             notes.append("nothing in the project matches the query")
             return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
-        # Sorted so that equal questions always rank identically.
-        personalization = dict(sorted(personalization.items()))
-        scores = personalized_rank(graph, personalization, intent.weights, include_tests)
-        # The prior only ever lowers a score, so it need only be applied to
-        # the best few hundred symbols.
-        pool = _best_symbols(scores, MAX_CANDIDATES * 4, lambda n: "::" in n and allowed(n) and n in graph)
-        adjusted = []
-        for node, score in pool:
-            if node in seeds.named:  # what the question names comes first
-                adjusted.append((node, score * 2 + 1.0))
-            else:
-                adjusted.append((node, score * _prior(graph, node) * seeds.path_boost(graph.file_of(node))))
-        adjusted, sig_only = _with_named_members(graph, seeds.named, adjusted, allowed)
-        adjusted.sort(key=lambda kv: (-kv[1], kv[0]))
-        ranked = adjusted[:MAX_CANDIDATES]
-        fill = _fill_candidates(graph, seeds, adjusted, allowed)
-        if not ranked:
-            ranked, fill = fill[:MAX_CANDIDATES], fill[MAX_CANDIDATES:]
-        # What the question asks about a named symbol ("its callers", "its
-        # subclasses") is shown in full along with it, budget permitting.
-        boosted = {k for k, w in intent.weights.items() if w > BASE_WEIGHTS[k]}
-        focus = set(seeds.named)
-        for node in seeds.named:
-            for v, kind, _w, outgoing, is_test in graph.adjacency(node):
-                if (kind, outgoing) in boosted and "::" in v and (include_tests or not is_test):
-                    focus.add(v)
-        evidence = _Evidence.of(seeds, personalization)
-        result = _build(ws, graph, ranked, budget, notes, seeds.named, focus, fill, sig_only, evidence)
-    return result
+        return _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
+                      ranking.sig_only, ranking.evidence)
+
+
+def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: bool) -> Ranking | None:
+    """Seeds, ranking and the evidence behind it for a validated ``query``;
+    None when nothing in the project matches it."""
+    names = _name_index(graph)
+    intent = intent_of(query)
+    test_files = graph.test_files
+
+    def allowed(node: str) -> bool:
+        return include_tests or node.split("::", 1)[0] not in test_files
+
+    seeds = find_seeds(query, graph, names, ws.store, include_tests)
+    personalization = seeds.personalization()
+    if not personalization:
+        return None
+    # Sorted so that equal questions always rank identically.
+    personalization = dict(sorted(personalization.items()))
+    scores = personalized_rank(graph, personalization, intent.weights, include_tests)
+    # The prior only ever lowers a score, so it need only be applied to
+    # the best few hundred symbols.
+    pool = _best_symbols(scores, MAX_CANDIDATES * 4, lambda n: "::" in n and allowed(n) and n in graph)
+    adjusted = []
+    for node, score in pool:
+        if node in seeds.named:  # what the question names comes first
+            adjusted.append((node, score * 2 + 1.0))
+        else:
+            adjusted.append((node, score * _prior(graph, node) * seeds.path_boost(graph.file_of(node))))
+    adjusted, sig_only = _with_named_members(graph, seeds.named, adjusted, allowed)
+    adjusted.sort(key=lambda kv: (-kv[1], kv[0]))
+    ranked = adjusted[:MAX_CANDIDATES]
+    fill = _fill_candidates(graph, seeds, adjusted, allowed)
+    if not ranked:
+        ranked, fill = fill[:MAX_CANDIDATES], fill[MAX_CANDIDATES:]
+    # What the question asks about a named symbol ("its callers", "its
+    # subclasses") is shown in full along with it, budget permitting.
+    boosted = {k for k, w in intent.weights.items() if w > BASE_WEIGHTS[k]}
+    focus = set(seeds.named)
+    for node in seeds.named:
+        for v, kind, _w, outgoing, is_test in graph.adjacency(node):
+            if (kind, outgoing) in boosted and "::" in v and (include_tests or not is_test):
+                focus.add(v)
+    evidence = _Evidence.of(seeds, personalization, ws.history)
+    return Ranking(ranked, fill, seeds.named, focus, sig_only, evidence)
 
 
 def _best_symbols(scores: dict[str, float], n: int, keep) -> list[tuple[str, float]]:
@@ -301,16 +322,29 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
     docs.save_counts(file_order)
     if not units and ranked:
         notes.append(f"max_tokens={budget} is too small for any matching code")
+    full = [u.node for u in units if u.mode == FULL]
+    inside = _shown_inside(graph, [u for u in units if u.mode == FULL])
     return ContextSlice(
         context=context,
         tokens=tokens,
         baseline_tokens=baseline,
         sources=file_order,
-        symbols=[u.node for u in units],
-        full_symbols=[u.node for u in units if u.mode == FULL],
+        symbols=list(dict.fromkeys([u.node for u in units] + inside)),
+        full_symbols=list(dict.fromkeys(full + inside)),
         notes=notes,
         max_tokens=budget,
     )
+
+
+def _shown_inside(graph: GraphView, full: list[Unit]) -> list[str]:
+    """The definitions written inside a unit shown whole (a class's methods,
+    a function's closures): they are shown whole too."""
+    out = []
+    for u in full:
+        for n in graph.symbols_in_file(u.path):
+            if n != u.node and _is_inside(n, u, graph):
+                out.append(n)
+    return out
 
 
 class _Docs:
@@ -402,9 +436,6 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
     if not ranked:
         return [], 0
     evidence = evidence or _Evidence()
-    unnamed = [s for n, s in ranked
-               if n not in named and n not in sig_only and graph.node(n)["kind"] not in _CONTAINER_KINDS]
-    top = (unnamed[0] if unnamed else ranked[0][1]) or 1.0
     full_cap = full_limit or budget
     chosen: dict[str, Unit] = {}
     files: set[str] = set()
@@ -450,34 +481,30 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
     units: dict[str, Unit] = {}
     probability: dict[str, float] = {}
     candidates: list[tuple[int, str, Unit, bool]] = []
-    n_ranked = len(ranked)
-    for i, (node, score) in enumerate(itertools.chain(ranked, fill)):
-        if node in units:
-            continue
-        doc = docs.get(graph.file_of(node))
-        if doc is None:
-            continue
-        unit = units[node] = unit_for(node, graph, score)
+    fullable: set[str] = set()
+    for i, unit, features in scored_candidates(graph, ranked, fill, evidence, named, sig_only,
+                                               lambda path: docs.get(path) is not None):
+        node = unit.node
+        units[node] = unit
         is_container = unit.kind in CONTAINERS
         lines = unit.end - unit.start + 1
-        lexical = evidence.lexical.get(node)
-        if i >= n_ranked and lexical is None:
+        if features is None:
             p = 0.0  # fill the ranking never reached nor search found: a signature at most
         else:
-            # A full-text hit past the ranking still has its search evidence:
-            # code that spells the question's words, in a corner the graph
-            # walk did not reach (its score places it below every ranked one).
-            p = target_probability(i, score / top, node in named, node in sig_only, unit.kind, lines,
-                                   lexical, node in evidence.seeded, evidence.path_boost(unit.path),
-                                   evidence.file_lexical.get(unit.path))
+            p = target_probability(features)
             if node in focus:
                 p = max(p, FOCUS_PROBABILITY)
-        # Classes are shown whole only when the question names a small one;
-        # otherwise their header frames the members that rank on their own.
+        # A class, struct or type is shown whole when the question names a
+        # small one, or when its chance of being the target (a change to its
+        # fields, attributes or class-level code) pays for its lines like any
+        # body's; a larger one's header frames the members that rank on their own.
         if is_container:
-            can_full = node in named and lines <= MAX_FULL_CONTAINER_LINES
+            can_full = ((node in named and lines <= MAX_FULL_CONTAINER_LINES)
+                        or (p > 0 and lines <= MAX_EV_CONTAINER_LINES))
         else:
             can_full = p > 0
+        if can_full:
+            fullable.add(node)
         probability[node] = p
         unit.hint = node in named or p >= HINT_PROBABILITY
         candidates.append((i, node, unit, can_full))
@@ -491,7 +518,7 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
             file_best[path] = node
     offers: list[tuple[float, int, str, str]] = []
     body_estimate: dict[str, int] = {}
-    nested = nested_worth(probability, units, graph)
+    nested = nested_worth(probability, units, graph, fullable)
     for i, node, unit, can_full in candidates:
         p = probability[node]
         if can_full:
@@ -539,12 +566,36 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
     return list(chosen.values()), used
 
 
-def nested_worth(probability: dict[str, float], units: dict[str, Unit], graph: GraphView) -> dict[str, float]:
+def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", named: set[str], sig_only: set[str],
+                      has_file=lambda path: True):
+    """Each candidate once, best first: (place, unit, the model's features),
+    features None for fill that neither the ranking nor search reached.
+    A full-text hit past the ranking still has its search evidence: code
+    that spells the question's words, in a corner the graph walk did not
+    reach (its score places it below every ranked one)."""
+    unnamed = [s for n, s in ranked
+               if n not in named and n not in sig_only and graph.node(n)["kind"] not in _CONTAINER_KINDS]
+    top = (unnamed[0] if unnamed else (ranked[0][1] if ranked else 1.0)) or 1.0
+    seen: set[str] = set()
+    n_ranked = len(ranked)
+    for i, (node, score) in enumerate(itertools.chain(ranked, fill)):
+        if node in seen or not has_file(graph.file_of(node)):
+            continue
+        seen.add(node)
+        unit = unit_for(node, graph, score)
+        if i >= n_ranked and node not in evidence.lexical:
+            yield i, unit, None
+        else:
+            yield i, unit, evidence.features(i, score / top, unit, node in named, node in sig_only)
+
+
+def nested_worth(probability: dict[str, float], units: dict[str, Unit], graph: GraphView,
+                 fullable: set[str] | None = None) -> dict[str, float]:
     """For each candidate body, the chances of the candidates written inside
     it.  A body shown whole shows whole every definition nested in it
-    (closures, inner helpers, the handlers an object literal holds), so its
-    worth is its own chance plus theirs.  Classes are left out: they are
-    shown whole only when named and small, whatever their members are worth."""
+    (closures, inner helpers, the handlers an object literal holds, a class's
+    methods), so its worth is its own chance plus theirs.  A class counts only
+    where it may be shown whole (``fullable``; all function-like bodies may)."""
     nested: dict[str, float] = {}
     for node, p in probability.items():
         if p <= 0:
@@ -553,13 +604,16 @@ def nested_worth(probability: dict[str, float], units: dict[str, Unit], graph: G
         parts = qual.split(".")
         for k in range(len(parts) - 1, 0, -1):
             outer = units.get(f"{path}::{'.'.join(parts[:k])}")
-            if outer is not None and outer.kind not in CONTAINERS and _is_inside(node, outer, graph):
+            if outer is None or not _is_inside(node, outer, graph):
+                continue
+            if outer.kind not in CONTAINERS or (fullable is not None and outer.node in fullable):
                 nested[outer.node] = nested.get(outer.node, 0.0) + p
     return nested
 
 
 SIG_ESTIMATE = 24  # tokens of a typical signature line with its elision note
 FULL_ESTIMATE_SLACK = 1.4  # how far a body's character-based estimate may overshoot its count
+MAX_EV_CONTAINER_LINES = 200  # an unnamed class shown whole must pay for its lines; past this it never does
 
 # Kinds that hold other definitions: rarely the edited unit themselves.
 _CONTAINER_KINDS = frozenset({"class", "struct", "interface", "enum", "module", "impl", "trait", "type"})
@@ -573,45 +627,74 @@ class _Evidence:
     seeded: frozenset[str] = frozenset()  # started with mass of its own
     path_boost: Callable[[str], float] = lambda path: 1.0  # the path evidence's multiplier for a file
     file_lexical: dict[str, int] = field(default_factory=dict)  # place of the file among the full-text hits' files
+    history: RecentChanges | None = None  # what the recent commits and the working tree changed
 
     @classmethod
-    def of(cls, seeds, personalization: dict[str, float]) -> "_Evidence":
+    def of(cls, seeds, personalization: dict[str, float], history: RecentChanges | None = None) -> "_Evidence":
         files: dict[str, int] = {}
         for node in seeds.lexical:
             files.setdefault(node.split("::", 1)[0], len(files))
-        return cls({n: i for i, n in enumerate(seeds.lexical)}, frozenset(personalization), seeds.path_boost, files)
+        return cls({n: i for i, n in enumerate(seeds.lexical)}, frozenset(personalization), seeds.path_boost, files,
+                   history)
+
+    def features(self, rank: int, ratio: float, unit: Unit, named: bool, member_of_named: bool) -> tuple[float, ...]:
+        """The model's inputs for one candidate, in the order of FEATURES."""
+        lexical_rank = self.lexical.get(unit.node)
+        file_lexical_rank = self.file_lexical.get(unit.path)
+        age = file_age = None
+        if self.history is not None:
+            age = self.history.age_of(unit.path, unit.start, unit.end)
+            file_age = self.history.file_age(unit.path)
+        return (
+            1.0,
+            math.log(rank + 1),
+            math.log(min(max(ratio, 1e-6), 4.0)),
+            float(named),
+            float(member_of_named),
+            float(unit.kind in _CONTAINER_KINDS),
+            math.log(max(unit.end - unit.start + 1, 1)),
+            0.0 if lexical_rank is None else 1.0,
+            0.0 if lexical_rank is None else math.log(lexical_rank + 1),
+            float(unit.node in self.seeded),
+            math.log(max(self.path_boost(unit.path), 1e-3)),
+            0.0 if file_lexical_rank is None else 1.0,
+            0.0 if file_lexical_rank is None else math.log(file_lexical_rank + 1),
+            0.0 if age is None else 1.0,
+            0.0 if age is None else math.log(age + 1),
+            0.0 if file_age is None else 1.0,
+            0.0 if file_age is None else math.log(file_age + 1),
+        )
 
 
 # A logistic model of "this candidate is what the question needs" over
-# features every ranking has: the candidate's place, its score relative to
-# the best unnamed function-like candidate, whether the question names it or
-# names the class holding it, whether it is a container, its length (a
-# longer body is likelier to hold the line a change touches), whether and
-# how high full-text search found it (words of the question in its code),
-# whether it was a seed itself, the path evidence for its file, and how high
-# its file comes among the files of the full-text hits (the file where the
-# question's words concentrate holds the change more often than the graph
-# alone says, whichever of its definitions the words hit).  Fitted by
-# maximum likelihood on the development half of bench/quality.py (commit
-# messages of eight repositories in five languages; each feature's weight
-# was also checked leaving one repository out) and checked on the
-# repositories of the check half, which it never saw; see docs/benchmarks.md.
-_P_WEIGHTS = (-4.792, -0.481, 0.297, 0.666, 1.747, -1.285, 0.506, 2.366, -0.274, -0.796, 0.786, 1.308, -0.634)
+# features every ranking has (FEATURES): the candidate's place, its score
+# relative to the best unnamed function-like candidate, whether the question
+# names it or names the class holding it, whether it is a container, its
+# length (a longer body is likelier to hold the line a change touches),
+# whether and how high full-text search found it (words of the question in
+# its code), whether it was a seed itself, the path evidence for its file,
+# how high its file comes among the files of the full-text hits (the file
+# where the question's words concentrate holds the change more often than the
+# graph alone says, whichever of its definitions the words hit), and how
+# recently the project's history changed its lines and its file (work comes
+# in series, and a question is most often about the task at hand: lines a
+# recent commit or an uncommitted edit touched are likelier targets; ages
+# count commits, 0 being the working tree).  Fitted by maximum likelihood on
+# the development half of bench/quality.py (`bench/selection_fit.py fit`:
+# commit messages of the development repositories in five languages, each
+# feature's weight also checked leaving one repository out) and checked on
+# the repositories of the check half, which it never saw; see
+# docs/benchmarks.md.
+FEATURES = ("bias", "log_rank", "log_ratio", "named", "member_of_named", "container", "log_lines",
+            "lexical", "log_lexical_rank", "seeded", "log_path_boost", "file_lexical", "log_file_lexical_rank",
+            "recent", "log_recent_age", "file_recent", "log_file_recent_age")
+_P_WEIGHTS = (-4.238, -0.487, 0.245, 0.754, 1.368, -0.903, 0.406, 2.656, -0.417, -0.924, 0.633, 0.789, -0.488,
+              1.589, -0.409, 0.067, -0.051)
 
 
-def target_probability(rank: int, ratio: float, named: bool, member_of_named: bool, kind: str, lines: int,
-                       lexical_rank: int | None = None, seeded: bool = False, path_boost: float = 1.0,
-                       file_lexical_rank: int | None = None) -> float:
-    (bias, w_rank, w_ratio, w_named, w_member, w_container, w_lines,
-     w_lexical, w_lexical_rank, w_seeded, w_boost, w_file_lexical, w_file_lexical_rank) = _P_WEIGHTS
-    z = (bias + w_rank * math.log(rank + 1) + w_ratio * math.log(min(max(ratio, 1e-6), 4.0))
-         + w_named * named + w_member * member_of_named + w_container * (kind in _CONTAINER_KINDS)
-         + w_lines * math.log(max(lines, 1))
-         + (w_lexical + w_lexical_rank * math.log(lexical_rank + 1) if lexical_rank is not None else 0.0)
-         + w_seeded * seeded + w_boost * math.log(max(path_boost, 1e-3))
-         + (w_file_lexical + w_file_lexical_rank * math.log(file_lexical_rank + 1)
-            if file_lexical_rank is not None else 0.0))
-    return 1.0 / (1.0 + math.exp(-z))
+def target_probability(features: tuple[float, ...], weights: tuple[float, ...] = _P_WEIGHTS) -> float:
+    z = math.fsum(w * x for w, x in zip(weights, features))
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
 def _estimate_tokens(doc: FileDoc, unit: Unit) -> int:

@@ -8,7 +8,9 @@ import pytest
 
 from memstrata.compressor import context_query
 from memstrata.compressor.analyze import NameIndex, find_seeds, split_scope
-from memstrata.compressor.slice import target_probability
+from memstrata.compressor.render import FULL, Unit
+from memstrata.compressor.slice import _Evidence, target_probability
+from memstrata.indexer.history import RecentChanges
 from memstrata.indexer.workspace import Workspace
 
 
@@ -58,9 +60,22 @@ def test_the_budget_is_never_exceeded(ws):
         assert sl.tokens <= budget
 
 
+def _p(rank=3, ratio=0.5, named=False, member_of_named=False, kind="function", lines=20, lexical_rank=None,
+       file_lexical_rank=None, age=None, file_age=None) -> float:
+    node = "pkg/mod.py::target"
+    history = None
+    if file_age is not None:
+        history = RecentChanges("0" * 40, "", {"pkg/mod.py": sorted(
+            [(500, 500, file_age)] + ([(10, 10, age)] if age is not None else []))})
+    evidence = _Evidence(lexical={} if lexical_rank is None else {node: lexical_rank},
+                         file_lexical={} if file_lexical_rank is None else {"pkg/mod.py": file_lexical_rank},
+                         history=history)
+    unit = Unit(node, "pkg/mod.py", 1.0, FULL, 5, 5 + lines - 1, kind, None)
+    return target_probability(evidence.features(rank, ratio, unit, named, member_of_named))
+
+
 def test_target_probability_follows_the_rankings_confidence():
-    p = lambda **kw: target_probability(**{"rank": 3, "ratio": 0.5, "named": False, "member_of_named": False,
-                                           "kind": "function", "lines": 20, **kw})
+    p = _p
     assert p(rank=0) > p(rank=3) > p(rank=40)
     assert p(ratio=1.0) > p(ratio=0.5) > p(ratio=0.01)
     assert p(lexical_rank=0) > p(lexical_rank=30) > p()
@@ -69,6 +84,15 @@ def test_target_probability_follows_the_rankings_confidence():
     assert p(kind="class") < p(kind="function")
     assert p(member_of_named=True) > p()
     assert all(0.0 < p(rank=r, ratio=x) < 1.0 for r in (0, 10, 150) for x in (4.0, 1.0, 1e-9))
+
+
+def test_lines_changed_lately_make_a_likelier_target():
+    """Work comes in series: what the last commits (or uncommitted edits)
+    changed is likelier to be what a question is about, the newer the more."""
+    p = _p
+    assert p(age=0, file_age=0) > p(age=1, file_age=1) > p(age=20, file_age=20) > p()
+    # Only the definition's own lines count, not a change elsewhere in its file.
+    assert p(age=3, file_age=3) > 2 * p(file_age=3)
 
 
 @pytest.mark.parametrize("message, scope", [

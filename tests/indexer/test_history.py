@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from memstrata.compressor import context_query
 from memstrata.indexer import history
 from memstrata.indexer.workspace import Workspace
 
@@ -173,3 +174,35 @@ def test_the_workspace_keeps_history_beside_the_index_for_every_reader(repo):
         commit(repo, "beta")
         writer.index()  # no file changed, but HEAD moved
         assert reader.history.age_of("pkg/mod.py", beta, beta) == 1
+
+
+def test_a_recent_change_tips_an_ambiguous_question_towards_its_code(tmp_path):
+    """Two look-alike handlers, a question that fits both: the one the last
+    commit changed is the likelier target, shown whole; before that commit the
+    question said nothing to tell them apart."""
+    root = tmp_path / "svc"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+
+    def handler(name: str, extra: str = "") -> str:
+        lines = [f"def {name}(request, retries=3):", '    """Send the request to the upstream and retry on failure."""']
+        lines += [f"    attempt_{i} = request.send(timeout={i})  # retry step {i}" for i in range(25)]
+        return "\n".join(lines + [f"    return attempt_24{extra}", "", ""])
+
+    for i in range(2):
+        write(root, f"svc/client_{i}.py", handler(f"send_with_retry_{i}"))
+    commit(root, "clients")
+    for i in range(history.RECENT_COMMITS):  # the clients' first commit falls out of the recent window
+        write(root, "NOTES.txt", f"note {i}\n")
+        commit(root, f"notes {i}")
+    question = "sending the request to the upstream fails after a retry"
+    with Workspace.open(root) as ws:
+        ws.index()
+        before = context_query(ws, question, max_tokens=650)
+        write(root, "svc/client_1.py", handler("send_with_retry_1", " or None"))
+        commit(root, "client 1: give up quietly")
+        ws.index()
+        after = context_query(ws, question, max_tokens=650)
+    # Room for one body: before the commit the ranking's order picks it, after it the change does.
+    assert before.full_symbols == ["svc/client_0.py::send_with_retry_0"]
+    assert after.full_symbols == ["svc/client_1.py::send_with_retry_1"]
