@@ -517,6 +517,7 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         if p > probability.get(file_best.get(path, ""), -1.0):
             file_best[path] = node
     offers: list[tuple[float, int, str, str]] = []
+    worth_of: dict[tuple[str, str], float] = {}
     body_estimate: dict[str, int] = {}
     nested = nested_worth(probability, units, graph, fullable)
     for i, node, unit, can_full in candidates:
@@ -529,11 +530,14 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         if can_full and p > 0:
             worth = p + nested.get(node, 0.0)
             offers.append((-(worth / (body_estimate[node] + UNIT_FRAMING)), i, node, FULL))
+            worth_of[(node, FULL)] = worth
         value = SIG_VALUE * p + ORIENTATION
         if file_best.get(unit.path) == node:
             value += FILE_VALUE * (1.0 - file_miss[unit.path])
         offers.append((-(value / (SIG_ESTIMATE + UNIT_FRAMING)), i, node, SIG))
+        worth_of[(node, SIG)] = value
     offers.sort()
+    offers = _large_body_first(offers, worth_of, body_estimate, budget, full_cap)
     for _density, _i, node, mode in offers:
         if used >= budget * 0.98:
             break
@@ -564,6 +568,74 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
             unit.cost_full = 0
             take(unit, SIG, unit.cost_sig)
     return list(chosen.values()), used
+
+
+LARGE_BODY_SHARE = 0.25  # a body estimated past this share of the budget is "large"
+LARGE_BODY_TRIES = 3  # how many of the most valuable large bodies are tried first
+LARGE_BODY_GAIN = 1.05  # and how much more the plan that starts with one must be worth
+
+
+def _large_body_first(offers: list[tuple[float, int, str, str]], worth_of: dict[tuple[str, str], float],
+                      body_estimate: dict[str, int], budget: int, full_cap: int) -> list[tuple[float, int, str, str]]:
+    """Offers in the order they are taken: best value per token first, or,
+    when that plan is worth clearly less, one large body first.
+
+    Taking the best value per token first is the right plan while every
+    offer is small next to the budget; a body that fills a large part of
+    it breaks that: the many small offers ahead of it leave no room, even
+    when it alone (a long function that is very likely the target) is worth
+    more than all of them.  This is the classic remedy for a greedy
+    knapsack: also plan with each of the few most valuable large bodies
+    taken first, the rest by value per token, and keep the plan worth most.
+    Plans are compared on estimated costs, so nothing is counted twice."""
+    large = sorted(((worth_of[(node, mode)], node) for _d, _i, node, mode in offers
+                    if mode == FULL and _d != -float("inf")
+                    and budget * LARGE_BODY_SHARE < body_estimate[node] + UNIT_FRAMING <= full_cap),
+                   reverse=True)[:LARGE_BODY_TRIES]
+    if not large:
+        return offers
+    best_value, best = _plan_value(offers, worth_of, body_estimate, budget, full_cap), None
+    for _worth, node in large:
+        value = _plan_value(offers, worth_of, body_estimate, budget, full_cap, node)
+        if value > best_value * LARGE_BODY_GAIN:
+            best_value, best = value, node
+    if best is None:
+        return offers
+    first = [o for o in offers if o[2] == best and o[3] == FULL]
+    named = [o for o in offers if o[0] == -float("inf")]
+    rest = [o for o in offers if o[0] != -float("inf") and not (o[2] == best and o[3] == FULL)]
+    return named + first + rest
+
+
+def _plan_value(offers, worth_of, body_estimate, budget: int, full_cap: int, first: str | None = None) -> float:
+    """What taking ``offers`` in order (``first``'s body before all but the
+    named ones) is worth, on estimated costs."""
+    order = offers
+    if first is not None:
+        order = ([o for o in offers if o[0] == -float("inf")] + [(0.0, 0, first, FULL)]
+                 + [o for o in offers if o[0] != -float("inf")])
+    used, value = 0, 0.0
+    taken: dict[str, str] = {}
+    for _d, _i, node, mode in order:
+        if used >= budget * 0.98:
+            break
+        current = taken.get(node)
+        if current == FULL or (current is not None and mode == SIG):
+            continue
+        if mode == FULL:
+            cost = body_estimate.get(node, 0) + UNIT_FRAMING
+            refund = SIG_ESTIMATE + UNIT_FRAMING if current == SIG else 0
+            if used - refund + cost > full_cap:
+                continue
+            value -= worth_of.get((node, SIG), 0.0) if current == SIG else 0.0
+        else:
+            cost, refund = SIG_ESTIMATE + UNIT_FRAMING, 0
+            if used + cost > budget:
+                continue
+        used += cost - refund
+        value += worth_of.get((node, mode), 0.0)
+        taken[node] = mode
+    return value
 
 
 def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", named: set[str], sig_only: set[str],

@@ -180,3 +180,30 @@ def test_a_body_is_worth_what_is_nested_in_it(tmp_path):
         assert worth["rules.py::create"] == pytest.approx(0.5)
         assert "rules.py::Rule" not in worth  # a class is not shown whole for its members' sake
         assert "rules.py::other" not in worth and "rules.py::create.check" not in worth
+
+
+def test_a_large_likely_body_goes_first_when_small_offers_would_crowd_it_out():
+    """Best value per token first is a poor plan when one body fills most of
+    the budget: five small offers slightly denser than a long, likely target
+    leave no room for it, though it alone is worth more than all of them."""
+    from memstrata.compressor.render import SIG
+    from memstrata.compressor.slice import UNIT_FRAMING, _large_body_first, _plan_value
+
+    body_estimate = {"big": 900 - UNIT_FRAMING, **{f"s{i}": 100 - UNIT_FRAMING for i in range(5)}}
+    worth_of = {("big", FULL): 0.9, **{(f"s{i}", FULL): 0.12 for i in range(5)}}
+    offers = sorted([(-(0.9 / 900), 0, "big", FULL)] + [(-(0.12 / 100), i + 1, f"s{i}", FULL) for i in range(5)])
+    assert offers[0][2] == "s0"  # by value per token the small ones come first
+    greedy = _plan_value(offers, worth_of, body_estimate, 1000, 1000)
+    reordered = _large_body_first(offers, worth_of, body_estimate, 1000, 1000)
+    assert reordered[0][2] == "big"
+    assert _plan_value(reordered, worth_of, body_estimate, 1000, 1000) > greedy
+    # When the small offers are worth more together, the order stays as it was.
+    worth_of.update({(f"s{i}", FULL): 0.5 for i in range(5)})
+    offers = sorted([(-(0.9 / 900), 0, "big", FULL)] + [(-(0.5 / 100), i + 1, f"s{i}", FULL) for i in range(5)])
+    assert _large_body_first(offers, worth_of, body_estimate, 1000, 1000) == offers
+    # Named offers (taken first whatever they cost) stay ahead of the large body.
+    named = [(-float("inf"), 9, "named", SIG)]
+    worth_of[("named", SIG)] = 0.0
+    worth_of.update({(f"s{i}", FULL): 0.12 for i in range(5)})
+    offers = named + sorted([(-(0.9 / 900), 0, "big", FULL)] + [(-(0.12 / 100), i + 1, f"s{i}", FULL) for i in range(5)])
+    assert [o[2] for o in _large_body_first(offers, worth_of, body_estimate, 1000, 1000)[:2]] == ["named", "big"]
