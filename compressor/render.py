@@ -52,6 +52,7 @@ class FileDoc:
     lines: list[str]
     imports: list[tuple[int, str | None]] = field(default_factory=list)  # (line, target path)
     whole_tokens: int | None = None  # tokens of the whole file with its header, once counted
+    line_ends: list[int] | None = None  # characters through each line (see text_cache.CachedText.line_ends)
 
 
 def comment_prefix(language: str) -> str:

@@ -379,7 +379,8 @@ class _Docs:
                 self.uncounted.add(path)
             self.texts[path] = text
             self.cached[path] = row
-            self.docs[path] = FileDoc(path, self.graph.node(path).get("language") or "", row.lines)
+            self.docs[path] = FileDoc(path, self.graph.node(path).get("language") or "", row.lines,
+                                      line_ends=row.line_ends)
 
     def save_counts(self, paths: list[str]) -> None:
         """Save the whole-file counts this query made, so no later process
@@ -573,6 +574,8 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
 LARGE_BODY_SHARE = 0.25  # a body estimated past this share of the budget is "large"
 LARGE_BODY_TRIES = 3  # how many of the most valuable large bodies are tried first
 LARGE_BODY_GAIN = 1.05  # and how much more the plan that starts with one must be worth
+LARGE_BODY_MIN_WORTH = 0.1  # a large body worth less never pays for the room it takes
+PLAN_OFFERS = 240  # plans are compared on the offers that come first (the rest add little)
 
 
 def _large_body_first(offers: list[tuple[float, int, str, str]], worth_of: dict[tuple[str, str], float],
@@ -589,7 +592,7 @@ def _large_body_first(offers: list[tuple[float, int, str, str]], worth_of: dict[
     taken first, the rest by value per token, and keep the plan worth most.
     Plans are compared on estimated costs, so nothing is counted twice."""
     large = sorted(((worth_of[(node, mode)], node) for _d, _i, node, mode in offers
-                    if mode == FULL and _d != -float("inf")
+                    if mode == FULL and _d != -float("inf") and worth_of[(node, mode)] >= LARGE_BODY_MIN_WORTH
                     and budget * LARGE_BODY_SHARE < body_estimate[node] + UNIT_FRAMING <= full_cap),
                    reverse=True)[:LARGE_BODY_TRIES]
     if not large:
@@ -610,14 +613,15 @@ def _large_body_first(offers: list[tuple[float, int, str, str]], worth_of: dict[
 def _plan_value(offers, worth_of, body_estimate, budget: int, full_cap: int, first: str | None = None) -> float:
     """What taking ``offers`` in order (``first``'s body before all but the
     named ones) is worth, on estimated costs."""
-    order = offers
+    order = offers[:PLAN_OFFERS]
     if first is not None:
-        order = ([o for o in offers if o[0] == -float("inf")] + [(0.0, 0, first, FULL)]
-                 + [o for o in offers if o[0] != -float("inf")])
+        order = ([o for o in order if o[0] == -float("inf")] + [(0.0, 0, first, FULL)]
+                 + [o for o in order if o[0] != -float("inf")])
     used, value = 0, 0.0
     taken: dict[str, str] = {}
+    smallest = SIG_ESTIMATE + UNIT_FRAMING
     for _d, _i, node, mode in order:
-        if used >= budget * 0.98:
+        if used >= budget * 0.98 or budget - used < smallest:
             break
         current = taken.get(node)
         if current == FULL or (current is not None and mode == SIG):
@@ -765,14 +769,19 @@ _P_WEIGHTS = (-4.238, -0.487, 0.245, 0.754, 1.368, -0.903, 0.406, 2.656, -0.417,
 
 
 def target_probability(features: tuple[float, ...], weights: tuple[float, ...] = _P_WEIGHTS) -> float:
-    z = math.fsum(w * x for w, x in zip(weights, features))
+    z = sum(map(operator.mul, weights, features))
     return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
 
 def _estimate_tokens(doc: FileDoc, unit: Unit) -> int:
     """A body's tokens, estimated from its characters (about 3.6 a token in code)
     so offers can be ordered without counting every candidate exactly."""
-    chars = sum(len(line) + 1 for line in doc.lines[unit.start - 1 : unit.end])
+    ends = doc.line_ends
+    if ends is not None:
+        last = min(unit.end, len(ends) - 1)
+        chars = ends[last] - ends[min(unit.start - 1, last)]
+    else:
+        chars = sum(len(line) + 1 for line in doc.lines[unit.start - 1 : unit.end])
     return max(1, int(chars / 3.6))
 
 

@@ -30,6 +30,21 @@ class CachedText:
     lines: list[str]  # text.split("\n"); shared by every query: never changed in place
     tokens: int | None  # the whole text's token count as the index saved it, if it did
     imports: list[tuple[int, str | None]] | None = None  # (line, target path), once read
+    _line_ends: list[int] | None = None
+
+    @property
+    def line_ends(self) -> list[int]:
+        """Characters up to the end of each line, newline included
+        (``line_ends[k]`` covers lines 1..k): a span's size in one subtraction."""
+        ends = self._line_ends
+        if ends is None:
+            ends = [0]
+            total = 0
+            for line in self.lines:
+                total += len(line) + 1
+                ends.append(total)
+            self._line_ends = ends
+        return ends
 
 
 class TextCache:
@@ -65,7 +80,7 @@ class TextCache:
                 old = stale.get(p)
                 # Unchanged content keeps its split lines (and str objects, whose hash Python keeps).
                 if old is not None and old.hash == digest:
-                    entry = CachedText(generation, digest, old.text, old.lines, tokens)
+                    entry = CachedText(generation, digest, old.text, old.lines, tokens, _line_ends=old._line_ends)
                 else:
                     entry = CachedText(generation, digest, text, text.split("\n"), tokens)
                 found[p] = entry
