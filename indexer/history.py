@@ -32,6 +32,7 @@ import logging
 import os
 import re
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,8 +117,12 @@ def _git(root: Path, *args: str, limit: int = MAX_OUTPUT_BYTES) -> bytes | None:
                                 stdin=subprocess.DEVNULL, env=env)
     except OSError:
         return None
+    # A git that hangs (a lock, a network filesystem) is killed; reading then ends.
+    timer = threading.Timer(GIT_TIMEOUT, proc.kill)
+    timer.daemon = True
+    timer.start()
+    chunks, size = [], 0
     try:
-        chunks, size = [], 0
         assert proc.stdout is not None
         while size < limit:
             chunk = proc.stdout.read(min(1 << 20, limit - size))
@@ -128,16 +133,13 @@ def _git(root: Path, *args: str, limit: int = MAX_OUTPUT_BYTES) -> bytes | None:
         cut = size >= limit
         if cut:
             proc.kill()
-        proc.wait(timeout=GIT_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
         proc.wait()
-        return None
     finally:
+        timer.cancel()
         if proc.stdout is not None:
             proc.stdout.close()
     if proc.returncode != 0 and not cut:
-        return None
+        return None  # failed, or killed for taking too long
     return b"".join(chunks)
 
 
@@ -152,27 +154,35 @@ _DIFF_OPTIONS = ("-U0", "--no-ext-diff", "--no-textconv", "--no-renames", "--no-
 
 def _parse_patches(data: bytes) -> list[dict[str, list[_Hunk]]]:
     """Per commit (in output order), the hunks of each file it changed.  A
-    working-tree diff is one "commit".  Files whose path git had to quote
+    working-tree diff is one "commit".  A file's header lines come between
+    its ``diff --git`` line and its first hunk; after that every line is
+    hunk content until the next file or commit (an added line "++ x" reads
+    "+++ x" there, and is no file name).  Files whose path git had to quote
     (control characters, quotes) are left out: they cannot be matched."""
     commits: list[dict[str, list[_Hunk]]] = []
     current: dict[str, list[_Hunk]] | None = None
     path: str | None = None
+    in_header = False
     for line in data.split(b"\n"):
-        if line.startswith(b"\x00commit") or (current is None and line.startswith(b"diff --git ")):
+        if line.startswith(b"\x00commit"):
             current = {}
             commits.append(current)
-            path = None
-            if line.startswith(b"\x00commit"):
-                continue
-        if line.startswith(b"+++ "):
+            path, in_header = None, False
+            continue
+        if line.startswith(b"diff --git "):
+            if current is None:
+                current = {}
+                commits.append(current)
+            path, in_header = None, True
+            continue
+        if in_header and line.startswith(b"+++ "):
             target = line[4:]
             path = target[2:].decode("utf-8", "replace") if target.startswith(b"b/") else None
-        elif line.startswith(b"@@ ") and path is not None and current is not None:
+        elif line.startswith(b"@@ ") and (in_header or path is not None):
+            in_header = False
             m = _HUNK.match(line)
-            if m:
+            if m and path is not None and current is not None:
                 current.setdefault(path, []).append(_Hunk(int(m[1]), int(m[2] or b"1"), int(m[3]), int(m[4] or b"1")))
-        elif line.startswith(b"diff --git "):
-            path = None
     return commits
 
 

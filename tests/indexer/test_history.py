@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -128,6 +129,31 @@ def test_no_history_outside_a_checkout_or_without_git(tmp_path, monkeypatch):
     assert history.recent_changes(tmp_path / "repo") is None  # no commit yet
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     assert history.head_commit(tmp_path / "repo") is None
+
+
+def test_added_lines_that_look_like_patch_headers_are_content(repo):
+    """An added line "++ x" reads "+++ x" in a patch, a removed "-- x" reads
+    "--- x": neither may be taken for a file name."""
+    write(repo, "notes.py", "-- old\nkeep = 1\nlast = 2\n")
+    commit(repo, "notes")
+    write(repo, "notes.py", "++ new\nkeep = 1\nlast = 3\n")  # two hunks, the first one "--- old" / "+++ new"
+    commit(repo, "notes again")
+    found = history.recent_changes(repo)
+    assert set(found.lines) == {"pkg/mod.py", "notes.py"}
+    assert [found.age_of("notes.py", n, n) for n in (1, 2, 3)] == [1, 2, 1]
+
+
+def test_a_git_that_hangs_is_killed_and_gives_no_history(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text("#!/bin/sh\nexec sleep 60\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(history, "GIT_TIMEOUT", 0.5)
+    started = time.monotonic()
+    assert history.recent_changes(tmp_path) is None
+    assert time.monotonic() - started < 30
 
 
 def test_a_project_inside_a_larger_repository_reads_its_own_folder(tmp_path):
