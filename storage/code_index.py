@@ -151,7 +151,9 @@ def write_files(conn: sqlite3.Connection, files: Sequence[tuple]) -> list[int]:
     insert_rows(conn, "symbols", SYMBOL_COLUMNS, symbols)
     insert_rows(conn, "refs", REF_COLUMNS, refs)
     insert_rows(conn, "imports", IMPORT_COLUMNS, imports)
-    insert_rows(conn, "symbols_fts", SEARCH_COLUMNS, search)
+    # One row per statement here: a statement of many rows opens a savepoint,
+    # and FTS5 writes out a segment at each.
+    conn.executemany("INSERT INTO symbols_fts(rowid, name, signature, doc, body) VALUES (?,?,?,?,?)", search)
     return ids
 
 
@@ -163,7 +165,6 @@ REF_COLUMNS = ("id", "file_id", "scope", "name", "kind", "receiver", "line", "co
 IMPORT_COLUMNS = ("id", "file_id", "module", "name", "alias", "line", "target_path")
 # The tables whose ids a batch assigns, and where an item holds its rows for each.
 _NUMBERED = (("files", None), ("symbols", 2), ("refs", 3), ("imports", 4))
-SEARCH_COLUMNS = ("rowid", "name", "signature", "doc", "body")
 # Rows per INSERT statement.  A statement executed per row pays SQLite's whole
 # statement start and end (transaction check, savepoint, reset) for each; the
 # refs of a batch went in a third faster 64 rows at a time.  12 columns x 64

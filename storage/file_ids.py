@@ -25,14 +25,14 @@ def numbered(conn, files: Sequence[tuple], old: dict[str, int], drop: Callable[[
     nxt: list[int] | None = None
     for f in files:
         path = f[0].path
-        if path in old or nxt is None:
-            # Rows of this batch are not inserted yet: the largest id so far is
-            # the table's or the last one handed out here, whichever is larger.
-            if path in old:
-                drop(old[path])
-            nxt = [max(conn.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table}").fetchone()[0],
-                       nxt[k] if nxt else 0)
-                   for k, (table, _) in enumerate(tables)]
+        if path in old:
+            drop(old[path])
+        if nxt is None:
+            # Deleting rows can only lower a table's largest id, and every id
+            # handed out here is above it: one look at each table, after the
+            # first file's old rows went, numbers the whole batch.
+            nxt = [conn.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {table}").fetchone()[0]
+                   for table, _ in tables]
         yield list(nxt), f
         for k, (_, rows) in enumerate(tables):
             nxt[k] += 1 if rows is None else len(f[rows])
