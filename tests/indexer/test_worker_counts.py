@@ -9,26 +9,15 @@ from pathlib import Path
 
 from memstrata.indexer.run import _BATCH_FILES, _INLINE_BELOW
 from memstrata.indexer.workspace import Workspace
+from tests.index_rows import TABLES, index_rows
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
-TABLES = {
-    "files": "SELECT id, path, language, size, mtime_ns, hash, status, error, encoding, lines, is_test"
-             " FROM files ORDER BY id",
-    "file_text": "SELECT * FROM file_text ORDER BY file_id",
-    "symbols": "SELECT * FROM symbols ORDER BY id",
-    "refs": "SELECT * FROM refs ORDER BY id",
-    "imports": "SELECT * FROM imports ORDER BY id",
-    "search": "SELECT rowid, name, signature, doc, body FROM symbols_fts ORDER BY rowid",
-    "skipped": "SELECT * FROM skipped ORDER BY path",
-}
-
-
-def index_rows(root: Path, workers: int) -> dict[str, list]:
+def rows_of(root: Path, workers: int) -> dict[str, list]:
     with Workspace.open(root, workers=workers) as ws:
         summary = ws.indexer.index_all()
         assert summary.parsed > _INLINE_BELOW + _BATCH_FILES  # workers=2 really uses processes
-        return {name: ws.store.execute(sql) for name, sql in TABLES.items()}
+        return index_rows(ws.store)
 
 
 def test_one_process_and_two_workers_write_identical_rows(tmp_path):
@@ -38,7 +27,7 @@ def test_one_process_and_two_workers_write_identical_rows(tmp_path):
         for project in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
             shutil.copytree(project, root / project.name)  # copy2: the same mtimes on both sides
         roots.append(root)
-    inline, pooled = index_rows(roots[0], workers=1), index_rows(roots[1], workers=2)
+    inline, pooled = rows_of(roots[0], workers=1), rows_of(roots[1], workers=2)
     assert {k: len(v) for k, v in pooled.items()} == {k: len(v) for k, v in inline.items()}
     for name in TABLES:
         assert pooled[name] == inline[name], name

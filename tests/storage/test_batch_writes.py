@@ -6,22 +6,7 @@ from __future__ import annotations
 
 from memstrata.storage import Store
 from memstrata.storage import code_index as ci
-
-TABLES = {
-    "files": "SELECT id, path, language, size, mtime_ns, hash, status, error, encoding, lines, is_test, indexed_at"
-             " FROM files ORDER BY id",
-    "file_text": "SELECT * FROM file_text ORDER BY file_id",
-    "symbols": "SELECT * FROM symbols ORDER BY id",
-    "refs": "SELECT * FROM refs ORDER BY id",
-    "imports": "SELECT * FROM imports ORDER BY id",
-    "search": "SELECT rowid, name, signature, doc, body FROM symbols_fts ORDER BY rowid",
-    "skipped": "SELECT * FROM skipped ORDER BY path",
-}
-
-
-def rows(store: Store) -> dict[str, list]:
-    return {name: store.execute(sql) for name, sql in TABLES.items()}
-
+from tests.index_rows import TABLES, index_rows
 
 def item(path: str, version: int, n_symbols: int, n_refs: int, n_imports: int) -> tuple:
     """A file's rows as the indexer hands them over; ``version`` changes the content."""
@@ -58,7 +43,7 @@ def test_a_batch_numbers_rows_as_writes_one_file_at_a_time(tmp_path):
     with single.write() as conn:
         single_ids = [ci.write_file(conn, *f) for f in second]
     assert ids == single_ids
-    got, want = rows(batched), rows(single)
+    got, want = index_rows(batched), index_rows(single)
     assert got == want
     # c became a skipped file and d's old rows went first: the new d is
     # numbered right after b, below where it was.
@@ -80,5 +65,5 @@ def test_a_batch_of_search_rows_is_one_segment(tmp_path):
                          [(sid, *row) for sid, row in enumerate((r for f in files for r in f[5]), 1)])
     count = "SELECT count(*) FROM symbols_fts_data"
     assert batched.execute(count) == reference.execute(count)
-    assert rows(batched)["search"] == reference.execute(TABLES["search"])
+    assert index_rows(batched)["search"] == reference.execute(TABLES["search"])
     assert ci.search_symbols(batched, ["word0x2"], limit=5)[0][0] == 3
