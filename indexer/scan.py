@@ -105,19 +105,21 @@ def scan_project(root: Path, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Sc
     root = root.resolve()
     result = ScanResult()
     ignores = _Ignores(root)
-    _walk(root, "", root, ignores, max_file_bytes, result)
+    _walk(root, "", str(root), ignores, max_file_bytes, result)
     result.files.sort(key=lambda c: c.path)
     return result
 
 
-def _walk(root: Path, rel_dir: str, abs_dir: Path, ignores: _Ignores, cap: int, out: ScanResult) -> None:
-    pushed = ignores.push_dir(rel_dir, abs_dir)
+def _walk(root: Path, rel_dir: str, abs_dir: str, ignores: _Ignores, cap: int, out: ScanResult) -> None:
     try:
-        try:
-            entries = sorted(os.scandir(abs_dir), key=lambda e: e.name)
-        except OSError:
-            out.skipped.append((rel_dir or ".", UNREADABLE, None))
-            return
+        entries = sorted(os.scandir(abs_dir), key=_entry_name)
+    except OSError:
+        out.skipped.append((rel_dir or ".", UNREADABLE, None))
+        return
+    # Most directories have no .gitignore: its name in the listing spares a
+    # failed open per directory (a third of the walk on deep, wide trees).
+    pushed = any(e.name == ".gitignore" for e in entries) and ignores.push_dir(rel_dir, Path(abs_dir))
+    try:
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
             try:
@@ -132,12 +134,16 @@ def _walk(root: Path, rel_dir: str, abs_dir: Path, ignores: _Ignores, cap: int, 
                 elif ignores.ignored(rel, is_dir=True):
                     out.skipped.append((rel + "/", IGNORED, None))
                 else:
-                    _walk(root, rel, Path(entry.path), ignores, cap, out)
+                    _walk(root, rel, entry.path, ignores, cap, out)
                 continue
             _consider_file(root, rel, entry, is_link, ignores, cap, out)
     finally:
         if pushed:
             ignores.pop()
+
+
+def _entry_name(entry: os.DirEntry) -> str:
+    return entry.name
 
 
 def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> None:

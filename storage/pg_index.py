@@ -10,6 +10,7 @@ import threading
 import weakref
 from collections.abc import Sequence
 
+from .file_ids import numbered
 from .fts_terms import bm25 as fts_bm25
 from .fts_terms import postings, query_terms
 
@@ -45,20 +46,13 @@ def write_files(conn, files: Sequence[tuple]) -> list[int]:
     owner: list[tuple[int, int]] = []  # batch symbol index -> (symbol id, file id)
     file_rows, texts, symbols, refs, imports = [], [], [], [], []
     ids, at = [], 0
-    next_file = next_symbol = None
-    for rec, text, syms, file_refs, file_imports, fts_rows in files:
-        if rec.path in old or next_file is None:
-            # SQLite numbers a new row one past the largest id left after the
-            # file's old rows went: replaying that order keeps the ids equal.
-            if rec.path in old:
-                forget_rows(conn, old[rec.path])
-                conn.execute("DELETE FROM files WHERE id = ?", (old[rec.path],))  # cascades
-            next_file = max(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM files").fetchone()[0],
-                            next_file or 0)
-            next_symbol = max(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM symbols").fetchone()[0],
-                              next_symbol or 0)
-        file_id = next_file
-        next_file += 1
+
+    def drop(file_id: int) -> None:
+        forget_rows(conn, file_id)
+        conn.execute("DELETE FROM files WHERE id = ?", (file_id,))  # cascades
+
+    for (file_id, next_symbol), (rec, text, syms, file_refs, file_imports, fts_rows) in numbered(
+            conn, files, old, drop, (("files", None), ("symbols", 2))):
         ids.append(file_id)
         clean = _without_nul if "\x00" in text else _as_is  # whatever a NUL-free text yields is NUL-free
         file_rows.append(clean((file_id, rec.path, rec.language, rec.size, rec.mtime_ns, rec.hash, rec.status,
@@ -68,7 +62,6 @@ def write_files(conn, files: Sequence[tuple]) -> list[int]:
             symbols.append(clean((sid, file_id, *row, sizes[at + sid - next_symbol])))
             owner.append((sid, file_id))
         at += len(syms)
-        next_symbol += len(syms)
         refs.extend(clean((file_id, *row)) for row in file_refs)
         imports.extend(clean((file_id, *row)) for row in file_imports)
     conn.copy_rows("files", FILE_COLUMNS, file_rows, checked=True)
