@@ -20,14 +20,19 @@ Messages the conversation already forwarded keep their form (see
 After each user message the pass checks for a **compaction step**, the way
 Anthropic's context editing (``clear_tool_uses``) does: when the forwarded
 request has reached ``trigger`` tokens, tool results older than the last
-``keep_tool_uses`` -- and not among the current task's latest
-``keep_task_tool_uses`` -- are compressed for the question (and for what the
-conversation said after reading them), and an earlier copy of a file read
-again later becomes a pointer to the later one.  The step is taken only if
-it clears at least ``clear_at_least`` tokens, the previous turn took none,
-and it saves money under the provider's cache prices over the turns still
-expected (:class:`CacheEconomics`; docs/proxy.md, "The payback rule"); a
-piece is compressed at most once.
+``keep_tool_uses`` (of the current task, once it has one) -- and not among
+the current task's latest ``keep_task_tool_uses``, nor the latest read of a
+file the agent keeps coming back to -- are compressed for the question (and
+for what the conversation said after reading them; an earlier task's
+results small), and an earlier copy of a file read again later becomes a
+pointer to the later one.  The step is taken only if it clears at least
+``clear_at_least`` tokens, the previous turn took none, and it saves money
+under the provider's cache prices over the turns still expected
+(:class:`CacheEconomics`; docs/proxy.md, "The payback rule"); behind a
+breakpoint (the client's, or the proxy's at the latest task starts,
+:mod:`.breakpoints`) a smaller step that leaves the cached part alone is
+priced too, and the one that saves most is taken.  A piece is compressed at
+most once.
 
 Every decision depends only on the messages up to that point, so the pass
 over a history it never saw (after a restart, or an evicted conversation)
@@ -47,6 +52,7 @@ from memstrata.compressor.block_rank import Asked, prepare, relevant_part
 from memstrata.compressor.outline import outline_of
 
 from . import token_counts
+from .breakpoints import task_marks
 from .conversation import PieceState, Record, message_key
 from .project_match import ProjectMatcher
 from .request_blocks import (
@@ -154,7 +160,8 @@ def _asked_key(block: Block, asked: Asked) -> tuple:
 
 class RequestPass:
     def __init__(self, settings, matcher: ProjectMatcher, tokens: TokenCache, plans: "PlanCache", api: str,
-                 msgs: list, records: list[Record], base_tokens: int, economics: "CacheEconomics | None" = None):
+                 msgs: list, records: list[Record], base_tokens: int, economics: "CacheEconomics | None" = None,
+                 marks: int = 0):
         self.s = settings
         self.plans = plans
         self.economics = economics
@@ -163,6 +170,10 @@ class RequestPass:
         # relevant definitions, then their neighbours, until ``result_cap`` tokens are shown.
         # Without a cap above min_tokens (aggressive) it is cut like any other block.
         self.current_settings = self.block_settings
+        # An earlier task's results, once the next task has started reading, keep what the
+        # conversation names and only a small ranked share: the task they served is over.
+        self.earlier_settings = dataclasses.replace(self.block_settings, ranked_share=settings.earlier_ratio,
+                                                    ranked_cap=settings.earlier_cap)
         if settings.result_cap > settings.min_tokens:
             self.current_settings = dataclasses.replace(self.block_settings, ranked_share=1.0,
                                                         ranked_cap=settings.result_cap, rel_score=0.0, fill=True)
@@ -172,6 +183,7 @@ class RequestPass:
         self.msgs = msgs
         self.records = records
         self.base_tokens = base_tokens
+        self.marks = marks
 
     # -- arrival --------------------------------------------------------------------
 
@@ -310,7 +322,9 @@ class RequestPass:
     def maybe_compact(self) -> None:
         s = self.s
         total = self.base_tokens + sum(r.tokens for r in self.records)
-        if total < s.trigger:
+        # Below the trigger a step is worth its cache miss only where a breakpoint keeps the cache
+        # of what comes before it: behind an earlier task, once the next one has begun.
+        if total < s.trigger and not self._cached_starts():
             return
         turns = self._turns()
         last_step = max((p.since for r in self.records for p in r.pieces), default=0)
@@ -320,22 +334,27 @@ class RequestPass:
             return
         results = [(ri, pi, p) for ri, r in enumerate(self.records) for pi, p in enumerate(r.pieces)
                    if p.kind == "result"]
-        recent = {(ri, pi) for ri, pi, _ in results[len(results) - s.keep_tool_uses:]} if s.keep_tool_uses else set()
         # The current task (everything since the user's latest own words) is what the agent works
         # with: its latest ``keep_task_tool_uses`` results are not compacted while it lasts.
         task = self._task_start()
         mine = [(ri, pi) for ri, pi, _ in results if ri >= task]
+        # The latest ``keep_tool_uses`` results are kept too -- but only until the new task's first
+        # tool call: a follow-up the agent answers from what it just read still has it, while a
+        # task that has started reading is past the earlier task's results.
+        latest = (mine if task and mine else [(ri, pi) for ri, pi, _ in results])
+        recent = set(latest[len(latest) - s.keep_tool_uses:]) if s.keep_tool_uses else set()
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
         # A read that a recent "same text" pointer stands for is as recent as the pointer.
         held = {p.same_as for ri, pi, p in results if (ri, pi) in recent and p.same_as}
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
+        recent |= self._returned_to(results)
         plan = self._repeated_reads(results)
         stale = {(ri, pi): p for ri, pi, p in results
                  if (ri, pi) not in recent and (ri, pi) not in plan and p.status == "whole"}
         # What compaction could clear at most; most requests stop here.
         bound = sum(p.forwarded_tokens for p in stale.values()) + sum(
             self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens for (ri, pi), new in plan.items())
-        if bound < s.clear_at_least:
+        if bound < self._least(0 if not self._cached_starts() else 1):
             return
         if not self._may_pay(bound, [*stale, *plan], plan, turns):
             return
@@ -346,38 +365,73 @@ class RequestPass:
         for ri, pi, p in results:
             if (ri, pi) in plan or p.status == "pointer":
                 continue
-            asked = self._asked_for(ri, p, question, later)
+            asked = self._asked_for(ri, p, question, later, earlier=ri < task)
             block = self._block_of(ri, p)
             if block is None:
                 continue
             if (ri, pi) in stale:
-                bp = self.plans.get(self.block_settings, block, p, asked)
+                bp = self.plans.get(self.earlier_settings if ri < task else self.block_settings, block, p, asked)
                 if bp is not None:
                     plans.append((ri, pi, p, bp))
                     pointed = pointed or bp.evidence
             elif not pointed:
                 pointed = self.plans.points_at(self.block_settings, block, p, asked)
         for ri, pi, p, bp in plans:
-            cut = self._cut(p, bp, pointed)
+            # An earlier task's result the conversation now points at nothing in is not what it
+            # needs: its definitions go behind markers even when nothing else is pointed at either.
+            cut = self._cut(p, bp, pointed or ri < task)
             if cut.form is not None:
                 plan[(ri, pi)] = cut
         if not plan:
             return
-        cleared = sum(self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens
-                      for (ri, pi), new in plan.items())
-        first = min(ri for ri, _ in plan)
+        # The step may also leave the part before a cached prefix's end alone: compressing only
+        # what follows a breakpoint keeps the provider's cache of everything before it, so such a
+        # smaller step often pays where one from the top would not.  The step that saves most wins.
+        best, best_net = None, 0.0
+        for start in [0, *self._cached_starts()]:
+            part = {k: v for k, v in plan.items() if k[0] >= start}
+            if not part:
+                continue
+            cleared = sum(self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens
+                          for (ri, pi), new in part.items())
+            first = min(ri for ri, _ in part)
+            if cleared < self._least(start):
+                continue
+            updated = self._with_forms(part)
+            net = self._net(cleared, updated, first, turns)
+            if net > best_net:
+                best, best_net = updated, net
+        if best is not None:
+            self.records[:] = best
+
+    def _with_forms(self, part: dict) -> list[Record]:
+        """The records with the new forms of ``part`` adopted (at this many messages)."""
         updated = list(self.records)
-        for (ri, pi), new in plan.items():
+        for (ri, pi), new in part.items():
             rec = updated[ri]
             pieces = list(rec.pieces)
             delta = pieces[pi].forwarded_tokens - new.forwarded_tokens
             pieces[pi] = dataclasses.replace(new, since=len(self.records), before=pieces[pi])
             updated[ri] = dataclasses.replace(rec, pieces=tuple(pieces), tokens=rec.tokens - delta)
-        if cleared >= s.clear_at_least and self._pays(cleared, updated, first, turns):
-            self.records[:] = updated
+        return updated
+
+    def _cached_starts(self) -> list[int]:
+        """Record indexes just after a breakpoint (the client's or the proxy's) under a provider that
+        caches only up to breakpoints: where a step may start and keep the cache before it."""
+        e = self.economics
+        if e is None or not e.breakpoints:
+            return []
+        marks = task_marks(self.records, self.marks)
+        return [i + 1 for i in range(len(self.records) - 1) if i in marks or _marked(self.msgs[i])]
+
+    def _least(self, start: int) -> int:
+        """The fewest tokens a step from record ``start`` must clear: ``clear_at_least`` when it
+        re-bills the whole conversation, ``min_tokens`` when a breakpoint before it keeps the
+        cache of what precedes (the payback rule then weighs what it re-bills)."""
+        return self.s.clear_at_least if start == 0 else min(self.s.clear_at_least, self.s.min_tokens)
 
     def _may_pay(self, bound: int, candidates: list[tuple[int, int]], plan: dict, turns: list[int]) -> bool:
-        """False only when no step over ``candidates`` can pass :meth:`_pays`, before any block is
+        """False only when no step over ``candidates`` can pay (:meth:`_net`), before any block is
         planned (most steps an agent's cached conversation is offered do not pay; planning the
         stale results to find that out was most of a request's compression time).
 
@@ -391,7 +445,7 @@ class RequestPass:
         last = max(ri for ri, _ in candidates)
         start = last
         if e.breakpoints:
-            start = next((i + 1 for i in range(last - 1, -1, -1) if _marked(self.msgs[i])), 0)
+            start = next((i + 1 for i in range(last - 1, -1, -1) if self._marked_at(i)), 0)
         cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
         # Record counts are sums and differences of counts, not counts: a few may be negative.
         shrinkable = sum(max(r.tokens, 0) - r.tokens for r in self.records[:start])
@@ -403,12 +457,13 @@ class RequestPass:
         remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
         return e.net_saving(bound, reread, remaining) > 0
 
-    def _pays(self, cleared: int, updated: list[Record], first: int, turns: list[int]) -> bool:
-        """Whether a step clearing ``cleared`` tokens from record ``first`` on saves money over the
-        turns still expected, under the provider's cache prices (see :class:`CacheEconomics`)."""
+    def _net(self, cleared: int, updated: list[Record], first: int, turns: list[int]) -> float:
+        """What a step clearing ``cleared`` tokens from record ``first`` on saves (input-rate tokens)
+        over the turns still expected, under the provider's cache prices (see :class:`CacheEconomics`);
+        at or below 0 it does not pay."""
         e = self.economics
         if e is None:  # no prompt cache: the provider reads everything every turn, clearing pays at once
-            return True
+            return float(cleared)
         # What the previous request sent is in the provider's cache; what of it the provider can
         # still read after the change is billed again (what this request adds is written either way).
         cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
@@ -418,7 +473,7 @@ class RequestPass:
             # cache_control markers; the 20-block lookback of its last one reaches no further back
             # than the last few turns), so the change re-bills everything after the last marker
             # before it -- from the top when the only earlier one is on a short system prompt.
-            start = next((i + 1 for i in range(first - 1, -1, -1) if _marked(self.msgs[i])), 0)
+            start = next((i + 1 for i in range(first - 1, -1, -1) if self._marked_at(i)), 0)
             if start == 0 and not (e.base_marked and self.base_tokens >= e.min_cached):
                 start = -1
             elif self.base_tokens + sum(r.tokens for r in updated[:start]) < e.min_cached:
@@ -428,8 +483,39 @@ class RequestPass:
         # another n (the Lindy estimate); counting on only half of that, and at most ``horizon``, keeps
         # a step that merely might pay from being taken.
         remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
+        return e.net_saving(cleared, reread, remaining)
 
-        return e.net_saving(cleared, reread, remaining) > 0
+    def _returned_to(self, results) -> set[tuple[int, int]]:
+        """The latest whole read of each file the agent keeps coming back to, kept whole so that
+        its next re-read is a pointer.  Compacting a read saves a cache read of it per turn; a
+        re-read it can no longer point at is forwarded whole and billed as a cache write.  So a
+        file read again every ``write / read`` turns or sooner (12.5 under Anthropic's prices) --
+        on average so far, and its latest read no longer ago than that -- is cheaper kept."""
+        e = self.economics
+        if e is None or e.read <= 0:
+            return set()
+        gap = e.write / e.read
+        turn, n = [], 0
+        for r in self.records:
+            n += r.role in ("user", "tool", "function")
+            turn.append(n)
+        seen: dict[str, list[int]] = {}
+        latest: dict[str, tuple[int, int]] = {}
+        for ri, pi, p in results:
+            seen.setdefault(p.path, []).append(turn[ri])
+            if p.status == "whole":
+                latest[p.path] = (ri, pi)
+        keep = set()
+        for path, at in latest.items():
+            reads = seen[path]
+            if len(reads) >= 2 and (reads[-1] - reads[0]) / (len(reads) - 1) <= gap and n - reads[-1] <= gap:
+                keep.add(at)
+        return keep
+
+    def _marked_at(self, i: int) -> bool:
+        """Whether the forwarded message ``i`` ends a cached prefix: the client marked it, or the
+        proxy marks it (the latest task starts, :func:`task_marks`) and did in the requests before."""
+        return _marked(self.msgs[i]) or i in task_marks(self.records, self.marks)
 
     def _task_start(self) -> int:
         """Index of the record holding the user's latest own words (0 when there is none)."""
@@ -457,9 +543,10 @@ class RequestPass:
                 plan[(ri, pi)] = _with_form(p, form, "pointer", self.tokens.count(form))
         return plan
 
-    def _asked_for(self, ri: int, p: PieceState, question: str, later: list[tuple]) -> Asked:
-        """The question now, the one it was read for, and the names the conversation used since."""
-        asked = prepare(question + "\n" + p.asked)
+    def _asked_for(self, ri: int, p: PieceState, question: str, later: list[tuple], earlier: bool = False) -> Asked:
+        """The question now, the one it was read for (unless it served an ``earlier`` task, which is
+        over), and the names the conversation used since."""
+        asked = prepare(question if earlier else question + "\n" + p.asked)
         code, words = later[ri + 1]
         if code or words:
             asked = dataclasses.replace(asked, code_names=asked.code_names | code, words=asked.words | words)

@@ -11,16 +11,19 @@ The rules (docs/proxy.md, "Compression"):
    from other files is put in.
 2. Blocks under ``min_tokens`` and single definitions are never touched.
 3. In agent conversations the unit is the tool result: the latest
-   ``keep_tool_uses`` results and the current task's latest
-   ``keep_task_tool_uses`` stay whole (one over ``result_cap`` is cut around
+   ``keep_tool_uses`` results (until the next task's first tool call) and the
+   current task's latest ``keep_task_tool_uses`` stay whole (one over ``result_cap`` is cut around
    what the task points at); older ones are compressed at compaction steps
    that pay under the provider's cache prices; a file read again turns one
    copy into a pointer to the other.  The question is the latest real user
    text, harness boilerplate removed, else the task's first message.
 4. Once a message was forwarded in some form, later requests forward it in
    that form, byte for byte (:mod:`.conversation`); forms change only
-   at rare compaction steps (:mod:`.compaction`).  ``cache_control``
-   markers stay where the client put them.
+   at rare compaction steps (:mod:`.compaction`).  The client's
+   ``cache_control`` markers stay where it put them; where it caches and
+   left slots free, the proxy marks the latest two task starts
+   (:mod:`.breakpoints`), so a step compacting an earlier task keeps the
+   provider's cache of what precedes it.
 5. Tests stay out unless the question is about tests or the block is one.
 7. ``mode``: ``safe`` (default), ``aggressive`` (also trims the current turn's
    results, compacts sooner), ``off``.
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 
 from memstrata.compressor.block import BlockSettings
 
+from .breakpoints import free_marks, mark_control, task_marks, with_mark
 from .compaction import PlanCache, RequestPass, TokenCache, cache_economics, forwarded_message, set_path
 from .conversation import ConversationStore, Record, as_of, conversation_id, message_key
 from .project_match import ProjectMatcher
@@ -60,6 +64,8 @@ class CompressionSettings:
     budget_ratio: float = 0.5       # definitions that rank (beyond the named ones) may fill this share of a block
     budget_cap: int = 6000          # ... and at most this many tokens of it
     rel_score: float = 0.1          # ranked definitions need this share of the best score
+    earlier_ratio: float = 0.15     # an earlier task's results: ranked definitions fill this share ...
+    earlier_cap: int = 1500         # ... and at most this many tokens
     keep_tool_uses: int = 3         # the latest tool results, kept whole
     keep_task_tool_uses: int = 10   # ... and the current task's latest ones (since the user's latest words)
     trigger: int = 24_000           # compaction is considered once the forwarded request reaches this
@@ -139,8 +145,9 @@ class Compressor:
         with conv.lock:
             base, matched = conv.best(keys)
             before = as_of(base.records, matched) if base is not None else ()
+            marks = free_marks(body) if api == ANTHROPIC else 0
             work = RequestPass(s, self.matcher, self.tokens, self.plans, api, msgs, list(before),
-                               self._base_tokens(body), cache_economics(body, api))
+                               self._base_tokens(body), cache_economics(body, api), marks)
             for i in range(matched, len(msgs)):
                 work.arrive(i)
                 if work.boundary(i):
@@ -168,7 +175,8 @@ class Compressor:
         invalidated = sum(r.tokens for r in records[first_moved:len(before)]) if first_moved is not None else 0
         common = dict(mode=s.mode, conversation=cid, compaction=first_moved is not None,
                       prefix_invalidated_tokens=invalidated, question=question)
-        if not changed:
+        marked = sorted(i for i in task_marks(records, work.marks) if i < len(msgs) and isinstance(msgs[i], dict))
+        if not changed and not marked:
             return CompressionResult(None, "nothing to compress", **common)
         out_msgs = list(msgs)
         replaced = replacement = runs = 0
@@ -185,9 +193,12 @@ class Compressor:
                 if p.path not in sources:
                     sources.append(p.path)
                 symbols.extend(f"{p.path}::{q}" for q in p.kept)
+        for i in marked:
+            # The proxy's breakpoints at the latest task starts (see .breakpoints).
+            out_msgs[i] = with_mark(out_msgs[i], mark_control(body, i)) or out_msgs[i]
         out = dict(body)
         out["messages"] = out_msgs
-        reason = "compaction step" if first_moved is not None else "compressed"
+        reason = "compaction step" if first_moved is not None else "compressed" if changed else "task breakpoints"
         return CompressionResult(out, reason, replaced_tokens=replaced, replacement_tokens=replacement, runs=runs,
                                  sources=sources, slice_symbols=list(dict.fromkeys(symbols)), **common)
 

@@ -108,7 +108,9 @@ def test_ledger_saving_matches_the_bills(shop_ws, providers, api):
     assert w.compactions >= 1, "the conversation must take compaction steps"
     assert sum(b.cache_read for b in direct.bills) > 0  # the direct run really used the cache
     true_saving = direct.total(rates) - through.total(rates)  # can be negative: compaction steps cost writes
-    assert abs(w.dollar_saved - true_saving) <= 0.02 * abs(true_saving)
+    # Within 2 % of the true difference; where the steps' cache writes eat nearly all of the saving,
+    # 2 % of a difference near zero is no measure, and the error is held to 0.2 % of the bill.
+    assert abs(w.dollar_saved - true_saving) <= max(0.02 * abs(true_saving), 0.002 * direct.total(rates))
     # each bill on its own: the counterfactual against the direct run, the reported one against the proxied run
     prompt_only = {**rates, "output": 0.0}
     assert w.bill_direct == pytest.approx(direct.total(prompt_only), rel=0.02)

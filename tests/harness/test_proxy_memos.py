@@ -77,10 +77,10 @@ class Checked(RequestPass):
         self._verdict = super()._may_pay(*args)
         return True
 
-    def _pays(self, *args):
-        pays = super()._pays(*args)
-        type(self).log.append((self._verdict, pays))
-        return pays
+    def _net(self, *args):
+        net = super()._net(*args)
+        type(self).log.append((self._verdict, net > 0))
+        return net
 
 
 class Full(RequestPass):
