@@ -84,6 +84,8 @@ class Workspace:
         self._data_version: int | None = None
         self._snapshot_timer: threading.Timer | None = None
         self._upgrading: threading.Thread | None = None
+        # The full graph built behind a snapshot, waiting for the first change (see _upgrade_in_background).
+        self._standby: CodeGraph | None = None
         # Called by a background graph build between its steps (see CodeGraph.load); a server sets it.
         self.background_pause: Callable[[], None] | None = None
         self._watcher: Watcher | None = None
@@ -272,6 +274,7 @@ class Workspace:
     def _load_graph(self) -> None:
         """From the saved snapshot when it matches the store (a fraction of a
         second), else built from rows and saved for the next process."""
+        self._standby = None
         with self.store.read():
             self._data_version = self._current_data_version()
             generation = ci.code_generation(self.store)
@@ -289,7 +292,13 @@ class Workspace:
     def _upgrade_in_background(self) -> None:
         """A process that follows changes wants the full graph (a snapshot
         cannot be refreshed): build it on a thread while the snapshot
-        answers, so the first edit does not wait seconds for it."""
+        answers, so the first edit does not wait seconds for it.
+
+        It stands by until that edit, and the snapshot goes on answering: the
+        two answer byte for byte alike, but the snapshot's adjacency lists are
+        decoded from arrays, where the full graph's come from networkx's views
+        (each new question walks nodes no earlier one did: the server's p95
+        was about a fifth higher on the full graph)."""
         if self._upgrading is not None and self._upgrading.is_alive():
             return
 
@@ -297,20 +306,29 @@ class Workspace:
             try:
                 full = CodeGraph.load(self.store, pause=self.background_pause)
                 if self.background_pause is not None:
-                    self.background_pause()  # the swap below holds the lock questions take
+                    self.background_pause()  # the lock below is the one questions take
             except Exception:  # the first change builds it instead
                 log.debug("background graph build failed", exc_info=True)
                 return
             with self.lock:
                 current = self._graph
-                # Swapped in only if nothing moved meanwhile; otherwise the
-                # snapshot already gave way to a graph that follows the change.
+                # Kept only if nothing moved meanwhile; otherwise the snapshot
+                # already gave way to a graph that follows the change.
                 if isinstance(current, SnapshotGraph) and current.generation == full.generation:
-                    self._graph = full
-                    self._persist_targets()
+                    self._standby = full
 
         self._upgrading = threading.Thread(target=build, name="memstrata-graph-build", daemon=True)
         self._upgrading.start()
+
+    def _take_standby(self) -> bool:
+        """Swap in the full graph built behind the snapshot, if it holds what the snapshot does."""
+        full, self._standby = self._standby, None
+        current = self._graph
+        if full is None or not isinstance(current, SnapshotGraph) or full.generation != current.generation:
+            return False
+        self._graph = full
+        self._persist_targets()
+        return True
 
     def _current_data_version(self) -> object:
         return self.store.data_version()
@@ -343,8 +361,8 @@ class Workspace:
         """Refresh the graph for ``changed``/``removed`` files; ``seen`` is the
         (generation, file hashes) those were worked out from, read before."""
         assert self._graph is not None
-        if not isinstance(self._graph, CodeGraph):  # a snapshot is read-only: the first change needs the full graph
-            self._load_graph()
+        if not isinstance(self._graph, CodeGraph) and not self._take_standby():
+            self._load_graph()  # a snapshot is read-only: the first change needs the full graph
             return
         # The label comes from before the rows are read: a write landing
         # meanwhile renews the generation, so the graph (and a snapshot of

@@ -260,7 +260,7 @@ def test_a_query_never_waits_for_another_writer_to_save_its_counts(project_copy)
         other.close()
 
 
-def test_a_watching_process_swaps_the_snapshot_for_the_full_graph(project_copy, wait_until):
+def test_a_watching_process_builds_the_full_graph_for_the_first_change(project_copy, wait_until):
     root = project_copy("python_project")
     with Workspace.open(root) as ws:
         ws.index()
@@ -268,8 +268,9 @@ def test_a_watching_process_swaps_the_snapshot_for_the_full_graph(project_copy, 
     with Workspace.open(root) as ws:
         assert isinstance(ws.graph, SnapshotGraph)  # answers at once
         ws.start_watching()
-        wait_until(lambda: type(ws.graph) is CodeGraph, message="the full graph built in the background")
-        full = ws.graph
+        wait_until(lambda: ws._standby is not None, message="the full graph built in the background")
+        full = ws._standby
+        assert isinstance(ws.graph, SnapshotGraph)  # ... and the snapshot answers until a change comes
         (root / "app" / "watched.py").write_text("def seen_by_the_watcher():\n    return 2\n")
         wait_until(lambda: ws.graph.definitions("seen_by_the_watcher"), message="the watcher's refresh")
-        assert ws.graph is full  # refreshed in place, not rebuilt
+        assert ws.graph is full  # the standby, refreshed in place: nothing was built again
