@@ -18,7 +18,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from .scan import INDEX_DIR
@@ -39,6 +51,10 @@ class Changes:
 
     def __bool__(self) -> bool:
         return bool(self.files or self.dirs)
+
+
+_CHANGES = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+            DirCreatedEvent, DirDeletedEvent, DirMovedEvent, DirModifiedEvent]
 
 
 class Watcher(FileSystemEventHandler):
@@ -63,7 +79,10 @@ class Watcher(FileSystemEventHandler):
 
     def start(self) -> None:
         self._observer = Observer()
-        self._observer.schedule(self, str(self.root), recursive=True)
+        # Only what changes a file: every open and every read-only close of a project file (the
+        # server's own reads, an editor's, git's) would otherwise be read from inotify and turned
+        # into an event in Python, on a thread that competes with the questions for the interpreter.
+        self._observer.schedule(self, str(self.root), recursive=True, event_filter=_CHANGES)
         self._observer.daemon = True
         self._observer.start()
         self._thread = threading.Thread(target=self._loop, name="memstrata-watcher", daemon=True)
