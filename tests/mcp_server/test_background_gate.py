@@ -59,6 +59,32 @@ def test_settling_freezes_what_the_background_work_keeps():
         gc.unfreeze()
 
 
+class _Node:
+    pass
+
+
+def test_the_last_answer_to_end_settles_what_the_questions_kept():
+    """What a question keeps (caches) is frozen when the last answer ends, and the cyclic garbage it
+    left is collected first, not frozen with it."""
+    import weakref
+
+    gate = QuestionGate()
+    try:
+        with gate.answering():
+            kept = [[i] for i in range(1000)]
+            a, b = _Node(), _Node()
+            a.other, b.other = b, a           # a cycle, garbage once the names go
+            gone = weakref.ref(a)
+            del a, b
+            with gate.answering():             # a second question at the same time: nothing settles yet
+                pass
+            frozen = gc.get_freeze_count()
+        assert gc.get_freeze_count() >= frozen + len(kept)
+        assert gone() is None
+    finally:
+        gc.unfreeze()
+
+
 def test_a_graph_built_with_pauses_equals_one_built_without(python_ws):
     calls = []
     plain = CodeGraph.load(python_ws.store)
@@ -87,8 +113,10 @@ def test_a_watching_server_builds_the_full_graph_through_its_gate(project_copy, 
         ws.background_pause = lambda: (pauses.append(1), gated())
         try:
             ws.start_watching()
-            wait_until(lambda: type(ws.graph) is CodeGraph, message="the full graph built in the background")
+            wait_until(lambda: ws._standby is not None, message="the full graph built in the background")
             assert len(pauses) >= 5
+            ws._take_standby()   # what the first change does
+            assert type(ws.graph) is CodeGraph
             assert [context_query(ws, q, max_tokens=1024).api_fields() for q in questions] == before
         finally:
             ws.stop_watching()
