@@ -11,9 +11,10 @@ The rules (docs/proxy.md, "Compression"):
    from other files is put in.
 2. Blocks under ``min_tokens`` and single definitions are never touched.
 3. In agent conversations the unit is the tool result: the latest
-   ``keep_tool_uses`` results (until the next task's first tool call) and the
-   current task's latest ``keep_task_tool_uses`` stay whole (one over ``result_cap`` is cut around
-   what the task points at); older ones are compressed at compaction steps
+   ``keep_tool_uses`` results (until the next task's first tool call) and
+   the current task's latest ``keep_task_tool_uses`` stay whole (one over
+   ``result_cap`` is cut around what the task points at); older ones (an
+   earlier task's, small) are compressed at compaction steps
    that pay under the provider's cache prices; a file read again turns one
    copy into a pointer to the other.  The question is the latest real user
    text, harness boilerplate removed, else the task's first message.
