@@ -324,7 +324,8 @@ class RequestPass:
         total = self.base_tokens + sum(r.tokens for r in self.records)
         # Below the trigger a step is worth its cache miss only where a breakpoint keeps the cache
         # of what comes before it: behind an earlier task, once the next one has begun.
-        if total < s.trigger and not self._cached_starts():
+        starts = self._cached_starts()
+        if total < s.trigger and not starts:
             return
         turns = self._turns()
         last_step = max((p.since for r in self.records for p in r.pieces), default=0)
@@ -354,7 +355,7 @@ class RequestPass:
         # What compaction could clear at most; most requests stop here.
         bound = sum(p.forwarded_tokens for p in stale.values()) + sum(
             self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens for (ri, pi), new in plan.items())
-        if bound < self._least(0 if not self._cached_starts() else 1):
+        if bound < min(self._least(start) for start in [0, *starts]):
             return
         if not self._may_pay(bound, [*stale, *plan], plan, turns):
             return
@@ -388,7 +389,7 @@ class RequestPass:
         # what follows a breakpoint keeps the provider's cache of everything before it, so such a
         # smaller step often pays where one from the top would not.  The step that saves most wins.
         best, best_net = None, 0.0
-        for start in [0, *self._cached_starts()]:
+        for start in [0, *starts]:
             part = {k: v for k, v in plan.items() if k[0] >= start}
             if not part:
                 continue
