@@ -357,7 +357,7 @@ class RequestPass:
             self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens for (ri, pi), new in plan.items())
         if bound < min(self._least(start) for start in [0, *starts]):
             return
-        if not self._may_pay(bound, [*stale, *plan], plan, turns):
+        if not self._may_pay(bound, [*stale, *plan], plan, turns, starts):
             return
         question = self.question()
         later = self._mentions_after()
@@ -399,7 +399,7 @@ class RequestPass:
             if cleared < self._least(start):
                 continue
             updated = self._with_forms(part)
-            net = self._net(cleared, updated, first, turns)
+            net = self._net(cleared, updated, first, turns, starts)
             if net > best_net:
                 best, best_net = updated, net
         if best is not None:
@@ -431,7 +431,8 @@ class RequestPass:
         cache of what precedes (the payback rule then weighs what it re-bills)."""
         return self.s.clear_at_least if start == 0 else min(self.s.clear_at_least, self.s.min_tokens)
 
-    def _may_pay(self, bound: int, candidates: list[tuple[int, int]], plan: dict, turns: list[int]) -> bool:
+    def _may_pay(self, bound: int, candidates: list[tuple[int, int]], plan: dict, turns: list[int],
+                 starts: list[int]) -> bool:
         """False only when no step over ``candidates`` can pay (:meth:`_net`), before any block is
         planned (most steps an agent's cached conversation is offered do not pay; planning the
         stale results to find that out was most of a request's compression time).
@@ -446,7 +447,7 @@ class RequestPass:
         last = max(ri for ri, _ in candidates)
         start = last
         if e.breakpoints:
-            start = next((i + 1 for i in range(last - 1, -1, -1) if self._marked_at(i)), 0)
+            start = _cached_start(starts, last)
         cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
         # Record counts are sums and differences of counts, not counts: a few may be negative.
         shrinkable = sum(max(r.tokens, 0) - r.tokens for r in self.records[:start])
@@ -458,7 +459,7 @@ class RequestPass:
         remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
         return e.net_saving(bound, reread, remaining) > 0
 
-    def _net(self, cleared: int, updated: list[Record], first: int, turns: list[int]) -> float:
+    def _net(self, cleared: int, updated: list[Record], first: int, turns: list[int], starts: list[int]) -> float:
         """What a step clearing ``cleared`` tokens from record ``first`` on saves (input-rate tokens)
         over the turns still expected, under the provider's cache prices (see :class:`CacheEconomics`);
         at or below 0 it does not pay."""
@@ -474,7 +475,7 @@ class RequestPass:
             # cache_control markers; the 20-block lookback of its last one reaches no further back
             # than the last few turns), so the change re-bills everything after the last marker
             # before it -- from the top when the only earlier one is on a short system prompt.
-            start = next((i + 1 for i in range(first - 1, -1, -1) if self._marked_at(i)), 0)
+            start = _cached_start(starts, first)
             if start == 0 and not (e.base_marked and self.base_tokens >= e.min_cached):
                 start = -1
             elif self.base_tokens + sum(r.tokens for r in updated[:start]) < e.min_cached:
@@ -512,11 +513,6 @@ class RequestPass:
             if len(reads) >= 2 and (reads[-1] - reads[0]) / (len(reads) - 1) <= gap and n - reads[-1] <= gap:
                 keep.add(at)
         return keep
-
-    def _marked_at(self, i: int) -> bool:
-        """Whether the forwarded message ``i`` ends a cached prefix: the client marked it, or the
-        proxy marks it (the latest task starts, :func:`task_marks`) and did in the requests before."""
-        return _marked(self.msgs[i]) or i in task_marks(self.records, self.marks)
 
     def _task_start(self) -> int:
         """Index of the record holding the user's latest own words (0 when there is none)."""
@@ -673,6 +669,12 @@ def cache_economics(body: dict, api: str) -> CacheEconomics | None:
         _marked(part) for value in (body.get("system"), body.get("tools")) if isinstance(value, list)
         for part in value)
     return dataclasses.replace(ANTHROPIC_CACHE, base_marked=base_marked)
+
+
+def _cached_start(starts: list[int], index: int) -> int:
+    """The latest of ``starts`` (record indexes just after a breakpoint, ascending) at or before
+    ``index``: where a change at ``index`` starts to re-bill; 0 when none is."""
+    return starts[bisect.bisect_right(starts, index) - 1] if starts and starts[0] <= index else 0
 
 
 def _marked(value) -> bool:
