@@ -24,7 +24,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from memstrata.indexer.parse import parse_source
+from memstrata.indexer.parse import parse_definitions
 
 CALLABLE = frozenset({"function", "method"})
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
@@ -68,9 +68,8 @@ class Outline:
 
 def build_outline(lines: list[str], language: str, path: str = "block") -> Outline:
     source = "\n".join(lines).encode("utf-8", "replace")
-    parsed = parse_source(path, language, source)
     n = len(lines)
-    symbols = sorted((s for s in parsed.symbols if 1 <= s.start_line <= n),
+    symbols = sorted((s for s in parse_definitions(path, language, source) if 1 <= s.start_line <= n),
                      key=lambda s: (s.start_line, -s.end_line))
     owner = [-1] * n
     units: list[Unit] = []

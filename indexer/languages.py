@@ -143,6 +143,20 @@ def get_query_passes(name: str) -> tuple[QueryPass, ...]:
     return passes
 
 
+_DEFINES = re.compile(r"@(?:definition\.|scope\b)")
+
+
+@lru_cache(maxsize=None)
+def get_definition_passes(name: str) -> tuple[QueryPass, ...]:
+    """:func:`get_query_passes` with only the patterns that find definitions (and ``@scope``
+    blocks): what an outline of a block of code needs.  References and imports, most of a file's
+    matches, are left out of the walk altogether."""
+    root_type = get_parser(name).parse(b"").root_node.type
+    patterns = [text for qp in get_query_passes(name) for text in qp.patterns
+                if _DEFINES.search("\n".join(line.split(";", 1)[0] for line in text.splitlines()))]
+    return _build_passes(get_language(name), patterns, root_type, check=False)
+
+
 def _build_passes(language: ts.Language, patterns: list[str], root_type: str,
                   check: bool = True) -> tuple[QueryPass, ...] | None:
     rooted: list[str] = []

@@ -31,7 +31,7 @@ from operator import attrgetter, gt, itemgetter
 import tree_sitter as ts
 
 from .imports import extract_imports
-from .languages import QueryPass, get_parser, get_query_passes
+from .languages import QueryPass, get_definition_passes, get_parser, get_query_passes
 from .model import ImportFact, ParseResult, RefFact, SymbolFact
 
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
@@ -92,47 +92,63 @@ def parse_rows(path: str, language: str, source: bytes) -> tuple[ParseResult, li
     result = ParseResult(path=path, language=language)
     if root.has_error:
         result.syntax_error = _describe_error(root)
-
-    defs: list[_Def] = []
-    seen_defs: set[tuple[int, int, str]] = set()
     # A use is kept as (name node, kind, receiver nodes) and turned into text
     # and positions in bulk below: references are most of a file's matches.
     uses: list[tuple] = []
     imports: list[ImportFact] = []
-    js_like = language in _JS_LIKE
-
-    for query_pass, plans in _passes(language):
-        cursor = ts.QueryCursor(query_pass.query)
-        if query_pass.max_start_depth is not None:
-            cursor.set_max_start_depth(query_pass.max_start_depth)
-        _read_matches(cursor.matches(root), query_pass, plans, language, path, source,
-                      uses, defs, seen_defs, imports)
-
-    _nest(defs)
-    if language == "python":
-        defs = _fold_overloads(_drop_declarations(defs))
-    for d in defs:
-        if d.kind == "scope":
-            continue
-        result.symbols.append(
-            SymbolFact(
-                name=d.name,
-                qualname=d.qualname,
-                kind=d.kind,
-                start_byte=d.start,
-                end_byte=d.end,
-                start_line=d.span.start_point[0] + 1,
-                end_line=d.span.end_point[0] + 1,
-                signature=_signature(d.node, source, d.span.start_byte if js_like else None),
-                docstring=_docstring(d, language),
-                parent=_symbol_parent(d),
-            )
-        )
+    defs = _definitions(root, _passes(language), language, path, source, uses, imports)
+    result.symbols = _symbols(defs, language, source)
     ref_rows = _ref_rows(_uses(uses, _BUILTIN_TYPES.get(language), source), defs, source)
     if language == "rust":
         ref_rows += [(r.scope, r.name, r.kind, r.receiver, r.line, r.count) for r in _rust_trait_refs(defs)]
     result.imports = imports
     return result, ref_rows
+
+
+def parse_definitions(path: str, language: str, source: bytes) -> list[SymbolFact]:
+    """The symbols :func:`parse_source` finds in ``source``, and nothing else: only the query's
+    definition patterns run (an outline of a block needs no references or imports, which are
+    most of a file's matches).  Never raises on bad code."""
+    root = get_parser(language).parse(source).root_node
+    return _symbols(_definitions(root, _definition_passes(language), language, path, source, [], []),
+                    language, source)
+
+
+def _definitions(root: ts.Node, passes, language: str, path: str, source: bytes, uses: list[tuple],
+                 imports: list[ImportFact]) -> list[_Def]:
+    """The definitions the query passes match under ``root``, nested and named (uses and imports
+    the passes match go to ``uses`` and ``imports``)."""
+    defs: list[_Def] = []
+    seen_defs: set[tuple[int, int, str]] = set()
+    for query_pass, plans in passes:
+        cursor = ts.QueryCursor(query_pass.query)
+        if query_pass.max_start_depth is not None:
+            cursor.set_max_start_depth(query_pass.max_start_depth)
+        _read_matches(cursor.matches(root), query_pass, plans, language, path, source,
+                      uses, defs, seen_defs, imports)
+    _nest(defs)
+    if language == "python":
+        defs = _fold_overloads(_drop_declarations(defs))
+    return defs
+
+
+def _symbols(defs: list[_Def], language: str, source: bytes) -> list[SymbolFact]:
+    js_like = language in _JS_LIKE
+    return [
+        SymbolFact(
+            name=d.name,
+            qualname=d.qualname,
+            kind=d.kind,
+            start_byte=d.start,
+            end_byte=d.end,
+            start_line=d.span.start_point[0] + 1,
+            end_line=d.span.end_point[0] + 1,
+            signature=_signature(d.node, source, d.span.start_byte if js_like else None),
+            docstring=_docstring(d, language),
+            parent=_symbol_parent(d),
+        )
+        for d in defs if d.kind != "scope"
+    ]
 
 
 def _read_matches(matches, query_pass: QueryPass, plans: dict[int, tuple], language: str, path: str,
@@ -268,12 +284,23 @@ _passes_by_language: dict[str, list[tuple[QueryPass, dict[int, tuple]]]] = {}
 _CAPTURE = re.compile(r"@([\w.]+)")
 
 
+_definition_passes_by_language: dict[str, list[tuple[QueryPass, dict[int, tuple]]]] = {}
+
+
 def _passes(language: str) -> list[tuple[QueryPass, dict[int, tuple]]]:
     """The language's query passes, each with its cache: pattern index -> how
     its matches are read."""
     passes = _passes_by_language.get(language)
     if passes is None:
         passes = _passes_by_language[language] = [(p, {}) for p in get_query_passes(language)]
+    return passes
+
+
+def _definition_passes(language: str) -> list[tuple[QueryPass, dict[int, tuple]]]:
+    """:func:`_passes` of the definition patterns alone (:func:`languages.get_definition_passes`)."""
+    passes = _definition_passes_by_language.get(language)
+    if passes is None:
+        passes = _definition_passes_by_language[language] = [(p, {}) for p in get_definition_passes(language)]
     return passes
 
 

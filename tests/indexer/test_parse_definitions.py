@@ -1,0 +1,48 @@
+"""parse_definitions (the outline's parse: definition patterns only) finds exactly the symbols
+parse_source finds, on every language's fixture and on code that does not parse."""
+
+from pathlib import Path
+
+import pytest
+
+from memstrata.indexer.languages import get_definition_passes, get_query_passes
+from memstrata.indexer.parse import parse_definitions, parse_source
+from memstrata.indexer.scan import scan_project
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def _files():
+    for project in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        for c in scan_project(project).files:
+            yield pytest.param(project / c.path, c.language, id=f"{project.name}/{c.path}")
+
+
+@pytest.mark.parametrize("path,language", list(_files()))
+def test_same_symbols_as_the_full_parse(path, language):
+    data = path.read_bytes()
+    assert parse_definitions(str(path), language, data) == parse_source(str(path), language, data).symbols
+
+
+def test_the_fixtures_define_things_in_every_language():
+    found = {}
+    for param in _files():
+        path, language = param.values
+        found[language] = found.get(language, 0) + len(parse_definitions(str(path), language, path.read_bytes()))
+    assert len(found) >= 10 and all(found.values()), found
+
+
+@pytest.mark.parametrize("language", ["python", "javascript", "typescript", "go", "rust", "java", "cpp", "ruby", "php"])
+def test_no_reference_or_import_pattern_runs(language):
+    patterns = [t for qp in get_definition_passes(language) for t in qp.patterns]
+    everything = [t for qp in get_query_passes(language) for t in qp.patterns]
+    assert patterns and len(patterns) < len(everything)
+    for text in patterns:
+        code = "\n".join(line.split(";", 1)[0] for line in text.splitlines())
+        assert "@reference." not in code and "@import" not in code
+
+
+def test_broken_code_gives_the_same_symbols():
+    src = b"def ok(a):\n    return a\n\nclass Half(:\n    def m(self):\n        pass\n\ndef tail(:\n"
+    assert parse_definitions("x.py", "python", src) == parse_source("x.py", "python", src).symbols
+    assert [s.name for s in parse_definitions("x.py", "python", src)][:1] == ["ok"]
