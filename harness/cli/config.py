@@ -7,6 +7,7 @@ import json
 
 from . import argtypes
 from memstrata.harness.proxy.providers import Providers, ProvidersError, display_path
+from memstrata.harness.proxy.upstream import shown_url
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,7 +76,7 @@ def cmd_show(args) -> int:
               f"{r.cache_read_cost_per_mtok:>10.3f}  {r.cache_write_cost_per_mtok:>11.3f}{mark}")
     for name in p.providers:
         if p.base_url(name):
-            print(f"{name} upstream: {p.base_url(name)}")
+            print(f"{name} upstream: {shown_url(p.base_url(name))}")
     return 0
 
 

@@ -16,6 +16,7 @@ from memstrata.storage import StoreError
 
 from . import argtypes
 from memstrata.harness.proxy.providers import DEFAULT_ANTHROPIC_BASE, DEFAULT_OPENAI_BASE, Providers, ProvidersError
+from memstrata.harness.proxy.upstream import shown_url
 
 EXIT_PORT_IN_USE = 3
 
@@ -196,8 +197,8 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
                                       access_log=args.access_log, address=base, labels=labels), started=started)
     print(f"memstrata serving {ws.root} on {base}\n"
           f"  dashboard: {base}/\n"
-          f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {_origin(proxy.openai_base)}\n"
-          f"  Anthropic: ANTHROPIC_BASE_URL={base}/anthropic  -> {_origin(proxy.anthropic_base)}\n"
+          f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {shown_url(proxy.openai_base)}\n"
+          f"  Anthropic: ANTHROPIC_BASE_URL={base}/anthropic  -> {shown_url(proxy.anthropic_base)}\n"
           f"  MCP:       {base}/mcp    status: {base}/status    metrics: {base}/metrics\n"
           f"  compression {args.compress}; Ctrl-C stops", file=sys.stderr, flush=True)
     # uvicorn's own access log stays off: --access-log is MemStrata's (harness/proxy/accesslog.py),
@@ -221,7 +222,3 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
         return fail("the server failed to start (see the messages above)")
     print("memstrata: stopped; ledger saved", file=sys.stderr, flush=True)
     return 0
-
-
-def _origin(url: str) -> str:
-    return url.split("?", 1)[0]

@@ -15,7 +15,6 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -31,6 +30,7 @@ from .upstream import (
     DEFAULT_OPENAI_BASE,
     UPSTREAM_KEEPALIVE_S,
     Upstream,
+    shown_host,
     error_body,
     request_headers,
     response_headers,
@@ -208,7 +208,7 @@ class Proxy:
         client = self._client()
         req = client.build_request(request.method, url, headers=request_headers(request.headers),
                                         content=content if request.method not in ("GET", "HEAD") else None)
-        host = urlsplit(url).netloc
+        host = shown_host(url)
         try:
             resp = await client.send(req, stream=True)
         except httpx.TimeoutException:

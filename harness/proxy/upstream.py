@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
 from .providers import DEFAULT_ANTHROPIC_BASE, DEFAULT_OPENAI_BASE  # noqa: F401 - re-exported
 from .request_blocks import ANTHROPIC, OPENAI
@@ -27,6 +28,19 @@ RESPONSE_DROP = frozenset({
 # shortest such timer, leaves no such race; a new connection costs a handshake
 # only after an idle pause of this length.
 UPSTREAM_KEEPALIVE_S = 4.0
+
+
+def shown_host(url: str) -> str:
+    """The host (and port) of ``url`` as messages and logs may show it: never a ``user:password@``
+    an upstream URL can carry (credentials go to the upstream and nowhere else)."""
+    netloc = urlsplit(url).netloc
+    return netloc.rsplit("@", 1)[-1]
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its credentials and query string (a key may sit in either)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, shown_host(url), parts.path, "", ""))
 
 
 @dataclass(frozen=True)

@@ -193,3 +193,33 @@ def test_an_upstream_killed_mid_body_logs_one_line(serve_env):
     lines = [ln for ln in log.splitlines() if "mid-answer" in ln or "ASGI" in ln or "Exception" in ln]
     assert len(lines) == 1, log
     assert "closed the connection mid-answer" in lines[0]
+
+
+def test_credentials_in_an_upstream_url_are_never_shown(serve_env):
+    """An upstream URL may carry user:password@ (and a key in its query); they go to the upstream
+    and nowhere else: not into the banner, an error answer or a log line."""
+    root, env = serve_env
+    stub, stub_url = start_stub()
+    host = stub_url.split("//", 1)[1]
+    serve, url = start_serve(root, env, f"http://user:SECRETPW@{host}")
+    try:
+        with httpx.Client(timeout=30) as client:
+            with client.stream("POST", url + "/v1/chat/completions", json=dict(GOOD, model="stub-stall"),
+                               headers={"authorization": "Bearer k"}) as r:
+                assert r.status_code == 200
+                chunks = r.iter_raw()
+                next(chunks)
+                stub.send_signal(signal.SIGKILL)  # a warning naming the upstream is logged
+                stub.wait(timeout=30)
+                with pytest.raises(httpx.RemoteProtocolError):
+                    for _ in chunks:
+                        pass
+            down = client.post(url + "/v1/chat/completions", json=GOOD, headers={"authorization": "Bearer k"})
+        assert down.status_code == 502
+        message = down.json()["error"]["message"]
+        assert host in message and "SECRETPW" not in message and "user" not in message
+    finally:
+        log = stop(serve)
+        stop(stub)
+    assert "mid-answer" in log and host in log
+    assert "SECRETPW" not in log and "user:" not in log
