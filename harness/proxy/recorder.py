@@ -108,6 +108,11 @@ class Counting:
                 self._observed = True
                 self.framing.observe(key, self.forwarded or 0, self.counterfactual.blocks, reported)
             framing = round(self.framing.per_block(key) * self.counterfactual.blocks)
+        if not self.changed:
+            # Forwarded as the client sent it: the provider billed the very request the counterfactual
+            # prices, by its own count and cache.  (The shadow's estimate can differ from it: it counts
+            # in cl100k, so a prefix near the provider's cacheable minimum may fall on the other side.)
+            return ans.input_tokens, ans.cache_read_tokens or 0, ans.cache_write_tokens or 0
         return scaled(self.counterfactual, reported, self.forwarded or 0, framing)
 
 

@@ -128,5 +128,30 @@ def test_uncompressed_traffic_saves_nothing(shop_ws, providers):
                 **copy.deepcopy(body))
         w = reported(app, shop_ws)
     assert sum(b.cache_read for b in through.bills) > 0
-    assert w.bill_direct == pytest.approx(w.bill_proxied, rel=0.01)
-    assert abs(w.dollar_saved) <= 0.01 * w.bill_proxied
+    assert w.bill_direct == pytest.approx(w.bill_proxied, rel=1e-9)
+    assert w.dollar_saved == pytest.approx(0.0, abs=1e-12)
+
+
+def test_uncompressed_traffic_near_the_cacheable_minimum_saves_nothing(shop_ws, providers):
+    """A system prompt just under the 1,024-token minimum in cl100k, just over it in the provider's own
+    count: the provider caches it, the proxy's shadow cache would not.  Forwarded unchanged, the
+    request's counterfactual is what the provider billed, so no saving appears from nowhere."""
+    from memstrata.compressor.tokens import count_tokens
+
+    through, _ = providers
+    text = "You are a coding agent. " * 200
+    while count_tokens(text) > 1022:
+        text = text[: text.rstrip().rfind(" ")] + " "
+    assert count_tokens(text) == 1022
+    body = {"model": "claude-sonnet-4-6", "max_tokens": 10,
+            "system": [{"type": "text", "text": text, "cache_control": MARK}],
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "Say hi."}]}]}
+    app, server = run(shop_ws, through, mode="off")
+    with server:
+        client = anthropic.Anthropic(base_url=server.url + "/anthropic", api_key=KEY, max_retries=0)
+        for _ in range(4):
+            client.messages.create(**copy.deepcopy(body))
+        w = reported(app, shop_ws)
+    assert through.bills[0].cache_write > 0 and through.bills[-1].cache_read > 0  # the provider cached it
+    assert w.bill_direct == pytest.approx(w.bill_proxied, rel=1e-9)
+    assert w.dollar_saved == pytest.approx(0.0, abs=1e-12)
