@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     argtypes.add_project(p)
     p.add_argument("--port", type=argtypes.port, default=8080, help="port (default 8080)")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1; anything else exposes your proxy to the network)")
+                   help="address to bind (default 127.0.0.1; anything else exposes your proxy to the network; "
+                        "0.0.0.0 answers to this machine's names and addresses)")
     p.add_argument("--openai-upstream", default=None, metavar="URL",
                    help=f"OpenAI-compatible base URL to forward to (default: providers.json base_url of "
                    f"--openai-provider, else {DEFAULT_OPENAI_BASE}); e.g. http://127.0.0.1:11434/v1 for Ollama")
@@ -92,6 +93,30 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+WILDCARDS = ("0.0.0.0", "::", "[::]")
+
+
+def wildcard_hosts(host: str) -> tuple[str, ...]:
+    """The Host names a wildcard bind answers to: the address itself and this machine's names and
+    addresses (its host name, fully qualified name, what they resolve to, and the address it reaches
+    other machines from).  A client on the network names one of them; a name no lookup here gives
+    (another interface's address, a DNS alias) is refused like any foreign Host."""
+    names = {host.strip("[]"), socket.gethostname(), socket.getfqdn()}
+    for name in (socket.gethostname(), socket.getfqdn()):
+        try:
+            names.update(info[4][0] for info in socket.getaddrinfo(name, None, proto=socket.IPPROTO_TCP))
+        except OSError:
+            pass
+    for family, probe in ((socket.AF_INET, "192.0.2.1"), (socket.AF_INET6, "2001:db8::1")):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as s:
+                s.connect((probe, 9))  # a UDP "connect" sends nothing; it picks the outgoing address
+                names.add(s.getsockname()[0])
+        except OSError:
+            pass
+    return tuple(sorted(n.split("%", 1)[0] for n in names if n and not is_loopback(n)))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -183,9 +208,17 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
                                                  budget_cap=args.budget_cap, min_tokens=args.min_tokens),
         connect_timeout=args.connect_timeout, read_timeout=args.read_timeout,
     )
-    extra_hosts = () if is_loopback(args.host) or args.host in ("0.0.0.0", "::") else (args.host,)
+    if is_loopback(args.host):
+        extra_hosts: tuple[str, ...] = ()
+    elif args.host in WILDCARDS:
+        extra_hosts = wildcard_hosts(args.host)
+    else:
+        extra_hosts = (args.host.strip("[]"),)
     port = sock.getsockname()[1]
-    shown = f"[{args.host}]" if ":" in args.host else args.host
+    # A wildcard is where serve listens, not an address to send requests to: the banner gives the
+    # loopback one (clients elsewhere use this machine's name or address, accepted above).
+    shown = ("127.0.0.1" if args.host == "0.0.0.0" else "[::1]") if args.host in WILDCARDS else \
+        f"[{args.host.strip('[]')}]" if ":" in args.host else args.host
     base = f"http://{shown}:{port}"
     from memstrata.harness.proxy.labels import LabelError, resolve
 

@@ -223,3 +223,44 @@ def test_credentials_in_an_upstream_url_are_never_shown(serve_env):
         stop(stub)
     assert "mid-answer" in log and host in log
     assert "SECRETPW" not in log and "user:" not in log
+
+
+def test_a_wildcard_bind_answers_to_this_machines_names_only(serve_env):
+    """--host 0.0.0.0 listens on every address: a request naming this machine (its address or its
+    host name) is served, one naming any other host is still refused (DNS rebinding), and the
+    banner gives an address a client can use, not the wildcard."""
+    from memstrata.harness.cli.serve import wildcard_hosts
+
+    root, env = serve_env
+    stub, stub_url = start_stub()
+    port = free_port()
+    serve = subprocess.Popen([sys.executable, "-m", "memstrata", "serve", "--project", str(root), "--port", str(port),
+                              "--host", "0.0.0.0", "--openai-upstream", stub_url + "/v1", "--no-watch", "--no-mcp"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert serve.poll() is None and time.monotonic() < deadline
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        names = wildcard_hosts("0.0.0.0")
+        assert socket.gethostname() in names
+        for host in ("127.0.0.1", "localhost", "0.0.0.0", socket.gethostname(), *names):
+            shown = f"[{host}]" if ":" in host else host
+            r = httpx.get(f"http://127.0.0.1:{port}/health", headers={"host": f"{shown}:{port}"})
+            assert r.status_code == 200, host
+        for host in ("evil.example", "192.0.2.250", f"{socket.gethostname()}.evil.example"):
+            r = httpx.get(f"http://127.0.0.1:{port}/health", headers={"host": f"{host}:{port}"})
+            assert r.status_code == 421, host
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=GOOD,
+                       headers={"authorization": "Bearer k", "host": f"{socket.gethostname()}:{port}",
+                                "origin": "http://evil.example"})
+        assert r.status_code == 403
+    finally:
+        log = stop(serve)
+        stop(stub)
+    assert f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1" in log and "0.0.0.0:" not in log
+    assert "not loopback" in log
