@@ -97,6 +97,11 @@ class HostGuard:
         if problem is None or scope["type"] != "http":
             if problem is not None:  # websocket: just close
                 return await send({"type": "websocket.close", "code": 1008})
+            if (host is not None and host != host.lower()) or (origin is not None and origin != origin.lower()):
+                # Host names are case-insensitive; what is mounted behind (the MCP SDK's own check)
+                # compares exact strings, so it gets them as this check read them.
+                scope = dict(scope, headers=[(k, v.lower()) if k in (b"host", b"origin") else (k, v)
+                                             for k, v in scope["headers"]])
             return await self.app(scope, receive, send)
         status, message = problem
         response = JSONResponse(error_body(api_for_path(scope.get("path", "")), status, message), status_code=status)

@@ -349,6 +349,21 @@ def test_foreign_host_and_origin_refused(proxy):
     assert httpx.get(proxy.url + "/health", headers={"host": "localhost:1234"}).status_code == 200
 
 
+def test_host_and_origin_names_are_case_insensitive_on_every_route(proxy):
+    # Host names are case-insensitive: /mcp (behind the MCP SDK's own exact-string check) must
+    # agree with the other routes.
+    port = proxy.url.rsplit(":", 1)[1]
+    headers = {"host": f"LocalHost:{port}", "origin": f"HTTP://LOCALHOST:{port}"}
+    assert httpx.get(proxy.url + "/health", headers=headers).status_code == 200
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "t", "version": "1"}}}
+    r = httpx.post(proxy.url + "/mcp/", json=init, follow_redirects=True,
+                   headers={**headers, "accept": "application/json, text/event-stream"})
+    assert r.status_code == 200, r.text
+    assert "serverInfo" in r.text
+
+
 def test_origin_null_and_non_web_origins_are_cross_site(proxy):
     # Sandboxed frames and file: pages send "Origin: null"; like the SDK's /mcp guard and
     # the Kura daemon, every route refuses it (and any origin that is not an http(s) local page).
