@@ -166,12 +166,15 @@ _PROSE = frozenset(
 _STOP = _STOP_FOR_PATHS | _PROSE
 
 _BACKTICKED = re.compile(r"`([^`]+)`")
-_IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*")
+# A part may begin with "#" after a dot: a JavaScript/TypeScript private member (``Ky.#retry``).
+_IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.#?|::|#|->)[A-Za-z_$][\w$]*)*")
 _PATH_TOKEN = re.compile(
     r"(?:[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+(?:\.[\w\-]+)*\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|c|h|cc|cpp|hpp|"
     r"cs|rb|php)\b)(?::\d+(?::\d+)?)?")
 _HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
-_QUAL_SPLIT = re.compile(r"\.|::|#|->")
+# "#" separates only after a name character (Ruby's ``A#m``); one that begins a part is the name's
+# own (a private member, ``Ky.#retry``), as the index spells it.
+_QUAL_SPLIT = re.compile(r"\.|::|->|(?<=[\w$])#")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 

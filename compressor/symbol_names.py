@@ -61,6 +61,10 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
     parts = [p for p in _QUAL_SPLIT.split(name) if p]
     if not parts:
         return []
+    if not parts[-1].startswith("#") and not graph.definitions(parts[-1]) and graph.definitions("#" + parts[-1]):
+        # A private member written without its "#" (``Ky.retry`` for ``Ky.#retry``).
+        parts[-1] = "#" + parts[-1]
+        name = ".".join(parts)
     if len(parts) == 1:
         return [Match(d, 0) for d in graph.definitions(parts[0])]
     seeds = Seeds()

@@ -297,3 +297,60 @@ def test_a_file_edited_after_indexing_is_read_again(python_ws):
         find_symbol(ws, "AuthService.login")
     with pytest.raises(NavigationError, match="was deleted since it was indexed"):
         file_outline(ws, "app/auth/service.py")
+
+
+PRIVATE_TS = """export class Client {
+  #retries = 0;
+
+  async fetch(url: string): Promise<string> {
+    try {
+      return await this.#send(url);
+    } catch (error) {
+      return this.#retry(url, error);
+    }
+  }
+
+  async #send(url: string): Promise<string> {
+    return url;
+  }
+
+  async #retry(url: string, error: unknown): Promise<string> {
+    this.#retries += 1;
+    return this.#send(url);
+  }
+}
+"""
+
+
+def test_private_members_are_found_by_every_spelling(tmp_path):
+    # A JavaScript/TypeScript private member's "#" is part of its name, not a separator
+    # (Ruby's `A#m` is one): every spelling an agent uses reaches it, with or without the "#".
+    root = tmp_path / "ts_private"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "client.ts").write_text(PRIVATE_TS)
+    with Workspace.open(root) as ws:
+        ws.index()
+        want = "src/client.ts::Client.#retry"
+        for spelling in ("Client.#retry", "#retry", "src/client.ts::Client.#retry", "client.ts::Client.#retry",
+                         "Client.retry", "Client.#ret*", "#ret*"):
+            found = [s["symbol"] for s in find_symbol(ws, spelling)["symbols"]]
+            assert found[:1] == [want], spelling
+        uses = find_references(ws, "Client.#send")["references"]
+        assert sorted((u["line"], u["symbol"]) for u in uses) == [
+            (6, "src/client.ts::Client.fetch"), (18, "src/client.ts::Client.#retry")]
+
+
+def test_a_question_naming_a_private_member_seeds_it(tmp_path):
+    from memstrata.compressor import context_query
+    from memstrata.compressor.analyze import _tokens
+
+    assert [t.parts for t in _tokens("Client.#retry and A#m") if len(t.parts) > 1] == [["Client", "#retry"],
+                                                                                      ["A", "m"]]
+    root = tmp_path / "ts_private"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "client.ts").write_text(PRIVATE_TS + "".join(
+        f"\nexport function helper{i}(value: number): number {{\n  return value * {i};\n}}\n" for i in range(40)))
+    with Workspace.open(root) as ws:
+        ws.index()
+        out = context_query(ws, "why does Client.#retry count twice", max_tokens=300)
+    assert "this.#retries += 1;" in out.context
