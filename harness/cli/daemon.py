@@ -101,7 +101,8 @@ def cmd_status(args, found) -> int:
         state = client.status(found[1])
     if args.json:
         out = {"running": state.running, "pid": state.pid, "build": state.build, "same_build": state.same_build,
-               "stale_socket": state.stale_socket, "refused": state.refused}
+               "stale_socket": state.stale_socket, "refused": state.refused, "answering": state.answering,
+               "stopped": state.stopped}
         if state.info:
             out.update({k: state.info[k] for k in ("started", "uptime", "idle_timeout", "served") if k in state.info})
         print(json.dumps(out, indent=2))
@@ -114,6 +115,11 @@ def cmd_status(args, found) -> int:
         info = state.info
         print(f"running: pid {state.pid}, up {_duration(info['uptime'])}, {info['served']} requests served, "
               f"leaves after {_duration(info['idle_timeout'])} idle")
+    elif state.pid and state.stopped:
+        print(f"running: pid {state.pid}, but stopped (not answering); the next query replaces it")
+    elif state.pid and not state.answering:
+        print(f"running: pid {state.pid}, busy (it did not answer within {client.ACCEPT_TIMEOUT:.0f} s); "
+              "queries answer in-process meanwhile")
     elif state.pid:
         print(f"running: pid {state.pid}, another MemStrata build ({state.build or 'unknown'}); "
               "the next query replaces it")

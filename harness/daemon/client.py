@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 ENV_SWITCH = "MEMSTRATA_DAEMON"
 ENV_IDLE = "MEMSTRATA_DAEMON_IDLE"
 CONNECT_TIMEOUT = 2.0
+# A daemon acknowledges a question as soon as it reads it; one that has not
+# within this time is answering another call (it takes one at a time) or not
+# running at all (stopped, hung): the command answers in-process.
+ACCEPT_TIMEOUT = 2.0
 # A question over a large index after others changed it can rebuild the graph
 # (seconds); a daemon that takes longer than this is given up on.
 ANSWER_TIMEOUT = 300.0
@@ -107,8 +111,19 @@ def ask(root: Path, index_folder: Path, command: str, args: dict, cwd: str) -> O
             sock.settimeout(CONNECT_TIMEOUT)
             sockets.send(sock, request)
             log.debug("request sent to the resident query process (pid %d)", pid)
-            sock.settimeout(ANSWER_TIMEOUT)
-            reply = sockets.receive(sock)
+            reader = sockets.Reader(sock)
+            sock.settimeout(ACCEPT_TIMEOUT)
+            reply = reader.next()   # the acknowledgement; another build's daemon answers at once
+            if reply.get("accepted"):
+                sock.settimeout(ANSWER_TIMEOUT)
+                reply = reader.next()
+    except TimeoutError:
+        if stopped(pid):
+            # Stopped (a job-control stop, a debugger): it will not answer anyone; replace it.
+            log.debug("the resident query process (pid %d) is stopped; replacing it", pid)
+            return Outcome(start=_retire(pid, start))
+        log.debug("the resident query process is busy; answering in-process")
+        return Outcome()
     except (OSError, sockets.ProtocolError) as exc:
         # Killed mid-question, or not this protocol at all: answer here, and
         # make sure a daemon of this build serves the next call.
@@ -128,12 +143,27 @@ def ask(root: Path, index_folder: Path, command: str, args: dict, cwd: str) -> O
         return Outcome()
 
 
-def _retire(pid: int, start: Callable[..., object]) -> Callable[[], object]:
-    """Stop a daemon that runs other code now (its pid as the kernel reported it,
-    a process of this user); what starts one of this build in its place."""
-    if pid > 0:
+def stopped(pid: int) -> bool:
+    """Whether process ``pid`` is stopped (job control or a tracer): it runs nothing until continued."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] in (["T"], ["t"])
+
+
+def terminate(pid: int) -> None:
+    """SIGTERM, then SIGCONT: a stopped process would hold the signal until continued."""
+    for sig in (signal.SIGTERM, signal.SIGCONT):
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, sig)
+
+
+def _retire(pid: int, start: Callable[..., object]) -> Callable[[], object]:
+    """Stop a daemon that runs other code now, or is stopped (its pid as the kernel
+    reported it, a process of this user); what starts one of this build in its place."""
+    if pid > 0:
+        terminate(pid)
     # The new daemon waits for the old one's lock instead of the caller waiting.
     return functools.partial(start, lock_wait=5.0, replacing=True)
 
@@ -208,6 +238,8 @@ class DaemonState:
     stale_socket: bool = False
     refused: str | None = None
     same_build: bool = False
+    answering: bool = True     # False: it did not answer in time (busy with another call, or stopped)
+    stopped: bool = False
 
 
 def status(index_folder: Path) -> DaemonState:
@@ -224,6 +256,8 @@ def status(index_folder: Path) -> DaemonState:
         with sock:
             sockets.send(sock, {"op": "status", "build": build_id()})
             reply = sockets.receive(sock)
+    except TimeoutError:
+        return DaemonState(running=True, pid=pid, answering=False, stopped=stopped(pid))
     except (OSError, sockets.ProtocolError):
         return DaemonState(running=True, pid=pid)
     return DaemonState(running=True, pid=pid, build=reply.get("build"), info=reply if reply.get("ok") else None,
@@ -237,17 +271,16 @@ def stop(index_folder: Path, timeout: float = 10.0) -> DaemonState:
     if state.running and not state.pid:  # still loading: not listening yet
         state.pid = _lock_holder(index_folder)
     if state.pid:
-        stopped = False
+        asked = False
         if state.same_build:
             with contextlib.suppress(OSError, sockets.ProtocolError, sockets.Refused):
                 sock, _ = _open(sockets.socket_path(index_folder))
                 if sock is not None:
                     with sock:
                         sockets.send(sock, {"op": "stop", "build": build_id()})
-                        stopped = bool(sockets.receive(sock).get("ok"))
-        if not stopped:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(state.pid, signal.SIGTERM)
+                        asked = bool(sockets.receive(sock).get("ok"))
+        if not asked:
+            terminate(state.pid)
         deadline = time.monotonic() + timeout
         while not sockets.lock_is_free(index_folder) and time.monotonic() < deadline:
             time.sleep(0.05)

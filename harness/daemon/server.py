@@ -223,6 +223,10 @@ class Daemon:
             sockets.check_peer(conn)
             request = sockets.receive(conn)
             conn.settimeout(None)
+            if request.get("op") == "run" and request.get("build") == self.build:
+                # Taken on at once, before the answer (which may take seconds): a client that
+                # hears nothing in time knows this process is not answering, not merely slow.
+                sockets.send(conn, {"build": self.build, "pid": os.getpid(), "accepted": True})
             reply = self._answer(request)
             sockets.send(conn, reply)
         except sockets.Refused as exc:

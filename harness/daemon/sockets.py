@@ -146,24 +146,41 @@ def send(sock: socket.socket, message: dict) -> None:
     sock.sendall(json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n")
 
 
+class Reader:
+    """The messages arriving on one connection, in order: what arrives after a message's line
+    (the daemon sends an acknowledgement, then the answer) waits for the next call."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+        self._buffer = bytearray()
+        self._scanned = 0   # bytes of the buffer known to hold no newline
+
+    def next(self) -> dict:
+        """The next message; ConnectionError when the peer went away first."""
+        while True:
+            newline = self._buffer.find(b"\n", self._scanned)
+            if newline >= 0:
+                line = bytes(self._buffer[:newline])
+                del self._buffer[:newline + 1]
+                self._scanned = 0
+                return _decode(line)
+            self._scanned = len(self._buffer)
+            if self._scanned > MAX_MESSAGE:
+                raise ProtocolError("message too large")
+            chunk = self.sock.recv(1 << 16)
+            if not chunk:
+                raise ConnectionError("the other end closed the connection")
+            self._buffer += chunk
+
+
 def receive(sock: socket.socket) -> dict:
-    """The next message; ConnectionError when the peer went away first."""
-    chunks = []
-    size = 0
-    while True:
-        chunk = sock.recv(1 << 16)
-        if not chunk:
-            raise ConnectionError("the other end closed the connection")
-        newline = chunk.find(b"\n")
-        if newline >= 0:
-            chunks.append(chunk[:newline])
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_MESSAGE:
-            raise ProtocolError("message too large")
+    """The next message of a connection that carries one; ConnectionError when the peer went away first."""
+    return Reader(sock).next()
+
+
+def _decode(line: bytes) -> dict:
     try:
-        message = json.loads(b"".join(chunks).decode("utf-8", "surrogatepass"))
+        message = json.loads(line.decode("utf-8", "surrogatepass"))
     except (UnicodeDecodeError, ValueError):
         raise ProtocolError("not a JSON message") from None
     if not isinstance(message, dict):

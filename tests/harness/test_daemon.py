@@ -6,6 +6,7 @@ command run in-process (``MEMSTRATA_DAEMON=off``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -200,6 +201,48 @@ def test_stale_socket_of_a_killed_daemon_is_replaced(indexed, env):
     new = serving(env, root)
     assert new["pid"] != pid
     assert answer(run(env, *QUERIES[1], str(root))) == expected
+
+
+def test_a_stopped_daemon_is_not_waited_for_and_is_replaced(indexed, env):
+    """A daemon that cannot answer (SIGSTOP: job control, a debugger) acknowledges nothing: the
+    query answers in-process at once instead of waiting out the answer timeout (300 s, far
+    beyond this run's 60 s limit), and the stopped daemon is replaced."""
+    root = indexed
+    run(env, *QUERIES[0], str(root))
+    pid = serving(env, root)["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        st = status(env, root)
+        assert st["pid"] == pid and st["stopped"] and not st["answering"]
+        assert "stopped" in run(env, "daemon", "status", str(root)).stdout.decode()
+        expected = answer(run(env, *QUERIES[1], str(root), daemon=False))
+        assert answer(run(env, *QUERIES[1], str(root), timeout=60)) == expected
+        wait_for(lambda: not alive(pid), what="the stopped daemon to leave")
+        new = serving(env, root)
+        assert new["pid"] != pid
+        assert answer(run(env, *QUERIES[1], str(root), timeout=60)) == expected
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGCONT)
+
+
+def test_a_busy_daemon_is_not_replaced(indexed, env):
+    """One that takes a while to acknowledge (answering another call) is left running: the
+    query answers in-process, and the daemon goes on serving."""
+    root = indexed
+    run(env, *QUERIES[0], str(root))
+    pid = serving(env, root)["pid"]
+    path = socket_file(root)
+    # Occupy the daemon (it takes one call at a time): a connection that never sends its request.
+    hog = socket.socket(socket.AF_UNIX)
+    hog.connect(str(path))
+    try:
+        expected = answer(run(env, *QUERIES[1], str(root), daemon=False))
+        assert answer(run(env, *QUERIES[1], str(root), timeout=60)) == expected
+        assert alive(pid)
+    finally:
+        hog.close()
+    assert serving(env, root)["pid"] == pid
 
 
 def test_sigkill_mid_query_twenty_times(indexed, env):
