@@ -325,22 +325,16 @@ def cmd_mcp(home: Home) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
                         format="kura mcp: %(levelname)s %(message)s")
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
-    import anyio
-
     from .mcp import build_kura_server
     from .search import KuraSearch
-    from memstrata.mcp_server.stdio import serve_stdio
+    from memstrata.mcp_server.stdio import run_stdio_server
 
     from .library import Library
 
     library = Library(home, live=False)
     library.reload()  # a database that cannot be opened is logged to stderr and skipped
     server = build_kura_server(KuraSearch(library), version=__version__)
-    try:
-        anyio.run(serve_stdio, server)
-    finally:
-        library.close()
-    return 0
+    return run_stdio_server(server, library.close)
 
 
 if __name__ == "__main__":

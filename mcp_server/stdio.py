@@ -34,9 +34,10 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import anyio
@@ -286,4 +287,44 @@ async def serve_stdio(server: MCPServer, *, drain_timeout: float = DEFAULT_DRAIN
         await StdioFront(server, stdin, stdout, drain_timeout=drain_timeout).run()
 
 
-__all__ = ["serve_stdio", "StdioFront", "classify", "DIALECT", "MAX_MESSAGE_BYTES", "DEFAULT_DRAIN_TIMEOUT"]
+class StopSignals:
+    """SIGTERM (how clients stop a server they launched) unwinds like Ctrl-C, so that what the
+    caller opened is closed on the way out; which of the two it was is remembered."""
+
+    def __init__(self):
+        self.terminated = False
+
+    def install(self) -> "StopSignals":
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        return self
+
+    def _on_sigterm(self, signum, frame):
+        self.terminated = True
+        raise KeyboardInterrupt
+
+
+def run_stdio_server(server: MCPServer, cleanup: Callable[[], object], stops: StopSignals | None = None) -> int:
+    """Serve ``server`` over stdio in this process until stdin ends (0) or SIGTERM (0) or SIGINT
+    (130, "interrupted"), then ``cleanup()``.
+
+    After a signal the thread reading stdin is still blocked in a read only the client can end
+    (the pipe stays open until it closes it), and the interpreter would wait for that thread at
+    exit: once ``cleanup`` has run, the process leaves at once instead."""
+    stops = stops or StopSignals().install()
+    interrupted = False
+    try:
+        anyio.run(serve_stdio, server)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        cleanup()
+    if not interrupted:
+        return 0
+    if not stops.terminated:
+        print("interrupted", file=sys.stderr)
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0 if stops.terminated else 130)
+
+
+__all__ = ["serve_stdio", "run_stdio_server", "StopSignals", "StdioFront", "classify", "DIALECT", "MAX_MESSAGE_BYTES", "DEFAULT_DRAIN_TIMEOUT"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import io
 import logging
-import signal
 import sys
 
 from memstrata.indexer.project import ProjectError
@@ -49,14 +48,13 @@ def _unbuffered_stdout() -> None:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     # Imported here so that other commands do not pay for the SDK.
-    import anyio
-
-    from memstrata.mcp_server import IndexWarmup, build_server, serve_stdio
+    from memstrata.mcp_server import IndexWarmup, build_server
+    from memstrata.mcp_server.stdio import StopSignals, run_stdio_server
 
     _unbuffered_stdout()
-    # Clients stop servers with SIGTERM: unwind like Ctrl-C so the watcher stops
-    # and the store closes cleanly.
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # Clients stop servers with SIGTERM: it unwinds like Ctrl-C, from here on, so the
+    # watcher stops and the store closes cleanly.
+    stops = StopSignals().install()
     from .index import NotIndexed, open_indexed, open_workspace
 
     try:
@@ -87,12 +85,12 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     server = build_server(ws, savings=lambda: savings_summary(ws), warmup=warmup)
     log.info("serving MCP over stdio for %s", ws.root)
-    try:
-        anyio.run(serve_stdio, server)
-    finally:
+
+    def cleanup() -> None:
         ws.stop_watching()
         # A catch-up still running owns the store; the process exit ends it
         # (SQLite rolls back the open transaction), so only close when done.
         if warmup.join(timeout=5):
             ws.close()
-    return 0
+
+    return run_stdio_server(server, cleanup, stops)

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
-from tests.mcp_server.raw_jsonrpc import INIT, RawServer, call, check_malformed_session
+from tests.mcp_server.raw_jsonrpc import INIT, RawServer, call, check_malformed_session, check_stops_on_signal
 
 from .conftest import KURA
 
@@ -23,6 +25,11 @@ def server(kura, docs, tmp_path):
 
 def test_malformed_messages_are_answered_and_the_session_lives(server):
     check_malformed_session(server)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_it_while_stdin_stays_open(server, signum):
+    check_stops_on_signal(server, signum, call(1, "search_rag", {"db": "notes", "q": "backoff"}))
 
 
 def test_eof_right_after_calls_still_answers_them(server):

@@ -154,3 +154,17 @@ def check_malformed_session(server: RawServer) -> None:
             if "error" in r:
                 assert "pydantic" not in r["error"]["message"] and "Traceback" not in r["error"]["message"]
     assert all(raw.endswith(b"\n") and raw.count(b"\n") == 1 for raw in server.raw_lines)
+
+
+def check_stops_on_signal(server: RawServer, signum: int, request: dict) -> None:
+    """A client stops the server it launched with SIGTERM (or Ctrl-C, SIGINT) while keeping its
+    stdin open: the server exits (0 for SIGTERM, 130 for SIGINT) rather than wait for end of input.
+    The 60 s bound is a hang guard, not a speed figure."""
+    import signal as signals
+
+    server.send(INIT)
+    server.replies_until(0)
+    server.send(INITIALIZED, request)
+    server.replies_until(request["id"])
+    server.proc.send_signal(signum)
+    assert server.proc.wait(timeout=60) == (0 if signum == signals.SIGTERM else 130)

@@ -5,12 +5,13 @@ every request already read is answered before the process exits."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 
 import pytest
 
 from .mcp_helpers import LOGIN_QUERY, child_env, memstrata_command
-from .raw_jsonrpc import INIT, RawServer, call, check_malformed_session
+from .raw_jsonrpc import INIT, RawServer, call, check_malformed_session, check_stops_on_signal
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -26,6 +27,11 @@ def server(project: Path, tmp_path: Path):
 
 def test_malformed_messages_are_answered_and_the_session_lives(server: RawServer):
     check_malformed_session(server)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_it_while_stdin_stays_open(server: RawServer, signum):
+    check_stops_on_signal(server, signum, call(1, "index_status", {}))
 
 
 def test_eof_right_after_a_call_still_answers_it(server: RawServer):
