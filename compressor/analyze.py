@@ -171,6 +171,7 @@ _IDENT_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.#?|::|#|->)[A-Za-z_$][\w$]*)
 _PATH_TOKEN = re.compile(
     r"(?:[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+(?:\.[\w\-]+)*\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|c|h|cc|cpp|hpp|"
     r"cs|rb|php)\b)(?::\d+(?::\d+)?)?")
+_TRACEBACK_LOCATION = re.compile(r'File "([^"\n]+)", line (\d+)')
 _HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
 # "#" separates only after a name character (Ruby's ``A#m``); one that begins a part is the name's
 # own (a private member, ``Ky.#retry``), as the index spells it.
@@ -347,15 +348,30 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
     def allowed(node: str) -> bool:
         return include_tests or node.split("::", 1)[0] not in tests
 
-    # 1. Paths the query names (``pkg/mod.py``, ``mod.py:120``, ``lib/rules/``).
+    # 1. Paths the query names (``pkg/mod.py``, ``mod.py:120``, ``lib/rules/``); a Python
+    # traceback's ``File "/abs/path/pkg/mod.py", line 120`` is read as ``pkg/mod.py:120``.
+    text = _TRACEBACK_LOCATION.sub(lambda t: f" {t.group(1)}:{t.group(2)} ", text)
     for m in _PATH_TOKEN.finditer(text):
-        token = m.group(0).split(":", 1)[0].strip("./")
+        token, _, position = m.group(0).partition(":")
+        token = token.strip("./")
         if not token:
             continue
-        for path in graph.files():
-            if path == token or path.endswith("/" + token):
-                seeds.files[path] = max(seeds.files.get(path, 0), 8.0)
-                seeds.add_evidence(path, FILE_EVIDENCE)
+        # A path the question spells in full from somewhere else (an absolute one) ends with the
+        # project's own path of the file.
+        matched = [path for path in graph.files()
+                   if path == token or path.endswith("/" + token) or token.endswith("/" + path)]
+        for path in matched:
+            seeds.files[path] = max(seeds.files.get(path, 0), 8.0)
+            seeds.add_evidence(path, FILE_EVIDENCE)
+        line = position.split(":", 1)[0]
+        if line.isdigit() and 1 <= len(matched) <= 3:
+            # A location (a traceback's or a compiler's ``file:line``) names the definition that
+            # holds the line: it is the code asked about, shown whole like a name written as code.
+            for path in matched:
+                d = _definition_at(graph, path, int(line))
+                if d is not None and allowed(d):
+                    seeds.add_symbol(d, 10.0)
+                    seeds.named.add(d)
         prefix = token.rstrip("/") + "/"
         for d in names.dirs.get(_key(prefix[:-1].rsplit("/", 1)[-1]), ()):
             if d == prefix or d.endswith("/" + prefix):
@@ -588,6 +604,17 @@ def _seed_qualified(tok: _Token, graph: GraphView, names: NameIndex, seeds: Seed
         if allowed(d):
             seeds.add_symbol(d, 4.0 * selectivity(len(graph.definitions(parts[-2]))))
     return False
+
+
+def _definition_at(graph: GraphView, path: str, line: int) -> str | None:
+    """The innermost definition of ``path`` whose lines hold ``line`` (None at module level)."""
+    best, span = None, None
+    for node in graph.symbols_in_file(path):
+        attrs = graph.node(node)
+        start, end = attrs.get("start_line"), attrs.get("end_line")
+        if start is not None and end is not None and start <= line <= end and (span is None or end - start < span):
+            best, span = node, end - start
+    return best
 
 
 def _qual_matches(qualname: str, qual: str) -> bool:

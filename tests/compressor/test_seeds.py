@@ -292,3 +292,20 @@ def test_a_commit_scope_naming_the_first_words_of_a_file_stem(tmp_path):
             assert s.path_boost("bash_completionsV2.go") > 1.0, query
             assert s.path_boost("fish_completions.go") == 1.0, query
             assert "bash_completionsV2.go" not in s.files, query
+
+
+def test_a_file_and_line_names_the_definition_holding_it(tmp_path):
+    # A location ("engine.py:LINE:COL", a traceback's File "...", line N) is about the function
+    # that line is in: shown whole.
+    body = "".join(f"    value = value * {k} + {k}\n" for k in range(12))
+    funcs = [f"def step_{i}(value):\n    \"\"\"Step {i}.\"\"\"\n{body}    return value\n" for i in range(40)]
+    files = {"engine.py": "\n\n".join(funcs)}
+    starts = [1 + sum(f.count("\n") + 2 for f in funcs[:i]) for i in range(len(funcs))]
+    with project_of(tmp_path / "trace", files) as w:
+        for i in (7, 23, 39):
+            r = context_query(w, f'File "/home/me/src/trace/engine.py", line {starts[i] + 5}, in step_x',
+                              max_tokens=600)
+            assert f"def step_{i}(value):" in r.context and f"engine.py::step_{i}" in r.symbols, i
+            r = context_query(w, f"engine.py:{starts[i] + 5}:12", max_tokens=600)
+            assert f"def step_{i}(value):" in r.context, i
+            assert r.context.count("    return value\n") >= 1
