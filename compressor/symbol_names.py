@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from memstrata.indexer.graph_view import GraphView
 
-from .analyze import _QUAL_SPLIT, Seeds, _key, _seed_qualified, _Token
+from .analyze import _QUAL_SPLIT, Seeds, _key, _path_has, _seed_qualified, _Token
 
 # Substring searches stop collecting after this many names: a one-letter
 # pattern on a large project matches most of it, and the answer is capped anyway.
@@ -69,15 +69,30 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
         return [Match(d, 0) for d in graph.definitions(parts[0])]
     seeds = Seeds()
     if not _seed_qualified(_Token(name, parts, True, False), graph, None, seeds, lambda _node: True):
-        return []
+        return _module_level(graph, parts)
     written = ".".join(parts)
     out = []
     for n in seeds.symbols:
         qual = graph.node(n)["qualname"]
-        # Exact: the whole spelling is the qualname, or a module path and
-        # the qualname; looser: the qualname is longer than what was written.
-        out.append(Match(n, 0 if qual == written or written.endswith("." + qual) else 1))
+        # Exact: the whole spelling is the qualname, or a module path the file's path spells
+        # and the qualname; looser: the qualname is longer than what was written, or the
+        # module path is not the file's.
+        if qual == written:
+            tier = 0
+        elif written.endswith("." + qual):
+            module = [p.lower() for p in written[: -len(qual) - 1].split(".")]
+            tier = 0 if _path_has(graph.file_of(n), module) else 1
+        else:
+            tier = 1
+        out.append(Match(n, tier))
     return out
+
+
+def _module_level(graph: GraphView, parts: list[str]) -> list[Match]:
+    """``pkg.mod.func``: a module-level definition ``func`` of a file the dotted module path spells."""
+    module = [p.lower() for p in parts[:-1]]
+    return [Match(d, 0) for d in graph.definitions(parts[-1])
+            if graph.node(d)["qualname"] == parts[-1] and _path_has(graph.file_of(d), module)]
 
 
 def _substring(graph: GraphView, stem: str) -> list[Match]:

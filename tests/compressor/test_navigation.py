@@ -354,3 +354,16 @@ def test_a_question_naming_a_private_member_seeds_it(tmp_path):
         ws.index()
         out = context_query(ws, "why does Client.#retry count twice", max_tokens=300)
     assert "this.#retries += 1;" in out.context
+
+
+def test_a_dotted_module_path_reaches_module_level_definitions(python_ws):
+    # `pkg.mod.func`: the module path is the file's, the last part a module-level definition.
+    for spelling in ("app.util.crypto.hash_password", "util.crypto.hash_password"):
+        assert [s["symbol"] for s in find_symbol(python_ws, spelling)["symbols"]] == \
+            ["app/util/crypto.py::hash_password"], spelling
+    assert find_references(python_ws, "app.util.crypto.hash_password")["symbol"] == "app/util/crypto.py::hash_password"
+    with pytest.raises(NavigationError):
+        find_symbol(python_ws, "app.crypto.hash_password")  # no such module
+    # A method under its module path resolves as before.
+    assert [s["symbol"] for s in find_symbol(python_ws, "app.auth.service.AuthService.login")["symbols"]] == \
+        ["app/auth/service.py::AuthService.login"]
