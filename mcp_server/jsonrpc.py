@@ -38,8 +38,14 @@ INTERNAL_ERROR = -32603
 # -- reading --------------------------------------------------------------------------
 
 
-def read_lines(stdin: BinaryIO, limit: int) -> Iterator[bytes | None]:
-    """Each line of ``stdin`` (with its newline) up to end of input; ``None`` for a line over ``limit`` bytes.
+class Oversized(bytes):
+    """What :func:`read_lines` yields, with ``prefixes``, for a line over the limit: its first
+    ``limit`` bytes (the rest was read and dropped)."""
+
+
+def read_lines(stdin: BinaryIO, limit: int, prefixes: bool = False) -> Iterator[bytes | None]:
+    """Each line of ``stdin`` (with its newline) up to end of input; ``None`` for a line over ``limit``
+    bytes (with ``prefixes``, an :class:`Oversized` holding its first ``limit`` bytes instead).
 
     ``readline()`` without a limit keeps reading until it meets a newline, so
     one endless line from a client would grow a server's memory without
@@ -56,9 +62,46 @@ def read_lines(stdin: BinaryIO, limit: int) -> Iterator[bytes | None]:
                 more = stdin.readline(limit)
                 if not more or more.endswith(b"\n"):
                     break
-            yield None
+            yield Oversized(line[:limit]) if prefixes else None
             continue
         yield line
+
+
+def leading_id(prefix: bytes) -> Any:
+    """The top-level ``"id"`` of the JSON object whose text begins with ``prefix`` (a line too long to
+    read whole), when it comes before anything the prefix cuts off -- clients write ``jsonrpc``,
+    ``id`` and ``method`` before ``params`` -- else None."""
+    text = prefix.decode("utf-8", "ignore")
+    decoder = json.JSONDecoder()
+    space = " \t\r\n"
+    try:
+        i = len(text) - len(text.lstrip(space))
+        if text[i] != "{":
+            return None
+        i += 1
+        while True:
+            while text[i] in space:
+                i += 1
+            if text[i] != '"':
+                return None
+            key, i = decoder.raw_decode(text, i)
+            while text[i] in space:
+                i += 1
+            if text[i] != ":":
+                return None
+            i += 1
+            while text[i] in space:
+                i += 1
+            value, i = decoder.raw_decode(text, i)   # a value the prefix cuts off raises here
+            if key == "id":
+                return value
+            while text[i] in space:
+                i += 1
+            if text[i] != ",":
+                return None
+            i += 1
+    except (IndexError, ValueError):
+        return None
 
 
 # -- answers --------------------------------------------------------------------------
@@ -210,6 +253,9 @@ class Dialect:
     too_deep: str
     lone_surrogate: str | None   # None: a \uD800-style escape without its pair is let through
     # -32600
+    # A message with a lone surrogate but a usable id of its own gets this, under that id, instead of
+    # the -32700 above (None: every one gets the -32700): the JSON parsed, and its sender awaits an answer.
+    surrogate_request: str | None
     too_long: str                # {limit}: the bound in bytes, {mib}: in whole MiB
     empty_batch: str
     not_an_object: str
@@ -242,6 +288,9 @@ class Dialect:
             try:
                 json.dumps(value, ensure_ascii=False).encode("utf-8")
             except UnicodeEncodeError:
+                ident = value.get("id") if isinstance(value, dict) else None
+                if self.surrogate_request is not None and self.valid_id(ident) and _encodable(ident):
+                    return Reply(error_response(ident, INVALID_REQUEST, self.surrogate_request))
                 return self._unparsable(self.lone_surrogate)
             except RecursionError:
                 return self._unparsable(self.too_deep)
@@ -275,15 +324,28 @@ class Dialect:
             return error_response(obj.get("id"), INVALID_REQUEST, self.bad_method)
         return None
 
-    def oversized(self, limit: int) -> dict:
-        """The answer to a line over ``limit`` bytes (:func:`read_lines` yielded None); its id was never read."""
-        return error_response(None, INVALID_REQUEST, self.too_long.format(limit=limit, mib=limit // (1024 * 1024)))
+    def oversized(self, limit: int, prefix: bytes | None = None) -> dict:
+        """The answer to a line over ``limit`` bytes: under the id its ``prefix`` (what
+        :func:`read_lines` kept of it) shows, when it shows a usable one, else null."""
+        ident = leading_id(prefix) if prefix is not None else None
+        if not (self.valid_id(ident) and _encodable(ident)):
+            ident = None
+        return error_response(ident, INVALID_REQUEST, self.too_long.format(limit=limit, mib=limit // (1024 * 1024)))
 
     @staticmethod
     def _unparsable(message: str) -> Reply:
         return Reply(error_response(None, PARSE_ERROR, message))
 
 
+def _encodable(value: Any) -> bool:
+    """Whether ``value`` can be written back as UTF-8 JSON (a string id may hold a lone surrogate)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (UnicodeEncodeError, TypeError, ValueError):
+        return False
+    return True
+
+
 __all__ = ["PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
-           "read_lines", "result_response", "error_response", "write_line", "is_mcp_id", "is_jsonrpc_id",
+           "read_lines", "Oversized", "leading_id", "result_response", "error_response", "write_line", "is_mcp_id", "is_jsonrpc_id",
            "Reply", "Message", "Batch", "Incoming", "reply_to", "BatchPolicy", "Dialect"]

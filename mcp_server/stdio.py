@@ -47,8 +47,8 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 
 from .jsonrpc import (
-    INVALID_PARAMS, INVALID_REQUEST, BatchPolicy, Dialect, Message, Reply, error_response, is_mcp_id, read_lines,
-    write_line)
+    INVALID_PARAMS, INVALID_REQUEST, BatchPolicy, Dialect, Message, Oversized, Reply, error_response, is_mcp_id,
+    read_lines, write_line)
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,7 @@ DIALECT = Dialect(
     # cannot be written back as UTF-8: answered here, it never reaches the SDK,
     # whose encoder would fail.
     lone_surrogate="Parse error: lone surrogate in a string escape",
+    surrogate_request="Invalid Request: a string holds a lone surrogate (a \\ud800-\\udfff escape without its pair)",
     too_long="Invalid Request: the message is larger than {mib} MiB",
     empty_batch="Invalid Request: empty batch",
     not_an_object="Invalid Request: a JSON-RPC message is a JSON object",
@@ -191,7 +192,7 @@ class StdioFront:
     # -- input -------------------------------------------------------------------
 
     async def _read_requests(self, to_sdk: anyio.abc.ObjectSendStream) -> None:
-        lines = read_lines(self.stdin, self.max_message_bytes)
+        lines = read_lines(self.stdin, self.max_message_bytes, prefixes=True)
         while not self._broken:
             # Only the read runs on the thread: parsing stays on this one, so its
             # nesting bound (RecursionError) is the same wherever the front runs.
@@ -199,7 +200,8 @@ class StdioFront:
                                                   limiter=self._read_thread)
             if line is _EOF:
                 return
-            outcome = Reply(DIALECT.oversized(self.max_message_bytes)) if line is None else classify(line)
+            outcome = Reply(DIALECT.oversized(self.max_message_bytes, line)) if isinstance(line, Oversized) \
+                else classify(line)
             if outcome is None:
                 continue
             if isinstance(outcome, Reply):

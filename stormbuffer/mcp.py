@@ -61,7 +61,7 @@ DIALECT = Dialect(
     batches=BatchPolicy.answered(),
     not_utf8=_PARSE_ERROR, not_json=_PARSE_ERROR, constant=_PARSE_ERROR, bad_value=_PARSE_ERROR,
     # A lone surrogate could not be written back as UTF-8: refused as unparsable.
-    too_deep=_PARSE_ERROR, lone_surrogate=_PARSE_ERROR,
+    too_deep=_PARSE_ERROR, lone_surrogate=_PARSE_ERROR, surrogate_request=None,
     too_long=_INVALID + ": a message may hold at most {limit} bytes",
     empty_batch=_INVALID, not_an_object=_INVALID, bad_id=_INVALID, bad_version=_INVALID, bad_method=_INVALID,
 )

@@ -60,7 +60,7 @@ DIALECT = Dialect(
     too_deep="parse error: nesting too deep",
     # A \uD800-style escape without its pair is valid to Python, not to JSON, and no UTF-8
     # answer could carry it back: refused before it reaches the engine.
-    lone_surrogate="parse error: lone surrogate in a string escape",
+    lone_surrogate="parse error: lone surrogate in a string escape", surrogate_request=None,
     too_long="invalid request: a message may hold at most {limit} bytes",
     empty_batch="invalid request: empty batch",
     not_an_object="invalid request: expected a JSON-RPC request object",

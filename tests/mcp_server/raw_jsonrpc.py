@@ -26,7 +26,8 @@ MALFORMED: list[tuple[bytes, list[tuple[Any, int]]]] = [
     (b'\xff\xfe{"jsonrpc": "2.0", "id": "latin", "method": "ping"}', [(None, -32700)]),
     (b'{"jsonrpc": "2.0", "id": "nan", "method": "ping", "params": {"x": NaN}}', [(None, -32700)]),
     (b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping"}', [(None, -32700)]),
-    (b'{"jsonrpc": "2.0", "id": "s", "method": "ping", "params": {"x": "\\udc00"}}', [(None, -32700)]),
+    # valid JSON with a lone surrogate in its params: refused under its own (clean) id
+    (b'{"jsonrpc": "2.0", "id": "s", "method": "ping", "params": {"x": "\\udc00"}}', [("s", -32600)]),
     (b"[]", [(None, -32600)]),
     (b"42", [(None, -32600)]),
     (b'"ping"', [(None, -32600)]),

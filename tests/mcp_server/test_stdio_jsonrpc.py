@@ -74,7 +74,11 @@ def test_oversized_line_is_refused_and_skipped(server: RawServer):
     server.replies_until(0)
     huge = b'{"jsonrpc": "2.0", "id": "huge", "method": "tools/call", "params": {"name": "context_query", ' \
            b'"arguments": {"query": "' + b"x" * (5 * 1024 * 1024) + b'"}}}'
-    server.send(huge, {"jsonrpc": "2.0", "id": "after", "method": "ping"})
+    # The same with its id after the params: that id lies beyond what is read of the line.
+    late = b'{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "context_query", ' \
+           b'"arguments": {"query": "' + b"x" * (5 * 1024 * 1024) + b'"}}, "id": "late"}'
+    server.send(huge, late, {"jsonrpc": "2.0", "id": "after", "method": "ping"})
     replies = server.replies_until("after")
-    assert [(r["id"], r["error"]["code"]) for r in replies if "error" in r] == [(None, -32600)]
-    assert "larger than 4 MiB" in replies[0]["error"]["message"]
+    # The id written before the params is answered under (its sender awaits it); the other cannot be.
+    assert [(r["id"], r["error"]["code"]) for r in replies if "error" in r] == [("huge", -32600), (None, -32600)]
+    assert all("larger than 4 MiB" in r["error"]["message"] for r in replies if "error" in r)
