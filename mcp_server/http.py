@@ -18,6 +18,7 @@ gets 421, a foreign ``Origin`` 403.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -26,8 +27,12 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from .jsonrpc import Reply
+from .stdio import MAX_MESSAGE_BYTES, classify
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -97,6 +102,16 @@ class MCPHttp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = self._sse_app_for(scope)
+        if scope["method"] == "POST":
+            # The Host/Origin check before anything of the body is read.
+            refusal = await self._guard.validate_request(Request(scope), is_post=True)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+            checked = await _checked_body(scope, receive, send)
+            if checked is None:
+                return  # answered here, or the client went away
+            receive = checked
         if app is None:
             await self._streamable(scope, receive, send)
             return
@@ -109,6 +124,58 @@ class MCPHttp:
                 await refusal(scope, receive, send)
                 return
         await app(scope, receive, send)
+
+
+async def _checked_body(scope: Scope, receive: Receive, send: Send) -> Receive | None:
+    """A POST body checked as the stdio front checks a line: one the SDK would answer with its
+    validation dump (a batch, a value that is no object, a wrong ``jsonrpc``, a lone surrogate) is
+    answered here with HTTP 400 and the JSON-RPC error in plain words (None is returned); any other
+    is handed on (the returned ``receive`` replays it).  A body over the SDK's size limit is handed
+    on unread: the SDK refuses it (413)."""
+    headers = Headers(scope=scope)
+    try:
+        declared = int(headers.get("content-length", "0"))
+    except ValueError:
+        declared = 0
+    if declared > MAX_MESSAGE_BYTES:
+        return receive
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        chunks.append(chunk)
+        size += len(chunk)
+        if not message.get("more_body", False) or size > MAX_MESSAGE_BYTES:
+            break
+    body = b"".join(chunks)
+    more = size > MAX_MESSAGE_BYTES
+    if not more and "json" in headers.get("content-type", ""):
+        outcome = classify(body)
+        if isinstance(outcome, Reply) and _sdk_would_dump(body):
+            await JSONResponse(outcome.payload, status_code=400)(scope, receive, send)
+            return None
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": more}
+        return await receive()
+
+    return replay
+
+
+def _sdk_would_dump(body: bytes) -> bool:
+    """Whether the SDK would answer ``body`` with its validation text rather than a parse error:
+    it parses as JSON (the SDK's own -32700 for what does not is plain)."""
+    try:
+        json.loads(body)
+    except ValueError:
+        return False
+    return True
 
 
 def _route_path(scope: Scope) -> str:

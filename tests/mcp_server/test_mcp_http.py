@@ -160,6 +160,32 @@ def test_streamable_post_is_served_on_the_exact_path(live: LiveServer):
         assert reply["id"] == 2 and reply["result"]["structuredContent"]["project"] == str(live.project)
 
 
+def test_bodies_that_are_no_single_message_get_json_rpc_words(live: LiveServer):
+    """A batch, a bare value, a wrong version or a lone surrogate: HTTP 400 with the JSON-RPC error
+    in plain words, as over stdio (the SDK's own answer was its validation dump)."""
+    cases = [
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', [(1, -32600)], "batches are not supported"),
+        (b"42", (None, -32600), "a JSON-RPC message is a JSON object"),
+        (b'{"jsonrpc": "1.0", "id": "v", "method": "ping"}', ("v", -32600), '"jsonrpc" must be "2.0"'),
+        (b'{"jsonrpc": "2.0", "id": "s", "method": "ping", "params": {"x": "\\ud800"}}', ("s", -32600),
+         "lone surrogate"),
+    ]
+    with httpx.Client(timeout=10) as h:
+        for body, expected, words in cases:
+            r = h.post(live.url, content=body, headers=POST_HEADERS)
+            assert r.status_code == 400, body
+            got = r.json()
+            pairs = [(e["id"], e["error"]["code"]) for e in got] if isinstance(got, list) else \
+                (got["id"], got["error"]["code"])
+            assert pairs == expected, body
+            messages = [e["error"]["message"] for e in (got if isinstance(got, list) else [got])]
+            assert all(words in m for m in messages), messages
+            assert "pydantic" not in r.text and "validation error" not in r.text.lower()
+        # A good request right after is served.
+        r = h.post(live.url, json=INIT, headers=POST_HEADERS)
+        assert r.status_code == 200 and r.headers.get("mcp-session-id")
+
+
 @pytest.mark.parametrize("host", ["evil.example.com", "evil.example.com:{port}", "127.0.0.1.nip.io:{port}"])
 def test_foreign_host_is_refused(live: LiveServer, host: str):
     host = host.format(port=live.port)
