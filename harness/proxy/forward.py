@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -401,4 +402,7 @@ def _too_deep(value, limit: int) -> bool:
 def _json_reason(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-    return "not UTF-8 text"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    # Python refuses to read an integer of more than sys.get_int_max_str_digits() digits.
+    return f"a number in it has more than {sys.get_int_max_str_digits():,} digits"

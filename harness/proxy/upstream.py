@@ -64,11 +64,13 @@ def response_headers(headers) -> list[tuple[str, str]]:
     return [(k, v) for k, v in headers.multi_items() if k.lower() not in RESPONSE_DROP]
 
 
-_OPENAI_TYPES = {400: "invalid_request_error", 404: "not_found_error", 421: "invalid_request_error",
+_OPENAI_TYPES = {400: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",
+                 421: "invalid_request_error",
                  403: "permission_error", 413: "invalid_request_error", 414: "invalid_request_error",
                  431: "invalid_request_error", 502: "upstream_error",
                  504: "upstream_timeout", 500: "server_error"}
-_ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error", 421: "invalid_request_error",
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",
+                    421: "invalid_request_error",
                     403: "permission_error", 413: "request_too_large", 414: "invalid_request_error",
                     431: "invalid_request_error", 502: "api_error", 504: "timeout_error",
                     500: "api_error"}

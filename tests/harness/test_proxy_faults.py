@@ -264,3 +264,17 @@ def test_a_wildcard_bind_answers_to_this_machines_names_only(serve_env):
         stop(stub)
     assert f"OPENAI_BASE_URL=http://127.0.0.1:{port}/v1" in log and "0.0.0.0:" not in log
     assert "not loopback" in log
+
+
+def test_a_number_too_long_to_read_is_named_as_such(proxy):
+    body = b'{"model": "gpt-4o", "max_tokens": 1' + b"0" * 5000 + b', "messages": []}'
+    for path in ("/v1/chat/completions", "/anthropic/v1/messages"):
+        r = httpx.post(proxy.url + path, content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 400
+        message = r.json()["error"]["message"]
+        assert "more than 4,300 digits" in message and "UTF-8" not in message
+
+
+def test_a_method_a_route_does_not_take_is_an_invalid_request(proxy):
+    r = httpx.request("OPTIONS", proxy.url + "/v1/chat/completions", headers={"origin": proxy.url})
+    assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
