@@ -29,7 +29,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--body", action="store_true", help="print each definition's source")
     p.add_argument("--kind", default=None, metavar="KIND", help=f"only this kind of definition ({_KINDS})")
     p.add_argument("--in", dest="within", default=None, metavar="FILE_OR_DIR",
-                   help="only definitions in this file or folder of the project")
+                   help="only definitions in this file or folder (a path from the current directory or "
+                        "from the project folder)")
     p.add_argument("--max-results", default="20", metavar="N", help="most matches to show, 1-200 (default 20)")
     p.add_argument("--json", action="store_true", help="print the find_symbol JSON")
     p.set_defaults(func=cmd_symbol)
@@ -66,11 +67,20 @@ def _answer(ws, operation, *params) -> dict | int:
         return fail(str(exc))
 
 
+def _from_here(path: str | None) -> str | None:
+    """A path that exists from the current directory is taken from there (run in a subfolder, or
+    ``.`` for it); anything else is read from the project folder."""
+    if path is None or os.path.isabs(path) or not os.path.exists(path):
+        return path
+    return os.path.abspath(path)
+
+
 def _symbol(ws, args) -> int:
     """Definitions for ``args.name``, printed; run in-process or by the project's daemon."""
     from memstrata.compressor import navigation
 
-    out = _answer(ws, navigation.find_symbol, args.name, args.body, args.kind, args.within, args.max_results)
+    out = _answer(ws, navigation.find_symbol, args.name, args.body, args.kind, _from_here(args.within),
+                  args.max_results)
     if isinstance(out, int):
         return out
     if args.json:
@@ -111,12 +121,7 @@ def _outline(ws, args) -> int:
     """The outline of ``args.file``, printed; run in-process or by the project's daemon."""
     from memstrata.compressor import navigation
 
-    target = args.file
-    # A path that exists from here is taken from here (run in a subfolder);
-    # anything else is read from the project folder.
-    if not os.path.isabs(target) and os.path.exists(target):
-        target = os.path.abspath(target)
-    out = _answer(ws, navigation.file_outline, target, args.depth)
+    out = _answer(ws, navigation.file_outline, _from_here(args.file), args.depth)
     if isinstance(out, int):
         return out
     if args.json:

@@ -47,6 +47,18 @@ def test_symbol(project: Path):
     assert r.returncode == 0 and r.stdout.startswith("app/auth/service.py:16-18  method")
 
 
+def test_symbol_in_a_folder_named_from_the_current_directory(project: Path):
+    # As outline's FILE: a path that exists from here is taken from here, else from the project.
+    r = memstrata("symbol", "__init__", "--in", ".", "--kind", "method", cwd=project / "app" / "auth")
+    assert r.returncode == 0 and r.stdout.startswith("app/auth/service.py:16-18  method"), r.stderr
+    r = memstrata("symbol", "hash_password", "--in", "util", cwd=project / "app")
+    assert r.returncode == 0 and r.stdout.startswith("app/util/crypto.py:"), r.stderr
+    r = memstrata("symbol", "hash_password", "--in", "app/util", cwd=project / "app")
+    assert r.returncode == 0 and r.stdout.startswith("app/util/crypto.py:"), r.stderr
+    r = memstrata("symbol", "hash_password", "--in", ".", cwd=project / "app" / "auth")
+    assert r.returncode == 2 and "names no symbol in app/auth" in r.stderr
+
+
 def test_refs(project: Path):
     r = memstrata("refs", "app/util/crypto.py::hash_password", cwd=project / "app")
     assert r.returncode == 0, r.stderr
