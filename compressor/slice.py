@@ -163,8 +163,17 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         if ranking is None:
             notes.append("nothing in the project matches the query")
             return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
-        return _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
-                      ranking.sig_only, ranking.evidence)
+        result = _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
+                        ranking.sig_only, ranking.evidence)
+    if not ws.watching and state == "ready":
+        # Nothing keeps the index in step (a one-shot query, the daemon): say when what is
+        # shown is not what the files hold now.
+        changed = ws.changed_on_disk(result.sources)
+        if changed:
+            shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+            result.notes.append(f"{shown} changed on disk since indexed: shown as indexed "
+                                "(run memstrata index for the current code)")
+    return result
 
 
 def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: bool) -> Ranking | None:

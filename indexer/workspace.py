@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -427,6 +427,22 @@ class Workspace:
     @property
     def watching(self) -> bool:
         return self._watcher is not None
+
+    def changed_on_disk(self, paths: Iterable[str]) -> list[str]:
+        """Which of ``paths`` (indexed files) differ on disk from their index rows (size or
+        modification time), or are gone: what the index shows of them is not the file any more."""
+        if self.detached:
+            return []
+        out = []
+        for path, state in ci.file_states_of(self.store, paths).items():
+            try:
+                st = os.stat(self.root / path)
+            except OSError:
+                out.append(path)
+                continue
+            if st.st_size != state.size or st.st_mtime_ns != state.mtime_ns:
+                out.append(path)
+        return sorted(out)
 
     # -- status -----------------------------------------------------------------
 

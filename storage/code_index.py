@@ -266,6 +266,19 @@ def file_states(store: Store) -> dict[str, FileState]:
     return {p: FileState(s, m, h) for p, s, m, h in rows}
 
 
+def file_states_of(store: Store, paths: Iterable[str]) -> dict[str, FileState]:
+    """:func:`file_states` of ``paths`` only (those indexed)."""
+    paths = list(dict.fromkeys(paths))
+    out: dict[str, FileState] = {}
+    for i in range(0, len(paths), 500):
+        chunk = paths[i : i + 500]
+        for p, s, m, h in store.execute(
+                f"SELECT path, size, mtime_ns, hash FROM files WHERE path IN ({','.join('?' * len(chunk))})",
+                tuple(chunk)):
+            out[p] = FileState(s, m, h)
+    return out
+
+
 def file_paths(store: Store) -> list[str]:
     return [r[0] for r in store.execute("SELECT path FROM files ORDER BY path")]
 

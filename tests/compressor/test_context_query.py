@@ -159,6 +159,26 @@ def test_edit_is_reflected_after_reindex(tmp_path):
                 "app/session.py::SessionMiddleware.__call__"} <= set(after.full_symbols)
 
 
+def test_a_slice_of_files_changed_since_indexing_says_so(tmp_path):
+    # Nothing watches this workspace: what the slice shows of a file edited since (a branch
+    # switch, an editor) is the indexed text, and a note says which files that is.
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURE, root)
+    with Workspace.open(root) as w:
+        w.index()
+        assert not w.watching
+        fresh = context_query(w, "AuthService.login", max_tokens=600)
+        assert not any("changed on disk" in n for n in fresh.notes)
+        service = root / "app" / "auth" / "service.py"
+        service.write_text(service.read_text() + "\n\ndef added_later():\n    return 1\n")
+        stale = context_query(w, "AuthService.login", max_tokens=600)
+        assert stale.context == fresh.context
+        assert any(n.startswith("app/auth/service.py changed on disk since indexed") for n in stale.notes), \
+            stale.notes
+        w.index()
+        assert not any("changed on disk" in n for n in context_query(w, "AuthService.login", max_tokens=600).notes)
+
+
 def test_answers_from_a_partial_index_and_says_so(tmp_path):
     root = tmp_path / "p"
     shutil.copytree(FIXTURE, root)
