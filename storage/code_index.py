@@ -338,6 +338,12 @@ def skipped_counts(store: Store) -> dict[str, int]:
     return {reason: n for reason, n in rows}
 
 
+def syntax_error_files(store: Store, limit: int = 5) -> list[tuple[str, str | None]]:
+    """(path, the parser's account) of up to ``limit`` files indexed with syntax errors, by path."""
+    return [(p, e) for p, e in store.execute(
+        "SELECT path, error FROM files WHERE status = 'syntax_error' ORDER BY path LIMIT ?", (limit,))]
+
+
 def status_counts(store: Store) -> dict[str, int]:
     rows = store.execute("SELECT status, count(*) FROM files GROUP BY status")
     return {s: n for s, n in rows}

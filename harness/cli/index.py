@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from memstrata.indexer.project import INDEX_FILE, ProjectError, StoreChoice, index_dir, resolve_root
 from memstrata.storage import StoreError
+from memstrata.storage import code_index as ci
 
 from . import argtypes
 # Re-exported: the other commands import these from here.
@@ -186,6 +187,7 @@ def cmd_status(args) -> int:
     try:
         with open_indexed(argtypes.project_of(args), argtypes.store_of(args)) as ws:
             st = ws.status()
+            broken = ci.syntax_error_files(ws.store) if st.syntax_errors and not args.json else []
     except NotIndexed as exc:
         return _print_not_indexed(exc.root, args.json)
     except (ProjectError, StoreError) as exc:
@@ -202,6 +204,11 @@ def cmd_status(args) -> int:
         print("languages:     " + ", ".join(f"{lang} {n}" for lang, n in st.languages.items()))
     if st.skipped:
         print("skipped:       " + ", ".join(f"{reason} {n}" for reason, n in st.skipped.items()))
+    if broken:
+        # Indexed as far as they parse; which ones, so they can be fixed or told apart.
+        more = st.syntax_errors - len(broken)
+        print("syntax errors: " + ", ".join(f"{p} ({err})" if err else p for p, err in broken)
+              + (f" and {more} more" if more > 0 else ""))
     return 0
 
 

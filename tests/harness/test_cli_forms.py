@@ -138,3 +138,13 @@ def test_the_home_folder_is_never_indexed_by_default(run_cli, cli_env, tmp_path,
         run_cli("index", str(home), cwd=str(home), env=env)   # named explicitly: indexed
         run_cli("index", cwd=str(home), env=env)              # and from then on it is a project
         assert (home / ".memstrata" / "index.db").is_file()
+
+
+def test_status_names_the_files_with_syntax_errors(run_cli, tmp_path):
+    project = copy_project(tmp_path / "p")
+    (project / "app" / "broken.py").write_text("def ok():\n    return 1\n\ndef broken(:\n    pass\n")
+    run_cli("index", str(project))
+    out = run_cli("status", str(project)).stdout
+    assert "1 with syntax errors" in out
+    [line] = [ln for ln in out.splitlines() if ln.startswith("syntax errors:")]
+    assert line.startswith("syntax errors: app/broken.py (") and "line 4" in line
