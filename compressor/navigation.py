@@ -144,10 +144,10 @@ def _ranked(graph: GraphView, matches: list[Match]) -> list[Match]:
     return sorted(matches, key=lambda m: (m.exact, -importance(graph, m.node), m.node))
 
 
-def _unknown(graph: GraphView, name: str, arg: str, scope: str = "") -> NavigationError:
+def _unknown(graph: GraphView, name: str, scope: str = "") -> NavigationError:
     near = near_names(graph, name)
     hint = f"; did you mean {', '.join(near)}?" if near else "; try a shorter name or 'prefix*'."
-    return NavigationError(f"no symbol matches {arg} {name!r}{scope}{hint}")
+    return NavigationError(f"no symbol matches {name!r}{scope}{hint}")
 
 
 def find_symbol(ws: Workspace, name: object, include_body: object = False, kind: object = None,
@@ -163,7 +163,7 @@ def find_symbol(ws: Workspace, name: object, include_body: object = False, kind:
             _check_indexed(graph, rel, allow_dir=True)
         matches = resolve(graph, name)
         if not matches:
-            raise _unknown(graph, name, "name")
+            raise _unknown(graph, name)
         if kind is not None:
             matches = [m for m in matches if graph.node(m.node).get("kind") == kind]
         if rel:
@@ -226,7 +226,7 @@ def resolve_one(graph: GraphView, name: str, arg: str) -> str:
     there are several equally good ones."""
     matches = resolve(graph, name)
     if not matches:
-        raise _unknown(graph, name, arg)
+        raise _unknown(graph, name)
     best = min(m.exact for m in matches)
     top = _ranked(graph, [m for m in matches if m.exact == best])
     if len(top) == 1:

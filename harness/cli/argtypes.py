@@ -31,6 +31,8 @@ port = checked(int, lambda v: 0 <= v <= 65535, "a port number", "port must be 0-
 positive_int = checked(int, lambda v: v > 0, "a whole number", "must be positive")
 unit_ratio = checked(float, lambda v: 0 < v <= 1, "a number", "must be in (0, 1]")
 non_negative = checked(float, lambda v: math.isfinite(v) and v >= 0, "a number", "must be a non-negative number")
+positive = checked(float, lambda v: math.isfinite(v) and v > 0, "a number", "must be a positive number")
+max_results = checked(int, lambda v: 1 <= v <= 200, "a whole number", "must be 1-200")
 
 
 # -- naming the project: one way on every command ---------------------------------------

@@ -55,18 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_idle(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--idle-timeout", type=argtypes.non_negative, default=None, metavar="SECONDS",
+    p.add_argument("--idle-timeout", type=argtypes.positive, default=None, metavar="SECONDS",
                    help="leave after this long without a request (default: MEMSTRATA_DAEMON_IDLE, else 600)")
 
 
 def _idle_timeout(args) -> float:
     if args.idle_timeout is not None:
         return args.idle_timeout
-    try:
-        value = float(os.environ.get(client.ENV_IDLE, ""))
-    except ValueError:
-        return DEFAULT_IDLE_TIMEOUT
-    return value if value >= 0 else DEFAULT_IDLE_TIMEOUT
+    return client.idle_setting() or DEFAULT_IDLE_TIMEOUT
 
 
 def _indexed_root(args) -> tuple[Path, Path] | None:
@@ -150,8 +146,10 @@ def cmd_stop(args, found) -> int:
         return fail(f"the daemon (pid {before.pid}) did not stop")
     if before.pid:
         print(f"stopped (pid {before.pid})")
-    elif before.stale_socket:
+    elif before.removed == "socket":
         print("not running (removed the socket a killed daemon left)")
+    elif before.removed:
+        print(f"not running (removed the {before.removed} that sat where its socket goes)")
     else:
         print("not running")
     return 0
@@ -162,7 +160,7 @@ def cmd_start(args, found) -> int:
     root, folder = found
     state = client.status(folder)
     if state.refused:
-        return fail(f"not starting: {state.refused}")
+        return fail(f"not starting: {state.refused} (`memstrata daemon stop` removes it when it is yours)")
     if state.info is not None and state.same_build:
         print(f"already running (pid {state.pid})")
         return 0

@@ -239,8 +239,10 @@ def _query(ws: Workspace, args) -> int:
     print(result.context)
     saved = result.baseline_tokens - result.tokens
     note = f"; {'; '.join(result.notes)}" if result.notes else ""
+    # A slice of small files can be larger than they are (its file headers and markers).
+    saving = f"{saved} saved" if saved >= 0 else f"{-saved} more than the files themselves"
     print(f"-- {result.tokens} tokens (budget {result.max_tokens}), baseline {result.baseline_tokens}, "
-          f"{saved} saved; sources: {', '.join(result.sources) or 'none'}{note}", file=sys.stderr)
+          f"{saving}; sources: {', '.join(result.sources) or 'none'}{note}", file=sys.stderr)
     return 0
 
 

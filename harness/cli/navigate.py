@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--in", dest="within", default=None, metavar="FILE_OR_DIR",
                    help="only definitions in this file or folder (a path from the current directory or "
                         "from the project folder)")
-    p.add_argument("--max-results", default="20", metavar="N", help="most matches to show, 1-200 (default 20)")
+    p.add_argument("--max-results", type=argtypes.max_results, default=20, metavar="N",
+                   help="most matches to show, 1-200 (default 20)")
     p.add_argument("--json", action="store_true", help="print the find_symbol JSON")
     p.set_defaults(func=cmd_symbol)
 
@@ -41,7 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "refused with the candidates listed. Reads only: index the project first.")
     p.add_argument("symbol", metavar="SYMBOL", help="the symbol whose uses to list")
     argtypes.add_project(p)
-    p.add_argument("--max-results", default="50", metavar="N", help="most uses to show, 1-200 (default 50)")
+    p.add_argument("--max-results", type=argtypes.max_results, default=50, metavar="N",
+                   help="most uses to show, 1-200 (default 50)")
     p.add_argument("--json", action="store_true", help="print the find_references JSON")
     p.set_defaults(func=cmd_refs)
 
@@ -112,7 +114,8 @@ def _refs(ws, args) -> int:
         where = r["symbol"].split("::", 1)[1] if r["symbol"] else "(module level)"
         print(f"{r['path']}:{r['line']}  {r['kind']:<7} {where}: {r['snippet']}")
     n = len(out["references"])
-    more = " (more exist; raise --max-results)" if out["truncated"] else ""
+    more = ((" (more exist; raise --max-results)" if args.max_results < 200 else " (more exist; 200 is the most shown)")
+            if out["truncated"] else "")
     print(f"-- {n} use{'s' if n != 1 else ''} of {out['symbol']}{more}", file=sys.stderr)
     return 0
 

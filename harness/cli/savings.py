@@ -45,6 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_savings(args) -> int:
     from .index import NotIndexed, fail, open_indexed
 
+    if args.detail and not args.json:
+        return fail("--detail shapes the JSON: use it with --json")
     if args.by is not None:
         return _by_group(args)
     try:

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import socket
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -68,6 +69,29 @@ class Answer:
     stderr: str
 
 
+def idle_setting() -> float | None:
+    """``MEMSTRATA_DAEMON_IDLE`` in seconds; None when unset, or (said once) when it is not a
+    positive number: daemons then leave after the default."""
+    text = os.environ.get(ENV_IDLE, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value > 0 and value != float("inf")):
+        global _idle_warned
+        if not _idle_warned:
+            _idle_warned = True
+            log.warning("%s=%r is not a positive number of seconds; the resident query process leaves "
+                        "after the default idle time", ENV_IDLE, text[:40])
+        return None
+    return value
+
+
+_idle_warned = False
+
+
 def enabled() -> bool:
     return os.environ.get(ENV_SWITCH, "").strip().lower() not in _OFF
 
@@ -95,7 +119,8 @@ def ask(root: Path, index_folder: Path, command: str, args: dict, cwd: str) -> O
     try:
         sock, pid = _open(path)
     except sockets.Refused as exc:
-        log.warning("not using the resident query process: %s; answering in-process", exc)
+        log.warning("not using the resident query process: %s; answering in-process "
+                    "(`memstrata daemon stop` removes what is left there when it is yours)", exc)
         return Outcome()
     except OSError:
         # A socket file nothing listens on: a killed daemon's (its lock may
@@ -195,9 +220,9 @@ def spawn(root: Path, index_folder: Path, lock_wait: float | None = None,
         argv = [sys.executable, "-S", "-c", _AFTER_PARENT, *argv[1:]]
     if replacing:
         argv.append("--replacing")
-    idle = os.environ.get(ENV_IDLE)
+    idle = idle_setting()
     if idle:
-        argv += ["--idle-timeout", idle]
+        argv += ["--idle-timeout", repr(idle)]
     if lock_wait is not None:
         argv += ["--lock-wait", str(lock_wait)]
     try:
@@ -240,6 +265,7 @@ class DaemonState:
     same_build: bool = False
     answering: bool = True     # False: it did not answer in time (busy with another call, or stopped)
     stopped: bool = False
+    removed: str | None = None  # stop: what was left at the socket's path and removed (socket, file, folder)
 
 
 def status(index_folder: Path) -> DaemonState:
@@ -285,8 +311,29 @@ def stop(index_folder: Path, timeout: float = 10.0) -> DaemonState:
         while not sockets.lock_is_free(index_folder) and time.monotonic() < deadline:
             time.sleep(0.05)
     if sockets.lock_is_free(index_folder):
-        path = sockets.socket_path(index_folder)
-        with contextlib.suppress(FileNotFoundError, sockets.Refused):
-            if sockets.check_socket_file(path):
-                path.unlink()
+        state.removed = _clear_socket_path(sockets.socket_path(index_folder))
     return state
+
+
+def _clear_socket_path(path: Path) -> str | None:
+    """With no daemon running, what sits at the socket's path is left over: removed when it is
+    the user's own -- a dead socket (whatever its mode), a stray file, an empty folder.  What was
+    removed, or None."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if st.st_uid != os.getuid():
+        return None  # not ours to remove; queries keep refusing it, and say why
+    kind = "socket" if stat.S_ISSOCK(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) or \
+        stat.S_ISLNK(st.st_mode) else "folder" if stat.S_ISDIR(st.st_mode) else None
+    try:
+        if kind == "folder":
+            path.rmdir()
+        elif kind is not None:
+            path.unlink()
+        else:
+            return None
+    except OSError:
+        return None
+    return kind

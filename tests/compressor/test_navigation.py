@@ -215,7 +215,7 @@ def test_exact_matches_come_first(python_ws):
 def test_bad_input_is_one_sentence(python_ws):
     ws = python_ws
     cases = [
-        (lambda: find_symbol(ws, "logn"), "no symbol matches name 'logn'; did you mean login"),
+        (lambda: find_symbol(ws, "logn"), "no symbol matches 'logn'; did you mean login"),
         (lambda: find_symbol(ws, "   "), "name is empty"),
         (lambda: find_symbol(ws, 5), "name must be a string"),
         (lambda: find_symbol(ws, "a*b"), "'*' only at its end"),
@@ -228,7 +228,7 @@ def test_bad_input_is_one_sentence(python_ws):
         (lambda: find_symbol(ws, "login", kind="class"), "'login' names no symbol of kind class"),
         (lambda: find_references(ws, "__init__"), "symbol '__init__' is ambiguous: it names"),
         (lambda: find_references(ws, ""), "symbol is empty"),
-        (lambda: find_references(ws, "AuthServise.login"), "no symbol matches symbol 'AuthServise.login'"),
+        (lambda: find_references(ws, "AuthServise.login"), "no symbol matches 'AuthServise.login'"),
         (lambda: file_outline(ws, "/etc/passwd"), "path is outside the project"),
         (lambda: file_outline(ws, "app/missing.py"), "app/missing.py is not an indexed file"),
         (lambda: file_outline(ws, "app/auth/service.py", depth=0), "depth must be at least 1"),

@@ -337,6 +337,30 @@ def test_a_socket_that_is_not_the_users_own_is_never_used(indexed, env, fault):
         listener.close()
 
 
+@pytest.mark.parametrize("left", ["file", "folder", "socket of mode 0755"])
+def test_what_is_left_where_the_socket_goes_is_explained_and_stop_clears_it(indexed, env, left):
+    root = indexed
+    path = socket_file(root)
+    if left == "file":
+        path.write_text("junk")
+    elif left == "folder":
+        path.mkdir()
+    else:
+        _listener(path).close()  # a socket nothing listens on any more
+        os.chmod(path, 0o755)
+    expected = run(env, *QUERIES[1], str(root), daemon=False)
+    got = run(env, *QUERIES[1], str(root))
+    assert (got.returncode, got.stdout) == (expected.returncode, expected.stdout)
+    assert b"memstrata daemon stop" in got.stderr and b"Traceback" not in got.stderr
+    start = run(env, "daemon", "start", str(root))
+    assert start.returncode == 2 and b"memstrata daemon stop" in start.stderr
+    stop = run(env, "daemon", "stop", str(root))
+    assert stop.returncode == 0 and b"removed the" in stop.stdout, stop.stdout
+    assert not path.exists() and not path.is_symlink()
+    assert run(env, "daemon", "start", str(root)).returncode == 0
+    assert serving(env, root)["pid"]
+
+
 def _older_memstrata(dest: Path) -> Path:
     """A second installation of this code claiming another release: what a daemon
     left running across an upgrade is."""

@@ -90,7 +90,7 @@ def test_outline(project: Path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("symbol", "logn"), "memstrata: no symbol matches name 'logn'; did you mean login?"),
+    (("symbol", "logn"), "memstrata: no symbol matches 'logn'; did you mean login?"),
     (("symbol", ""), "memstrata: name is empty: give a symbol name such as 'AuthService.login', "
                      "or the start of one followed by '*'"),
     (("symbol", "login", "--kind", "widget"), "memstrata: kind must be one of function, method, class, interface, "

@@ -60,7 +60,7 @@ BAD = [
     ("find_symbol", {"name": 5}, "name must be a string, got an integer"),
     ("find_symbol", {"name": ""}, "name is empty: give a symbol name such as 'AuthService.login', or the start "
                                   "of one followed by '*'"),
-    ("find_symbol", {"name": "logn"}, "no symbol matches name 'logn'; did you mean login?"),
+    ("find_symbol", {"name": "logn"}, "no symbol matches 'logn'; did you mean login?"),
     ("find_symbol", {"name": "login", "path": "/etc"}, "path is outside the project"),
     ("find_symbol", {"name": "login", "max_results": "lots"}, "max_results must be an integer, got 'lots'"),
     ("find_references", {"symbol": "__init__"}, "symbol '__init__' is ambiguous"),
