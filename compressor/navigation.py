@@ -305,7 +305,11 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
         for (ln, kind), where in sorted(found.items()):
             refs.append({"path": path, "line": ln, "symbol": where, "kind": kind,
                          "snippet": facts.line(ln).strip()[:MAX_SNIPPET_CHARS]})
-    return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit}
+    # Uses the index could not attribute are not guessed; their number tells the agent to look
+    # for them by name (uses the graph credits to this definition are not among them).
+    unattributed = code_nav.unattributed_uses(ws.store, short)
+    return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit,
+            "unattributed": unattributed}
 
 
 def use_lines(facts: FileFacts, scope: str | None, name: str, receiver: str | None,

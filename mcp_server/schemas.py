@@ -70,6 +70,7 @@ class FindReferencesResult(NestedTypedDict):
     symbol: str
     references: list[ReferenceEntry]
     truncated: bool
+    unattributed: int
 
 
 class OutlineEntry(NestedTypedDict):

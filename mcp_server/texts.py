@@ -115,7 +115,8 @@ Result fields:
 - references: in file and line order; each has path, line (1-based), symbol (the \
 project id of the enclosing definition, null at module level), kind (call, type, \
 import, inherit or other) and snippet (that source line, stripped).
-- truncated: true when there are more uses than max_results."""
+- truncated: true when there are more uses than max_results.
+- unattributed: how many uses of the same name the index attributed to no definition (a method called on a receiver of unknown type whose name several classes define): they are not listed; when it is not 0, search the code for the name to find them."""
 
 FILE_OUTLINE = """\
 Outline a file: its definitions in source order, nested (methods inside their \

@@ -59,6 +59,13 @@ def file_refs(store: Store, file_ids: Sequence[int], name: str) -> list[tuple]:
     return out
 
 
+def unattributed_uses(store: Store, name: str) -> int:
+    """How many uses of ``name`` the index attributed to no definition (a method called on a
+    receiver of unknown type whose name several classes define, a name defined nowhere here)."""
+    row = store.execute("SELECT coalesce(sum(count), 0) FROM refs WHERE name = ? AND target IS NULL", (name,))
+    return int(row[0][0]) if row else 0
+
+
 def file_ids(store: Store, paths: Sequence[str]) -> dict[str, int]:
     out: dict[str, int] = {}
     paths = list(paths)

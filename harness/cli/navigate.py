@@ -117,6 +117,11 @@ def _refs(ws, args) -> int:
     more = ((" (more exist; raise --max-results)" if args.max_results < 200 else " (more exist; 200 is the most shown)")
             if out["truncated"] else "")
     print(f"-- {n} use{'s' if n != 1 else ''} of {out['symbol']}{more}", file=sys.stderr)
+    if out["unattributed"]:
+        k = out["unattributed"]
+        name = out["symbol"].rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+        print(f"-- and {k} use{'s' if k != 1 else ''} of the name {name} not attributed to any definition "
+              "(receiver of unknown type): not listed; search for the name to find them", file=sys.stderr)
     return 0
 
 

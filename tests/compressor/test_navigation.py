@@ -367,3 +367,18 @@ def test_a_dotted_module_path_reaches_module_level_definitions(python_ws):
     # A method under its module path resolves as before.
     assert [s["symbol"] for s in find_symbol(python_ws, "app.auth.service.AuthService.login")["symbols"]] == \
         ["app/auth/service.py::AuthService.login"]
+
+
+def test_uses_no_definition_is_credited_with_are_counted_not_listed(tmp_path):
+    root = tmp_path / "two_runs"
+    root.mkdir()
+    (root / "jobs.py").write_text("class Job:\n    def run(self):\n        return 1\n\n    def twice(self):\n"
+                                  "        return self.run() + self.run()\n\n\nclass Task:\n    def run(self):\n"
+                                  "        return 2\n")
+    (root / "main.py").write_text("def go(thing, other):\n    thing.run()\n    other.run()\n    return thing.run()\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        out = find_references(ws, "Job.run")
+    # self.run() in Job is Job.run's; thing.run() could be either class's: counted, not guessed.
+    assert [(r["path"], r["line"], r["symbol"]) for r in out["references"]] == [("jobs.py", 6, "jobs.py::Job.twice")]
+    assert out["unattributed"] == 3
