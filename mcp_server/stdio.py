@@ -70,7 +70,7 @@ DIALECT = Dialect(
     # batches the same way: each element owed an answer gets this -32600.
     batches=BatchPolicy.refused("Invalid Request: batches are not supported; send one message per line"),
     not_utf8="Parse error: the message is not valid UTF-8 (byte {byte})",
-    not_json="Parse error: {msg}",
+    not_json="Parse error: {msg} (line {line}, column {column})",
     constant="Parse error: {name} is not JSON",
     bad_value="Parse error: {reason}",
     too_deep="Parse error: the JSON is nested too deeply",
