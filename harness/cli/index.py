@@ -48,7 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     argtypes.add_project(p)
     p.add_argument("--max-file-size", type=parse_size, default=None, metavar="SIZE",
                    help="skip files larger than SIZE (default 1MiB; remembered for the project)")
-    p.add_argument("--workers", type=int, default=None, help="parse processes for a cold index (default: CPU count)")
+    p.add_argument("--workers", type=argtypes.positive_int, default=None,
+                   help="parse processes for a cold index (default: CPU count)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
     p.set_defaults(func=cmd_index)
 
@@ -56,8 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Index the project (catching up on changes), then re-index files as they "
                        "change until Ctrl-C or SIGTERM.")
     argtypes.add_project(p)
-    p.add_argument("--debounce", type=float, default=0.05, metavar="SECONDS",
+    p.add_argument("--debounce", type=argtypes.non_negative, default=0.05, metavar="SECONDS",
                    help="quiet time before a burst of changes is applied (default 0.05)")
+    p.add_argument("--workers", type=argtypes.positive_int, default=None,
+                   help="parse processes for the first (cold) index (default: CPU count)")
     p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("status", help="show the index state (the index_status fields)",
@@ -148,7 +151,7 @@ def cmd_index(args) -> int:
 
 def cmd_watch(args) -> int:
     try:
-        ws = open_workspace(argtypes.project_of(args), argtypes.store_of(args))
+        ws = open_workspace(argtypes.project_of(args), argtypes.store_of(args), workers=args.workers)
     except (ProjectError, StoreError) as exc:
         return fail(str(exc))
     stop = threading.Event()
