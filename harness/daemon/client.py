@@ -171,10 +171,10 @@ def ask(root: Path, index_folder: Path, command: str, args: dict, cwd: str) -> O
 def stopped(pid: int) -> bool:
     """Whether process ``pid`` is stopped (job control or a tracer): it runs nothing until continued."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
     except OSError:
         return False
-    return stat.rsplit(")", 1)[-1].split()[:1] in (["T"], ["t"])
+    return fields[:1] in (["T"], ["t"])
 
 
 def terminate(pid: int) -> None:
