@@ -357,7 +357,7 @@ class RequestPass:
             self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens for (ri, pi), new in plan.items())
         if bound < min(self._least(start) for start in [0, *starts]):
             return
-        if not self._may_pay(bound, [*stale, *plan], plan, turns, starts):
+        if not self._may_pay([*stale, *plan], plan, turns, starts):
             return
         question = self.question()
         later = self._mentions_after()
@@ -431,33 +431,37 @@ class RequestPass:
         cache of what precedes (the payback rule then weighs what it re-bills)."""
         return self.s.clear_at_least if start == 0 else min(self.s.clear_at_least, self.s.min_tokens)
 
-    def _may_pay(self, bound: int, candidates: list[tuple[int, int]], plan: dict, turns: list[int],
-                 starts: list[int]) -> bool:
+    def _may_pay(self, candidates: list[tuple[int, int]], plan: dict, turns: list[int], starts: list[int]) -> bool:
         """False only when no step over ``candidates`` can pay (:meth:`_net`), before any block is
         planned (most steps an agent's cached conversation is offered do not pay; planning the
         stale results to find that out was most of a request's compression time).
 
-        An optimistic bound of the same formula: the step clears all of ``bound`` (no step clears
-        more) and re-bills only what it must whatever the cuts: the records from where the latest
-        candidate's change would start to be re-read (a step starting earlier re-bills more),
-        less every token any candidate could clear."""
+        An optimistic bound of the same formula, for each record a step's first change could be
+        in: the step clears every token the candidates from there on could clear (no step whose
+        first change is there clears more), and re-bills only what it must whatever the cuts:
+        the records from where that change starts to be re-read, less those same tokens.  A step
+        whose first change is at an earlier record is bounded at that record in turn."""
         e = self.economics
         if e is None or not candidates or e.write < e.read:  # the bound below needs re-billing to cost
             return True
-        last = max(ri for ri, _ in candidates)
-        start = last
-        if e.breakpoints:
-            start = _cached_start(starts, last)
+        clear: dict[int, int] = {}
+        for ri, pi in candidates:
+            new = plan.get((ri, pi))
+            forwarded = self.records[ri].pieces[pi].forwarded_tokens
+            clear[ri] = clear.get(ri, 0) + max(forwarded - (new.forwarded_tokens if new is not None else 0), 0)
         cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
-        # Record counts are sums and differences of counts, not counts: a few may be negative.
-        shrinkable = sum(max(r.tokens, 0) - r.tokens for r in self.records[:start])
-        clearable = sum(max(self.records[ri].pieces[pi].forwarded_tokens, 0) for ri, pi in candidates if
-                        (ri, pi) not in plan)
-        clearable += sum(max(self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens, 0)
-                         for (ri, pi), new in plan.items())
-        reread = sum(r.tokens for r in self.records[start:cached_end]) - shrinkable - clearable
         remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
-        return e.net_saving(bound, reread, remaining) > 0
+        # Record counts are sums and differences of counts, not counts: a few may be negative.
+        tokens = [r.tokens for r in self.records]
+        clearable = 0
+        for first in sorted(clear, reverse=True):
+            clearable += clear[first]   # what the candidates from ``first`` on could clear
+            start = _cached_start(starts, first) if e.breakpoints else first
+            shrinkable = sum(max(t, 0) - t for t in tokens[:start])
+            reread = sum(tokens[start:cached_end]) - shrinkable - clearable
+            if e.net_saving(clearable, reread, remaining) > 0:
+                return True
+        return False
 
     def _net(self, cleared: int, updated: list[Record], first: int, turns: list[int], starts: list[int]) -> float:
         """What a step clearing ``cleared`` tokens from record ``first`` on saves (input-rate tokens)
