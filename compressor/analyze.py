@@ -172,6 +172,7 @@ _PATH_TOKEN = re.compile(
     r"(?:[\w.\-]*[\w\-]+(?:/[\w.\-]+)+|[\w\-]+(?:\.[\w\-]+)*\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|c|h|cc|cpp|hpp|"
     r"cs|rb|php)\b)(?::\d+(?::\d+)?)?")
 _TRACEBACK_LOCATION = re.compile(r'File "([^"\n]+)", line (\d+)')
+_INSTALLED = re.compile(r"(?:^|/)(?:site-packages|dist-packages|lib/python\d[\d.]*)/")
 _HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
 # "#" separates only after a name character (Ruby's ``A#m``); one that begins a part is the name's
 # own (a private member, ``Ky.#retry``), as the index spells it.
@@ -353,13 +354,17 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
     text = _TRACEBACK_LOCATION.sub(lambda t: f" {t.group(1)}:{t.group(2)} ", text)
     for m in _PATH_TOKEN.finditer(text):
         token, _, position = m.group(0).partition(":")
+        absolute = token.startswith("/") or text[m.start() - 1:m.start()] == "/"   # the match leaves a leading / out
         token = token.strip("./")
         if not token:
             continue
-        # A path the question spells in full from somewhere else (an absolute one) ends with the
-        # project's own path of the file.
+        # An absolute path (a traceback's) ends with the project's own path of the file -- one of
+        # two parts or more: a lone name (utils.py) ends too many paths, and a frame inside an
+        # installed package is that package's file, not the project's.
+        foreign = absolute and _INSTALLED.search(token) is not None
         matched = [path for path in graph.files()
-                   if path == token or path.endswith("/" + token) or token.endswith("/" + path)]
+                   if path == token or path.endswith("/" + token)
+                   or (absolute and not foreign and "/" in path and token.endswith("/" + path))]
         for path in matched:
             seeds.files[path] = max(seeds.files.get(path, 0), 8.0)
             seeds.add_evidence(path, FILE_EVIDENCE)

@@ -334,7 +334,7 @@ def cmd_mcp(home: Home) -> int:
     library = Library(home, live=False)
     library.reload()  # a database that cannot be opened is logged to stderr and skipped
     server = build_kura_server(KuraSearch(library), version=__version__)
-    return run_stdio_server(server, library.close)
+    return run_stdio_server(server, library.close, interrupted="kura: interrupted")
 
 
 if __name__ == "__main__":

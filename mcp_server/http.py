@@ -40,7 +40,9 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 def transport_security(extra_hosts: Iterable[str] = ()) -> TransportSecuritySettings:
     """Loopback names (with or without a port) plus ``extra_hosts`` for Host and Origin."""
     # An IPv6 address is bracketed in a Host header and an Origin.
-    names = [*LOOPBACK_HOSTS, *(f"[{h.strip('[]')}]" if ":" in h else h for h in extra_hosts)]
+    # Lower-cased, as the Host check in front of it (harness/proxy/app.py) hands headers on: host
+    # names are case-insensitive, the SDK's lists are matched exactly.
+    names = [*LOOPBACK_HOSTS, *(f"[{h.strip('[]')}]" if ":" in h else h for h in (x.lower() for x in extra_hosts))]
     # "name:*" only matches a Host that carries a port, so list the bare name too.
     hosts = [h for name in names for h in (name, f"{name}:*")]
     origins = [o for name in names for scheme in ("http", "https")

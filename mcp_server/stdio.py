@@ -305,28 +305,44 @@ class StopSignals:
         raise KeyboardInterrupt
 
 
-def run_stdio_server(server: MCPServer, cleanup: Callable[[], object], stops: StopSignals | None = None) -> int:
+def run_stdio_server(server: MCPServer, cleanup: Callable[[], object], stops: StopSignals | None = None,
+                     interrupted: str = "interrupted",
+                     report: Callable[[BaseException], int | None] | None = None) -> int:
     """Serve ``server`` over stdio in this process until stdin ends (0) or SIGTERM (0) or SIGINT
-    (130, "interrupted"), then ``cleanup()``.
+    (130, printing ``interrupted``), then ``cleanup()``.  A failure is put in words by ``report``
+    (which prints one line and gives the exit code), else logged in one line with exit code 1.
 
-    After a signal the thread reading stdin is still blocked in a read only the client can end
+    Unless stdin ended, the thread reading it is still blocked in a read only the client can end
     (the pipe stays open until it closes it), and the interpreter would wait for that thread at
-    exit: once ``cleanup`` has run, the process leaves at once instead."""
+    exit: once ``cleanup`` has run (a second signal meanwhile is ignored), the process leaves at
+    once instead, also when serving failed."""
     stops = stops or StopSignals().install()
-    interrupted = False
+    ended = False
+    code = 1
     try:
         anyio.run(serve_stdio, server)
+        ended = True
+        code = 0
     except KeyboardInterrupt:
-        interrupted = True
+        code = 0 if stops.terminated else 130
+        if not stops.terminated:
+            print(interrupted, file=sys.stderr)
+    except Exception as exc:
+        said = report(exc) if report is not None else None
+        if said is None:
+            log.error("the stdio session failed: %s: %s", type(exc).__name__, exc)
+        code = 1 if said is None else said
     finally:
-        cleanup()
-    if not interrupted:
-        return 0
-    if not stops.terminated:
-        print("interrupted", file=sys.stderr)
-    logging.shutdown()
-    sys.stderr.flush()
-    os._exit(0 if stops.terminated else 130)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
+        try:
+            cleanup()
+        finally:
+            if not ended:
+                logging.shutdown()
+                sys.stderr.flush()
+                os._exit(code)
+    return 0
 
 
 __all__ = ["serve_stdio", "run_stdio_server", "StopSignals", "StdioFront", "classify", "DIALECT", "MAX_MESSAGE_BYTES", "DEFAULT_DRAIN_TIMEOUT"]

@@ -89,17 +89,26 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except StoreCorrupt as exc:  # found damaged while in use (it opened fine)
+    except Exception as exc:
+        code = report_error(exc)
+        if code is None:
+            raise
+        return code
+
+
+def report_error(exc: BaseException) -> int | None:
+    """Say what a command's failure means, in one line on stderr, and the exit code; None for a
+    failure this cannot put in words (the caller lets it propagate)."""
+    if isinstance(exc, StoreCorrupt):  # found damaged while in use (it opened fine)
         print(f"memstrata: the index is unreadable ({exc.__cause__ or exc}); {REBUILD_HINT}", file=sys.stderr)
         return 2
-    except StoreError as exc:  # a command that did not say it itself (full disk, read-only index)
+    if isinstance(exc, StoreError):  # a command that did not say it itself (full disk, read-only index)
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        if exc.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
-            raise
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
         print(f"memstrata: {exc.strerror}: nothing more could be written", file=sys.stderr)
         return 2
+    return None
 
 
 if __name__ == "__main__":

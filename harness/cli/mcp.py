@@ -93,4 +93,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if warmup.join(timeout=5):
             ws.close()
 
-    return run_stdio_server(server, cleanup, stops)
+    from . import report_error
+
+    return run_stdio_server(server, cleanup, stops, report=report_error)

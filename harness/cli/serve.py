@@ -116,7 +116,7 @@ def wildcard_hosts(host: str) -> tuple[str, ...]:
                 names.add(s.getsockname()[0])
         except OSError:
             pass
-    return tuple(sorted(n.split("%", 1)[0] for n in names if n and not is_loopback(n)))
+    return tuple(sorted({n.split("%", 1)[0].lower() for n in names if n and not is_loopback(n)}))
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -213,7 +213,7 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
     elif args.host in WILDCARDS:
         extra_hosts = wildcard_hosts(args.host)
     else:
-        extra_hosts = (args.host.strip("[]"),)
+        extra_hosts = (args.host.strip("[]").lower(),)
     port = sock.getsockname()[1]
     # A wildcard is where serve listens, not an address to send requests to: the banner gives the
     # loopback one (clients elsewhere use this machine's name or address, accepted above).

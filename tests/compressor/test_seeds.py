@@ -168,6 +168,7 @@ def project_of(root, files: dict[str, str]) -> Workspace:
     """A small indexed project with ``files`` (relative path -> text)."""
     root.mkdir()
     for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     w = Workspace.open(root)
     w.index()
@@ -295,17 +296,22 @@ def test_a_commit_scope_naming_the_first_words_of_a_file_stem(tmp_path):
 
 
 def test_a_file_and_line_names_the_definition_holding_it(tmp_path):
-    # A location ("engine.py:LINE:COL", a traceback's File "...", line N) is about the function
+    # A location ("pkg/engine.py:LINE:COL", a traceback's File "...", line N) is about the function
     # that line is in: shown whole.
     body = "".join(f"    value = value * {k} + {k}\n" for k in range(12))
     funcs = [f"def step_{i}(value):\n    \"\"\"Step {i}.\"\"\"\n{body}    return value\n" for i in range(40)]
-    files = {"engine.py": "\n\n".join(funcs)}
+    files = {"pkg/engine.py": "\n\n".join(funcs), "pkg/__init__.py": "", "utils.py": "\n\n".join(funcs)}
     starts = [1 + sum(f.count("\n") + 2 for f in funcs[:i]) for i in range(len(funcs))]
     with project_of(tmp_path / "trace", files) as w:
         for i in (7, 23, 39):
-            r = context_query(w, f'File "/home/me/src/trace/engine.py", line {starts[i] + 5}, in step_x',
-                              max_tokens=600)
-            assert f"def step_{i}(value):" in r.context and f"engine.py::step_{i}" in r.symbols, i
-            r = context_query(w, f"engine.py:{starts[i] + 5}:12", max_tokens=600)
-            assert f"def step_{i}(value):" in r.context, i
-            assert r.context.count("    return value\n") >= 1
+            line = starts[i] + 5
+            r = context_query(w, f'File "/home/me/src/trace/pkg/engine.py", line {line}, in step_x', max_tokens=600)
+            assert f"def step_{i}(value):" in r.context and f"pkg/engine.py::step_{i}" in r.symbols, i
+            r = context_query(w, f"pkg/engine.py:{line}:12", max_tokens=600)
+            assert f"pkg/engine.py::step_{i}" in r.full_symbols, i
+        # A frame in an installed package, or an absolute path that only shares a file name, is
+        # not the project's file.
+        for frame in ('File "/usr/lib/python3.11/site-packages/pkg/engine.py", line {}, in x',
+                      'File "/opt/other/utils.py", line {}, in x'):
+            s = seeds(w, frame.format(starts[7] + 5))
+            assert not s.named, frame
