@@ -349,6 +349,21 @@ def test_foreign_host_and_origin_refused(proxy):
     assert httpx.get(proxy.url + "/health", headers={"host": "localhost:1234"}).status_code == 200
 
 
+def test_a_capitalised_extra_host_reaches_mcp(project, stub):
+    # A non-loopback --host spelled with capitals (a machine name): /mcp, behind the MCP SDK's
+    # exact-string lists, answers it as the other routes do, in any spelling.
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False)
+    app = build_app(project, HarnessConfig(proxy=cfg, allowed_hosts=("MyBox.Lan",)))
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    with ServerThread(app) as server:
+        for host in ("MyBox.Lan", "mybox.lan", "MYBOX.LAN"):
+            headers = {"host": f"{host}:{server.port}", "accept": "application/json, text/event-stream"}
+            assert httpx.get(server.url + "/health", headers=headers).status_code == 200, host
+            r = httpx.post(server.url + "/mcp", json=init, headers=headers)
+            assert r.status_code == 200 and "serverInfo" in r.text, (host, r.status_code, r.text[:200])
+
+
 def test_host_and_origin_names_are_case_insensitive_on_every_route(proxy):
     # Host names are case-insensitive: /mcp (behind the MCP SDK's own exact-string check) must
     # agree with the other routes.
