@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+import weakref
 from collections import defaultdict
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from memstrata.indexer.file_facts import Definition, FileFacts, StaleFile, curre
 from memstrata.indexer.graph_view import GraphView
 from memstrata.indexer.model import SYMBOL_KINDS
 from memstrata.indexer.workspace import Workspace
+from memstrata.storage import code_index as ci
 from memstrata.storage import code_nav
 
 from .errors import QueryError
@@ -306,10 +309,31 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
             refs.append({"path": path, "line": ln, "symbol": where, "kind": kind,
                          "snippet": facts.line(ln).strip()[:MAX_SNIPPET_CHARS]})
     # Uses the index could not attribute are not guessed; their number tells the agent to look
-    # for them by name (uses the graph credits to this definition are not among them).
-    unattributed = code_nav.unattributed_uses(ws.store, short)
+    # for them by name (less those listed above on the graph's word, not yet resolved in the index).
+    listed = sum(c for path, rows in rows_by_file.items() for s, _k, _r, _l, c, target in rows
+                 if target is None and is_use(path, s, target))
+    unattributed = max(_unattributed(ws).get(short, 0) - listed, 0)
     return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit,
             "unattributed": unattributed}
+
+
+# Per store: (the code generation they were counted under, uses per name attributed to no
+# definition).  One pass over the references per generation, kept by the long-lived processes
+# (an MCP server, the daemon) between calls.
+_unattributed_counts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_unattributed_lock = threading.Lock()
+
+
+def _unattributed(ws: Workspace) -> dict[str, int]:
+    generation = ci.code_generation(ws.store)
+    with _unattributed_lock:
+        hit = _unattributed_counts.get(ws.store)
+    if hit is not None and hit[0] == generation and generation is not None:
+        return hit[1]
+    counts = code_nav.unattributed_counts(ws.store)
+    with _unattributed_lock:
+        _unattributed_counts[ws.store] = (generation, counts)
+    return counts
 
 
 def use_lines(facts: FileFacts, scope: str | None, name: str, receiver: str | None,

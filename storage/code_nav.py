@@ -59,11 +59,12 @@ def file_refs(store: Store, file_ids: Sequence[int], name: str) -> list[tuple]:
     return out
 
 
-def unattributed_uses(store: Store, name: str) -> int:
-    """How many uses of ``name`` the index attributed to no definition (a method called on a
-    receiver of unknown type whose name several classes define, a name defined nowhere here)."""
-    row = store.execute("SELECT coalesce(sum(count), 0) FROM refs WHERE name = ? AND target IS NULL", (name,))
-    return int(row[0][0]) if row else 0
+def unattributed_counts(store: Store) -> dict[str, int]:
+    """Per name, how many of its uses the index attributed to no definition (a method called on a
+    receiver of unknown type whose name several classes define, a name defined nowhere here):
+    one pass over the references (they are not indexed by name)."""
+    return {name: int(n) for name, n in store.execute(
+        "SELECT name, sum(count) FROM refs WHERE target IS NULL GROUP BY name")}
 
 
 def file_ids(store: Store, paths: Sequence[str]) -> dict[str, int]:
