@@ -114,7 +114,7 @@ def cmd_status(args, found) -> int:
     elif state.pid and state.stopped:
         print(f"running: pid {state.pid}, but stopped (not answering); the next query replaces it")
     elif state.pid and not state.answering:
-        print(f"running: pid {state.pid}, busy (it did not answer within {client.ACCEPT_TIMEOUT:.0f} s); "
+        print(f"running: pid {state.pid}, busy (it did not answer within {client.CONNECT_TIMEOUT:.0f} s); "
               "queries answer in-process meanwhile")
     elif state.pid:
         print(f"running: pid {state.pid}, another MemStrata build ({state.build or 'unknown'}); "

@@ -131,6 +131,7 @@ def ask(root: Path, index_folder: Path, command: str, args: dict, cwd: str) -> O
         return Outcome(start=start if sockets.lock_is_free(index_folder) else None)
     request = {"op": "run", "build": build_id(), "command": command, "root": str(root),
                "cwd": cwd, "args": args}
+    accepted = False
     try:
         with sock:
             sock.settimeout(CONNECT_TIMEOUT)
@@ -140,12 +141,14 @@ def ask(root: Path, index_folder: Path, command: str, args: dict, cwd: str) -> O
             sock.settimeout(ACCEPT_TIMEOUT)
             reply = reader.next()   # the acknowledgement; another build's daemon answers at once
             if reply.get("accepted"):
+                accepted = True
                 sock.settimeout(ANSWER_TIMEOUT)
                 reply = reader.next()
     except TimeoutError:
-        if stopped(pid):
-            # Stopped (a job-control stop, a debugger): it will not answer anyone; replace it.
-            log.debug("the resident query process (pid %d) is stopped; replacing it", pid)
+        if accepted or stopped(pid):
+            # Stuck on a question it took on, or stopped (a job-control stop, a debugger): it
+            # will not answer anyone; replace it.
+            log.debug("the resident query process (pid %d) does not answer; replacing it", pid)
             return Outcome(start=_retire(pid, start))
         log.debug("the resident query process is busy; answering in-process")
         return Outcome()

@@ -231,18 +231,24 @@ def test_a_busy_daemon_is_not_replaced(indexed, env):
     query answers in-process, and the daemon goes on serving."""
     root = indexed
     run(env, *QUERIES[0], str(root))
-    pid = serving(env, root)["pid"]
+    before = serving(env, root)
+    pid = before["pid"]
     path = socket_file(root)
+    expected = answer(run(env, *QUERIES[1], str(root), daemon=False))
     # Occupy the daemon (it takes one call at a time): a connection that never sends its request.
     hog = socket.socket(socket.AF_UNIX)
     hog.connect(str(path))
     try:
-        expected = answer(run(env, *QUERIES[1], str(root), daemon=False))
         assert answer(run(env, *QUERIES[1], str(root), timeout=60)) == expected
         assert alive(pid)
     finally:
         hog.close()
-    assert serving(env, root)["pid"] == pid
+    after = serving(env, root)
+    assert after["pid"] == pid
+    # The query answered in-process was not also run by the daemon once it was free: it took
+    # the request, found its client gone, and dropped it (a client that waited would have had it
+    # served: one more served request).
+    assert after["served"] == before["served"]
 
 
 def test_sigkill_mid_query_twenty_times(indexed, env):
