@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from memstrata.indexer.graph_view import GraphView
 
-from .analyze import _QUAL_SPLIT, Seeds, _key, _path_has, _seed_qualified, _Token
+from .analyze import _QUAL_SPLIT, Seeds, _key, _seed_qualified, _Token
 
 # Substring searches stop collecting after this many names: a one-letter
 # pattern on a large project matches most of it, and the answer is capped anyway.
@@ -81,7 +81,7 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
             tier = 0
         elif written.endswith("." + qual):
             module = [p.lower() for p in written[: -len(qual) - 1].split(".")]
-            tier = 0 if _path_has(graph.file_of(n), module) else 1
+            tier = 0 if _module_is_file(graph.file_of(n), module) else 1
         else:
             tier = 1
         out.append(Match(n, tier))
@@ -89,10 +89,21 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
 
 
 def _module_level(graph: GraphView, parts: list[str]) -> list[Match]:
-    """``pkg.mod.func``: a module-level definition ``func`` of a file the dotted module path spells."""
+    """``pkg.mod.func``: a module-level definition ``func`` of the file the dotted module path names."""
     module = [p.lower() for p in parts[:-1]]
     return [Match(d, 0) for d in graph.definitions(parts[-1])
-            if graph.node(d)["qualname"] == parts[-1] and _path_has(graph.file_of(d), module)]
+            if graph.node(d)["qualname"] == parts[-1] and _module_is_file(graph.file_of(d), module)]
+
+
+def _module_is_file(path: str, module: list[str]) -> bool:
+    """Whether the dotted ``module`` ends the file's path: ``pkg.mod`` is ``.../pkg/mod.py`` or the
+    package ``.../pkg/mod/__init__.py`` (a source root before it is allowed, a folder after it not)."""
+    pieces = [p.lower() for p in path.rsplit(".", 1)[0].split("/")]
+    if pieces and pieces[-1] in ("__init__", "index", "mod", "lib"):
+        # A package's own module: Python's __init__, JavaScript's index, Rust's mod.rs / lib.rs.
+        if pieces[-len(module) - 1:-1] == module:
+            return True
+    return pieces[-len(module):] == module
 
 
 def _substring(graph: GraphView, stem: str) -> list[Match]:

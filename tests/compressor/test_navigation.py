@@ -362,8 +362,9 @@ def test_a_dotted_module_path_reaches_module_level_definitions(python_ws):
         assert [s["symbol"] for s in find_symbol(python_ws, spelling)["symbols"]] == \
             ["app/util/crypto.py::hash_password"], spelling
     assert find_references(python_ws, "app.util.crypto.hash_password")["symbol"] == "app/util/crypto.py::hash_password"
-    with pytest.raises(NavigationError):
-        find_symbol(python_ws, "app.crypto.hash_password")  # no such module
+    for wrong in ("app.crypto.hash_password", "app.hash_password", "util.hash_password"):
+        with pytest.raises(NavigationError):  # no such module: the path must end with it
+            find_symbol(python_ws, wrong)
     # A method under its module path resolves as before.
     assert [s["symbol"] for s in find_symbol(python_ws, "app.auth.service.AuthService.login")["symbols"]] == \
         ["app/auth/service.py::AuthService.login"]
