@@ -31,8 +31,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from .jsonrpc import Reply
-from .stdio import MAX_MESSAGE_BYTES, classify
+from .jsonrpc import INVALID_REQUEST, Reply, error_response
+from .stdio import DIALECT, MAX_MESSAGE_BYTES, classify
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
@@ -141,7 +141,7 @@ async def _checked_body(scope: Scope, receive: Receive, send: Send) -> Receive |
         declared = 0
     if declared > MAX_MESSAGE_BYTES:
         return receive
-    chunks, size = [], 0
+    chunks, size, more = [], 0, False
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
@@ -149,12 +149,16 @@ async def _checked_body(scope: Scope, receive: Receive, send: Send) -> Receive |
         chunk = message.get("body", b"")
         chunks.append(chunk)
         size += len(chunk)
-        if not message.get("more_body", False) or size > MAX_MESSAGE_BYTES:
+        more = bool(message.get("more_body", False))
+        if not more or size > MAX_MESSAGE_BYTES:
             break
     body = b"".join(chunks)
-    more = size > MAX_MESSAGE_BYTES
-    if not more and "json" in headers.get("content-type", ""):
+    if not more and size <= MAX_MESSAGE_BYTES and "json" in headers.get("content-type", "").lower():
         outcome = classify(body)
+        if outcome is None and body.lstrip()[:1] == b"[":
+            # A batch of notifications only: nothing is owed an answer over stdio, but HTTP
+            # answers every POST, and MCP takes one message per request.
+            outcome = Reply(error_response(None, INVALID_REQUEST, DIALECT.batches.refusal))
         if isinstance(outcome, Reply) and _sdk_would_dump(body):
             await JSONResponse(outcome.payload, status_code=400)(scope, receive, send)
             return None

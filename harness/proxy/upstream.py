@@ -30,17 +30,23 @@ RESPONSE_DROP = frozenset({
 UPSTREAM_KEEPALIVE_S = 4.0
 
 
+def _without_userinfo(url: str) -> str:
+    """``url`` with everything between ``//`` and the last ``@`` dropped: a password may hold
+    ``/``, ``?`` or ``#``, which would end the authority for a URL parser before its ``@``."""
+    scheme, sep, rest = url.partition("//")
+    return scheme + sep + rest.rsplit("@", 1)[-1] if sep else url
+
+
 def shown_host(url: str) -> str:
     """The host (and port) of ``url`` as messages and logs may show it: never a ``user:password@``
     an upstream URL can carry (credentials go to the upstream and nowhere else)."""
-    netloc = urlsplit(url).netloc
-    return netloc.rsplit("@", 1)[-1]
+    return urlsplit(_without_userinfo(url)).netloc
 
 
 def shown_url(url: str) -> str:
     """``url`` without its credentials and query string (a key may sit in either)."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, shown_host(url), parts.path, "", ""))
+    parts = urlsplit(_without_userinfo(url))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 @dataclass(frozen=True)

@@ -278,3 +278,13 @@ def test_a_number_too_long_to_read_is_named_as_such(proxy):
 def test_a_method_a_route_does_not_take_is_an_invalid_request(proxy):
     r = httpx.request("OPTIONS", proxy.url + "/v1/chat/completions", headers={"origin": proxy.url})
     assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+@pytest.mark.parametrize("url", ["http://u:pa?ss@host:8/v1?key=s", "http://u:p/a#s@host:8/v1", "http://u:p@ss@host:8/v1",
+                                 "https://user:SECRET@host:8"])
+def test_shown_upstreams_never_carry_credentials(url):
+    from memstrata.harness.proxy.upstream import shown_host, shown_url
+
+    assert shown_host(url) == "host:8"
+    assert shown_url(url) in ("http://host:8/v1", "https://host:8")
+    assert not any(secret in shown_url(url) for secret in ("pa", "ss", "SECRET", "key", "user", "u:"))

@@ -165,6 +165,7 @@ def test_bodies_that_are_no_single_message_get_json_rpc_words(live: LiveServer):
     in plain words, as over stdio (the SDK's own answer was its validation dump)."""
     cases = [
         (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', [(1, -32600)], "batches are not supported"),
+        (b'[{"jsonrpc": "2.0", "method": "notifications/initialized"}]', (None, -32600), "batches are not supported"),
         (b"42", (None, -32600), "a JSON-RPC message is a JSON object"),
         (b'{"jsonrpc": "1.0", "id": "v", "method": "ping"}', ("v", -32600), '"jsonrpc" must be "2.0"'),
         (b'{"jsonrpc": "2.0", "id": "s", "method": "ping", "params": {"x": "\\ud800"}}', ("s", -32600),
