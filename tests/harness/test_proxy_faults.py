@@ -168,23 +168,28 @@ def test_a_very_long_url_gets_414_not_a_reset(serve_env):
     assert "Traceback" not in log
 
 
+def kill_mid_answer(client: httpx.Client, url: str, stub: subprocess.Popen) -> None:
+    """A chat answer through serve, the provider killed once part of it was relayed."""
+    with client.stream("POST", url + "/v1/chat/completions", json=dict(GOOD, model="stub-stall"),
+                       headers={"authorization": "Bearer k"}) as r:
+        assert r.status_code == 200
+        chunks = r.iter_raw()
+        first = next(chunks)  # part of the answer has been relayed ...
+        assert first.startswith(b'{"id": "stub"')
+        stub.send_signal(signal.SIGKILL)  # ... when the provider dies
+        stub.wait(timeout=30)
+        with pytest.raises(httpx.RemoteProtocolError):
+            for _ in chunks:
+                pass
+
+
 def test_an_upstream_killed_mid_body_logs_one_line(serve_env):
     root, env = serve_env
     stub, stub_url = start_stub()
     serve, url = start_serve(root, env, stub_url)
     try:
         with httpx.Client(timeout=30) as client:
-            with client.stream("POST", url + "/v1/chat/completions", json=dict(GOOD, model="stub-stall"),
-                               headers={"authorization": "Bearer k"}) as r:
-                assert r.status_code == 200
-                chunks = r.iter_raw()
-                first = next(chunks)  # part of the answer has been relayed ...
-                assert first.startswith(b'{"id": "stub"')
-                stub.send_signal(signal.SIGKILL)  # ... when the provider dies
-                stub.wait(timeout=30)
-                with pytest.raises(httpx.RemoteProtocolError):
-                    for _ in chunks:
-                        pass
+            kill_mid_answer(client, url, stub)
         assert httpx.get(url + "/health").status_code == 200  # the proxy is fine
     finally:
         log = stop(serve)
@@ -204,16 +209,7 @@ def test_credentials_in_an_upstream_url_are_never_shown(serve_env):
     serve, url = start_serve(root, env, f"http://user:SECRETPW@{host}")
     try:
         with httpx.Client(timeout=30) as client:
-            with client.stream("POST", url + "/v1/chat/completions", json=dict(GOOD, model="stub-stall"),
-                               headers={"authorization": "Bearer k"}) as r:
-                assert r.status_code == 200
-                chunks = r.iter_raw()
-                next(chunks)
-                stub.send_signal(signal.SIGKILL)  # a warning naming the upstream is logged
-                stub.wait(timeout=30)
-                with pytest.raises(httpx.RemoteProtocolError):
-                    for _ in chunks:
-                        pass
+            kill_mid_answer(client, url, stub)  # a warning naming the upstream is logged
             down = client.post(url + "/v1/chat/completions", json=GOOD, headers={"authorization": "Bearer k"})
         assert down.status_code == 502
         message = down.json()["error"]["message"]
