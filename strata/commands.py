@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import StrataError
+from .errors import StrataError, check_control, check_length
 from .store import DEFAULT_SPACE
 
 if TYPE_CHECKING:
@@ -126,6 +126,11 @@ def check_branch_name(name: str) -> None:
     if name.startswith("_"):
         raise StrataError("invalid_argument.engine.branch_name_reserved",
                           "branch name is reserved for engine control data")
+    check_length("invalid_argument.engine.branch_name", "branch name", name, BRANCH_NAME_LIMIT, "is too long")
+    check_control("invalid_argument.engine.branch_name", "branch name", name)
+
+
+BRANCH_NAME_LIMIT = 255
 
 
 def check_space(space: str | None) -> str:

@@ -9,6 +9,8 @@ codes this server adds are under the ``server`` area (see docs/strata.md).
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 DOCS = "https://stratadb.org/e/"
@@ -40,6 +42,7 @@ _CODES: dict[str, tuple[str, str, str]] = {
     "invalid_argument.engine.product_space": ("never", "not_started", _FIX_SPACE),
     "invalid_argument.engine.product_space_reserved": ("never", "not_started", _FIX_SPACE),
     "invalid_argument.engine.json_document_id": ("never", "not_started", _FIX_JSON_DOC),
+    "invalid_argument.engine.json_document_too_deep": ("never", "not_started", _FIX_JSON_DOC),
     "invalid_argument.engine.json_path": ("never", "not_started", _FIX_JSON_PATH),
     "invalid_argument.engine.json_path_type": ("never", "not_started", _FIX_JSON_PATH),
     "invalid_argument.engine.json_path_not_found": ("never", "not_started", _FIX_JSON_PATH),
@@ -52,6 +55,7 @@ _CODES: dict[str, tuple[str, str, str]] = {
         "never", "not_started", "Use the existing collection, or choose a different collection name."),
     "invalid_argument.engine.vector_dimension": ("never", "not_started", _FIX_VECTOR),
     "invalid_argument.engine.vector_collection": ("never", "not_started", _FIX_VECTOR),
+    "invalid_argument.engine.vector_key": ("never", "not_started", _FIX_VECTOR),
     "invalid_argument.engine.vector_collection_reserved": ("never", "not_started", _FIX_VECTOR),
     "invalid_argument.engine.vector_metadata": ("never", "not_started", _FIX_VECTOR),
     "invalid_argument.engine.vector_embedding": ("never", "not_started", _FIX_VECTOR),
@@ -174,6 +178,25 @@ class StrataError(Exception):
         if self.details:
             status["details"] = [{"key": k, "value": v} for k, v in self.details]
         return status
+
+
+# The engine's limits on names and ids (its own words and details; checked on every write and read
+# that takes one).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def check_length(code: str, what: str, text: str, limit: int, verb: str = "exceeds the maximum length") -> None:
+    """``code`` when ``text`` is longer than ``limit`` bytes: "<what> <verb> (N bytes; the limit is L)"."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise StrataError(code, f"{what} {verb} ({size} bytes; the limit is {limit})",
+                          [("actual_bytes", str(size)), ("limit_bytes", str(limit))])
+
+
+def check_control(code: str, what: str, text: str, nul_only: bool = False) -> None:
+    """``code`` when ``text`` holds a control character (C0, DEL, C1), or with ``nul_only`` a NUL."""
+    if ("\x00" in text) if nul_only else _CONTROL.search(text) is not None:
+        raise StrataError(code, f"{what} contains an unsupported control byte")
 
 
 def known_codes() -> list[str]:

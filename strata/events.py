@@ -17,7 +17,7 @@ from .store import Event, View
 
 from .batch import Batch
 from .commands import EFFECT_CREATED, batch_for, canonical, found, handler, page, take
-from .errors import StrataError
+from .errors import StrataError, check_control, check_length
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -43,8 +43,7 @@ def record(ev: Event) -> dict:
 @handler("event_append")
 def event_append(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
-    if a["event_type"] == "":
-        raise StrataError("invalid_argument.engine.event_type", "event type must not be empty")
+    check_event_type(a["event_type"])
     if not isinstance(a["payload"], dict):
         raise StrataError("invalid_argument.engine.event_payload", "event payload must be a JSON object")
     payload = canonical(a["payload"])
@@ -116,9 +115,18 @@ def event_verify_chain(e: Engine, a: dict) -> dict:
 # -- batches, ranges and types -----------------------------------------------------------------
 
 
-def _check_event(event_type: str, payload) -> None:
+def check_event_type(event_type: str) -> None:
     if event_type == "":
         raise StrataError("invalid_argument.engine.event_type", "event type must not be empty")
+    check_length("invalid_argument.engine.event_type", "event type", event_type, EVENT_TYPE_LIMIT)
+    check_control("invalid_argument.engine.event_type", "event type", event_type, nul_only=True)
+
+
+EVENT_TYPE_LIMIT = 256
+
+
+def _check_event(event_type: str, payload) -> None:
+    check_event_type(event_type)
     if not isinstance(payload, dict):
         raise StrataError("invalid_argument.engine.event_payload", "event payload must be a JSON object")
 

@@ -42,7 +42,7 @@ from .store import GRAPH_NODE, GRAPH_OUT, prefix_end, split_tuple_key, tuple_key
 
 from .commands import handler
 from .errors import StrataError
-from .graph import check_graph_name, check_node_id, require_graph
+from .graph import check_edge_type, check_graph_name, check_node_id, require_graph
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -94,8 +94,7 @@ def _node_missing() -> StrataError:
 
 def _check_edge_types(types: list[str] | None) -> None:
     for t in types or ():
-        if t == "":
-            raise StrataError("invalid_argument.engine.graph_edge_type", "graph edge type must not be empty")
+        check_edge_type(t)
 
 
 def _adjacency(s: Snapshot, direction: str, types: list[str] | None) -> list[list[tuple[int, str, float]]]:

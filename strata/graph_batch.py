@@ -22,7 +22,8 @@ from .store import GRAPH_IN, GRAPH_NODE, GRAPH_OUT, tuple_key
 from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, effect, handler
 from .errors import StrataError
 from .graph import (
-    Edge, _drop_edge, _save_graph, _write_edge, check_graph_name, check_node_id, check_properties, edges_of,
+    Edge, _drop_edge, _save_graph, _write_edge, check_edge_type, check_graph_name, check_node_id, check_properties,
+    edges_of,
     load_edge, load_node, node_aux, require_graph,
 )
 from .ontology_rules import check_binding, check_edge_against, check_node_against, check_type_name, load_ontology
@@ -32,11 +33,6 @@ if TYPE_CHECKING:
 
 BULK_CHUNK = 512
 BULK_CHUNK_MAX = 800
-
-
-def _check_edge_type(edge_type: str) -> None:
-    if edge_type == "":
-        raise StrataError("invalid_argument.engine.graph_edge_type", "graph edge type must not be empty")
 
 
 def _typing(data: dict, b) -> None:
@@ -70,7 +66,7 @@ def graph_batch_write(e: Engine, a: dict) -> dict:
         else:
             check_node_id(op["src"])
             check_node_id(op["dst"])
-            _check_edge_type(op["edge_type"])
+            check_edge_type(op["edge_type"])
             if op["type"] == "upsert_edge":
                 op["properties"] = check_properties(op["data"].get("properties"))
     view = e.store.view(b)
@@ -192,7 +188,7 @@ def graph_bulk_insert(e: Engine, a: dict) -> dict:
     for x in edges:
         check_node_id(x["src"])
         check_node_id(x["dst"])
-        _check_edge_type(x["edge_type"])
+        check_edge_type(x["edge_type"])
         x["properties"] = check_properties(x.get("properties"))
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])

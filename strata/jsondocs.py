@@ -9,6 +9,7 @@ descent, wildcards and negative indexes are refused.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import sys
@@ -240,6 +241,26 @@ def index_entries(e: Engine, b, view, space: str) -> int:
                for v in _indexed(indexes, json.loads(x.value)))
 
 
+JSON_DEPTH_LIMIT = 100   # containers nested in a document, as the engine counts them
+
+
+def check_depth(segments: list[str | int], value: Any) -> None:
+    """The engine's nesting limit for the document a write leaves: the value sits as deep as its
+    path is long, and what it nests counts from there (the rest of a stored document is within it)."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            depth += 1
+            deepest = max(deepest, depth)
+            if len(segments) + deepest > JSON_DEPTH_LIMIT:
+                break
+            stack.extend((child, depth) for child in (node.values() if isinstance(node, dict) else node))
+    if len(segments) + deepest > JSON_DEPTH_LIMIT:
+        raise StrataError("invalid_argument.engine.json_document_too_deep",
+                          "JSON document exceeds the maximum nesting depth")
+
+
 @handler("json_set")
 def json_set(e: Engine, a: dict) -> dict:
     key = check_doc_id(a["key"])
@@ -251,6 +272,7 @@ def json_set(e: Engine, a: dict) -> dict:
     indexes = _indexes(e, b, view, space)
     before = _indexed(indexes, doc)
     new = set_at(doc, segments, a["value"])
+    check_depth([], new)   # the document as the write leaves it (a path that does not fit is said first)
     puts, deletes = _entry_changes(before, _indexed(indexes, new))
     with e.store.commit(b) as tx:
         tx.register_space(view, space)
@@ -379,10 +401,20 @@ def json_batch_set(e: Engine, a: dict) -> dict:
         state = docs.get(key)
         if state is None:
             doc, _, revision = _document(e, view, space, key)
-            state = docs[key] = [doc, revision, _indexed(indexes, doc)]
+            state = [doc, revision, _indexed(indexes, doc)]
         created = state[0] is _MISSING
+        value = json.loads(canonical(x["value"]))
+        try:
+            check_depth(segments, value)
+        except StrataError as exc:
+            # Too deep is this entry's failure, once its path fits the document (a path that does not
+            # fit refuses the whole batch, raised here as below).
+            set_at(copy.deepcopy(state[0]), segments, value)
+            batch.fail(exc, {"document_version": None})
+            continue
+        docs[key] = state
         # A value that does not fit its path refuses the whole batch, as the engine does.
-        state[0] = set_at(state[0], segments, json.loads(canonical(x["value"])))
+        state[0] = set_at(state[0], segments, value)
         state[1] += 1
         batch.add({"document_version": state[1]}, effect=effect(created))
     if not docs:

@@ -25,7 +25,7 @@ from .store import (
 
 from .batch import Batch, check_unique, sample_page
 from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, page, take
-from .errors import StrataError
+from .errors import StrataError, check_control, check_length
 from .wire import Condition
 
 if TYPE_CHECKING:
@@ -64,12 +64,24 @@ class Collection:
 def check_collection_name(name: str) -> None:
     if name == "":
         raise StrataError("invalid_argument.engine.vector_collection", "vector collection name must not be empty")
+    check_length("invalid_argument.engine.vector_collection", "vector collection name", name, COLLECTION_NAME_LIMIT,
+                 "is too long")
+    check_control("invalid_argument.engine.vector_collection", "vector collection name", name, nul_only=True)
     if "/" in name:
         raise StrataError("invalid_argument.engine.vector_collection",
                           "vector collection name must not contain `/`")
     if name.startswith("_"):
         raise StrataError("invalid_argument.engine.vector_collection_reserved",
                           "vector collection name is reserved for engine internals")
+
+
+def check_vector_key(key: str) -> None:
+    check_length("invalid_argument.engine.vector_key", "vector key", key, VECTOR_KEY_LIMIT, "is too long")
+    check_control("invalid_argument.engine.vector_key", "vector key", key, nul_only=True)
+
+
+COLLECTION_NAME_LIMIT = 256
+VECTOR_KEY_LIMIT = 1024
 
 
 def _missing() -> StrataError:
@@ -301,6 +313,7 @@ def vector_upsert(e: Engine, a: dict) -> dict:
     values = _vector_input(a, "vector")
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
+    check_vector_key(a["key"])
     if values is None:
         raise _no_model(coll.name)
     embedding = _embedding(values, coll.dimension)
@@ -494,6 +507,7 @@ def vector_batch_upsert(e: Engine, a: dict) -> dict:
     writes = []
     for x in entries:
         try:
+            check_vector_key(x["key"])
             embedding = _batch_embedding(x["vector"], coll.dimension)
             metadata = x.get("metadata")
             if metadata is not None and not isinstance(metadata, dict):
@@ -685,6 +699,7 @@ def vector_update_embedding(e: Engine, a: dict) -> dict:
     values = _vector_input(a, "vector")
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
+    check_vector_key(a["key"])
     if values is None:
         raise _no_model(coll.name)
     embedding = _embedding(values, coll.dimension)

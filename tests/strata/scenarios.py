@@ -578,6 +578,75 @@ WALL_CLOCK = [
 SCRIPTS["wall_clock"] = WALL_CLOCK
 
 
+def _nested(depth: int):
+    value = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+# The engine's limits on names, ids and nesting: the longest accepted and one byte more, control
+# bytes (all of C0, DEL and C1 where it refuses them, NUL alone where only NUL), and the order in
+# which a name's checks come.
+LIMITS = [
+    ("strata_branch_fork", {"source": "default", "branch": "b" * 255}),
+    ("strata_branch_fork", {"source": "default", "branch": "b" * 256}),
+    ("strata_branch_fork", {"source": "default", "branch": "_" + "b" * 300}),
+    ("strata_branch_fork", {"source": "default", "branch": "br\x1f"}),
+    ("strata_branch_fork", {"source": "default", "branch": "b" * 300 + "\x00"}),
+    ("strata_kv_put", {"key": "x", "value": "1", "branch": "b" * 300}),
+    ("strata_kv_get", {"key": "x", "branch": "b" * 300}),
+    ("strata_graph_create", {"graph": "g" * 256}),
+    ("strata_graph_create", {"graph": "g" * 257}),
+    ("strata_graph_create", {"graph": "a/" + "g" * 300}),
+    ("strata_graph_create", {"graph": "_" + "g" * 300}),
+    ("strata_graph_create", {"graph": "a/\x00"}),
+    ("strata_graph_create", {"graph": "g\t"}),
+    ("strata_graph_create", {"graph": "lim"}),
+    ("strata_graph_add_node", {"graph": "lim", "node_id": "n" * 1024}),
+    ("strata_graph_add_node", {"graph": "lim", "node_id": "n" * 1025}),
+    ("strata_graph_add_node", {"graph": "nope", "node_id": "n" * 2000}),
+    ("strata_graph_add_node", {"graph": "lim", "node_id": "a\x1fb"}),
+    ("strata_graph_add_node", {"graph": "lim", "node_id": "a\x7fb"}),
+    ("strata_graph_add_node", {"graph": "lim", "node_id": "a\x85b"}),
+    ("strata_graph_add_node", {"graph": "lim", "node_id": "a\u00a0b"}),
+    ("strata_graph_add_node", {"graph": "lim", "node_id": "m"}),
+    ("strata_graph_add_edge", {"graph": "lim", "src": "m", "edge_type": "e" * 256, "dst": "m"}),
+    ("strata_graph_add_edge", {"graph": "lim", "src": "m", "edge_type": "e" * 257, "dst": "m"}),
+    ("strata_graph_add_edge", {"graph": "lim", "src": "m", "edge_type": "e\x1f", "dst": "m"}),
+    ("strata_graph_add_edge", {"graph": "lim", "src": "a" * 1025, "edge_type": "e" * 300, "dst": "m"}),
+    ("strata_graph_add_edge", {"graph": "lim", "src": "m", "edge_type": "e" * 300, "dst": "m\x00"}),
+    ("strata_event_append", {"event_type": "t" * 256, "payload": {}}),
+    ("strata_event_append", {"event_type": "t" * 257, "payload": {}}),
+    ("strata_event_append", {"event_type": "t" * 300, "payload": 5}),
+    ("strata_event_append", {"event_type": "t\x1f", "payload": {}}),
+    ("strata_event_append", {"event_type": "\x00" + "t" * 300, "payload": {}}),
+    ("strata_event_append", {"event_type": "t\x00", "payload": {}}),
+    ("strata_vector_create_collection", {"collection": "c" * 256, "dimension": 2, "metric": "cosine"}),
+    ("strata_vector_create_collection", {"collection": "c" * 257, "dimension": 2, "metric": "cosine"}),
+    ("strata_vector_create_collection", {"collection": "_" + "c" * 300, "dimension": 2, "metric": "cosine"}),
+    ("strata_vector_create_collection", {"collection": "a/\x00", "dimension": 2, "metric": "cosine"}),
+    ("strata_vector_create_collection", {"collection": "c\x7f", "dimension": 2, "metric": "cosine"}),
+    ("strata_vector_upsert", {"collection": "c" * 256, "key": "k" * 1024, "vector": [1, 2]}),
+    ("strata_vector_upsert", {"collection": "c" * 256, "key": "k" * 1025, "vector": [1, 2]}),
+    ("strata_vector_upsert", {"collection": "c" * 256, "key": "k" * 1100, "vector": [1, 2, 3]}),
+    ("strata_vector_upsert", {"collection": "c" * 256, "key": "k\x1f", "vector": [1, 2]}),
+    ("strata_vector_upsert", {"collection": "c" * 256, "key": "k\x00", "vector": [1, 2]}),
+    ("strata_vector_upsert", {"collection": "c" * 256, "key": "", "vector": [1, 2]}),
+    ("strata_json_set", {"key": "d100", "path": "$", "value": _nested(100)}),
+    ("strata_json_set", {"key": "d101", "path": "$", "value": _nested(101)}),
+    ("strata_json_set", {"key": "p", "path": "$.b.c", "value": _nested(98)}),
+    ("strata_json_set", {"key": "p", "path": "$.b.c", "value": _nested(99)}),
+    ("strata_json_set", {"key": "q", "path": "$" + ".a" * 100, "value": 1}),
+    ("strata_json_set", {"key": "q", "path": "$" + ".a" * 101, "value": 1}),
+    cmd(type="json_batch_set", entries=[{"key": "ok", "path": "$", "value": 1},
+                                        {"key": "deep", "path": "$", "value": _nested(101)}]),
+    ("strata_json_get", {"key": "d101", "path": "$"}),
+]
+
+SCRIPTS["limits"] = LIMITS
+
+
 # -- the commands past the curated tools (issue 23): batches, scans, samples, history,
 # bulk vector updates, JSON index definitions, event ranges, space deletion, admin.
 # Raw wire commands; a (command, saves) pair saves values as the steps above do.
