@@ -396,8 +396,8 @@ SPECS: dict[str, Spec] = {s.wire: s for s in (
     _spec("branch_fork_at_version", ("source", string, R), ("branch", string, R), ("version", u64, R)),
     _spec("branch_fork_at_timestamp", ("source", string, R), ("branch", string, R), ("timestamp", u64, R)),
     _spec("space_list", BRANCH),
-    _spec("space_exists", *SCOPE),
-    _spec("space_create", *SCOPE),
+    _spec("space_exists", *SCOPE[:1], ("space", string, R)),
+    _spec("space_create", *SCOPE[:1], ("space", string, R)),
 )}
 
 

@@ -642,6 +642,11 @@ LIMITS = [
     cmd(type="json_batch_set", entries=[{"key": "ok", "path": "$", "value": 1},
                                         {"key": "deep", "path": "$", "value": _nested(101)}]),
     ("strata_json_get", {"key": "d101", "path": "$"}),
+    # Space commands name their space (the engine defaults it nowhere here).
+    cmd(type="space_create"),
+    cmd(type="space_exists"),
+    cmd(type="space_create", space="named"),
+    cmd(type="space_exists", space="named"),
 ]
 
 SCRIPTS["limits"] = LIMITS
