@@ -338,6 +338,11 @@ def skipped_counts(store: Store) -> dict[str, int]:
     return {reason: n for reason, n in rows}
 
 
+def skipped_files(store: Store) -> list[tuple[str, str, int | None]]:
+    """(path, reason, size) of every file the index left out, by path."""
+    return list(store.execute("SELECT path, reason, size FROM skipped ORDER BY path"))
+
+
 def syntax_error_files(store: Store, limit: int = 5) -> list[tuple[str, str | None]]:
     """(path, the parser's account) of up to ``limit`` files indexed with syntax errors, by path."""
     return [(p, e) for p, e in store.execute(

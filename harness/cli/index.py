@@ -70,6 +70,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "indexed is reported as such and nothing is created.")
     argtypes.add_project(p)
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--skipped", action="store_true",
+                   help="list the files left out of the index, one per line with the reason (too_large, "
+                        "binary, unsupported_language, ...) and size")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("query", help="print the context slice for a question",
@@ -189,6 +192,8 @@ def cmd_watch(args) -> int:
 def cmd_status(args) -> int:
     try:
         with open_indexed(argtypes.project_of(args), argtypes.store_of(args)) as ws:
+            if args.skipped:
+                return _print_skipped(ci.skipped_files(ws.store), args.json)
             st = ws.status()
             broken = ci.syntax_error_files(ws.store) if st.syntax_errors and not args.json else []
     except NotIndexed as exc:
@@ -212,6 +217,16 @@ def cmd_status(args) -> int:
         more = st.syntax_errors - len(broken)
         print("syntax errors: " + ", ".join(f"{p} ({err})" if err else p for p, err in broken)
               + (f" and {more} more" if more > 0 else ""))
+    return 0
+
+
+def _print_skipped(rows: list[tuple[str, str, int | None]], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps([{"path": p, "reason": r, "size": n} for p, r, n in rows], indent=2))
+        return 0
+    for path, reason, size in rows:
+        print(f"{path}  {reason}" + (f"  ({size:,} bytes)" if size is not None else ""))
+    print(f"-- {len(rows)} file{'s' if len(rows) != 1 else ''} left out", file=sys.stderr)
     return 0
 
 

@@ -148,3 +148,15 @@ def test_status_names_the_files_with_syntax_errors(run_cli, tmp_path):
     assert "1 with syntax errors" in out
     [line] = [ln for ln in out.splitlines() if ln.startswith("syntax errors:")]
     assert line.startswith("syntax errors: app/broken.py (") and "line 4" in line
+
+
+def test_status_skipped_lists_what_the_index_left_out(run_cli, tmp_path):
+    project = copy_project(tmp_path / "p")
+    (project / "app" / "blob.bin").write_bytes(bytes(range(256)) * 8)
+    (project / "app" / "big.py").write_text("x = 1\n" * 400_000)
+    run_cli("index", str(project))
+    out = run_cli("status", "--skipped", str(project)).stdout.splitlines()
+    assert "app/big.py  too_large  (2,400,000 bytes)" in out
+    assert any(line.startswith("app/blob.bin  ") for line in out)
+    rows = json.loads(run_cli("status", str(project), "--skipped", "--json").stdout)
+    assert {"path": "app/big.py", "reason": "too_large", "size": 2_400_000} in rows
