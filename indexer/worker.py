@@ -24,7 +24,12 @@ from .model import ParseResult
 from .parse import parse_rows
 from .scan import UNREADABLE, VANISHED, SkipFile, decode_source, is_test_path
 
-_FTS_BODY_CHARS = 1200
+# A function's whole text is searchable: the words a question shares with a
+# long function are as often in its middle or end as in its first lines (it
+# was cut at 1,200 characters, which hid most of every large function, the
+# very bodies whose selection depends most on the search's evidence).  The
+# cap only bounds a pathological generated function.
+_FTS_BODY_CHARS = 60_000
 # A class's methods are indexed on their own; its row only needs the header
 # and the attributes declared at the top.
 _FTS_CONTAINER_CHARS = 400
