@@ -776,8 +776,8 @@ class _Evidence:
 FEATURES = ("bias", "log_rank", "log_ratio", "named", "member_of_named", "container", "log_lines",
             "lexical", "log_lexical_rank", "seeded", "log_path_boost", "file_lexical", "log_file_lexical_rank",
             "recent", "log_recent_age", "file_recent", "log_file_recent_age")
-_P_WEIGHTS = (-4.238, -0.487, 0.245, 0.754, 1.368, -0.903, 0.406, 2.656, -0.417, -0.924, 0.633, 0.789, -0.488,
-              1.589, -0.409, 0.067, -0.051)
+_P_WEIGHTS = (-4.191, -0.478, 0.234, 0.748, 0.506, -0.775, 0.361, 2.897, -0.436, -0.905, 0.624, 0.715, -0.624,
+              1.558, -0.418, 0.042, -0.021)
 
 
 def target_probability(features: tuple[float, ...], weights: tuple[float, ...] = _P_WEIGHTS) -> float:
