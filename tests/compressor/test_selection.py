@@ -79,8 +79,10 @@ def test_target_probability_follows_the_rankings_confidence():
     assert p(rank=0) > p(rank=3) > p(rank=40)
     assert p(ratio=1.0) > p(ratio=0.5) > p(ratio=0.01)
     assert p(lexical_rank=0) > p(lexical_rank=30) > p()
-    # The file where the question's words concentrate holds the change more often.
-    assert p(file_lexical_rank=0) > p(file_lexical_rank=3) > p()
+    # The file where the question's words concentrate holds the change more often (a file far
+    # down the full-text hits' files is no likelier than one the search never reached).
+    assert p(file_lexical_rank=0) > p(file_lexical_rank=1) > p(file_lexical_rank=3)
+    assert p(file_lexical_rank=0) > p(file_lexical_rank=1) > p()
     assert p(kind="class") < p(kind="function")
     assert p(member_of_named=True) > p()
     assert all(0.0 < p(rank=r, ratio=x) < 1.0 for r in (0, 10, 150) for x in (4.0, 1.0, 1e-9))

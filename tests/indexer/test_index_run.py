@@ -281,3 +281,16 @@ def test_a_file_that_grows_past_the_size_cap_leaves_index_and_graph(project):
         assert "app/util/crypto.py::hash_password" not in w.graph
         assert "app/util/crypto.py" not in ci.file_states(w.store)
         assert w.status().skipped.get("too_large") == 1
+
+
+def test_a_long_functions_last_lines_are_searchable(project):
+    """Words a question shares with a long function are as often at its end as at its start:
+    the whole body is in the full-text index (it was cut at 1,200 characters)."""
+    filler = "".join(f"    step_{k} = compute_step({k}, payload)\n" for k in range(80))
+    (project / "app" / "pipeline.py").write_text(
+        "def run_pipeline(payload):\n" + filler + "    return reconcile_ledger_quarterly(step_79)\n")
+    with Workspace.open(project, workers=1) as ws:
+        ws.index()
+        assert len(ci.file_text(ws.store, "app/pipeline.py")) > 3000
+        hits = [ws.graph.node_for_db_id(sid) for sid, _ in ci.search_symbols(ws.store, ["quarterly"])]
+        assert hits == ["app/pipeline.py::run_pipeline"]
