@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .block_rank import Asked, looks_like_test, named_units, prepare, propagate, unit_scores
+from .block_rank import Asked, looks_like_test, named_units, prepare, propagate, unit_chances, unit_scores
 from .outline import Outline, outline_of
 from .tokens import count_tokens
 
@@ -46,6 +46,7 @@ class BlockSettings:
     propagation: float = 0.5      # a unit borrows this share of its best neighbour's score
     min_ranked: int = 5           # the best ranked units kept whatever their size
     fill: bool = False            # spend the rest of the budget on the units next to the kept ones
+    chance_first: float = 0.03    # units the project ranking gives this chance go before the ranked ones
     around_share: float = 0.5     # with fill: this share of the budget first goes around the named units
 
 
@@ -146,10 +147,16 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
             # the block; then its frame stays and its members compete on rank.
             if units[i].chars + sum(units[m].chars for m in members) <= whole_class:
                 keep.update(members)
-    candidates = sorted((i for i, u in enumerate(units) if i not in keep and scores[i] > 0),
+    # The project ranking's likeliest definitions first (best chance first), then the rest by
+    # their words' rank in this block.
+    chances = unit_chances(outline, asked)
+    likely = sorted((i for i, c in enumerate(chances) if c >= s.chance_first and i not in keep
+                     and (tests_ok or not looks_like_test(units[i].name))), key=lambda i: (-chances[i], i))
+    first = set(likely)
+    candidates = sorted((i for i, u in enumerate(units) if i not in keep and i not in first and scores[i] > 0),
                         key=lambda i: (-scores[i], i))
     best = scores[candidates[0]] if candidates else 0.0
-    evidence = bool(keep) or best >= s.min_score
+    evidence = bool(keep) or bool(likely) or best >= s.min_score
     if not evidence:
         return set(), False
     budget = min(s.ranked_share * total_chars, s.ranked_cap * chars_per_token)
@@ -158,8 +165,8 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
         # What the question names is read with its surroundings (callers and helpers sit nearby in
         # most files): half the budget goes to the region around it, before the ranked units.
         used = _fill(outline, keep, used, budget * s.around_share)
-    for rank, i in enumerate(candidates):
-        if scores[i] < s.rel_score * best:
+    for rank, i in enumerate(likely + candidates):
+        if i not in first and scores[i] < s.rel_score * best:
             break
         cost = units[i].chars + sum(units[f].chars for f in _frames(outline, i) if f not in keep)
         if used + cost > budget and rank >= s.min_ranked:

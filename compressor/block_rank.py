@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from functools import lru_cache
 
@@ -52,6 +53,9 @@ class Asked:
     code_names: frozenset[str]     # identifiers written as code
     words: frozenset[str]          # every identifier-like word as written
     about_tests: bool
+    # qualname -> the project ranking's chance that the definition, in the block being cut, is
+    # what the question needs (:func:`.chances.symbol_chances`); empty when no project is at hand.
+    chances: Mapping[str, float] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=4096)
@@ -91,8 +95,17 @@ def relevant_part(outline: Outline, asked: Asked) -> tuple:
         plain = frozenset(u.name for u in outline.units if _plain_name(u))
         seen = outline._relevance = (vocabulary, plain)
     vocabulary, plain = seen
+    chances = tuple(round(c, 3) for c in unit_chances(outline, asked)) if asked.chances else ()
     return (tuple(sorted(asked.terms.items())), asked.code_names & vocabulary, asked.words & plain,
-            asked.about_tests)
+            asked.about_tests, chances)
+
+
+def unit_chances(outline: Outline, asked: Asked) -> list[float]:
+    """The project ranking's chance for each unit of the block (0 where it has none)."""
+    chances = asked.chances
+    if not chances:
+        return [0.0] * len(outline.units)
+    return [chances.get(u.qualname, 0.0) if u.kind != "stmt" and u.qualname else 0.0 for u in outline.units]
 
 
 def _plain_name(u) -> bool:

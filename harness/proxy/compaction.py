@@ -47,7 +47,7 @@ import re
 import threading
 from collections import Counter, OrderedDict
 
-from memstrata.compressor.block import Block, BlockPlan, cut_block, plan_block, points_at
+from memstrata.compressor.block import Block, BlockPlan, BlockSettings, cut_block, plan_block, points_at
 from memstrata.compressor.block_rank import Asked, prepare, relevant_part
 from memstrata.compressor.outline import outline_of
 
@@ -158,6 +158,9 @@ def _asked_key(block: Block, asked: Asked) -> tuple:
     return relevant_part(outline_of(block.code, block.language, block.path), asked)
 
 
+SAFE_RESULT_CAP = 16_000  # the safe mode's whole-result limit (CompressionSettings.result_cap)
+
+
 class RequestPass:
     def __init__(self, settings, matcher: ProjectMatcher, tokens: TokenCache, plans: "PlanCache", api: str,
                  msgs: list, records: list[Record], base_tokens: int, economics: "CacheEconomics | None" = None,
@@ -177,6 +180,10 @@ class RequestPass:
         if settings.result_cap > settings.min_tokens:
             self.current_settings = dataclasses.replace(self.block_settings, ranked_share=1.0,
                                                         ranked_cap=settings.result_cap, rel_score=0.0, fill=True)
+        # A result from a file the project ranking says the question is probably about is cut
+        # no more than the safe mode cuts it (see CompressionSettings.likely_file).
+        self.likely_settings = dataclasses.replace(self.block_settings, ranked_share=1.0, ranked_cap=SAFE_RESULT_CAP,
+                                                   rel_score=0.0, fill=True)
         self.matcher = matcher
         self.tokens = tokens
         self.api = api
@@ -245,12 +252,13 @@ class RequestPass:
                                                  same_as=same.tool_use_id)
                 elif (near := self._near_copy_form(p, f.block)) is not None:
                     out[k] = near
-                elif p.tokens >= max(self.s.min_tokens, self.s.result_cap):
-                    plan = plan_block(f.block, prepare(p.asked), self.current_settings, p.tokens)
+                elif p.tokens >= max(self.s.min_tokens, self._result_cap(p)):
+                    settings = self._arrival_settings(p)
+                    plan = plan_block(f.block, self._asking(p.asked, p.path), settings, p.tokens)
                     if plan is not None:
-                        out[k] = self._cut(p, plan, False, self.current_settings)
+                        out[k] = self._cut(p, plan, False, settings)
             elif p.tokens >= max(self.s.min_tokens, self.s.paste_cap):
-                plan = plan_block(f.block, prepare(p.asked), self.block_settings, p.tokens)
+                plan = plan_block(f.block, self._asking(p.asked, p.path), self.block_settings, p.tokens)
                 if plan is not None:
                     pastes.append((k, plan))
         # Blocks pasted together: when the question points at code in one of them,
@@ -259,6 +267,24 @@ class RequestPass:
         for k, plan in pastes:
             out[k] = self._cut(out[k], plan, pointed)
         return out
+
+    def _likely_file(self, p: PieceState) -> bool:
+        """Whether the project ranking says the file of result ``p`` probably holds what the
+        question needs (the chance that at least one of its definitions does)."""
+        if not self.s.likely_file:
+            return False
+        miss = 1.0
+        for chance in self.matcher.file_chances(self.question(), p.path).values():
+            miss *= 1.0 - chance
+        return 1.0 - miss >= self.s.likely_file
+
+    def _result_cap(self, p: PieceState) -> int:
+        """The size over which a new result is cut when it arrives."""
+        return SAFE_RESULT_CAP if self.s.result_cap < SAFE_RESULT_CAP and self._likely_file(p) else self.s.result_cap
+
+    def _arrival_settings(self, p: PieceState) -> BlockSettings:
+        return self.likely_settings if self.s.result_cap < SAFE_RESULT_CAP and self._likely_file(p) \
+            else self.current_settings
 
     def _cut(self, p: PieceState, plan: BlockPlan, elide_unpointed: bool, settings=None) -> PieceState:
         cut = self.plans.cut(plan, settings or self.block_settings, elide_unpointed)
@@ -287,7 +313,7 @@ class RequestPass:
                     return None
                 visible = shown_in_form(earlier, q.form) if cut_earlier else None
                 if cut_earlier and p.tokens >= max(self.s.min_tokens, self.s.result_cap):
-                    plan = plan_block(block, prepare(p.asked), self.current_settings, p.tokens)
+                    plan = plan_block(block, self._asking(p.asked, p.path), self.current_settings, p.tokens)
                     cut = self.plans.cut(plan, self.current_settings, False) if plan is not None else None
                     if cut is None:
                         return None
@@ -547,7 +573,7 @@ class RequestPass:
     def _asked_for(self, ri: int, p: PieceState, question: str, later: list[tuple], earlier: bool = False) -> Asked:
         """The question now, the one it was read for (unless it served an ``earlier`` task, which is
         over), and the names the conversation used since."""
-        asked = prepare(question if earlier else question + "\n" + p.asked)
+        asked = self._asking(question if earlier else question + "\n" + p.asked, p.path)
         code, words = later[ri + 1]
         if code or words:
             asked = dataclasses.replace(asked, code_names=asked.code_names | code, words=asked.words | words)
@@ -592,6 +618,13 @@ class RequestPass:
         return Block(display, code, numbers, p.language, p.path, p.is_test)
 
     # -- questions and lookups ---------------------------------------------------------
+
+    def _asking(self, text: str, path: str) -> Asked:
+        """``text`` prepared for cutting a block of ``path``, with the project ranking's chances
+        for the question now: a block keeps the definitions the whole project says are likeliest."""
+        asked = prepare(text)
+        chances = self.matcher.file_chances(self.question(), path)
+        return dataclasses.replace(asked, chances=chances) if chances else asked
 
     def question(self, extra: str = "") -> str:
         """The latest real user text (with ``extra``, this message's own), or the task's first one if short."""

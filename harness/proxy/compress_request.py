@@ -74,6 +74,8 @@ class CompressionSettings:
     horizon_share: float = 0.5      # a step must pay back within this share of the turns so far ...
     horizon: int = 20               # ... and within this many more turns
     min_run_lines: int = 4          # unfenced pasted project code needs this many lines
+    likely_file: float = 0.0        # a new result whose file the project ranking gives this chance of holding
+                                    # what the question needs is cut only past the safe limit (0: never)
 
     @classmethod
     def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
@@ -93,7 +95,7 @@ class CompressionSettings:
 # Aggressive: every paste and every tool result over min_tokens is cut when it arrives, with
 # smaller shares; compaction keeps only the latest result and comes sooner.
 _AGGRESSIVE = dict(paste_cap=0, result_cap=0, budget_ratio=0.25, rel_score=0.3, keep_tool_uses=1, trigger=12_000,
-                   clear_at_least=3_000)
+                   clear_at_least=3_000, likely_file=0.3)
 
 
 @dataclass

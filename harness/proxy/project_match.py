@@ -13,6 +13,8 @@ import re
 import threading
 from collections import OrderedDict
 
+from memstrata.compressor.chances import symbol_chances
+from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
 _DEFINES = re.compile(
@@ -37,6 +39,34 @@ class ProjectMatcher:
         self._cache_size = cache_size
         self._base_key: tuple | None = None
         self._base: dict[str, list[str]] = {}
+        self._chances: OrderedDict[tuple[str, str], tuple[int, dict[str, float]]] = OrderedDict()
+
+    def file_chances(self, question: str, path: str) -> dict[str, float]:
+        """qualname -> the project ranking's chance that the definition of file ``path`` (as a
+        tool or the user wrote it: relative, absolute) is what ``question`` needs (see
+        :func:`compressor.chances.symbol_chances`); empty for an empty question, a path that is
+        no indexed file, or when the index cannot answer."""
+        if not question.strip() or not path:
+            return {}
+        key = (question, path)
+        with self._lock:
+            hit = self._chances.get(key)
+            if hit is not None and hit[0] == id(self.ws.graph):
+                self._chances.move_to_end(key)
+                return hit[1]
+        try:
+            graph = self.ws.graph
+            files = self.resolve_path(path)
+            chances = symbol_chances(self.ws, question) if len(files) == 1 else {}
+        except (StoreError, RuntimeError):  # a refreshing graph or a busy index: the block ranks alone
+            return {}
+        prefix = f"{files[0]}::" if files else ""
+        mine = {node[len(prefix):]: p for node, p in chances.items() if node.startswith(prefix)}
+        with self._lock:
+            self._chances[key] = (id(graph), mine)
+            while len(self._chances) > self._cache_size:
+                self._chances.popitem(last=False)
+        return mine
 
     # -- candidates ---------------------------------------------------------------
 

@@ -448,3 +448,22 @@ def test_cat_n_prefixes_stay_on_kept_lines(shop_ws, arrow):
     numbered = cat_n(read(shop_ws, "shop/orders.py"), arrow).split("\n")
     refund = next(i for i, ln in enumerate(numbered) if "def refund(" in ln)
     assert "\n".join(numbered[refund:refund + 8]) in text  # kept lines keep their numbers
+
+
+def test_aggressive_keeps_a_read_of_the_file_the_question_is_probably_about(shop_ws):
+    """Aggressive cuts new results on arrival, but not the read of a file the project ranking says
+    the question is probably about (the question names none of its definitions here): that is
+    where the code the task needs is.  A read of a file it is not about is still cut."""
+    task = "the refund window is off by one day for orders shipped at midnight"
+    orders, shipping = cat_n(read(shop_ws, "shop/orders.py"), arrow=True), cat_n(read(shop_ws, "shop/shipping.py"),
+                                                                                arrow=True)
+    for likely_file, orders_whole in ((0.3, True), (0.0, False)):
+        agent = Agent(shop_ws, task)
+        agent.read("shop/shipping.py")
+        body = agent.read("shop/orders.py")
+        settings = CompressionSettings.for_mode("aggressive", min_tokens=400, likely_file=likely_file)
+        res = Compressor(shop_ws, settings).compress(body, "anthropic")
+        sent = forwarded(res, body)
+        shipping_sent, orders_sent = sent[2]["content"][0]["content"], sent[4]["content"][0]["content"]
+        assert "[memstrata:" in shipping_sent and len(shipping_sent) < len(shipping)
+        assert (orders_sent == orders) is orders_whole
