@@ -588,7 +588,9 @@ def _seed_qualified(tok: _Token, graph: GraphView, names: NameIndex, seeds: Seed
     that match no qualname are read as a module path.  False when nothing
     matched exactly."""
     parts = tok.parts
-    name = parts[-1]
+    # A later definition of a name in its scope is ``name:set`` / ``name:2`` (indexer/parse.py,
+    # _disambiguate): its name is the part before the colon.
+    name = parts[-1].split(":", 1)[0]
     defs = [d for d in graph.definitions(name) if allowed(d)]
     for i in range(len(parts) - 1):
         qual = ".".join(parts[i:])
@@ -622,7 +624,12 @@ def _definition_at(graph: GraphView, path: str, line: int) -> str | None:
     return best
 
 
+_LATER_DEFINITION = re.compile(r":\w+(?=\.|$)")  # the suffix of a later definition of a name (parse._disambiguate)
+
+
 def _qual_matches(qualname: str, qual: str) -> bool:
+    if ":" in qualname and ":" not in qual:
+        qualname = _LATER_DEFINITION.sub("", qualname)  # ``Cls.size`` also names ``Cls.size:set``, ``Cls.size:2``
     return qualname == qual or qualname.endswith("." + qual)
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from memstrata.indexer.graph_view import GraphView
 
-from .analyze import _QUAL_SPLIT, Seeds, _key, _seed_qualified, _Token
+from .analyze import _QUAL_SPLIT, Seeds, _key, _qual_matches, _seed_qualified, _Token
 
 # Substring searches stop collecting after this many names: a one-letter
 # pattern on a large project matches most of it, and the answer is capped anyway.
@@ -66,6 +66,10 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
         parts[-1] = "#" + parts[-1]
         name = ".".join(parts)
     if len(parts) == 1:
+        base, colon, _ = parts[0].partition(":")
+        if colon:  # a later definition in its scope, ``size:set`` (see indexer/parse.py, _disambiguate)
+            return [Match(d, 0) for d in graph.definitions(base)
+                    if _qual_matches(graph.node(d)["qualname"], parts[0])]
         return [Match(d, 0) for d in graph.definitions(parts[0])]
     seeds = Seeds()
     if not _seed_qualified(_Token(name, parts, True, False), graph, None, seeds, lambda _node: True):
@@ -91,7 +95,7 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
 def _module_level(graph: GraphView, parts: list[str]) -> list[Match]:
     """``pkg.mod.func``: a module-level definition ``func`` of the file the dotted module path names."""
     module = [p.lower() for p in parts[:-1]]
-    return [Match(d, 0) for d in graph.definitions(parts[-1])
+    return [Match(d, 0) for d in graph.definitions(parts[-1].split(":", 1)[0])
             if graph.node(d)["qualname"] == parts[-1] and _module_is_file(graph.file_of(d), module)]
 
 

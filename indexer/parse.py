@@ -37,7 +37,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "9"
+EXTRACTOR_VERSION = "10"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -129,6 +129,7 @@ def _definitions(root: ts.Node, passes, language: str, path: str, source: bytes,
     _nest(defs)
     if language == "python":
         defs = _fold_overloads(_drop_declarations(defs))
+    _disambiguate(defs)
     return defs
 
 
@@ -346,6 +347,52 @@ def _nest(defs: list[_Def]) -> None:
             if d.kind == "function" and parent.kind in _CONTAINERS:
                 d.kind = "method"
         stack.append(d)
+
+
+def _disambiguate(defs: list[_Def]) -> None:
+    """One qualified name per definition.  A name defined twice in one scope
+    -- a property's setter or deleter beside its getter (``set size(v)``,
+    ``@size.setter``), an overload (Java, C#, C++), a Rust method of the same
+    name in two trait impls, a function defined under either branch of an
+    ``if`` -- was one symbol: the first, every later one dropped from the
+    graph, so its code could not be found, ranked or shown.  A setter is now
+    ``size:set`` (a deleter ``size:delete``), any other later definition
+    ``name:2``, ``name:3``...; what is nested in a renamed one follows it."""
+    counts = Counter(d.qualname for d in defs if d.kind != "scope")
+    if all(n == 1 for n in counts.values()):
+        return
+    used: set[str] = set()
+    for d in defs:  # source order: a scope before what it holds
+        if d.parent is not None and not d.receiver:
+            d.qualname = f"{d.parent.qualname}.{d.name}"
+        if d.kind == "scope":
+            continue
+        base = d.qualname
+        if counts.get(base, 1) > 1 or base in used:
+            role = _accessor_role(d)
+            if role is not None:
+                d.qualname = f"{base}:{role}"
+            k = 2
+            while d.qualname in used:
+                d.qualname = f"{base}:{k}"
+                k += 1
+        used.add(d.qualname)
+
+
+def _accessor_role(d: _Def) -> str | None:
+    """``set`` / ``delete`` for a property's setter or deleter, else None."""
+    node = d.node
+    if node.type == "method_definition":  # JavaScript / TypeScript ``set name(v) {}``
+        return "set" if any(c.type == "set" and not c.is_named for c in node.children[:4]) else None
+    if d.span.type == "decorated_definition":  # Python ``@name.setter``
+        for child in d.span.named_children:
+            if child.type == "decorator":
+                text = _text(child).split("#", 1)[0].strip()
+                if text.endswith(".setter"):
+                    return "set"
+                if text.endswith(".deleter"):
+                    return "delete"
+    return None
 
 
 def _fold_overloads(defs: list[_Def]) -> list[_Def]:
