@@ -32,19 +32,19 @@ def symbol_chances(ws, question: str) -> dict[str, float]:
     definitions the project ranking reaches (tests left out); empty when the
     question is unusable or matches nothing.  Remembered per question until
     the graph changes: an agent's question stays the same for many turns."""
-    graph = ws.graph
-    key = (id(graph), getattr(graph, "version", 0), question)
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
     try:
         query, _budget, include_tests = validate(question, 1, False)
     except QueryError:
         return {}
-    chances: dict[str, float] = {}
     with ws.lock:
+        graph = ws.graph
+        key = (id(graph), getattr(graph, "version", 0), query)
+        with _lock:
+            hit = _cache.get(key)
+            if hit is not None:
+                _cache.move_to_end(key)
+                return hit
+        chances: dict[str, float] = {}
         ranking = rank_candidates(ws, graph, query, include_tests)
         if ranking is not None:
             for _i, unit, features in scored_candidates(graph, ranking.ranked, ranking.fill, ranking.evidence,
