@@ -370,6 +370,11 @@ class RequestPass:
         # task that has started reading is past the earlier task's results.
         latest = (mine if task and mine else [(ri, pi) for ri, pi, _ in results])
         recent = set(latest[len(latest) - s.keep_tool_uses:]) if s.keep_tool_uses else set()
+        if s.likely_file and not (task and mine):
+            # So are the reads arrival kept whole because the question was probably about their file
+            # (see CompressionSettings.likely_file), for the same reason.
+            since = self._task_start(before=task)
+            recent |= {(ri, pi) for ri, pi, p in results if since <= ri < task and p.status == "whole"}
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
         # A read that a recent "same text" pointer stands for is as recent as the pointer.
         held = {p.same_as for ri, pi, p in results if (ri, pi) in recent and p.same_as}
@@ -544,9 +549,11 @@ class RequestPass:
                 keep.add(at)
         return keep
 
-    def _task_start(self) -> int:
-        """Index of the record holding the user's latest own words (0 when there is none)."""
-        return next((i for i in range(len(self.records) - 1, -1, -1) if self.records[i].real_user), 0)
+    def _task_start(self, before: int | None = None) -> int:
+        """Index of the record holding the user's latest own words (before record ``before``;
+        0 when there is none)."""
+        end = len(self.records) if before is None else before
+        return next((i for i in range(end - 1, -1, -1) if self.records[i].real_user), 0)
 
     def _turns(self) -> list[int]:
         """Indexes of the records a request may end with (a user or tool message): one per turn so far."""

@@ -467,3 +467,20 @@ def test_aggressive_keeps_a_read_of_the_file_the_question_is_probably_about(shop
         shipping_sent, orders_sent = sent[2]["content"][0]["content"], sent[4]["content"][0]["content"]
         assert "[memstrata:" in shipping_sent and len(shipping_sent) < len(shipping)
         assert (orders_sent == orders) is orders_whole
+
+
+def test_aggressive_keeps_the_likely_read_through_a_follow_up(shop_ws):
+    """A read aggressive kept whole because the question is probably about its file stays whole when
+    the user follows up before the agent reads anything else (an answer drawn from it still has it):
+    the second request starts with exactly what the first forwarded."""
+    settings = CompressionSettings.for_mode("aggressive", min_tokens=400, trigger=1000, clear_at_least=300)
+    comp = Compressor(shop_ws, settings)
+    agent = Agent(shop_ws, "Order.refund and shipping_cost disagree about orders shipped abroad")
+    agent.read("shop/shipping.py")
+    first = agent.read("shop/orders.py")
+    sent = forwarded(comp.compress(first, "anthropic"), first)
+    for k, path in ((2, "shop/shipping.py"), (4, "shop/orders.py")):  # both files are named: both likely
+        assert sent[k]["content"][0]["content"] == cat_n(read(shop_ws, path), arrow=True)
+    second = agent.say("The window check compares dates in the wrong zone.", "Thanks. Now write the fix as a diff.")
+    res = comp.compress(second, "anthropic")
+    assert not res.compaction and forwarded(res, second)[:len(sent)] == sent
