@@ -165,18 +165,15 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
         # What the question names is read with its surroundings (callers and helpers sit nearby in
         # most files): half the budget goes to the region around it, before the ranked units.
         used = _fill(outline, keep, used, budget * s.around_share)
-    # The likeliest definition is kept whatever its size, the others while they fit; then the
-    # ``min_ranked`` best of the block's own ranking whatever their size, the rest while they fit.
-    for group, always in ((likely, 1), (candidates, s.min_ranked)):
-        for rank, i in enumerate(group):
-            if group is candidates and scores[i] < s.rel_score * best:
-                break
-            cost = units[i].chars + sum(units[f].chars for f in _frames(outline, i) if f not in keep)
-            if used + cost > budget and rank >= always:
-                continue
-            keep.add(i)
-            keep.update(_frames(outline, i))  # a class frame is paid for once, by its first kept member
-            used += cost
+    for rank, i in enumerate(likely + candidates):
+        if i not in first and scores[i] < s.rel_score * best:
+            break
+        cost = units[i].chars + sum(units[f].chars for f in _frames(outline, i) if f not in keep)
+        if used + cost > budget and rank >= s.min_ranked:
+            continue
+        keep.add(i)
+        keep.update(_frames(outline, i))  # a class frame is paid for once, by its first kept member
+        used += cost
     if s.fill:
         used = _fill(outline, keep, used, budget)
     _add_dependencies(outline, keep, s)

@@ -158,6 +158,10 @@ def _asked_key(block: Block, asked: Asked) -> tuple:
     return relevant_part(outline_of(block.code, block.language, block.path), asked)
 
 
+# A step that re-bills the whole prefix (no breakpoint before its first change keeps the cache of
+# what precedes) must pay back within this share of the turns a step behind a breakpoint counts on:
+# it is the costliest step to get wrong, and the rule cannot see when a conversation will end.
+TOP_STEP_HORIZON = 0.5
 SAFE_RESULT_CAP = 16_000  # the safe mode's whole-result limit (CompressionSettings.result_cap)
 
 
@@ -370,9 +374,10 @@ class RequestPass:
         # task that has started reading is past the earlier task's results.
         latest = (mine if task and mine else [(ri, pi) for ri, pi, _ in results])
         recent = set(latest[len(latest) - s.keep_tool_uses:]) if s.keep_tool_uses else set()
-        if s.likely_file and not (task and mine):
-            # So are the reads arrival kept whole because the question was probably about their file
-            # (see CompressionSettings.likely_file), for the same reason.
+        if not (task and mine):
+            # Until then every result of the task just ended that is still whole stays so, for the
+            # same reason (more than the latest few where a read was kept whole because the question
+            # was probably about its file, see CompressionSettings.likely_file).
             since = self._task_start(before=task)
             recent |= {(ri, pi) for ri, pi, p in results if since <= ri < task and p.status == "whole"}
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
@@ -520,6 +525,8 @@ class RequestPass:
         # another n (the Lindy estimate); counting on only half of that, and at most ``horizon``, keeps
         # a step that merely might pay from being taken.
         remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
+        if start <= 0 and e.breakpoints:
+            remaining = int(remaining * TOP_STEP_HORIZON)
         return e.net_saving(cleared, reread, remaining)
 
     def _returned_to(self, results) -> set[tuple[int, int]]:

@@ -202,3 +202,24 @@ def test_no_step_on_consecutive_turns_and_none_that_loses(big_ws):
         b["system"] = b["system"][0]["text"]
         del b["messages"][-1]["content"][-1]["cache_control"]
     assert any(nocache.compress(b, "anthropic").compaction for b in bodies)
+
+
+def test_a_step_from_the_top_counts_on_fewer_turns(big_ws, monkeypatch):
+    """One long task under Claude Code's breakpoints (system prompt, last block): every step re-bills
+    from the top, the costliest step to take before a conversation ends, so it must pay back within
+    half the turns a step behind a breakpoint counts on: steps still come, but fewer of them than
+    the plain payback rule would take."""
+    from memstrata.harness.proxy import compaction
+
+    settings = CompressionSettings.for_mode("safe", min_tokens=400, trigger=3000, clear_at_least=500,
+                                            keep_tool_uses=1, keep_task_tool_uses=1)
+
+    def steps() -> int:
+        comp = Compressor(big_ws, settings)
+        agent = Agent(big_ws, "Why does `normalize_record_5` round floats?")
+        return sum(comp.compress(b, "anthropic").compaction for b in _long_task(big_ws, agent, 30, system_words=300))
+
+    assert compaction.TOP_STEP_HORIZON < 1.0
+    taken = steps()
+    monkeypatch.setattr(compaction, "TOP_STEP_HORIZON", 1.0)
+    assert 0 < taken < steps()
