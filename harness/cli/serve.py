@@ -58,7 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="providers.json entry whose rates price /anthropic traffic (default anthropic)")
     p.add_argument("--compress", choices=("safe", "aggressive", "off"), default="safe",
                    help="safe (default): compress oversized pastes and older tool results, in rare steps that "
-                   "keep provider prompt caches working; aggressive: also the latest tool results, sooner; "
+                   "keep provider prompt caches working; aggressive: also the latest tool results (but a read of a file "
+                   "the question is probably about), sooner; "
                    "off: forward every request unchanged (still counted in the ledger)")
     p.add_argument("--no-compress", dest="compress", action="store_const", const="off",
                    help="the same as --compress off")
