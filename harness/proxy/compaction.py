@@ -587,7 +587,9 @@ class RequestPass:
     def _asked_for(self, ri: int, p: PieceState, question: str, later: list[tuple], earlier: bool = False) -> Asked:
         """The question now, the one it was read for (unless it served an ``earlier`` task, which is
         over), and the names the conversation used since."""
-        asked = self._asking(question if earlier else question + "\n" + p.asked, p.path)
+        # The block's own ranking and the names said since: the project ranking is asked only for
+        # what arrives (see _asking), since a compaction check plans every stale result.
+        asked = prepare(question if earlier else question + "\n" + p.asked)
         code, words = later[ri + 1]
         if code or words:
             asked = dataclasses.replace(asked, code_names=asked.code_names | code, words=asked.words | words)
@@ -634,8 +636,10 @@ class RequestPass:
     # -- questions and lookups ---------------------------------------------------------
 
     def _asking(self, text: str, path: str) -> Asked:
-        """``text`` prepared for cutting a block of ``path``, with the project ranking's chances
-        for the question now: a block keeps the definitions the whole project says are likeliest."""
+        """``text`` prepared for cutting a block of ``path`` as it arrives, with the project
+        ranking's chances for the question now: a block keeps the definitions the whole project
+        says are likeliest.  (One ranking per question, some tens of milliseconds on a large
+        project: worth it for what the current task reads, not for each re-plan of old results.)"""
         asked = prepare(text)
         chances = self.matcher.file_chances(self.question(), path)
         return dataclasses.replace(asked, chances=chances) if chances else asked
