@@ -22,7 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("symbol", help="find definitions by name and print their location (or source)",
                        description="Find the definitions NAME designates: a plain name (login), a qualified "
                        "name (AuthService.login, pkg.mod.func, a::b::C), a project id "
-                       "(app/auth/service.py::AuthService.login) or a substring ending in '*' (Auth*). "
+                       "(app/auth/service.py::AuthService.login) or a substring ending in '*' (Auth*); a setter or a "
+                       "later overload of a name has a suffix (Account.balance:set, Printer.print:2), "
+                       "which Account.balance also finds. "
                        "Exact matches first, then the most used. Reads only: index the project first.")
     p.add_argument("name", metavar="NAME", help="the symbol to find")
     argtypes.add_project(p)
