@@ -162,7 +162,7 @@ def _asked_key(block: Block, asked: Asked) -> tuple:
 # what precedes) must pay back within this share of the turns a step behind a breakpoint counts on:
 # it is the costliest step to get wrong, and the rule cannot see when a conversation will end.
 TOP_STEP_HORIZON = 0.5
-SAFE_RESULT_CAP = 16_000  # the safe mode's whole-result limit (CompressionSettings.result_cap)
+SAFE_RESULT_CAP = 16_000  # the safe mode's whole-result limit (the default of CompressionSettings.result_cap)
 
 
 class RequestPass:
@@ -256,8 +256,8 @@ class RequestPass:
                                                  same_as=same.tool_use_id)
                 elif (near := self._near_copy_form(p, f.block)) is not None:
                     out[k] = near
-                elif p.tokens >= max(self.s.min_tokens, self._result_cap(p)):
-                    settings = self._arrival_settings(p)
+                elif p.tokens >= max(self.s.min_tokens, (limits := self._arrival_limits(p))[0]):
+                    settings = limits[1]
                     plan = plan_block(f.block, self._asking(p.asked, p.path), settings, p.tokens)
                     if plan is not None:
                         out[k] = self._cut(p, plan, False, settings)
@@ -282,13 +282,11 @@ class RequestPass:
             miss *= 1.0 - chance
         return 1.0 - miss >= self.s.likely_file
 
-    def _result_cap(self, p: PieceState) -> int:
-        """The size over which a new result is cut when it arrives."""
-        return SAFE_RESULT_CAP if self.s.result_cap < SAFE_RESULT_CAP and self._likely_file(p) else self.s.result_cap
-
-    def _arrival_settings(self, p: PieceState) -> BlockSettings:
-        return self.likely_settings if self.s.result_cap < SAFE_RESULT_CAP and self._likely_file(p) \
-            else self.current_settings
+    def _arrival_limits(self, p: PieceState) -> tuple[int, BlockSettings]:
+        """The size over which a new result is cut when it arrives, and how it is cut."""
+        if self.s.result_cap < SAFE_RESULT_CAP and self._likely_file(p):
+            return SAFE_RESULT_CAP, self.likely_settings
+        return self.s.result_cap, self.current_settings
 
     def _cut(self, p: PieceState, plan: BlockPlan, elide_unpointed: bool, settings=None) -> PieceState:
         cut = self.plans.cut(plan, settings or self.block_settings, elide_unpointed)
@@ -375,9 +373,9 @@ class RequestPass:
         latest = (mine if task and mine else [(ri, pi) for ri, pi, _ in results])
         recent = set(latest[len(latest) - s.keep_tool_uses:]) if s.keep_tool_uses else set()
         if not (task and mine):
-            # Until then every result of the task just ended that is still whole stays so, for the
-            # same reason (more than the latest few where a read was kept whole because the question
-            # was probably about its file, see CompressionSettings.likely_file).
+            # Until then, so does every result of the task just ended that is still whole (in
+            # aggressive mode, the reads kept whole because the question was probably about their
+            # file: see CompressionSettings.likely_file).
             since = self._task_start(before=task)
             recent |= {(ri, pi) for ri, pi, p in results if since <= ri < task and p.status == "whole"}
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())

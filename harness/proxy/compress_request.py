@@ -46,7 +46,9 @@ from dataclasses import dataclass, field
 from memstrata.compressor.block import BlockSettings
 
 from .breakpoints import free_marks, mark_control, task_marks, with_mark
-from .compaction import PlanCache, RequestPass, TokenCache, cache_economics, forwarded_message, set_path
+from .compaction import (
+    SAFE_RESULT_CAP, PlanCache, RequestPass, TokenCache, cache_economics, forwarded_message, set_path,
+)
 from .conversation import ConversationStore, Record, as_of, conversation_id, message_key
 from .project_match import ProjectMatcher
 from .request_blocks import ANTHROPIC, MODES, OPENAI, RESPONSES
@@ -61,7 +63,7 @@ class CompressionSettings:
     mode: str = "safe"
     min_tokens: int = 1500          # rule 2: blocks under this are never touched
     paste_cap: int = 10_000         # a pasted block over this is compressed when it arrives (oversized)
-    result_cap: int = 16_000        # a newer tool result over this is cut down to about this size
+    result_cap: int = SAFE_RESULT_CAP  # a newer tool result over this (16,000) is cut down to about this size
     budget_ratio: float = 0.5       # definitions that rank (beyond the named ones) may fill this share of a block
     budget_cap: int = 6000          # ... and at most this many tokens of it
     rel_score: float = 0.1          # ranked definitions need this share of the best score
