@@ -31,6 +31,7 @@ or swallow input.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -282,19 +283,34 @@ class StdioFront:
                     self._room.set()
 
 
-async def serve_stdio(server: MCPServer, *, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT) -> None:
+async def serve_stdio(server: MCPServer, *, drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+                      stops: "StopSignals | None" = None) -> None:
     """Serve ``server`` on this process's stdin/stdout until the input ends
-    and every request read has been answered (see the module docstring)."""
+    and every request read has been answered (see the module docstring).
+    With ``stops``, SIGINT and SIGTERM end the session too: the event loop
+    receives them and cancels the session, and ``stops`` says which came."""
     with _claim_std_streams() as (stdin, stdout):
-        await StdioFront(server, stdin, stdout, drain_timeout=drain_timeout).run()
+        front = StdioFront(server, stdin, stdout, drain_timeout=drain_timeout)
+        if stops is None:
+            await front.run()
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stops.watch, tg.cancel_scope)
+            await front.run()
+            tg.cancel_scope.cancel()  # the input ended and was answered: stop watching
 
 
 class StopSignals:
-    """SIGTERM (how clients stop a server they launched) unwinds like Ctrl-C, so that what the
-    caller opened is closed on the way out; which of the two it was is remembered."""
+    """SIGTERM (how clients stop a server they launched) and SIGINT (Ctrl-C) stop a stdio server;
+    which of the two came is remembered.  While the session runs, the event loop receives them
+    (:meth:`watch`): a signal turned into an exception could land in any task, and the session's
+    task group then ended in an exception group asyncio reported with a traceback, or waited on
+    a task stuck in its shutdown.  Before and after, SIGTERM unwinds like Ctrl-C, so that what
+    the caller opened is closed on the way out."""
 
     def __init__(self):
         self.terminated = False
+        self.signalled = False
 
     def install(self) -> "StopSignals":
         signal.signal(signal.SIGTERM, self._on_sigterm)
@@ -303,6 +319,15 @@ class StopSignals:
     def _on_sigterm(self, signum, frame):
         self.terminated = True
         raise KeyboardInterrupt
+
+    async def watch(self, scope: anyio.CancelScope) -> None:
+        """Cancel ``scope`` at the first SIGINT or SIGTERM."""
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+            async for signum in received:
+                self.signalled = True
+                self.terminated = signum == signal.SIGTERM
+                scope.cancel()
+                return
 
 
 def run_stdio_server(server: MCPServer, cleanup: Callable[[], object], stops: StopSignals | None = None,
@@ -320,12 +345,13 @@ def run_stdio_server(server: MCPServer, cleanup: Callable[[], object], stops: St
     ended = False
     code = 1
     try:
-        anyio.run(serve_stdio, server)
-        ended = True
-        code = 0
-    except KeyboardInterrupt:
-        code = 0 if stops.terminated else 130
-        if not stops.terminated:
+        try:
+            anyio.run(functools.partial(serve_stdio, server, stops=stops))
+        except KeyboardInterrupt:  # a signal before the session's loop received it, or after
+            stops.signalled = True
+        ended = not stops.signalled
+        code = 130 if stops.signalled and not stops.terminated else 0
+        if code == 130:
             print(interrupted, file=sys.stderr)
     except Exception as exc:
         said = report(exc) if report is not None else None
