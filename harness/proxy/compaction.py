@@ -474,7 +474,13 @@ class RequestPass:
         in: the step clears every token the candidates from there on could clear (no step whose
         first change is there clears more), and re-bills only what it must whatever the cuts:
         the records from where that change starts to be re-read, less those same tokens.  A step
-        whose first change is at an earlier record is bounded at that record in turn."""
+        whose first change is at an earlier record is bounded at that record in turn.
+
+        Where that change re-bills from, and so the turns it is counted on for, are what
+        :meth:`_net` makes of them (:meth:`_rebill_start`, which needs only the records before
+        the change): a step from the top is held to the shorter horizon here too.  (Without it the
+        bound let through most checks of a single-task agent conversation, whose every step is from
+        the top, and each was planned to find it did not pay.)"""
         e = self.economics
         if e is None or not candidates or e.write < e.read:  # the bound below needs re-billing to cost
             return True
@@ -484,18 +490,47 @@ class RequestPass:
             forwarded = self.records[ri].pieces[pi].forwarded_tokens
             clear[ri] = clear.get(ri, 0) + max(forwarded - (new.forwarded_tokens if new is not None else 0), 0)
         cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
-        remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
         # Record counts are sums and differences of counts, not counts: a few may be negative.
         tokens = [r.tokens for r in self.records]
         clearable = 0
         for first in sorted(clear, reverse=True):
             clearable += clear[first]   # what the candidates from ``first`` on could clear
-            start = _cached_start(starts, first) if e.breakpoints else first
-            shrinkable = sum(max(t, 0) - t for t in tokens[:start])
-            reread = sum(tokens[start:cached_end]) - shrinkable - clearable
-            if e.net_saving(clearable, reread, remaining) > 0:
+            start = self._rebill_start(first, starts, self.records)
+            shrinkable = sum(max(t, 0) - t for t in tokens[:max(start, 0)])
+            reread = sum(tokens[max(start, 0):cached_end]) - shrinkable - clearable + \
+                (self.base_tokens if start < 0 else 0)
+            if e.net_saving(clearable, reread, self._remaining(turns, start)) > 0:
                 return True
         return False
+
+    def _rebill_start(self, first: int, starts: list[int], records: list[Record]) -> int:
+        """The record from which a step whose first change is at record ``first`` is billed again;
+        -1: from the top, system prompt and tool definitions included.  ``records`` before that
+        change are the same with or without the step, so the records as they are will do."""
+        e = self.economics
+        if not e.breakpoints:
+            return first
+        # Explicit breakpoints: a prefix is read back only up to a breakpoint (the client's
+        # cache_control markers; the 20-block lookback of its last one reaches no further back
+        # than the last few turns), so the change re-bills everything after the last marker
+        # before it -- from the top when the only earlier one is on a short system prompt.
+        start = _cached_start(starts, first)
+        if start == 0 and not (e.base_marked and self.base_tokens >= e.min_cached):
+            return -1
+        if self.base_tokens + sum(r.tokens for r in records[:start]) < e.min_cached:
+            return -1
+        return start
+
+    def _remaining(self, turns: list[int], start: int) -> int:
+        """How many more turns a step re-billing from record ``start`` is counted on to pay back in.
+
+        A conversation that has lasted n turns is as likely as not to last another n (the Lindy
+        estimate); counting on only half of that, and at most ``horizon``, keeps a step that
+        merely might pay from being taken."""
+        remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
+        if start <= 0 and self.economics.breakpoints:
+            remaining = int(remaining * TOP_STEP_HORIZON)
+        return remaining
 
     def _net(self, cleared: int, updated: list[Record], first: int, turns: list[int], starts: list[int]) -> float:
         """What a step clearing ``cleared`` tokens from record ``first`` on saves (input-rate tokens)
@@ -507,25 +542,9 @@ class RequestPass:
         # What the previous request sent is in the provider's cache; what of it the provider can
         # still read after the change is billed again (what this request adds is written either way).
         cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
-        start = first
-        if e.breakpoints:
-            # Explicit breakpoints: a prefix is read back only up to a breakpoint (the client's
-            # cache_control markers; the 20-block lookback of its last one reaches no further back
-            # than the last few turns), so the change re-bills everything after the last marker
-            # before it -- from the top when the only earlier one is on a short system prompt.
-            start = _cached_start(starts, first)
-            if start == 0 and not (e.base_marked and self.base_tokens >= e.min_cached):
-                start = -1
-            elif self.base_tokens + sum(r.tokens for r in updated[:start]) < e.min_cached:
-                start = -1
+        start = self._rebill_start(first, starts, updated)
         reread = sum(r.tokens for r in updated[max(start, 0):cached_end]) + (self.base_tokens if start < 0 else 0)
-        # How many more turns: a conversation that has lasted n turns is as likely as not to last
-        # another n (the Lindy estimate); counting on only half of that, and at most ``horizon``, keeps
-        # a step that merely might pay from being taken.
-        remaining = min(int(len(turns) * self.s.horizon_share), self.s.horizon)
-        if start <= 0 and e.breakpoints:
-            remaining = int(remaining * TOP_STEP_HORIZON)
-        return e.net_saving(cleared, reread, remaining)
+        return e.net_saving(cleared, reread, self._remaining(turns, start))
 
     def _returned_to(self, results) -> set[tuple[int, int]]:
         """The latest whole read of each file the agent keeps coming back to, kept whole so that

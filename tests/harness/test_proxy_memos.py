@@ -177,3 +177,32 @@ def test_a_plan_key_ignores_only_words_that_cannot_name_a_unit(shop_ws):
     name = sorted(names - base.words)[0]
     named = type(base)(base.terms, base.code_names, base.words | {name}, base.about_tests)
     assert relevant_part(outline, named) != relevant_part(outline, base)
+
+
+def test_the_pre_check_holds_a_step_from_the_top_to_the_shorter_horizon():
+    """A step that re-bills from the top is counted on for TOP_STEP_HORIZON of the turns in
+    :meth:`RequestPass._net`, and so in the pre-check: one that could pay only over the full
+    horizon is turned down before any block is planned, and the same step behind a breakpoint,
+    which keeps the full horizon, is not.  (A single-task agent conversation takes only steps from
+    the top: without the shorter horizon most of its checks were planned for nothing.)"""
+    from memstrata.harness.proxy.compaction import ANTHROPIC_CACHE, PlanCache, TokenCache
+    from memstrata.harness.proxy.conversation import PieceState, Record
+
+    def result(ri):
+        piece = PieceState(("content", 0, "content"), 0, 1, "result", f"pkg/m{ri}.py", ri, (1, 900), 10_000,
+                           f"toolu_{ri}", QUESTION)
+        return Record(bytes([ri]), "user", 10_000, (piece,))
+
+    records = [Record(b"q", "user", 100, said=QUESTION, real_user=True)]
+    for ri in range(1, 9):
+        records.append(result(ri) if ri % 2 == 0 else Record(bytes([ri]), "assistant", 50))
+    settings = CompressionSettings.for_mode("safe", horizon_share=10.0, horizon=30)
+    economics = type(ANTHROPIC_CACHE)(read=0.10, write=1.25, breakpoints=True, base_marked=True)
+    work = RequestPass(settings, None, TokenCache(), PlanCache(), "anthropic", [{}] * len(records), records,
+                       2000, economics)
+    turns = work._turns()
+    # Clearing all of the oldest result (10,000 tokens) re-bills at least the 20,250 after it up to
+    # the cached end: 0.1 x 10,000 x (1 + 30) = 31,000 > 1.15 x 20,250 over the full horizon, but
+    # 0.1 x 10,000 x (1 + 15) = 16,000 is not, over the half a step from the top is counted on.
+    assert work._may_pay([(2, 0)], {}, turns, starts=[]) is False
+    assert work._may_pay([(2, 0)], {}, turns, starts=[2]) is True
