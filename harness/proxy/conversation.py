@@ -182,11 +182,13 @@ class ConversationStore:
 def message_key(msg) -> bytes:
     """A digest of a message as sent, ignoring where ``cache_control`` markers sit.
 
-    Remembered by the message's exact value: an agent resends every earlier message on each
-    turn, and looking a message up (its texts hashed once, compared on a hit) costs a fraction
-    of writing it out and digesting it again."""
+    Remembered by the message's exact value less its markers (the digest leaves them out): an
+    agent resends every earlier message on each turn, and looking a message up (its texts hashed
+    once, compared on a hit) costs a fraction of writing it out and digesting it again.  Clients
+    mark the newest message and unmark it on the next turn, so the marked and the unmarked copy
+    of a large tool result are one entry, digested once."""
     try:
-        size = [0]
+        size = [0, False]
         frozen = _frozen(msg, 0, size)
     except _Unfrozen:
         return _digest(msg)
@@ -195,7 +197,8 @@ def message_key(msg) -> bytes:
         if key is not None:
             _keys.move_to_end(frozen)
             return key
-    key = _digest(msg)
+    # Frozen whole: whether a marker is there is known, so the message is written out once.
+    key = _hash(repr(_without_markers(msg)) if size[1] else repr(msg))
     if size[0] <= MAX_KEYED_CHARS:
         global _keyed_chars
         with _keys_lock:
@@ -213,6 +216,10 @@ def _digest(msg) -> bytes:
     text = repr(msg)  # walks the message in C; most messages carry no marker
     if "cache_control" in text:
         text = repr(_without_markers(msg))
+    return _hash(text)
+
+
+def _hash(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -222,7 +229,9 @@ _sizes: dict[tuple, int] = {}
 _keyed_chars = 0
 _keys_lock = threading.Lock()
 # Tags of the frozen form: distinct values freeze to distinct tuples, exactly as their reprs
-# differ (1, 1.0 and True are equal in Python, not in a message).  A str stands for itself.
+# without markers differ (1, 1.0 and True are equal in Python, not in a message).  A str stands
+# for itself.  ``cache_control`` entries are left out, as _without_markers leaves them out (at
+# every depth it strips: deeper values have no frozen form).
 _DICT, _LIST, _INT, _FLOAT, _BOOL, _NONE = range(6)
 
 
@@ -230,7 +239,7 @@ class _Unfrozen(Exception):
     """A value without a frozen form (an unusual type or nesting): digested without the memo."""
 
 
-def _frozen(value, depth: int, size: list[int]):
+def _frozen(value, depth: int, size: list):
     t = type(value)
     if t is str:
         size[0] += len(value)
@@ -242,6 +251,9 @@ def _frozen(value, depth: int, size: list[int]):
         for k, v in value.items():
             if type(k) is not str:
                 raise _Unfrozen
+            if k == "cache_control":
+                size[1] = True   # a marker: the digest is of the message without it
+                continue
             size[0] += len(k)
             items.append((k, _frozen(v, depth + 1, size)))
         return tuple(items)

@@ -11,6 +11,7 @@ parses, real token counts.
 """
 
 import copy
+import hashlib
 
 import pytest
 
@@ -146,6 +147,33 @@ def test_remembered_message_digests_are_the_computed_ones():
     assert message_key({"a": 0.0}) != message_key({"a": -0.0})
     # Markers do not count, wherever they sit.
     assert message_key(values[1]) == message_key(values[2])
+
+
+def test_a_marked_and_an_unmarked_copy_of_a_message_are_digested_once(monkeypatch):
+    """A client marks the newest message and unmarks it on the next turn: the digest leaves markers
+    out, so the two copies are one remembered entry, and the message is written out once."""
+    from memstrata.harness.proxy import conversation
+
+    text = "\n".join(f"{i:>6}\tline {i} of a file read with cat -n" for i in range(1, 400))
+    marked = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_77", "content": text,
+                                           "cache_control": MARK}]}
+    plain = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_77", "content": text}]}
+    digest = _digest(plain)
+    assert _digest(marked) == digest
+    written = []
+
+    class Recording:
+        @staticmethod
+        def blake2b(data=b"", **kw):
+            written.append(data.decode())
+            return hashlib.blake2b(data, **kw)
+
+    monkeypatch.setattr(conversation, "hashlib", Recording)
+    assert message_key(marked) == digest
+    assert message_key(copy.deepcopy(plain)) == digest
+    assert message_key(copy.deepcopy(marked)) == digest
+    assert len(written) == 1   # the first copy's digest, of the message without its marker
+    assert "cache_control" not in written[0]
 
 
 def test_remembered_token_counts_are_exact_and_bounded():
