@@ -115,7 +115,7 @@ def session_requests(cases, checkout: Path):
         msgs.append({"role": "assistant", "content": [{"type": "text", "text": ANSWER}]})
 
 
-def run_session(repo: str, cases, checkout: Path, mode: str, env: dict) -> SessionResult:
+def run_session(repo: str, cases, checkout: Path, mode: str, env: dict, show_losses: bool = False) -> SessionResult:
     res = SessionResult(repo, mode, tasks=len(cases))
     through, direct = CachingProvider(answer=ANSWER), CachingProvider(answer=ANSWER)
     with ServerThread(through.app) as t, ServerThread(direct.app) as d, httpx.Client(timeout=600) as client:
@@ -123,7 +123,7 @@ def run_session(repo: str, cases, checkout: Path, mode: str, env: dict) -> Sessi
         try:
             serve.wait()
             headers = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
-            for body, _, gold in session_requests(cases, checkout):
+            for body, task, gold in session_requests(cases, checkout):
                 res.requests += 1
                 res.peak_tokens = max(res.peak_tokens, prompt_tokens(body, "anthropic"))
                 r = client.post(serve.url + "/anthropic/v1/messages", json=body, headers=headers)
@@ -131,9 +131,15 @@ def run_session(repo: str, cases, checkout: Path, mode: str, env: dict) -> Sessi
                 res.errors += (r.status_code != 200) + (r2.status_code != 200)
                 if gold is not None:
                     forwarded = through.received[-1]
-                    for _, _, lines in gold:
+                    for path, qual, lines in gold:
                         res.gold += 1
-                        res.kept += pf.retained(forwarded, lines, True)
+                        kept = pf.retained(forwarded, lines, True)
+                        res.kept += kept
+                        if show_losses and not kept:
+                            size = prompt_tokens({"messages": [{"role": "user", "content": cases[task].texts[path]}]},
+                                                 "anthropic")
+                            print(f"  lost: task {task} {path}:{qual} ({len(lines)} lines; file {size:,} tokens)",
+                                  file=sys.stderr, flush=True)
             time.sleep(0.5)  # the ledger row of the last answer is written by serve's recorder thread
             status = client.get(serve.url + "/status").json()
             res.reported = status["session"]["dollar_saved"] or 0.0
@@ -206,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-gold-symbols", type=int, default=10)
     ap.add_argument("--min-query-words", type=int, default=3)
     ap.add_argument("--modes", default="safe,aggressive")
+    ap.add_argument("--show-losses", action="store_true",
+                    help="name each changed function a request lost (for the development half only)")
     ap.add_argument("--scratch", default=str(Path(tempfile.gettempdir()) / "memstrata-agent-session"))
     args = ap.parse_args(argv)
     args.cases_per_repo = args.tasks
@@ -225,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         cases.reverse()  # oldest commit first, as a session would meet them
         for mode in modes:
-            r = run_session(repo.name, cases, checkout, mode, env)
+            r = run_session(repo.name, cases, checkout, mode, env, args.show_losses)
             results[mode].append(r)
             print(f"{repo.name} {mode}: {r.requests} requests, saved {r.saved:.1%}, retention {r.retention:.3f}, "
                   f"ledger error {r.error:+.1%}", file=sys.stderr, flush=True)
