@@ -7,9 +7,10 @@ Messages the conversation already forwarded keep their form (see
 * a pasted block over ``paste_cap`` (and ``min_tokens``) is cut to what the
   question points at;
 * a tool result stays whole (it is what the agent works with now), unless it
-  is over ``result_cap`` (then it is cut down to about that size around what
-  the request and the tool call point at: those definitions with their
-  neighbours, then the most relevant ones), or it repeats, verbatim, an
+  is over ``result_cap`` -- ``likely_cap`` for a read of a file the project
+  ranking says the question is probably about -- (then it is cut down to
+  about that size around what the request and the tool call point at: those
+  definitions with their neighbours, then the most relevant ones), or it repeats, verbatim, an
   earlier read that is still forwarded whole: then it becomes a one-line
   pointer to that read; or it shares long runs of lines with such a read,
   or with what an earlier read cut on arrival still shows (the file was
@@ -184,10 +185,10 @@ class RequestPass:
         if settings.result_cap > settings.min_tokens:
             self.current_settings = dataclasses.replace(self.block_settings, ranked_share=1.0,
                                                         ranked_cap=settings.result_cap, rel_score=0.0, fill=True)
-        # A result from a file the project ranking says the question is probably about is cut
-        # no more than the safe mode cuts it (see CompressionSettings.likely_file).
-        self.likely_settings = dataclasses.replace(self.block_settings, ranked_share=1.0, ranked_cap=SAFE_RESULT_CAP,
-                                                   rel_score=0.0, fill=True)
+        # A result from a file the project ranking says the question is probably about is cut only
+        # past ``likely_cap``, to about that size (see CompressionSettings.likely_file).
+        self.likely_settings = dataclasses.replace(self.block_settings, ranked_share=1.0,
+                                                   ranked_cap=settings.likely_cap, rel_score=0.0, fill=True)
         self.matcher = matcher
         self.tokens = tokens
         self.api = api
@@ -283,10 +284,12 @@ class RequestPass:
         return 1.0 - miss >= self.s.likely_file
 
     def _arrival_limits(self, p: PieceState) -> tuple[int, BlockSettings]:
-        """The size over which a new result is cut when it arrives, and how it is cut."""
-        if self.s.result_cap < SAFE_RESULT_CAP and self._likely_file(p):
-            return SAFE_RESULT_CAP, self.likely_settings
-        return self.s.result_cap, self.current_settings
+        """The size over which a new result is cut when it arrives, and how it is cut.  (The project
+        ranking is asked only about a result the whole-result limit alone would cut.)"""
+        limit = self.s.result_cap
+        if self.s.likely_cap > limit and p.tokens >= max(self.s.min_tokens, limit) and self._likely_file(p):
+            return self.s.likely_cap, self.likely_settings
+        return limit, self.current_settings
 
     def _cut(self, p: PieceState, plan: BlockPlan, elide_unpointed: bool, settings=None) -> PieceState:
         cut = self.plans.cut(plan, settings or self.block_settings, elide_unpointed)

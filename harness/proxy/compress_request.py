@@ -13,7 +13,8 @@ The rules (docs/proxy.md, "Compression"):
 3. In agent conversations the unit is the tool result: the latest
    ``keep_tool_uses`` results (until the next task's first tool call) and
    the current task's latest ``keep_task_tool_uses`` stay whole (one over
-   ``result_cap`` is cut around what the task points at); older ones (an
+   ``result_cap``, or ``likely_cap`` from a file the question is probably
+   about, is cut around what the task points at); older ones (an
    earlier task's, small) are compressed at compaction steps
    that pay under the provider's cache prices; a file read again turns one
    copy into a pointer to the other.  The question is the latest real user
@@ -76,8 +77,8 @@ class CompressionSettings:
     horizon_share: float = 0.5      # a step must pay back within this share of the turns so far ...
     horizon: int = 20               # ... and within this many more turns
     min_run_lines: int = 4          # unfenced pasted project code needs this many lines
-    likely_file: float = 0.0        # a new result whose file the project ranking gives this chance of holding
-                                    # what the question needs is cut only past the safe limit (0: never)
+    likely_file: float = 0.3        # a new result whose file the project ranking gives this chance of holding
+    likely_cap: int = 32_000        # what the question needs is cut only past this size (likely_file 0: never)
 
     @classmethod
     def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
@@ -97,7 +98,7 @@ class CompressionSettings:
 # Aggressive: every paste and every tool result over min_tokens is cut when it arrives, with
 # smaller shares; compaction keeps only the latest result and comes sooner.
 _AGGRESSIVE = dict(paste_cap=0, result_cap=0, budget_ratio=0.25, rel_score=0.3, keep_tool_uses=1, trigger=12_000,
-                   clear_at_least=3_000, likely_file=0.3)
+                   clear_at_least=3_000, likely_cap=SAFE_RESULT_CAP)
 
 
 @dataclass

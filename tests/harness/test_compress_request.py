@@ -472,6 +472,25 @@ def test_aggressive_keeps_a_read_of_the_file_the_question_is_probably_about(shop
         assert (orders_sent == orders) is orders_whole
 
 
+def test_safe_keeps_a_likely_read_over_the_whole_result_limit(shop_ws):
+    """Safe keeps the current task's reads whole up to the whole-result limit; the read of a file the
+    project ranking says the question is probably about stays whole up to the larger ``likely_cap``
+    (cut around what the task points at, the code it needs is too often in the part cut away), and
+    past that it is cut to about that size."""
+    task = "the refund window is off by one day for orders shipped at midnight"
+    orders = cat_n(read(shop_ws, "shop/orders.py"), arrow=True)
+    for likely_file, likely_cap, whole in ((0.3, 100_000, True), (0.0, 100_000, False), (0.3, 1_000, False)):
+        agent = Agent(shop_ws, task)
+        body = agent.read("shop/orders.py")
+        settings = CompressionSettings.for_mode("safe", min_tokens=200, result_cap=300, likely_cap=likely_cap,
+                                                likely_file=likely_file)
+        res = Compressor(shop_ws, settings).compress(body, "anthropic")
+        sent = forwarded(res, body)[-1]["content"][0]["content"]
+        assert (sent == orders) is whole
+        if not whole:
+            assert "[memstrata:" in sent and "def refund(" in sent
+
+
 def test_aggressive_keeps_the_likely_read_through_a_follow_up(shop_ws):
     """A read aggressive kept whole because the question is probably about its file stays whole when
     the user follows up before the agent reads anything else (an answer drawn from it still has it):
