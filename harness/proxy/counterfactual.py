@@ -37,8 +37,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .analysis import _count, content_texts, message_texts, tool_definitions
-from .conversation import message_key
+from .analysis import _compact, _count, content_texts, message_texts, tool_definitions
+from .conversation import _frozen, _Unfrozen, message_key
 from .request_blocks import ANTHROPIC, OPENAI, RESPONSES
 from .responses_api import chat_view
 
@@ -95,20 +95,84 @@ def anthropic_min_tokens(model: str | None) -> int:
 
 def prompt_blocks(body: dict, api: str, model: str | None = None) -> list[PromptBlock]:
     """The request's prompt as the provider's cache sees it: blocks in prompt order, each with the
-    digest and token count of the prefix ending there."""
+    digest and token count of the prefix ending there.  The last block's count is the request's
+    :func:`.analysis.prompt_tokens` (outside the Responses API, whose blocks pair items with messages)."""
     out: list[PromptBlock] = []
     h = hashlib.blake2b(f"{api}\0{model or ''}".encode(), digest_size=16).digest()
     total = 0
-    for key, texts, marked in _raw_blocks(body, api):
-        total += sum(_count(t) for t in texts)
-        h = hashlib.blake2b(h + message_key(list(key)), digest_size=16).digest()  # markers left out
+    for key, tokens, marked in _keyed_blocks(body, api):
+        total += tokens
+        h = hashlib.blake2b(h + key, digest_size=16).digest()
         out.append(PromptBlock(h, total, marked))
     if api == ANTHROPIC and isinstance(body.get("cache_control"), dict) and out:
         out[-1] = PromptBlock(out[-1].digest, out[-1].tokens, True)
     return out
 
 
-def _raw_blocks(body: dict, api: str) -> Iterator[tuple[object, list[str], bool]]:
+def _keyed_blocks(body: dict, api: str) -> Iterator[tuple[bytes, int, bool]]:
+    """(the block's digest, markers left out; the tokens of its texts; marked), block by block."""
+    if api != RESPONSES and _plain_tools(body, api):
+        # Every tool is a block of its own, the same in every request of every conversation:
+        # remembered, they are not written out as JSON and counted again on each request.
+        for tool in body["tools"]:
+            key, tokens = _tool_block(tool, api)
+            yield key, tokens, isinstance(tool, dict) and "cache_control" in tool
+        blocks = _raw_blocks(body, api, tools=False)
+    else:
+        blocks = _raw_blocks(body, api)
+    for key, texts, marked in blocks:
+        yield message_key(list(key)), sum(_count(t) for t in texts), marked
+
+
+def _plain_tools(body: dict, api: str) -> bool:
+    """Whether the tool definitions are ``body["tools"]``, one block each in order (no None among
+    them, which :func:`.analysis.tool_definitions` skips, and no legacy OpenAI ``functions``)."""
+    tools = body.get("tools")
+    return (isinstance(tools, list) and all(t is not None for t in tools)
+            and not (api == OPENAI and isinstance(body.get("functions"), list)))
+
+
+# A tool definition's block digest and token count, by the definition's exact value (its frozen
+# form, see .conversation) and whether the OpenAI text of it (its "function") is the one counted.
+# Definitions carrying a cache_control marker are not remembered: their text (which keeps the
+# marker) is not determined by the frozen form (which leaves it out).
+MAX_TOOL_ENTRIES = 1024
+MAX_TOOL_CHARS = 4_000_000
+_tool_memo: OrderedDict[tuple, tuple[bytes, int]] = OrderedDict()
+_tool_sizes: dict[tuple, int] = {}
+_tool_chars = 0
+_tool_lock = threading.Lock()
+
+
+def _tool_block(tool, api: str) -> tuple[bytes, int]:
+    global _tool_chars
+    size = [0, False]
+    try:
+        memo_key = (api == OPENAI, _frozen(["tool", tool], 0, size))
+    except _Unfrozen:
+        memo_key = None
+    if memo_key is not None and not size[1]:
+        with _tool_lock:
+            hit = _tool_memo.get(memo_key)
+            if hit is not None:
+                _tool_memo.move_to_end(memo_key)
+                return hit
+    fn = tool.get("function") if api == OPENAI and isinstance(tool, dict) else None
+    text = _compact(fn) if isinstance(fn, dict) else _compact(tool)   # as tool_definitions writes it
+    entry = (message_key(["tool", tool]), _count(text))
+    if memo_key is not None and not size[1] and size[0] <= MAX_TOOL_CHARS:
+        with _tool_lock:
+            if memo_key not in _tool_memo:
+                _tool_memo[memo_key] = entry
+                _tool_sizes[memo_key] = size[0]
+                _tool_chars += size[0]
+                while _tool_chars > MAX_TOOL_CHARS or len(_tool_memo) > MAX_TOOL_ENTRIES:
+                    old, _ = _tool_memo.popitem(last=False)
+                    _tool_chars -= _tool_sizes.pop(old)
+    return entry
+
+
+def _raw_blocks(body: dict, api: str, tools: bool = True) -> Iterator[tuple[object, list[str], bool]]:
     """(what identifies the block, its texts, marked) in the order the provider caches them.
     The texts are exactly :func:`.analysis.prompt_texts`'s, so the blocks sum to the request's count."""
     if api == RESPONSES:
@@ -120,11 +184,12 @@ def _raw_blocks(body: dict, api: str) -> Iterator[tuple[object, list[str], bool]
         for item, msg in zip(_items(body), view["messages"] if view else []):
             yield ("item", item), list(message_texts(msg, OPENAI)), False
         return
-    tools = _tools(body)
-    definitions = list(tool_definitions(body, api))
-    for k, text in enumerate(definitions):
-        tool = tools[k] if k < len(tools) else ("function", k)
-        yield ("tool", tool), [text], isinstance(tool, dict) and "cache_control" in tool
+    if tools:
+        tools = _tools(body)
+        definitions = list(tool_definitions(body, api))
+        for k, text in enumerate(definitions):
+            tool = tools[k] if k < len(tools) else ("function", k)
+            yield ("tool", tool), [text], isinstance(tool, dict) and "cache_control" in tool
     if api == ANTHROPIC:
         system = body.get("system")
         if isinstance(system, list):
@@ -176,9 +241,12 @@ class ShadowCache:
         self.max_entries = max_entries
         self.ttl = ttl
 
-    def bill(self, body: dict, api: str, family: str, model: str | None, now: float) -> Split:
-        """Price ``body`` (the request as the client sent it) and remember what it leaves cached."""
-        blocks = prompt_blocks(body, api, model)
+    def bill(self, body: dict, api: str, family: str, model: str | None, now: float,
+             blocks: list[PromptBlock] | None = None) -> Split:
+        """Price ``body`` (the request as the client sent it) and remember what it leaves cached;
+        ``blocks``: its :func:`prompt_blocks`, when the caller has them already."""
+        if blocks is None:
+            blocks = prompt_blocks(body, api, model)
         total = blocks[-1].tokens if blocks else 0
         if family == NO_CACHE or not blocks:
             return Split(input=total, blocks=len(blocks))

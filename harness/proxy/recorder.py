@@ -35,9 +35,11 @@ from memstrata.storage import Store, ledger
 from memstrata.storage.ledger import LedgerEntry
 
 from .analysis import Answer, parse_answer, prompt_tokens, symbol_overlap
-from .compress_request import ANTHROPIC, CompressionResult
+from .compress_request import ANTHROPIC, RESPONSES, CompressionResult
 from .labels import Labels
-from .counterfactual import NO_CACHE, OPENAI_FAMILY, FramingEstimate, ShadowCache, Split, framing_tokens, scaled
+from .counterfactual import (
+    NO_CACHE, OPENAI_FAMILY, FramingEstimate, ShadowCache, Split, framing_tokens, prompt_blocks, scaled,
+)
 from .providers import Providers, ProvidersError
 from .savings import price
 
@@ -77,10 +79,19 @@ class Counting:
 
     def run(self) -> None:
         try:
-            self.original = prompt_tokens(self.body, self.api)
+            blocks = None
+            if self.shadow is not None and self.api != RESPONSES:
+                # The bill's blocks hold every text of the request, counted: the last one's count is
+                # the request's, so its texts are walked (tool definitions written out) once, not twice.
+                try:
+                    blocks = prompt_blocks(self.body, self.api, self.model)
+                except Exception:
+                    blocks = None   # counted and billed below as before (the bill fails again there)
+            self.original = blocks[-1].tokens if blocks else prompt_tokens(self.body, self.api)
             self.forwarded = prompt_tokens(self.compression.body, self.api) if self.changed else self.original
             if self.shadow is not None:
-                self.counterfactual = self.shadow.bill(self.body, self.api, self.family, self.model, self.arrived)
+                self.counterfactual = self.shadow.bill(self.body, self.api, self.family, self.model, self.arrived,
+                                                       blocks=blocks)
         finally:
             self._done.set()
 
