@@ -176,6 +176,39 @@ def test_a_marked_and_an_unmarked_copy_of_a_message_are_digested_once(monkeypatc
     assert "cache_control" not in written[0]
 
 
+def test_a_large_message_is_digested_without_writing_it_out(monkeypatch):
+    """A large message is digested from its frozen form (repr would escape every newline of a tool
+    result into a new string); equal values still get equal digests and different ones different."""
+    from memstrata.harness.proxy import conversation
+
+    big = "\n".join(f"{i:>6}\tline {i}" for i in range(1, 600))
+    values = [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": big}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": big}]},
+        {"role": "user", "content": [{"tool_use_id": "t1", "type": "tool_result", "content": big}]},  # key order
+        {"a": big, "n": 1}, {"a": big, "n": 1.0}, {"a": big, "n": True}, {"a": big, "n": "1"}, {"a": big, "n": None},
+        {"a": big, "n": [1]}, {"a": big, "n": {"1": 1}}, {"a": big, "n": -0.0}, {"a": big, "n": 0.0},
+        {"a": big, "n": False}, {"a": big, "n": 0}, {"a": big, "n": ""}, {"a": big, "n": []}, {"a": big, "n": {}},
+        [big, "s3:abc"], [big + "s3:abc"], [big, "abc"], [big, ["abc"]], {"a": [big]}, [{"a": big}],
+        {"a": big + "\u00e9"}, {"a": big + "\ud800"}, {"a": big, "b": float("inf")},
+    ]
+    digests = [message_key(copy.deepcopy(v)) for v in values]
+    assert len(set(digests)) == len(values)
+    # Markers do not count; a remembered digest is the computed one; repr is never called.
+    real_repr = repr
+    monkeypatch.setattr(conversation, "repr", lambda v: real_repr(v) if isinstance(v, float) else pytest.fail(
+        "written out"), raising=False)   # a float's frozen form is its repr
+    marked = copy.deepcopy(values[0])
+    marked["content"][0]["cache_control"] = MARK
+    assert conversation._digest(marked) == digests[0]
+    assert message_key(marked) == digests[0]
+    assert [conversation._digest(copy.deepcopy(v)) for v in values] == digests
+    monkeypatch.setattr(conversation, "repr", real_repr, raising=False)
+    # A small message is still written out by repr (cheaper for many short strings).
+    small = {"role": "assistant", "content": [{"type": "text", "text": "Let me read a.py."}]}
+    assert message_key(small) == conversation._hash(repr(small))
+
+
 def test_remembered_token_counts_are_exact_and_bounded():
     counts = TextCounts(max_chars=1000)
     texts = [f"def f{i}(x):\n    return x + {i}\n" * 8 for i in range(12)]
