@@ -385,17 +385,19 @@ def _url_too_long(request: Request) -> bool:
 
 
 def _too_deep(value, limit: int) -> bool:
-    """Whether ``value`` nests more than ``limit`` containers deep (walked without recursion)."""
-    stack = [(value, 1)]
-    while stack:
-        v, depth = stack.pop()
-        if isinstance(v, dict):
-            v = v.values()
-        elif not isinstance(v, list):
-            continue
+    """Whether ``value`` nests more than ``limit`` containers deep (walked without recursion,
+    a level at a time: the containers of each level collected by one comprehension per container,
+    with no depth carried per value)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 1
+    while level:
         if depth > limit:
             return True
-        stack.extend((x, depth + 1) for x in v if isinstance(x, (dict, list)))
+        inner = []
+        for v in level:
+            inner += [x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, (dict, list))]
+        level = inner
+        depth += 1
     return False
 
 

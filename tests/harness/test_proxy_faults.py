@@ -284,3 +284,19 @@ def test_shown_upstreams_never_carry_credentials(url):
     assert shown_host(url) == "host:8"
     assert shown_url(url) in ("http://host:8/v1", "https://host:8")
     assert not any(secret in shown_url(url) for secret in ("pa", "ss", "SECRET", "key", "user", "u:"))
+
+
+def test_the_depth_check_counts_containers_exactly():
+    """The limit is the number of nested containers; scalars and strings add no level."""
+    from memstrata.harness.proxy.forward import _too_deep
+
+    def depth(v):
+        inner = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+        return 0 if inner is None else 1 + max((depth(x) for x in inner), default=0)
+
+    values = [1, "[[[", None, [], {}, [[]], {"a": {"b": []}}, [1, "x", [2, [3]], {"k": [[[]]]}],
+              {"a": 1, "b": [{"c": {"d": [None, {"e": "[]"}]}}]}, json.loads("[" * 120 + "]" * 120),
+              {"deep": json.loads("[" * 99 + "]" * 99), "flat": list(range(50))}]
+    for v in values:
+        for limit in range(0, 125):
+            assert _too_deep(v, limit) == (depth(v) > limit), (v, limit)
