@@ -32,13 +32,14 @@ request.  Known limits are in docs/proxy.md ("The counterfactual bill").
 from __future__ import annotations
 
 import hashlib
+import pickle
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .analysis import _compact, _count, content_texts, message_texts, tool_definitions
-from .conversation import _frozen, _Unfrozen, message_key
+from .conversation import message_key
 from .request_blocks import ANTHROPIC, OPENAI, RESPONSES
 from .responses_api import chat_view
 
@@ -132,26 +133,26 @@ def _plain_tools(body: dict, api: str) -> bool:
             and not (api == OPENAI and isinstance(body.get("functions"), list)))
 
 
-# A tool definition's block digest and token count, by the definition's exact value (its frozen
-# form, see .conversation) and whether the OpenAI text of it (its "function") is the one counted.
-# Definitions carrying a cache_control marker are not remembered: their text (which keeps the
-# marker) is not determined by the frozen form (which leaves it out).
+# A tool definition's block digest and token count, by the definition's exact value: its pickle
+# (which tells 1, 1.0 and True apart and keeps key order, as the digest does, and keeps the
+# cache_control marker the counted text keeps), and whether its OpenAI text (its "function") is
+# the one counted.  Pickling a definition costs a fifth of freezing it (see .conversation).
 MAX_TOOL_ENTRIES = 1024
-MAX_TOOL_CHARS = 4_000_000
+MAX_TOOL_BYTES = 4_000_000
 _tool_memo: OrderedDict[tuple, tuple[bytes, int]] = OrderedDict()
-_tool_sizes: dict[tuple, int] = {}
-_tool_chars = 0
+_tool_bytes = 0
 _tool_lock = threading.Lock()
 
 
 def _tool_block(tool, api: str) -> tuple[bytes, int]:
-    global _tool_chars
-    size = [0, False]
-    try:
-        memo_key = (api == OPENAI, _frozen(["tool", tool], 0, size))
-    except _Unfrozen:
-        memo_key = None
-    if memo_key is not None and not size[1]:
+    global _tool_bytes
+    memo_key = None
+    if type(tool) is dict:
+        try:
+            memo_key = (api == OPENAI, pickle.dumps(tool, protocol=4))
+        except Exception:   # not a JSON value: computed, not remembered
+            memo_key = None
+    if memo_key is not None:
         with _tool_lock:
             hit = _tool_memo.get(memo_key)
             if hit is not None:
@@ -160,15 +161,14 @@ def _tool_block(tool, api: str) -> tuple[bytes, int]:
     fn = tool.get("function") if api == OPENAI and isinstance(tool, dict) else None
     text = _compact(fn) if isinstance(fn, dict) else _compact(tool)   # as tool_definitions writes it
     entry = (message_key(["tool", tool]), _count(text))
-    if memo_key is not None and not size[1] and size[0] <= MAX_TOOL_CHARS:
+    if memo_key is not None and len(memo_key[1]) <= MAX_TOOL_BYTES:
         with _tool_lock:
             if memo_key not in _tool_memo:
                 _tool_memo[memo_key] = entry
-                _tool_sizes[memo_key] = size[0]
-                _tool_chars += size[0]
-                while _tool_chars > MAX_TOOL_CHARS or len(_tool_memo) > MAX_TOOL_ENTRIES:
+                _tool_bytes += len(memo_key[1])
+                while _tool_bytes > MAX_TOOL_BYTES or len(_tool_memo) > MAX_TOOL_ENTRIES:
                     old, _ = _tool_memo.popitem(last=False)
-                    _tool_chars -= _tool_sizes.pop(old)
+                    _tool_bytes -= len(old[1])
     return entry
 
 

@@ -1,8 +1,9 @@
 """The ledger's counting shortcuts change no figure.
 
-* a request's tool definitions are remembered by their exact value (block
-  digest and token count), so a resent definition is neither written out as
-  JSON nor counted again -- and the blocks are the ones computed in full;
+* a request's tool definitions are remembered by their exact value (their
+  pickle: block digest and token count), so a resent definition is neither
+  written out as JSON nor counted again -- and the blocks are the ones
+  computed in full;
 * the request's own count is the last prompt block's, so the recorder walks
   the request once for both figures.
 """
@@ -92,8 +93,11 @@ def test_a_resent_tool_definition_is_not_written_out_again(monkeypatch):
     real = counterfactual._compact
     monkeypatch.setattr(counterfactual, "_compact", lambda v: written.append(v) or real(v))
     assert prompt_blocks(copy.deepcopy(body), "anthropic", "m") == expected
-    # Only the marked definition is written out again (its text keeps the marker the key leaves out).
-    assert written == [tools[-1]]
+    assert written == []
+    # A definition that differs in its marker only is another text: written out and counted.
+    moved = anthropic_body(tools[:-1] + [tool("Marked")])
+    assert prompt_blocks(copy.deepcopy(moved), "anthropic", "m") == computed_blocks(moved, "anthropic", "m")
+    assert written == [tool("Marked")]
     # The same definitions counted as OpenAI functions are other texts: not taken for these.
     written.clear()
     openai = openai_body([{"type": "function", "function": t} for t in tools[:2]])
@@ -107,7 +111,7 @@ def test_remembered_tool_blocks_are_bounded(monkeypatch):
         body = anthropic_body([tool(f"Bounded{i}")])
         assert prompt_blocks(body, "anthropic", "m") == computed_blocks(body, "anthropic", "m")
     assert len(counterfactual._tool_memo) <= 3
-    assert counterfactual._tool_chars == sum(counterfactual._tool_sizes.values())
+    assert counterfactual._tool_bytes == sum(len(k[1]) for k in counterfactual._tool_memo)
 
 
 @pytest.mark.parametrize("api,body", BODIES)
