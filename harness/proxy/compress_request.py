@@ -40,6 +40,7 @@ unchanged.
 from __future__ import annotations
 
 import json
+import pickle
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -57,6 +58,11 @@ from .responses_api import apply_view, chat_view
 
 __all__ = ["ANTHROPIC", "OPENAI", "RESPONSES", "MODES", "CompressionResult", "CompressionSettings", "Compressor",
            "ProjectMatcher", "set_path"]
+
+
+# System prompts and tool definitions whose token count is remembered (by their pickles).
+MAX_BASE_ENTRIES = 256
+MAX_BASE_BYTES = 8_000_000
 
 
 @dataclass(frozen=True)
@@ -131,7 +137,8 @@ class Compressor:
         self.tokens = TokenCache()
         self.plans = PlanCache()
         self.conversations = store or ConversationStore()
-        self._base: OrderedDict[int, int] = OrderedDict()
+        self._base: OrderedDict[tuple[bytes, bytes], int] = OrderedDict()
+        self._base_bytes = 0
         self._base_lock = threading.Lock()
 
     def compress(self, body: dict, api: str) -> CompressionResult:
@@ -209,21 +216,35 @@ class Compressor:
                                  sources=sources, slice_symbols=list(dict.fromkeys(symbols)), **common)
 
     def _base_tokens(self, body: dict) -> int:
-        """Tokens of the system prompt and tool definitions, counted once per distinct pair."""
+        """Tokens of the system prompt and tool definitions, counted once per distinct pair.
+
+        Remembered by the pair's pickles: exact values (1, 1.0 and True apart, key order kept)
+        written out in C without escaping, a tenth of what their reprs cost (an agent's 20 KB
+        system prompt and ten tools: 146 -> 15 us)."""
         system, tools = body.get("system"), body.get("tools")
         if system is None and tools is None:
             return 0
-        key = hash(repr(system)) ^ hash(repr(tools)) * 31
-        with self._base_lock:
-            hit = self._base.get(key)
-        if hit is not None:
-            return hit
+        try:
+            key = (pickle.dumps(system, protocol=4), pickle.dumps(tools, protocol=4))
+        except Exception:   # not a JSON value: counted, not remembered
+            key = None
+        if key is not None:
+            with self._base_lock:
+                hit = self._base.get(key)
+                if hit is not None:
+                    self._base.move_to_end(key)
+                    return hit
         n = self.tokens.count(system if isinstance(system, str) else json.dumps(system, ensure_ascii=False))
         if tools is not None:
             n += self.tokens.count(json.dumps(tools, ensure_ascii=False))
-        with self._base_lock:
-            self._base[key] = n
-            while len(self._base) > 256:
-                self._base.popitem(last=False)
+        size = len(key[0]) + len(key[1]) if key is not None else 0
+        if key is not None and size <= MAX_BASE_BYTES:
+            with self._base_lock:
+                if key not in self._base:
+                    self._base[key] = n
+                    self._base_bytes += size
+                    while len(self._base) > MAX_BASE_ENTRIES or self._base_bytes > MAX_BASE_BYTES:
+                        (a, b), _ = self._base.popitem(last=False)
+                        self._base_bytes -= len(a) + len(b)
         return n
 

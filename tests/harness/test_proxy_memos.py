@@ -12,6 +12,7 @@ parses, real token counts.
 
 import copy
 import hashlib
+import json
 
 import pytest
 
@@ -207,6 +208,45 @@ def test_a_large_message_is_digested_without_writing_it_out(monkeypatch):
     # A small message is still written out by repr (cheaper for many short strings).
     small = {"role": "assistant", "content": [{"type": "text", "text": "Let me read a.py."}]}
     assert message_key(small) == conversation._hash(repr(small))
+
+
+def test_the_system_prompt_and_tools_are_counted_once_per_distinct_pair(shop_ws, monkeypatch):
+    comp = Compressor(shop_ws, SHORT)
+    tools = [{"name": "Read", "description": "Reads a file. " * 30, "input_schema": {"type": "object"}}]
+    bodies = [
+        {"system": "You are a coding agent. " * 50, "tools": tools},
+        {"system": [{"type": "text", "text": "You are a coding agent. " * 50, "cache_control": MARK}], "tools": tools},
+        {"system": [{"type": "text", "text": "You are a coding agent. " * 50}], "tools": tools},
+        {"system": "You are a coding agent. " * 50},
+        {"tools": tools},
+        {"tools": [dict(tools[0], strict=1)]}, {"tools": [dict(tools[0], strict=True)]},
+        {"tools": [dict(tools[0], strict=1.0)]},
+        {"tools": [{"input_schema": {"type": "object"}, "name": "Read", "description": "Reads a file. " * 30}]},
+    ]
+
+    def counted(body):
+        system, tools = body.get("system"), body.get("tools")
+        n = count_tokens(system if isinstance(system, str) else json.dumps(system, ensure_ascii=False))
+        return n + (count_tokens(json.dumps(tools, ensure_ascii=False)) if tools is not None else 0)
+
+    for body in bodies:
+        assert comp._base_tokens(copy.deepcopy(body)) == counted(body)
+    assert len(comp._base) == len(bodies)   # no two of them taken for one another
+    # Remembered: a resent pair is neither written out nor counted again.
+    monkeypatch.setattr(comp.tokens, "count", lambda text: pytest.fail("counted again"))
+    for body in bodies:
+        assert comp._base_tokens(copy.deepcopy(body)) == counted(body)
+    assert comp._base_tokens({"messages": []}) == 0
+
+
+def test_remembered_base_counts_are_bounded(shop_ws, monkeypatch):
+    monkeypatch.setattr(compress_request, "MAX_BASE_ENTRIES", 3)
+    comp = Compressor(shop_ws, SHORT)
+    for i in range(8):
+        body = {"system": f"System prompt number {i}. " * 40}
+        assert comp._base_tokens(body) == count_tokens(body["system"])
+    assert len(comp._base) == 3
+    assert comp._base_bytes == sum(len(a) + len(b) for a, b in comp._base)
 
 
 def test_remembered_token_counts_are_exact_and_bounded():
