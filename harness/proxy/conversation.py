@@ -191,7 +191,7 @@ def message_key(msg) -> bytes:
         size = [0, False]
         frozen = _frozen(msg, 0, size)
     except _Unfrozen:
-        return _digest(msg)
+        return _repr_digest(msg)
     with _keys_lock:
         key = _keys.get(frozen)
         if key is not None:
@@ -217,11 +217,16 @@ def _digest(msg) -> bytes:
     try:
         frozen = _frozen(msg, 0, size)
     except _Unfrozen:
-        text = repr(msg)  # walks the message in C; most messages carry no marker
-        if "cache_control" in text:
-            text = repr(_without_markers(msg))
-        return _hash(text)
+        return _repr_digest(msg)
     return _key(msg, frozen, size)
+
+
+def _repr_digest(msg) -> bytes:
+    """The digest of a message without a frozen form (an unusual type or nesting)."""
+    text = repr(msg)  # walks the message in C; most messages carry no marker
+    if "cache_control" in text:
+        text = repr(_without_markers(msg))
+    return _hash(text)
 
 
 def _key(msg, frozen, size: list) -> bytes:
