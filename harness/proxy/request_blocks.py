@@ -310,28 +310,33 @@ def _files_in_one_fence(body: list[str], segments: list[tuple[int, int, str, int
 
 
 def _numbered_run(lines: list[str]):
-    """The longest run of consecutively numbered lines: (first, end excl., numbers, code)."""
+    """The longest run of consecutively numbered lines (the first of equally long ones):
+    (first, end excl., numbers, code).  Every line is matched once, up front; the numbers and
+    code are collected for the longest run only (a new tool result of 500 lines: 338 -> 268 us)."""
+    found = list(map(_NUMBERED.match, lines))
+    n = len(found)
     best = None
     i = 0
-    while i < len(lines):
-        m = _NUMBERED.match(lines[i])
-        if not m:
+    while i < n:
+        m = found[i]
+        if m is None:
             i += 1
             continue
-        j, expect = i, int(m.group(2))
-        numbers, code = [], []
-        while j < len(lines):
-            mj = _NUMBERED.match(lines[j])
-            if not mj or int(mj.group(2)) != expect:
+        j, expect = i + 1, int(m[2]) + 1
+        while j < n:
+            mj = found[j]
+            if mj is None or int(mj[2]) != expect:
                 break
-            numbers.append(expect)
-            code.append(mj.group(4))
             expect += 1
             j += 1
         if j - i >= MIN_NUMBERED_LINES and (best is None or j - i > best[1] - best[0]):
-            best = (i, j, numbers, code)
-        i = max(j, i + 1)
-    return best
+            best = (i, j)
+        i = j
+    if best is None:
+        return None
+    i, j = best
+    first = int(found[i][2])
+    return i, j, list(range(first, first + j - i)), [m[4] for m in found[i:j]]
 
 
 def _closing_fence(lines: list[str], i: int, marker: str) -> int | None:

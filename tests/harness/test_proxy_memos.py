@@ -307,3 +307,47 @@ def test_the_pre_check_holds_a_step_from_the_top_to_the_shorter_horizon():
     # 0.1 x 10,000 x (1 + 15) = 16,000 is not, over the half a step from the top is counted on.
     assert work._may_pay([(2, 0)], {}, turns, starts=[]) is False
     assert work._may_pay([(2, 0)], {}, turns, starts=[2]) is True
+
+
+def _numbered_run_reference(lines):
+    """The longest run of consecutively numbered lines, line by line (what _numbered_run must return)."""
+    from memstrata.harness.proxy.request_blocks import _NUMBERED, MIN_NUMBERED_LINES
+
+    best, i = None, 0
+    while i < len(lines):
+        m = _NUMBERED.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        j, expect, numbers, code = i, int(m.group(2)), [], []
+        while j < len(lines):
+            mj = _NUMBERED.match(lines[j])
+            if not mj or int(mj.group(2)) != expect:
+                break
+            numbers.append(expect)
+            code.append(mj.group(4))
+            expect += 1
+            j += 1
+        if j - i >= MIN_NUMBERED_LINES and (best is None or j - i > best[1] - best[0]):
+            best = (i, j, numbers, code)
+        i = max(j, i + 1)
+    return best
+
+
+def test_the_numbered_run_is_the_longest_first_run():
+    import random
+
+    from memstrata.harness.proxy.request_blocks import _numbered_run
+
+    pieces = ["     1\tx", "     2\ty", "3\tz", "  4→a", "5→", "x", "", "   0012\tq", "\u0663\tarabic three", "7\t",
+              " 8 \tno", "9\t\t", "10\tten", "11\televen", "1234567\tbig", "12345678\ttoo big", "\t", "2\tb",
+              "3\tc", "4\td", "1\ta"]
+    rng = random.Random(7)
+    for _ in range(5000):
+        lines = [rng.choice(pieces) for _ in range(rng.randint(0, 14))]
+        if rng.random() < 0.5:
+            s = rng.randint(0, 20)
+            lines[3:3] = [f"{k:>6}\tline {k}" for k in range(s, s + rng.randint(0, 8))]
+        assert _numbered_run(lines) == _numbered_run_reference(lines), lines
+    read = cat_n("def f(x):\n    return x\n" * 40).split("\n")
+    assert _numbered_run(read) == _numbered_run_reference(read) and _numbered_run(read)[:2] == (0, 80)
