@@ -897,6 +897,17 @@ def shown_in_form(block: Block, form: str) -> set[int]:
     return shown
 
 
+def _paragraph(owner: list[int], ln: int) -> range:
+    """The run of lines around ``ln`` that its unit owns without a break (blank lines and
+    members belong to no frame)."""
+    a = b = ln
+    while a > 0 and owner[a - 1] == owner[ln]:
+        a -= 1
+    while b + 1 < len(owner) and owner[b + 1] == owner[ln]:
+        b += 1
+    return range(a, b + 1)
+
+
 def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, visible: set[int] | None = None,
                    cut_text: str | None = None, elided: list[tuple[int, int]] = ()) -> str | None:
     """``block`` (a re-read) with every run of at least ``MIN_SAME_RUN`` lines that ``earlier``
@@ -908,7 +919,10 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
     then replace runs of the lines that cut shows, and its markers stay.
 
     A definition with any changed line is shown whole, never split between a pointer and the
-    changes: what the reader needs of it is in one place, as the file has it now."""
+    changes: what the reader needs of it is in one place, as the file has it now.  A class
+    frame's own lines (its header, docstring and attributes, spread over the whole class) are
+    not one definition: a change there shows the paragraph it is in, the lines up to the
+    nearest blank line or member, as a change between definitions does."""
     n = len(block.code)
     same: list[int | None] = [None] * n   # the earlier read's line index of each unchanged line
     for a, b, size in matching_runs(earlier.code, block.code):
@@ -919,7 +933,8 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
     shown = [x is None for x in same]
     for ln in range(n):
         if same[ln] is None and outline.owner[ln] >= 0:
-            for k in outline.units[outline.owner[ln]].lines():
+            unit = outline.units[outline.owner[ln]]
+            for k in (_paragraph(outline.owner, ln) if unit.kind == "frame" else unit.lines()):
                 shown[k] = True
     # What may be pointed at: unchanged, outside a changed definition, and in the earlier form.
     point = [not shown[ln] and (visible is None or same[ln] in visible) for ln in range(n)]
