@@ -15,6 +15,7 @@ from memstrata.storage.text import query_terms, split_identifier
 
 from .english import ENGLISH
 from .errors import QueryError
+from .terms import STOPWORDS
 
 MAX_QUERY_CHARS = 20_000
 MAX_SEARCH_TERMS = 24
@@ -341,7 +342,12 @@ def _tokens(text: str) -> list[_Token]:
     return out
 
 
-def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_tests: bool) -> Seeds:
+def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_tests: bool,
+               relaxed: bool = False) -> Seeds:
+    """What the question points at in the project.  ``relaxed``: the fallback for a question none
+    of whose distinctive words matches anything ("Fix flaky test", "docs: fix markup"): the
+    full-text search then also takes the everyday words of commit messages and requests (fix,
+    test, docs, comments, ...), leaving out only English function words."""
     seeds = Seeds()
     text = clean_query(query)
     tests = graph.test_files
@@ -455,7 +461,8 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
     # when the question names its symbols outright.  Hits past the seeding
     # share wait in ``lexical`` to fill an unused budget.
     lexical_weight = 1.5 if seeds.named else 4.0
-    terms = [t for t in query_terms(text) if (t not in _STOP or t in quoted_words) and len(t) > 1]
+    stop = STOPWORDS if relaxed else _STOP
+    terms = [t for t in query_terms(text) if (t not in stop or t in quoted_words) and len(t) > 1]
     if len(terms) > MAX_SEARCH_TERMS:
         # Long questions (a pasted stack trace, a proxied prompt): keep the
         # longest words, which tend to be the rarest and cheapest to match.

@@ -161,8 +161,14 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         graph = ws.graph
         ranking = rank_candidates(ws, graph, query, include_tests)
         if ranking is None:
-            notes.append("nothing in the project matches the query")
-            return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
+            # A question of everyday words only ("Fix flaky test") names nothing; the plain
+            # full-text matches of those words are still a better answer than none.
+            ranking = rank_candidates(ws, graph, query, include_tests, relaxed=True)
+            if ranking is None:
+                notes.append("nothing in the project matches the query")
+                return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
+            notes.append("no name, path or distinctive word of the query matches the project: shown are the "
+                         "closest full-text matches of its everyday words")
         result = _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
                         ranking.sig_only, ranking.evidence)
     if not ws.watching and state == "ready":
@@ -176,9 +182,10 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
     return result
 
 
-def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: bool) -> Ranking | None:
+def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: bool,
+                    relaxed: bool = False) -> Ranking | None:
     """Seeds, ranking and the evidence behind it for a validated ``query``;
-    None when nothing in the project matches it."""
+    None when nothing in the project matches it (``relaxed``: see :func:`find_seeds`)."""
     names = _name_index(graph)
     intent = intent_of(query)
     test_files = graph.test_files
@@ -186,7 +193,7 @@ def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: 
     def allowed(node: str) -> bool:
         return include_tests or node.split("::", 1)[0] not in test_files
 
-    seeds = find_seeds(query, graph, names, ws.store, include_tests)
+    seeds = find_seeds(query, graph, names, ws.store, include_tests, relaxed)
     personalization = seeds.personalization()
     if not personalization:
         return None

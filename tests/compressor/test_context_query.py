@@ -211,3 +211,32 @@ def test_answers_from_a_partial_index_and_says_so(tmp_path):
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+def test_a_question_of_everyday_words_only_gets_their_full_text_matches(tmp_path):
+    # "comments", "review", "fixes", "updated" are the generic words of commit messages and
+    # requests, never a seed of their own; when nothing else in the question matches, the
+    # slice is built from their plain full-text matches instead of coming back empty.
+    (tmp_path / "notes.py").write_text(textwrap.dedent('''\
+        def merge_notes(first, second):
+            """Join two reviewers' review comments, keeping the order they were written in."""
+            return [*first, *second]
+
+
+        def word_count(text):
+            return len(text.split())
+        '''))
+    (tmp_path / "clock.py").write_text("def now():\n    return 0\n")
+    ws = Workspace.open(tmp_path)
+    try:
+        ws.index()
+        r = context_query(ws, "Updated review comments and some fixes", max_tokens=1000)
+        assert "notes.py::merge_notes" in r.full_symbols
+        assert "def merge_notes(first, second):" in r.context
+        assert "clock.py" not in r.sources
+        assert any("everyday words" in n for n in r.notes)
+        # Words that match nothing at all still get the empty answer.
+        r = context_query(ws, "zebra quantum flux capacitor", max_tokens=1000)
+        assert r.sources == [] and any("nothing in the project matches" in n for n in r.notes)
+    finally:
+        ws.close()
