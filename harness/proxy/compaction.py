@@ -387,8 +387,11 @@ class RequestPass:
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
         recent |= self._returned_to(results)
         plan = self._repeated_reads(results)
+        # A result cut on arrival (over the whole-result limit, or every result in aggressive mode)
+        # was cut for the task it served; once that task is over it is compacted like a whole one.
         stale = {(ri, pi): p for ri, pi, p in results
-                 if (ri, pi) not in recent and (ri, pi) not in plan and p.status == "whole"}
+                 if (ri, pi) not in recent and (ri, pi) not in plan
+                 and (p.status == "whole" or (ri < task and _cut_on_arrival(p)))}
         # What compaction could clear at most; most requests stop here.
         bound = sum(p.forwarded_tokens for p in stale.values()) + sum(
             self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens for (ri, pi), new in plan.items())
@@ -418,7 +421,7 @@ class RequestPass:
             # An earlier task's result the conversation now points at nothing in is not what it
             # needs: its definitions go behind markers even when nothing else is pointed at either.
             cut = self._cut(p, bp, pointed or ri < task)
-            if cut.form is not None:
+            if cut.form is not None and cut.form != p.form and cut.forwarded_tokens < p.forwarded_tokens:
                 plan[(ri, pi)] = cut
         if not plan:
             return
@@ -1008,6 +1011,11 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
                        f"{path} (tool use {tool_use_id}), unchanged]")
             replaced = True
     return "\n".join(out) if replaced else None
+
+
+def _cut_on_arrival(p: PieceState) -> bool:
+    """Whether ``p``'s form is the cut it got when it arrived (no compaction step adopted it)."""
+    return p.status == "compressed" and p.before is None and p.kind == "result"
 
 
 def _with_form(p: PieceState, form: str, status: str, tokens: int, kept: tuple = ()) -> PieceState:

@@ -20,7 +20,7 @@ from memstrata.harness.proxy.forward import ProxyConfig
 from memstrata.indexer.workspace import Workspace
 from tests.stub_provider import ServerThread, StubUpstream
 
-from .test_compress_request import Agent, cat_n
+from .test_compress_request import Agent, cat_n, result_text
 
 KEY = "sk-test-current-task"
 BIG = "records/normalize.py"
@@ -161,6 +161,26 @@ def test_the_current_tasks_results_are_not_compacted(big_ws):
     assert res.compaction or any(m != b for m, b in zip(sent, body["messages"]))
     assert sent[2] != body["messages"][2] and "[memstrata:" in sent[2]["content"][0]["content"]
     assert sent[4:] == body["messages"][4:]  # the current task: its words and all three reads, as sent
+
+
+def test_an_earlier_tasks_read_cut_on_arrival_is_compacted_once_that_task_is_over(big_ws):
+    """A read over the whole-result limit is cut for the task it served, to about that limit; once the
+    next task has begun reading, it is compacted like any earlier task's read."""
+    settings = CompressionSettings.for_mode("safe", trigger=3000, clear_at_least=1000, keep_tool_uses=1)
+    comp = Compressor(big_ws, settings)
+    agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
+    body = agent.read(BIG)
+    arrival = comp.compress(body, "anthropic")
+    cut = result_text(arrival.body["messages"][2])
+    assert "[memstrata: lines " in cut and numbered_lines(big_ws, 97) in cut  # cut on arrival, the target whole
+    agent.say("It skips empty values unless strict.", "Another question: why does normalize_record_1003 strip strings?")
+    for name in ("small", "part_a", "part_b"):
+        body = agent.read(f"records/{name}.py")
+        res = comp.compress(body, "anthropic")
+    sent = (res.body or body)["messages"]
+    later = result_text(sent[2])
+    assert "[memstrata: lines " in later and count_tokens(later) < count_tokens(cut) / 2
+    assert sent[4:] == body["messages"][4:]  # the current task: its words and its reads, as sent
 
 
 def test_a_compaction_step_must_pay_under_the_cache_prices():
