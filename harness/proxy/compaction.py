@@ -49,7 +49,7 @@ import threading
 from collections import Counter, OrderedDict
 
 from memstrata.compressor.block import Block, BlockPlan, BlockSettings, cut_block, plan_block, points_at
-from memstrata.compressor.block_rank import Asked, prepare, relevant_part
+from memstrata.compressor.block_rank import Asked, named_units, prepare, relevant_part, unit_scores
 from memstrata.compressor.outline import outline_of
 
 from . import token_counts
@@ -412,6 +412,8 @@ class RequestPass:
                 continue
             if (ri, pi) in stale:
                 bp = self.plans.get(self.earlier_settings if ri < task else self.block_settings, block, p, asked)
+                if bp is None and ri < task:
+                    bp = _unused_definition(block, asked, self.earlier_settings, p.tokens)
                 if bp is not None:
                     plans.append((ri, pi, p, bp))
                     pointed = pointed or bp.evidence
@@ -1011,6 +1013,22 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
                        f"{path} (tool use {tool_use_id}), unchanged]")
             replaced = True
     return "\n".join(out) if replaced else None
+
+
+def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, tokens: int) -> BlockPlan | None:
+    """A plan that keeps nothing of an earlier task's read of one large definition (one class, one
+    long function) or of module statements only (a data table, a script) that the conversation
+    since neither names nor ranks:
+    like a file of many definitions it names nothing in, it keeps only its marker.  None otherwise
+    (block compression itself never cuts a single definition: it is what a question points at)."""
+    if tokens < settings.min_tokens:
+        return None
+    outline = outline_of(block.code, block.language, block.path)
+    if outline.top_level > 1 or not outline.units or named_units(outline, asked):
+        return None
+    if max(unit_scores(outline, asked, block.path), default=0.0) >= settings.min_score:
+        return None
+    return BlockPlan(block, outline, set(), False, tokens)
 
 
 def _cut_on_arrival(p: PieceState) -> bool:

@@ -183,6 +183,50 @@ def test_an_earlier_tasks_read_cut_on_arrival_is_compacted_once_that_task_is_ove
     assert sent[4:] == body["messages"][4:]  # the current task: its words and its reads, as sent
 
 
+def _single_class_project(root):
+    (root / "store").mkdir(parents=True)
+    methods = "\n".join(
+        f"    def load_{k}(self, key):\n"
+        f'        """Load record {k} of the cache, refreshing it when stale."""\n'
+        f"        value = self.backend.get(key + '{k}')\n"
+        f"        if value is None or value.expired({k}):\n"
+        f"            value = self.refresh(key, {k})\n"
+        f"        return value\n" for k in range(60))
+    (root / "store" / "cache.py").write_text('class RecordCache:\n    """One cache of records."""\n\n' + methods)
+    for name in ("alpha", "beta", "gamma"):
+        (root / "store" / f"{name}.py").write_text("\n\n".join(_function(3000 + 20 * len(name) + k) for k in range(12)))
+    ws = Workspace.open(root)
+    ws.index()
+    return ws
+
+
+@pytest.mark.parametrize("later, kept", [("Why does normalize_record_3101 strip strings?", False),
+                                         ("Does `RecordCache.load_7` refresh stale values?", True)])
+def test_an_earlier_tasks_single_class_read_keeps_its_marker_unless_named(tmp_path, later, kept):
+    """A file of one class is one definition: block compression never cuts it.  Read for a task
+    that is over, and neither named nor ranked by anything the conversation says since, it keeps
+    only its marker, like a file of many definitions it names nothing in."""
+    ws = _single_class_project(tmp_path / "p")
+    try:
+        comp = Compressor(ws, CompressionSettings.for_mode("safe", trigger=3000, clear_at_least=1000,
+                                                           keep_tool_uses=1))
+        agent = Agent(ws, "Why does RecordCache refresh a stale record twice?")
+        agent.read("store/cache.py")
+        agent.say("It refreshes in load and again in get.", later)
+        for name in ("alpha", "beta", "gamma"):
+            body = agent.read(f"store/{name}.py")
+            res = comp.compress(body, "anthropic")
+        sent = result_text((res.body or body)["messages"][2])
+        if kept:
+            assert sent == result_text(body["messages"][2])
+        else:
+            # one marker line naming the lines and what they hold (a comment in the file's language)
+            assert "\n" not in sent and "[memstrata: lines 1-" in sent and "store/cache.py" in sent
+            assert "RecordCache.load_1" in sent and count_tokens(sent) < count_tokens(result_text(body["messages"][2])) / 10
+    finally:
+        ws.close()
+
+
 def test_a_compaction_step_must_pay_under_the_cache_prices():
     e = ANTHROPIC_CACHE
     # Clearing 20k of a 50k prefix re-bills the 30k left at 1.25x instead of 0.1x: 34.5k input tokens now,
