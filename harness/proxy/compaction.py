@@ -376,11 +376,13 @@ class RequestPass:
         latest = (mine if task and mine else [(ri, pi) for ri, pi, _ in results])
         recent = set(latest[len(latest) - s.keep_tool_uses:]) if s.keep_tool_uses else set()
         if not (task and mine):
-            # Until then, so does every result of the task just ended that is still whole (in
-            # aggressive mode, the reads kept whole because the question was probably about their
-            # file: see CompressionSettings.likely_file).
+            # Until then, so does every result of the task just ended that is still in the form
+            # it arrived in, whole or cut on arrival (in aggressive mode, the reads kept whole
+            # because the question was probably about their file: see
+            # CompressionSettings.likely_file).
             since = self._task_start(before=task)
-            recent |= {(ri, pi) for ri, pi, p in results if since <= ri < task and p.status == "whole"}
+            recent |= {(ri, pi) for ri, pi, p in results
+                       if since <= ri < task and (p.status == "whole" or _cut_on_arrival(p))}
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
         # A read that a recent "same text" pointer stands for is as recent as the pointer.
         held = {p.same_as for ri, pi, p in results if (ri, pi) in recent and p.same_as}

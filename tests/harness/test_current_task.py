@@ -183,6 +183,23 @@ def test_an_earlier_tasks_read_cut_on_arrival_is_compacted_once_that_task_is_ove
     assert sent[4:] == body["messages"][4:]  # the current task: its words and its reads, as sent
 
 
+def test_a_follow_up_keeps_the_read_cut_on_arrival_as_it_was_forwarded(big_ws):
+    """A follow-up the agent answers from what it just read still has it: until the new task's first
+    tool call, the task just ended keeps its results in the form they arrived in, cut ones too, so
+    the prefix the provider cached stays the same."""
+    for mode in ("safe", "aggressive"):
+        comp = Compressor(big_ws, CompressionSettings.for_mode(mode, trigger=3000, clear_at_least=1000))
+        agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
+        agent.read(BIG)
+        for part in "abc":
+            first = comp.compress(agent.read(f"records/part_{part}.py"), "anthropic")
+        assert "[memstrata: lines " in result_text(first.body["messages"][2])  # cut on arrival
+        body = agent.say("It skips empty values unless strict.", "And what does it do with nested lists?")
+        second = comp.compress(body, "anthropic")
+        sent = (second.body or body)["messages"]
+        assert sent[:len(first.body["messages"])] == first.body["messages"], mode
+
+
 def _single_class_project(root):
     (root / "store").mkdir(parents=True)
     methods = "\n".join(
