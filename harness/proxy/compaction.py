@@ -1020,9 +1020,9 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
 def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, tokens: int) -> BlockPlan | None:
     """A plan that keeps nothing of an earlier task's read of one large definition (one class, one
     long function) or of module statements only (a data table, a script) that the conversation
-    since neither names nor ranks:
-    like a file of many definitions it names nothing in, it keeps only its marker.  None otherwise
-    (block compression itself never cuts a single definition: it is what a question points at)."""
+    since neither names nor ranks: like a file of many definitions it names nothing in, it keeps
+    only its marker.  None otherwise (block compression itself never cuts a single definition:
+    it is what a question points at)."""
     if tokens < settings.min_tokens:
         return None
     outline = outline_of(block.code, block.language, block.path)
