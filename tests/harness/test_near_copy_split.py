@@ -45,7 +45,7 @@ def test_a_definition_the_earlier_form_shows_in_part_is_shown_whole_here():
 
 
 def _settings_class(added: bool) -> list[str]:
-    """A class whose body is mostly attributes, each a paragraph of its own, with two methods."""
+    """A class whose body is mostly attributes, each a paragraph of its own, and one method."""
     lines = ["class Settings:", '    """Options read from the environment."""', ""]
     for i in range(30):
         lines += [f"    #: option {i}, read once at start-up", f"    option_{i} = env_property(", f'        "OPT_{i}",',
