@@ -210,6 +210,9 @@ def _single_class_project(root):
         f"            value = self.refresh(key, {k})\n"
         f"        return value\n" for k in range(60))
     (root / "store" / "cache.py").write_text('class RecordCache:\n    """One cache of records."""\n\n' + methods)
+    rows = "\n".join(f"    ({k}, {k * 7 % 13}, 'zone-{k}', {k * 0.25})," for k in range(400))
+    # module statements only: a generated data table, registered where it is built
+    (root / "store" / "widths.py").write_text(f"from store import registry\n\nregistry.add_table([\n{rows}\n])\n")
     for name in ("alpha", "beta", "gamma"):
         (root / "store" / f"{name}.py").write_text("\n\n".join(_function(3000 + 20 * len(name) + k) for k in range(12)))
     ws = Workspace.open(root)
@@ -217,18 +220,22 @@ def _single_class_project(root):
     return ws
 
 
-@pytest.mark.parametrize("later, kept", [("Why does normalize_record_3101 strip strings?", False),
-                                         ("Does `RecordCache.load_7` refresh stale values?", True)])
-def test_an_earlier_tasks_single_class_read_keeps_its_marker_unless_named(tmp_path, later, kept):
-    """A file of one class is one definition: block compression never cuts it.  Read for a task
-    that is over, and neither named nor ranked by anything the conversation says since, it keeps
-    only its marker, like a file of many definitions it names nothing in."""
+@pytest.mark.parametrize("path, later, kept", [
+    ("store/cache.py", "Why does normalize_record_3101 strip strings?", False),
+    ("store/cache.py", "Does `RecordCache.load_7` refresh stale values?", True),
+    ("store/widths.py", "Why does normalize_record_3101 strip strings?", False),
+])
+def test_an_earlier_tasks_single_class_read_keeps_its_marker_unless_named(tmp_path, path, later, kept):
+    """A file of one class is one definition, and a data table only statements: block compression
+    never cuts either.  Read for a task that is over, and neither named nor ranked by anything the
+    conversation says since, such a read keeps only its marker, like a file of many definitions it
+    names nothing in."""
     ws = _single_class_project(tmp_path / "p")
     try:
         comp = Compressor(ws, CompressionSettings.for_mode("safe", trigger=3000, clear_at_least=1000,
                                                            keep_tool_uses=1))
-        agent = Agent(ws, "Why does RecordCache refresh a stale record twice?")
-        agent.read("store/cache.py")
+        agent = Agent(ws, "Why does RecordCache refresh a stale record twice, and what are the zone widths?")
+        agent.read(path)
         agent.say("It refreshes in load and again in get.", later)
         for name in ("alpha", "beta", "gamma"):
             body = agent.read(f"store/{name}.py")
@@ -238,8 +245,10 @@ def test_an_earlier_tasks_single_class_read_keeps_its_marker_unless_named(tmp_pa
             assert sent == result_text(body["messages"][2])
         else:
             # one marker line naming the lines and what they hold (a comment in the file's language)
-            assert "\n" not in sent and "[memstrata: lines 1-" in sent and "store/cache.py" in sent
-            assert "RecordCache.load_1" in sent and count_tokens(sent) < count_tokens(result_text(body["messages"][2])) / 10
+            assert "\n" not in sent and "[memstrata: lines 1-" in sent and path in sent
+            assert count_tokens(sent) < count_tokens(result_text(body["messages"][2])) / 10
+            if path == "store/cache.py":
+                assert "RecordCache.load_1" in sent
     finally:
         ws.close()
 
