@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from memstrata.compressor.block import BlockSettings
@@ -52,6 +50,7 @@ from .compaction import (
     SAFE_RESULT_CAP, PlanCache, RequestPass, TokenCache, cache_economics, forwarded_message, set_path,
 )
 from .conversation import ConversationStore, Record, as_of, conversation_id, message_key
+from .memo import SizedLRU
 from .project_match import ProjectMatcher
 from .request_blocks import ANTHROPIC, MODES, OPENAI, RESPONSES
 from .responses_api import apply_view, chat_view
@@ -137,9 +136,7 @@ class Compressor:
         self.tokens = TokenCache()
         self.plans = PlanCache()
         self.conversations = store or ConversationStore()
-        self._base: OrderedDict[tuple[bytes, bytes], int] = OrderedDict()
-        self._base_bytes = 0
-        self._base_lock = threading.Lock()
+        self._base = SizedLRU(MAX_BASE_ENTRIES, MAX_BASE_BYTES)   # (system, tools) pickles -> tokens
 
     def compress(self, body: dict, api: str) -> CompressionResult:
         if api == RESPONSES:
@@ -229,22 +226,13 @@ class Compressor:
         except Exception:   # not a JSON value: counted, not remembered
             key = None
         if key is not None:
-            with self._base_lock:
-                hit = self._base.get(key)
-                if hit is not None:
-                    self._base.move_to_end(key)
-                    return hit
+            hit = self._base.get(key)
+            if hit is not None:
+                return hit
         n = self.tokens.count(system if isinstance(system, str) else json.dumps(system, ensure_ascii=False))
         if tools is not None:
             n += self.tokens.count(json.dumps(tools, ensure_ascii=False))
-        size = len(key[0]) + len(key[1]) if key is not None else 0
-        if key is not None and size <= MAX_BASE_BYTES:
-            with self._base_lock:
-                if key not in self._base:
-                    self._base[key] = n
-                    self._base_bytes += size
-                    while len(self._base) > MAX_BASE_ENTRIES or self._base_bytes > MAX_BASE_BYTES:
-                        (a, b), _ = self._base.popitem(last=False)
-                        self._base_bytes -= len(a) + len(b)
+        if key is not None:
+            self._base.put(key, n, len(key[0]) + len(key[1]))
         return n
 

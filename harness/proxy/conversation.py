@@ -28,6 +28,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from .memo import SizedLRU
+
 MAX_BRANCHES = 4
 
 
@@ -192,22 +194,10 @@ def message_key(msg) -> bytes:
         frozen = _frozen(msg, 0, size)
     except _Unfrozen:
         return _repr_digest(msg)
-    with _keys_lock:
-        key = _keys.get(frozen)
-        if key is not None:
-            _keys.move_to_end(frozen)
-            return key
-    key = _key(msg, frozen, size)
-    if size[0] <= MAX_KEYED_CHARS:
-        global _keyed_chars
-        with _keys_lock:
-            if frozen not in _keys:
-                _keys[frozen] = key
-                _sizes[frozen] = size[0]
-                _keyed_chars += size[0]
-                while _keyed_chars > MAX_KEYED_CHARS:
-                    old, _ = _keys.popitem(last=False)
-                    _keyed_chars -= _sizes.pop(old)
+    key = _keys.get(frozen)
+    if key is None:
+        key = _key(msg, frozen, size)
+        _keys.put(frozen, key, size[0])
     return key
 
 
@@ -284,10 +274,7 @@ def _frozen_digest(frozen) -> bytes:
 
 
 MAX_KEYED_CHARS = 32_000_000   # text held by the digests remembered (evicted oldest first)
-_keys: OrderedDict[tuple, bytes] = OrderedDict()
-_sizes: dict[tuple, int] = {}
-_keyed_chars = 0
-_keys_lock = threading.Lock()
+_keys = SizedLRU(None, MAX_KEYED_CHARS)   # frozen message -> digest, bounded by the text held
 # Tags of the frozen form: distinct values freeze to distinct tuples, exactly as their reprs
 # without markers differ (1, 1.0 and True are equal in Python, not in a message).  A str stands
 # for itself.  ``cache_control`` entries are left out, as _without_markers leaves them out (at

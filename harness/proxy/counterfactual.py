@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from .analysis import _compact, _count, content_texts, message_texts, tool_definitions
 from .conversation import message_key
+from .memo import SizedLRU
 from .request_blocks import ANTHROPIC, OPENAI, RESPONSES
 from .responses_api import chat_view
 
@@ -139,13 +140,10 @@ def _plain_tools(body: dict, api: str) -> bool:
 # the one counted.  Pickling a definition costs a fifth of freezing it (see .conversation).
 MAX_TOOL_ENTRIES = 1024
 MAX_TOOL_BYTES = 4_000_000
-_tool_memo: OrderedDict[tuple, tuple[bytes, int]] = OrderedDict()
-_tool_bytes = 0
-_tool_lock = threading.Lock()
+_tool_memo = SizedLRU(MAX_TOOL_ENTRIES, MAX_TOOL_BYTES)   # -> (block digest, tokens)
 
 
 def _tool_block(tool, api: str) -> tuple[bytes, int]:
-    global _tool_bytes
     memo_key = None
     if type(tool) is dict:
         try:
@@ -153,22 +151,14 @@ def _tool_block(tool, api: str) -> tuple[bytes, int]:
         except Exception:   # not a JSON value: computed, not remembered
             memo_key = None
     if memo_key is not None:
-        with _tool_lock:
-            hit = _tool_memo.get(memo_key)
-            if hit is not None:
-                _tool_memo.move_to_end(memo_key)
-                return hit
+        hit = _tool_memo.get(memo_key)
+        if hit is not None:
+            return hit
     fn = tool.get("function") if api == OPENAI and isinstance(tool, dict) else None
     text = _compact(fn) if isinstance(fn, dict) else _compact(tool)   # as tool_definitions writes it
     entry = (message_key(["tool", tool]), _count(text))
-    if memo_key is not None and len(memo_key[1]) <= MAX_TOOL_BYTES:
-        with _tool_lock:
-            if memo_key not in _tool_memo:
-                _tool_memo[memo_key] = entry
-                _tool_bytes += len(memo_key[1])
-                while _tool_bytes > MAX_TOOL_BYTES or len(_tool_memo) > MAX_TOOL_ENTRIES:
-                    old, _ = _tool_memo.popitem(last=False)
-                    _tool_bytes -= len(old[1])
+    if memo_key is not None:
+        _tool_memo.put(memo_key, entry, len(memo_key[1]))
     return entry
 
 

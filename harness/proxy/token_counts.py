@@ -16,10 +16,9 @@ Least recently used texts go first once ``max_chars`` of text or
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 from memstrata.compressor.tokens import count_tokens
+
+from .memo import SizedLRU
 
 MAX_CHARS = 32_000_000     # about 130 agent requests of 250 KB, every text distinct
 MAX_ENTRIES = 200_000
@@ -27,30 +26,22 @@ MAX_ENTRIES = 200_000
 
 class TextCounts:
     def __init__(self, max_chars: int = MAX_CHARS, max_entries: int = MAX_ENTRIES):
-        self._d: OrderedDict[str, int] = OrderedDict()
-        self._lock = threading.Lock()
+        self._d = SizedLRU(max_entries, max_chars)
         self.max_chars = max_chars
         self.max_entries = max_entries
-        self.chars = 0
+
+    @property
+    def chars(self) -> int:
+        """Characters of the texts held."""
+        return self._d.size
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        with self._lock:
-            n = self._d.get(text)
-            if n is not None:
-                self._d.move_to_end(text)
-                return n
-        n = count_tokens(text)  # outside the lock: encoding releases the GIL, others keep counting
-        if len(text) > self.max_chars:
-            return n
-        with self._lock:
-            if text not in self._d:
-                self._d[text] = n
-                self.chars += len(text)
-                while self.chars > self.max_chars or len(self._d) > self.max_entries:
-                    old, _ = self._d.popitem(last=False)
-                    self.chars -= len(old)
+        n = self._d.get(text)
+        if n is None:
+            n = count_tokens(text)  # outside the memo's lock: encoding releases the GIL, others keep counting
+            self._d.put(text, n, len(text))
         return n
 
     def __len__(self) -> int:

@@ -106,12 +106,12 @@ def test_a_resent_tool_definition_is_not_written_out_again(monkeypatch):
 
 
 def test_remembered_tool_blocks_are_bounded(monkeypatch):
-    monkeypatch.setattr(counterfactual, "MAX_TOOL_ENTRIES", 3)
+    monkeypatch.setattr(counterfactual._tool_memo, "max_entries", 3)
     for i in range(10):
         body = anthropic_body([tool(f"Bounded{i}")])
         assert prompt_blocks(body, "anthropic", "m") == computed_blocks(body, "anthropic", "m")
     assert len(counterfactual._tool_memo) <= 3
-    assert counterfactual._tool_bytes == sum(len(k[1]) for k in counterfactual._tool_memo)
+    assert counterfactual._tool_memo.size == sum(len(k[1]) for k in counterfactual._tool_memo)
 
 
 @pytest.mark.parametrize("api,body", BODIES)

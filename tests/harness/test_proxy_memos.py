@@ -246,7 +246,7 @@ def test_remembered_base_counts_are_bounded(shop_ws, monkeypatch):
         body = {"system": f"System prompt number {i}. " * 40}
         assert comp._base_tokens(body) == count_tokens(body["system"])
     assert len(comp._base) == 3
-    assert comp._base_bytes == sum(len(a) + len(b) for a, b in comp._base)
+    assert comp._base.size == sum(len(a) + len(b) for a, b in comp._base)
 
 
 def test_remembered_token_counts_are_exact_and_bounded():
