@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -44,6 +45,12 @@ ANSWER_CAPTURE_BYTES = 8 * 1024 * 1024  # enough answer to measure; the client s
 MAX_URL_CHARS = 8192      # path + query; longer gets 414 (the upstream hop could not carry it anyway)
 MAX_JSON_DEPTH = 100      # real requests nest about 10 deep; deeper is refused before anything walks it
 INLINE_BODY_BYTES = 64 * 1024  # smaller bodies are prepared on the event loop (a thread hop costs more)
+# Larger ones are prepared on worker threads, at most this many at once (at least 2, so one long
+# preparation never holds up every other).  Preparing is Python holding the interpreter lock, so
+# more threads than cores do no more work: with dozens of agents in flight they only take turns,
+# every request's preparation is stretched over everyone's time slices and the event loop waits
+# its turn among them.  At 32 concurrent agents that doubled the compressed path's p95.
+PREPARING_THREADS = max(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2)
 MAX_CONNECTIONS = 512     # to the upstreams, over all pools
 MAX_KEEPALIVE = 128
 UPSTREAM_POOLS = 8
@@ -82,9 +89,11 @@ class Proxy:
         self._turn = 0
         self.session_id: int | None = None
         self.stats = {"requests": 0, "compressed": 0, "errors": 0}
+        self._preparing: anyio.CapacityLimiter | None = None
 
     async def start(self) -> None:
         c = self.config
+        self._preparing = anyio.CapacityLimiter(PREPARING_THREADS)  # made on the event loop it serves
         # Several small connection pools instead of one large one: httpx's pool walks all its
         # connections (polling every idle socket) each time a request starts or an answer ends,
         # which with dozens of agents in flight cost more CPU than relaying their bodies.
@@ -125,7 +134,7 @@ class Proxy:
         # Parsing, compressing and re-serializing a large body runs on a worker thread, so the
         # event loop keeps relaying other answers meanwhile.
         if len(raw) > INLINE_BODY_BYTES:
-            prepared = await anyio.to_thread.run_sync(self._prepare, raw, api)
+            prepared = await anyio.to_thread.run_sync(self._prepare, raw, api, limiter=self._preparing)
         else:
             prepared = self._prepare(raw, api)
         if prepared.error is not None:

@@ -1,6 +1,8 @@
 """Compression through the running proxy: official SDKs -> uvicorn(memstrata) -> uvicorn(stub provider)."""
 
 import copy
+import threading
+import time
 import json
 
 import anthropic
@@ -154,3 +156,43 @@ def test_tool_results_numbered_by_the_tool_keep_their_numbers(shop_ws, stub, rec
     numbered = cat_n(read(shop_ws, "shop/orders.py"), arrow=True).split("\n")
     start = next(i for i, ln in enumerate(numbered) if "def refund(" in ln)
     assert "\n".join(numbered[start:start + 8]) in text and "[memstrata: lines " in text
+
+
+def test_large_requests_are_prepared_a_few_at_a_time(shop_ws, stub, received, monkeypatch):
+    # Preparing is Python under the interpreter lock: more threads than cores only take turns.
+    # Six large requests at once are prepared at most PREPARING_THREADS at a time, and all answered.
+    from concurrent.futures import ThreadPoolExecutor
+    from memstrata.harness.proxy import forward
+
+    monkeypatch.setattr(forward, "PREPARING_THREADS", 2)
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False, compression=SETTINGS)
+    app = build_app(shop_ws, HarnessConfig(proxy=cfg, mount_mcp=False))
+    inside, peak, lock = [0], [0], threading.Lock()
+    with ServerThread(app) as server:
+        compressor = app.state.harness.proxy.compressor
+        real = compressor.compress
+
+        def slow(body, api):
+            with lock:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            try:
+                time.sleep(0.3)  # the lock is released: only the limiter keeps the others out
+                return real(body, api)
+            finally:
+                with lock:
+                    inside[0] -= 1
+
+        monkeypatch.setattr(compressor, "compress", slow)
+        note = "Order.refund compares now - shipped_at with REFUND_WINDOW. " * 1500  # > 64 KB
+        assert len(note) > forward.INLINE_BODY_BYTES
+
+        def ask(i: int) -> str:
+            reply = ant(server).messages.create(model="claude-sonnet-4-5", max_tokens=64, messages=[
+                {"role": "user", "content": f"Question {i}: {note}"}])
+            return reply.content[0].text
+
+        with ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(ask, range(6)))
+    assert all(answers) and len(received) == 6
+    assert peak[0] == 2
