@@ -249,12 +249,8 @@ class RequestPass:
         pastes: list[tuple[int, BlockPlan]] = []
         for k, (p, f) in enumerate(zip(pieces, found)):
             if p.kind == "result":
-                same = self._earlier_whole_copy(p)
-                if same is not None:
-                    form = (f"[memstrata: the same text as the earlier read of {p.path} (lines {p.lines[0]}-"
-                            f"{p.lines[1]}, tool use {same.tool_use_id}); not repeated]")
-                    out[k] = dataclasses.replace(_with_form(p, form, "pointer", self.tokens.count(form)),
-                                                 same_as=same.tool_use_id)
+                if (pointer := self._same_text_pointer(p)) is not None:
+                    out[k] = pointer
                 elif (near := self._near_copy_form(p, f.block)) is not None:
                     out[k] = near
                 elif p.tokens >= max(self.s.min_tokens, (limits := self._arrival_limits(p))[0]):
@@ -334,6 +330,19 @@ class RequestPass:
                     return None
                 return dataclasses.replace(_with_form(p, form, "pointer", tokens, kept), same_as=q.tool_use_id)
         return None
+
+    def _same_text_pointer(self, p: PieceState) -> PieceState | None:
+        """A re-read identical to an earlier whole read still in the context, as a pointer to it;
+        None when there is none, or when the text is shorter than the pointer (a small file)."""
+        same = self._earlier_whole_copy(p)
+        if same is None:
+            return None
+        form = (f"[memstrata: the same text as the earlier read of {p.path} (lines {p.lines[0]}-"
+                f"{p.lines[1]}, tool use {same.tool_use_id}); not repeated]")
+        tokens = self.tokens.count(form)
+        if tokens >= p.tokens:
+            return None
+        return dataclasses.replace(_with_form(p, form, "pointer", tokens), same_as=same.tool_use_id)
 
     def _earlier_whole_copy(self, p: PieceState) -> PieceState | None:
         for rec in reversed(self.records):

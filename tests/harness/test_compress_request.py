@@ -222,6 +222,19 @@ def test_repeated_read_is_deduplicated(shop_ws, settings):
     assert msgs[6]["content"][0]["tool_use_id"] == "toolu_03"
 
 
+@pytest.mark.parametrize("settings", [CUT, AGENT], ids=["no-compaction", "compaction"])
+def test_a_reread_shorter_than_its_pointer_goes_as_sent(shop_ws, settings):
+    # A four-line file read twice: the pointer that would stand for it is longer than the file.
+    comp = Compressor(shop_ws, settings)
+    agent = Agent(shop_ws, QUESTION)
+    main = 'import shop\n\nif __name__ == "__main__":\n    shop.main()\n'
+    agent.read("shop/__main__.py", main)
+    agent.read("shop/pricing.py")
+    body = agent.read("shop/__main__.py", main)
+    res = comp.compress(body, "anthropic")
+    assert result_text(forwarded(res, body)[6]) == result_text(body["messages"][6])
+
+
 def test_a_rewritten_reread_makes_the_earlier_copy_a_pointer_at_compaction(shop_ws):
     comp = Compressor(shop_ws, CompressionSettings.for_mode("safe", min_tokens=400, trigger=2000,
                                                              clear_at_least=1000, keep_tool_uses=3))
