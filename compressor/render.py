@@ -188,15 +188,24 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
         pieces.append((ln, ln, lines[ln - 1], "import"))
     nodes = {u.node for u in units}
     headers: set[str] = set()
+    impl_headers: set[int] = set()
     for u in units:
-        # A member shown without its enclosing class gets the class header.
+        # A member shown without its enclosing class gets the class header.  Only a definition
+        # that encloses the member's text frames it: a Go or Rust method is written outside its
+        # type, and the type's header above it would read as if it held the method.
         p = None if compact else u.parent
         while p and p not in nodes and p not in headers and p in graph:
             headers.add(p)
             pd = graph.node(p)
-            p_end = signature_end(lines, pd["start_line"], pd["end_line"], pd["signature"])
-            pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end]), "header"))
+            if pd["start_line"] <= u.start and u.end <= pd["end_line"]:
+                p_end = signature_end(lines, pd["start_line"], pd["end_line"], pd["signature"])
+                pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end]), "header"))
             p = _parent_of(p, graph)
+        # A Rust method's block is its `impl` (which trait, which generics), no definition of its own.
+        header = None if compact or doc.language != "rust" else _impl_header(lines, u.start)
+        if header is not None and header[0] not in impl_headers:
+            impl_headers.add(header[0])
+            pieces.append((header[0], header[1], "\n".join(lines[header[0] - 1 : header[1]]), "header"))
         has_members = any(v.node.startswith(u.node + ".") for v in units)
         if u.mode == SIG and has_members:
             d = graph.node(u.node)
@@ -226,6 +235,34 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
             out.append("")
         out.append(f"{c} ... lines {last + 1}-{len(lines)} omitted")
     return "\n".join(out)
+
+
+IMPL_HEADER_LINES = 12  # an impl header with a long where clause; past this it is not looked for
+
+
+def _impl_header(lines: list[str], start: int) -> tuple[int, int] | None:
+    """The lines (first, last; 1-based) of the ``impl`` header whose block holds the definition
+    starting at line ``start``, or None when it is not inside one.  Read from the text: the
+    nearest line above indented less than the definition closes the header (``impl X {`` or the
+    ``{`` after a where clause); the header starts at the ``impl`` line at or above it."""
+    indent = len(lines[start - 1]) - len(lines[start - 1].lstrip()) if 0 < start <= len(lines) else 0
+    if indent == 0:
+        return None
+    k = start - 2
+    while k >= 0 and (not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) >= indent):
+        k -= 1
+    if k < 0 or not lines[k].rstrip().endswith("{"):
+        return None
+    for first in range(k, max(k - IMPL_HEADER_LINES, -1), -1):
+        head = lines[first].strip()
+        if first < k and head.endswith(("{", "}", ";")):
+            return None  # the end of something else: the block is not an impl's
+        if _IMPL.match(head):
+            return first + 1, k + 1
+    return None
+
+
+_IMPL = re.compile(r"(?:unsafe\s+)?impl\b")
 
 
 def _import_lines(doc: FileDoc, shown_files: set[str]) -> list[int]:

@@ -122,3 +122,102 @@ def test_a_signature_one_argument_a_line_is_shown_without_its_body():
     assert signature_end(lines, 1, len(lines), sig) == 4
     lines = ["@decorator", "def f(", "    a,", "):", "    pass"]
     assert signature_end(lines, 1, len(lines), "def f( a, ):") == 4
+
+
+RUST_SOURCE = '''
+use std::fmt;
+
+pub struct Ledger {
+    rows: Vec<u64>,
+}
+
+impl<T> From<T> for Ledger
+where
+    T: IntoIterator<Item = u64>,
+{
+    fn from(rows: T) -> Self {
+        Ledger { rows: rows.into_iter().collect() }
+    }
+}
+
+impl Ledger {
+    /// Entries kept so far.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn settle(&mut self) -> u64 {
+        let total = self.rows.iter().sum();
+        self.rows.clear();
+        total
+    }
+}
+
+impl fmt::Display for Ledger {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} rows", self.rows.len())
+    }
+}
+'''
+
+GO_SOURCE = '''
+package ledger
+
+type Ledger struct {
+\trows []uint64
+}
+
+// Settle sums the rows and clears them.
+func (l *Ledger) Settle() uint64 {
+\tvar total uint64
+\tfor _, r := range l.rows {
+\t\ttotal += r
+\t}
+\tl.rows = nil
+\treturn total
+}
+'''
+
+
+def _padded(source: str, filler: str) -> str:
+    """The source with forty unrelated functions after it: large enough to be shown in part."""
+    return source.lstrip("\n") + "".join(filler.format(k=k) for k in range(40))
+
+
+@pytest.fixture(scope="module")
+def typed_ws(tmp_path_factory):
+    root = tmp_path_factory.mktemp("typed") / "proj"
+    root.mkdir()
+    (root / "ledger.rs").write_text(_padded(RUST_SOURCE, "\npub fn spare_{k}(x: u64) -> u64 {{\n    x * {k} + 1\n}}\n"))
+    (root / "ledger.go").write_text(_padded(GO_SOURCE, "\nfunc Spare{k}(x uint64) uint64 {{\n\treturn x*{k} + 1\n}}\n"))
+    with Workspace.open(root) as w:
+        w.index()
+        yield w
+
+
+def test_a_rust_method_is_framed_by_its_impl_header_not_its_struct(typed_ws):
+    text = context_query(typed_ws, "`settle` and `fmt`", max_tokens=300).context
+    section = text.split("// ledger.rs\n", 1)[1].split("\n\n// ledger.", 1)[0]
+    assert "impl Ledger {\n" in section and section.index("impl Ledger {") < section.index("pub fn settle(")
+    assert "impl fmt::Display for Ledger {\n    fn fmt(" in section
+    assert section.count("impl Ledger {") == 1  # one header for the methods of one block
+    # The struct holds no method: it frames none (shown, it is shown with its fields).
+    assert "pub struct Ledger {\n//" not in section and "pub struct Ledger {\n\n" not in section
+
+
+def test_an_impl_header_with_a_where_clause_is_shown_whole():
+    from memstrata.compressor.render import _impl_header
+
+    lines = RUST_SOURCE.lstrip("\n").split("\n")
+    start = next(i for i, ln in enumerate(lines, 1) if "fn from(" in ln)
+    first, last = _impl_header(lines, start)
+    assert lines[first - 1] == "impl<T> From<T> for Ledger" and lines[last - 1] == "{"
+    top = next(i for i, ln in enumerate(lines, 1) if ln.startswith("pub struct"))
+    assert _impl_header(lines, top) is None and _impl_header(lines, top + 1) is None  # a field is in no impl
+
+
+def test_a_go_method_goes_without_its_struct_header(typed_ws):
+    text = context_query(typed_ws, "`settle` and `fmt`", max_tokens=300).context
+    section = text.split("// ledger.go\n", 1)[1].split("\n\n// ledger.", 1)[0]
+    assert "func (l *Ledger) Settle() uint64 {" in section
+    assert "type Ledger struct {\n//" not in section and "type Ledger struct {\n\n" not in section
