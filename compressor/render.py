@@ -194,15 +194,17 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
         # that encloses the member's text frames it: a Go or Rust method is written outside its
         # type, and the type's header above it would read as if it held the method.
         p = None if compact else u.parent
+        outermost = u.start
         while p and p not in nodes and p not in headers and p in graph:
             headers.add(p)
             pd = graph.node(p)
             if pd["start_line"] <= u.start and u.end <= pd["end_line"]:
                 p_end = signature_end(lines, pd["start_line"], pd["end_line"], pd["signature"])
                 pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end]), "header"))
+                outermost = pd["start_line"]
             p = _parent_of(p, graph)
         # A Rust method's block is its `impl` (which trait, which generics), no definition of its own.
-        header = None if compact or doc.language != "rust" else _impl_header(lines, u.start)
+        header = None if compact or doc.language != "rust" else _impl_header(lines, outermost)
         if header is not None and header[0] not in impl_headers:
             impl_headers.add(header[0])
             pieces.append((header[0], header[1], "\n".join(lines[header[0] - 1 : header[1]]), "header"))

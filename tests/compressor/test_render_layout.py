@@ -221,3 +221,12 @@ def test_a_go_method_goes_without_its_struct_header(typed_ws):
     section = text.split("// ledger.go\n", 1)[1].split("\n\n// ledger.", 1)[0]
     assert "func (l *Ledger) Settle() uint64 {" in section
     assert "type Ledger struct {\n//" not in section and "type Ledger struct {\n\n" not in section
+
+
+def test_a_function_nested_in_a_method_is_framed_by_the_impl_of_that_method():
+    from memstrata.compressor.render import _impl_header
+
+    lines = ["impl Ledger {", "    pub fn audit(&self) -> bool {", "        fn check(x: u64) -> bool {",
+             "            x > 0", "        }", "        self.rows.iter().all(|r| check(*r))", "    }", "}"]
+    assert _impl_header(lines, 2) == (1, 1)  # the method
+    assert _impl_header(lines, 3) is None  # the nested fn's block is the method's, not an impl
