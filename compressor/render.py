@@ -203,11 +203,14 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
                 pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end]), "header"))
                 outermost = pd["start_line"]
             p = _parent_of(p, graph)
-        # A Rust method's block is its `impl` (which trait, which generics), no definition of its own.
+        # A Rust method's block is its `impl` (which trait, for which type), no definition of its
+        # own.  Its first line says that; a where clause after it is left to the gap marker: a
+        # slice of generic code shows a dozen impl blocks, and their bounds would add a third to
+        # what the headers cost.
         header = None if compact or doc.language != "rust" else _impl_header(lines, outermost)
         if header is not None and header[0] not in impl_headers:
             impl_headers.add(header[0])
-            pieces.append((header[0], header[1], "\n".join(lines[header[0] - 1 : header[1]]), "header"))
+            pieces.append((header[0], header[0], lines[header[0] - 1], "header"))
         has_members = any(v.node.startswith(u.node + ".") for v in units)
         if u.mode == SIG and has_members:
             d = graph.node(u.node)

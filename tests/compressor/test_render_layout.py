@@ -205,7 +205,13 @@ def test_a_rust_method_is_framed_by_its_impl_header_not_its_struct(typed_ws):
     assert "pub struct Ledger {\n//" not in section and "pub struct Ledger {\n\n" not in section
 
 
-def test_an_impl_header_with_a_where_clause_is_shown_whole():
+def test_an_impl_header_is_its_first_line_its_where_clause_left_to_the_marker(typed_ws):
+    text = context_query(typed_ws, "`from`", max_tokens=300).context
+    section = text.split("// ledger.rs\n", 1)[1].split("\n\n// ledger.", 1)[0]
+    assert "impl<T> From<T> for Ledger\n    // ... lines 8-10 omitted\n    fn from(rows: T) -> Self {" in section
+
+
+def test_an_impl_header_is_found_above_its_where_clause():
     from memstrata.compressor.render import _impl_header
 
     lines = RUST_SOURCE.lstrip("\n").split("\n")
