@@ -211,8 +211,11 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
         if header is not None and header[0] not in impl_headers:
             impl_headers.add(header[0])
             pieces.append((header[0], header[0], lines[header[0] - 1], "header"))
-        has_members = any(v.node.startswith(u.node + ".") for v in units)
-        if u.mode == SIG and has_members:
+        # Members are told by their lines, not their names: a definition written inside a function
+        # need not be named under it (`obj.method = function` in a JavaScript closure), and a
+        # body elided whole would hide it while the slice counts it as shown.
+        if u.mode == SIG and any(v is not u and u.start <= v.start and v.end <= u.end
+                                 and (v.start, v.end) != (u.start, u.end) for v in units):
             d = graph.node(u.node)
             sig_end = signature_end(lines, u.start, u.end, d["signature"])
             pieces.append((u.start, sig_end, "\n".join(lines[u.start - 1 : sig_end]), "header"))

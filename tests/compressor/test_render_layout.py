@@ -236,3 +236,29 @@ def test_a_function_nested_in_a_method_is_framed_by_the_impl_of_that_method():
              "            x > 0", "        }", "        self.rows.iter().all(|r| check(*r))", "    }", "}"]
     assert _impl_header(lines, 2) == (1, 1)  # the method
     assert _impl_header(lines, 3) is None  # the nested fn's block is the method's, not an impl
+
+
+def test_a_definition_inside_an_elided_function_is_shown_though_not_named_under_it(tmp_path):
+    """A JavaScript closure's `client.json = function` is named `client.json`, not
+    `makeClient.client.json`: the function around it, shown as its signature, must not
+    elide the lines of a member the slice shows whole."""
+    from memstrata.compressor.render import SIG, render, unit_for
+    from memstrata.compressor.slice import _Docs
+
+    filler = "".join(f"  const step{k} = base + '{k}';\n" for k in range(30))
+    (tmp_path / "client.js").write_text(
+        "export function makeClient(base) {\n  const client = {};\n" + filler
+        + "  client.json = function (path) {\n    const url = base + path;\n"
+        + "    return fetch(url).then((r) => r.json());\n  };\n  return client;\n}\n")
+    with Workspace.open(tmp_path) as w:
+        w.index()
+        graph = w.graph
+        docs = _Docs(w, graph)
+        docs.load(["client.js"])
+        outer = unit_for("client.js::makeClient", graph, 1.0)
+        outer.mode = SIG
+        inner = unit_for("client.js::client.json", graph, 0.5)
+        text = render({"client.js": docs.get("client.js")}, [outer, inner], graph, ["client.js"])
+    assert "export function makeClient(base) {\n  // ... lines 2-32 omitted\n  client.json = function (path) {" in text
+    assert "    return fetch(url).then((r) => r.json());\n  };" in text
+    assert "lines elided" not in text
