@@ -178,10 +178,10 @@ class Proxy:
         except (ValueError, UnicodeDecodeError) as exc:
             return _Prepared(error=f"request body is not valid JSON: {_json_reason(exc)}")
         except RecursionError:
-            body = None
-        if body is None or _too_deep(body, MAX_JSON_DEPTH):
             return _Prepared(error=f"request body is nested more than {MAX_JSON_DEPTH} levels deep")
-        if not isinstance(body, dict):
+        if _too_deep(body, MAX_JSON_DEPTH):
+            return _Prepared(error=f"request body is nested more than {MAX_JSON_DEPTH} levels deep")
+        if not isinstance(body, dict):  # JSON null, a number, a list
             return _Prepared(error="request body must be a JSON object")
         c0 = time.perf_counter()
         try:
