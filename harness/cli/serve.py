@@ -233,7 +233,8 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
           f"  dashboard: {base}/\n"
           f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {shown_url(proxy.openai_base)}\n"
           f"  Anthropic: ANTHROPIC_BASE_URL={base}/anthropic  -> {shown_url(proxy.anthropic_base)}\n"
-          f"  MCP:       {base}/mcp    status: {base}/status    metrics: {base}/metrics\n"
+          + (f"  MCP:       {base}/mcp    " if args.mcp else "  MCP:       off (--no-mcp)    ")
+          + f"status: {base}/status    metrics: {base}/metrics\n"
           f"  compression {args.compress}; Ctrl-C stops", file=sys.stderr, flush=True)
     # uvicorn's own access log stays off: --access-log is MemStrata's (harness/proxy/accesslog.py),
     # which never prints a query string and adds token counts.

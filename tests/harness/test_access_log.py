@@ -68,6 +68,14 @@ def test_no_access_log_without_the_flag(tmp_path, memstrata_home, upstream):
     assert access_lines(serve) == []
 
 
+def test_the_banner_says_mcp_is_off_with_no_mcp(tmp_path, memstrata_home, upstream):
+    project = copy_project(tmp_path / "proj")
+    with Serve(project, cli_env(memstrata_home), "--no-watch", "--no-mcp") as serve:
+        assert httpx.post(serve.url + "/mcp", json={}).status_code == 404
+    banner = [line for line in serve.lines if line.strip().startswith("MCP:")]
+    assert len(banner) == 1 and "off (--no-mcp)" in banner[0] and "/mcp" not in banner[0]
+
+
 def test_a_path_cannot_forge_a_line(tmp_path, memstrata_home, upstream, wait_until):
     project = copy_project(tmp_path / "proj")
     with Serve(project, cli_env(memstrata_home), "--openai-upstream", upstream + "/v1", "--no-watch",
