@@ -20,7 +20,7 @@ from .languages import language_for_path
 from .model import ImportFact
 from .parse import EXTRACTOR_VERSION
 from .project import writer_lock
-from .scan import DEFAULT_MAX_FILE_BYTES, PathFilter, scan_project
+from .scan import DEFAULT_MAX_FILE_BYTES, PathFilter, printable_path, scan_project
 from .worker import (
     Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
 )
@@ -236,7 +236,7 @@ class Indexer:
                     if rel in states:
                         gone.append(rel)
                     if reason is not None and reason != "unsupported_language":
-                        excluded.append((rel, reason))
+                        excluded.append((printable_path(rel), reason))
                     continue
                 try:
                     st = abs_path.stat()

@@ -37,6 +37,7 @@ EXCLUDED = "excluded_dir"
 UNSUPPORTED = "unsupported_language"
 OUTSIDE = "symlink_outside_project"
 VANISHED = "vanished"
+NAME_NOT_UTF8 = "name_not_utf8"
 
 
 @dataclass(slots=True, frozen=True)
@@ -122,6 +123,12 @@ def _walk(root: Path, rel_dir: str, abs_dir: str, ignores: _Ignores, cap: int, o
     try:
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not is_utf8_path(entry.name):
+                # The index, its answers and the MCP wire all carry paths as UTF-8 text; a name
+                # that is not (bytes a Latin-1 or Shift-JIS system wrote) is reported, shown with
+                # U+FFFD for its undecodable bytes, and left out with everything under it.
+                out.skipped.append((printable_path(rel), NAME_NOT_UTF8, None))
+                continue
             try:
                 is_link = entry.is_symlink()
                 is_dir = entry.is_dir(follow_symlinks=False)
@@ -144,6 +151,21 @@ def _walk(root: Path, rel_dir: str, abs_dir: str, ignores: _Ignores, cap: int, o
 
 def _entry_name(entry: os.DirEntry) -> str:
     return entry.name
+
+
+def is_utf8_path(path: str) -> bool:
+    """Whether a path from the file system is valid UTF-8 (Python keeps undecodable bytes of a
+    name as lone surrogates, which no UTF-8 encoder, SQLite's included, accepts)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def printable_path(path: str) -> str:
+    """``path`` with each undecodable byte of its name shown as U+FFFD."""
+    return os.fsencode(path).decode("utf-8", "replace")
 
 
 def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> None:
@@ -280,6 +302,8 @@ class PathFilter:
 
     def excluded_reason(self, rel: str) -> str | None:
         """Why ``rel`` (a file path) is outside the index, or None if it belongs in it."""
+        if not is_utf8_path(rel):
+            return NAME_NOT_UTF8
         parts = rel.split("/")
         for i, part in enumerate(parts[:-1]):
             if is_excluded_dir(part):

@@ -33,7 +33,8 @@ from pathlib import Path
 
 from memstrata.indexer.languages import language_for_path
 from memstrata.indexer.parse import parse_source
-from memstrata.indexer.scan import EXCLUDED, IGNORED, OUTSIDE, UNREADABLE, PathFilter, is_excluded_dir
+from memstrata.indexer.scan import (EXCLUDED, IGNORED, NAME_NOT_UTF8, OUTSIDE, UNREADABLE, PathFilter, is_excluded_dir,
+                                    is_utf8_path, printable_path)
 
 MAX_PROSE_CHARS = 1500
 MAX_CODE_CHARS = 4000
@@ -143,6 +144,9 @@ def walk_documents(root: Path, flt: DocumentFilter | None = None,
             continue
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not is_utf8_path(entry.name):  # stored and served as UTF-8 text: reported, left out
+                skip(printable_path(rel), NAME_NOT_UTF8)
+                continue
             try:
                 if entry.is_dir(follow_symlinks=False):
                     reason = flt.dir_excluded_reason(rel)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from memstrata.indexer.watcher import Changes
 from memstrata.indexer.worker import Skipped, process_file, read_bytes
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import Store
@@ -72,6 +73,27 @@ def test_syntax_error_indexes_what_parses_and_marks_the_file(proj, run_cli):
     assert status["syntax_errors"] == 1
     assert status["files_indexed"] == 2
     assert status["status"] == "ready"
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_indexed(proj, run_cli):
+    # Bytes a Latin-1 system wrote in a name: the file and a directory so named are left out,
+    # named in the skipped list with U+FFFD, and the run (and every later one) finishes.
+    os.makedirs(os.fsencode(proj) + b"/lib\xe9", exist_ok=True)
+    for name in (b"/bad\xffname.py", b"/lib\xe9/inner.py"):
+        with open(os.fsencode(proj) + name, "wb") as fh:
+            fh.write(b"def hidden():\n    return 1\n")
+    (proj / "after.py").write_text("def also_fine():\n    return 2\n")
+    for _ in range(2):
+        summary, ws = index(proj)
+        with ws:
+            assert symbols(ws.store, "after.py") == {"also_fine"} and symbols(ws.store, "ok.py") == {"fine"}
+            assert {p: r for p, r in skipped(ws.store).items() if r == "name_not_utf8"} == {
+                "bad\ufffdname.py": "name_not_utf8", "lib\ufffd": "name_not_utf8"}
+            # What the watcher hands over for such a file is set aside the same way.
+            ws.apply_changes(Changes({os.fsdecode(b"bad\xffname.py"), "after.py"}, {os.fsdecode(b"lib\xe9")}))
+            assert ws.store.get_meta("status") == "ready"
+    shown = run_cli("status", str(proj), "--skipped")
+    assert shown.returncode == 0 and "name_not_utf8" in shown.stdout
 
 
 # -- encodings -------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from memstrata.kura.chunking import (MAX_CODE_CHARS, MAX_PROSE_CHARS, SkipDocument, chunk_document,
@@ -87,3 +89,16 @@ def test_walk_skips_hidden_ignored_binary_extensions(tmp_path):
     (tmp_path / "pic.JPG").write_bytes(b"x")
     (tmp_path / "notes.md").write_text("x")
     assert sorted(d.path for d in walk_documents(tmp_path)) == ["notes.md", "sub/keep.txt"]
+
+
+def test_walk_reports_a_name_that_is_not_utf8_and_goes_on(tmp_path):
+    base = os.fsencode(tmp_path)
+    os.makedirs(base + b"/d\xe9", exist_ok=True)
+    for name in (b"/bad\xff.md", b"/d\xe9/in.md"):
+        with open(base + name, "wb") as fh:
+            fh.write(b"text")
+    (tmp_path / "notes.md").write_text("x")
+    skipped = []
+    found = [d.path for d in walk_documents(tmp_path, on_skip=lambda rel, reason: skipped.append((rel, reason)))]
+    assert found == ["notes.md"]
+    assert sorted(skipped) == [("bad\ufffd.md", "name_not_utf8"), ("d\ufffd", "name_not_utf8")]
