@@ -135,6 +135,12 @@ def _walk(root: Path, rel_dir: str, abs_dir: str, ignores: _Ignores, cap: int, o
             except OSError:
                 out.skipped.append((rel, UNREADABLE, None))
                 continue
+            if is_link and _is_dir_link(entry):
+                # Never walked (no loops): one inside the project is walked under its real path;
+                # one leading outside is reported as such, like a file symlink leading outside.
+                if not _inside(root, entry.path):
+                    out.skipped.append((rel + "/", OUTSIDE, None))
+                continue
             if is_dir:
                 if is_excluded_dir(entry.name):
                     out.skipped.append((rel + "/", EXCLUDED, None))
@@ -151,6 +157,21 @@ def _walk(root: Path, rel_dir: str, abs_dir: str, ignores: _Ignores, cap: int, o
 
 def _entry_name(entry: os.DirEntry) -> str:
     return entry.name
+
+
+def _is_dir_link(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=True)
+    except OSError:  # a dangling link or a loop: _consider_file reports it
+        return False
+
+
+def _inside(root: Path, path: str) -> bool:
+    try:
+        Path(os.path.realpath(path)).relative_to(root)
+    except ValueError:
+        return False
+    return True
 
 
 def is_utf8_path(path: str) -> bool:
@@ -182,14 +203,10 @@ def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> 
     except OSError:
         out.skipped.append((rel, UNREADABLE if is_link else VANISHED, None))
         return
-    if is_link:
-        # A symlinked directory is never walked; a symlinked file is indexed
-        # only when it points inside the project.
-        try:
-            Path(os.path.realpath(entry.path)).relative_to(root)
-        except ValueError:
-            out.skipped.append((rel, OUTSIDE, None))
-            return
+    if is_link and not _inside(root, entry.path):
+        # A symlinked file is indexed only when it points inside the project.
+        out.skipped.append((rel, OUTSIDE, None))
+        return
     if not stat.S_ISREG(st.st_mode):
         return
     if st.st_size > cap:

@@ -199,6 +199,7 @@ def test_symlink_loops_do_not_hang(proj, tmp_path):
     outside = tmp_path / "outside.py"
     outside.write_text("def outside(): pass\n")
     os.symlink(outside, proj / "escape.py")
+    os.symlink(tmp_path, proj / "escape_dir")  # a folder outside: reported as such, not as a language
     summary, ws = index(proj)
     with ws:
         assert ci.file_paths(ws.store) == ["a/mod_a.py", "alias.py", "b/mod_b.py", "ok.py"]
@@ -206,6 +207,8 @@ def test_symlink_loops_do_not_hang(proj, tmp_path):
         assert reasons["loop.py"] == "unreadable"
         assert reasons["dangling.py"] == "unreadable"
         assert reasons["escape.py"] == "symlink_outside_project"
+        assert reasons["escape_dir/"] == "symlink_outside_project"
+        assert not any(p.startswith(("here", "a/to_b", "b/to_a")) for p in reasons)  # links inside: their targets are walked
         assert symbols(ws.store, "alias.py") == {"fine"}
         again = ws.index()
         assert again.parsed == 0 and again.unchanged == 4
