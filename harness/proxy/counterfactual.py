@@ -204,8 +204,12 @@ def _tools(body: dict) -> list:
 
 
 def _items(body: dict) -> list:
+    """The input items as :func:`.responses_api.chat_view` reads them: a string is one user message,
+    any other value that is no list (a request the provider refuses) none."""
     items = body.get("input")
-    return [{"role": "user", "content": items}] if isinstance(items, str) else list(items or [])
+    if isinstance(items, str):
+        return [{"role": "user", "content": items}]
+    return list(items) if isinstance(items, list) else []
 
 
 def _marked(part) -> bool:

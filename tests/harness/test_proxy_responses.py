@@ -1,7 +1,9 @@
 """OpenAI's Responses API through the proxy: the openai SDK's ``client.responses`` -> memstrata -> stub."""
 
 import json
+import logging
 
+import httpx
 import openai
 import pytest
 
@@ -104,3 +106,29 @@ def test_tool_outputs_are_pieces_and_calls_stay(project, proxy, stub):  # noqa: 
 def test_upstream_error_passes_through(proxy, stub):
     with pytest.raises(openai.RateLimitError):
         client(proxy).responses.create(model="stub-429", input="hi")
+
+
+MALFORMED = [
+    {"model": "gpt-4o", "input": 5, "instructions": ["x"]},
+    {"model": "gpt-4o", "input": {"role": "user", "content": "hi there"}, "instructions": {"text": 3}},
+    {"model": "gpt-4o", "input": None, "instructions": 7, "tools": "none"},
+    {"model": "gpt-4o", "input": [5, "loose text", None, {"role": 3, "content": ["x", 1]},
+                                  {"type": "function_call", "name": 5, "arguments": {"a": 1}},
+                                  {"type": "function_call_output", "output": {"b": 2}}],
+     "instructions": [{"type": "input_text", "text": "be terse"}, 3], "tools": [None, 4]},
+]
+
+
+@pytest.mark.parametrize("body", MALFORMED)
+def test_a_malformed_request_is_forwarded_and_counted_without_a_warning(project, proxy, stub, body,  # noqa: F811
+                                                                        caplog):
+    # The provider answers a request of the wrong shape (with its own error); the proxy forwards it as
+    # sent, counts what it can count and bills the counterfactual, and has nothing to warn about.
+    with caplog.at_level(logging.WARNING):
+        r = httpx.post(proxy.url + "/v1/responses", json=body, headers={"authorization": f"Bearer {SENTINEL}"})
+        row = last_row(proxy, project)
+    assert r.status_code == 200 and stub.received[-1].json() == body
+    assert row.endpoint == "openai.responses" and row.counted and not row.compressed
+    assert row.tokens_original == row.tokens_forwarded == prompt_tokens(body, "responses")
+    assert row.cf_input_tokens == row.input_tokens and row.cf_cache_read_tokens == 0
+    assert [rec.getMessage() for rec in caplog.records if rec.levelno >= logging.WARNING] == []
