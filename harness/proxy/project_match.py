@@ -119,6 +119,12 @@ class ProjectMatcher:
     # -- file lines -----------------------------------------------------------------
 
     def file_lines(self, path: str) -> tuple[list[str], dict[str, list[int]]] | None:
+        """The indexed text of ``path`` as lines, and where each line occurs; None when the file
+        is not indexed or differs on disk from its index row (an edit the index has not caught up
+        with): a paste of the indexed text is then not the file any more, and the line numbers
+        of its markers would send an agent to the wrong lines."""
+        if self.ws.changed_on_disk([path]):
+            return None
         texts = ci.file_texts(self.ws.store, [path])
         text = texts.get(path)
         if text is None:

@@ -126,6 +126,28 @@ def test_edited_copy_and_vague_questions_leave_pastes_whole(shop_ws):
     assert comp.compress(vague, "openai").body is None  # it points at nothing: nothing can be elided safely
 
 
+def test_a_paste_of_a_file_edited_since_it_was_indexed_goes_whole(tmp_path):
+    """The index has not caught up with an edit (no watcher, or before it fires): a paste of the
+    indexed text is not the file on disk any more, and markers numbered from the index would
+    send the reader to the wrong lines."""
+    import shutil
+
+    from memstrata.indexer.workspace import Workspace
+
+    from .conftest import SHOP
+
+    root = tmp_path / "shop"
+    shutil.copytree(SHOP, root)
+    with Workspace.open(root) as ws:
+        ws.index()
+        indexed = read(ws, "shop/orders.py")
+        body = {"model": "m", "messages": [{"role": "user", "content": f"```python\n{indexed}```\n{QUESTION}"}]}
+        assert Compressor(ws, CUT).compress(body, "openai").changed  # while the file is as indexed
+        (root / "shop/orders.py").write_text("# a line the index has not seen\n" + indexed)
+        res = Compressor(ws, CUT).compress(body, "openai")
+        assert res.body is None, res.reason
+
+
 def test_blocks_the_question_does_not_point_at_are_elided_when_another_is(shop_ws):
     body = paste(shop_ws, "How is the VAT computed in tax_for?", "shop/pricing.py", "shop/inventory.py")
     res = Compressor(shop_ws, CUT).compress(body, "openai")
