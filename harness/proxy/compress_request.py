@@ -44,6 +44,7 @@ import pickle
 from dataclasses import dataclass, field
 
 from memstrata.compressor.block import BlockSettings
+from memstrata.storage import StoreError
 
 from .breakpoints import free_marks, mark_control, task_marks, with_mark
 from .compaction import (
@@ -200,9 +201,12 @@ class Compressor:
                 runs += 1
                 replaced += p.tokens
                 replacement += p.form_tokens
-                if p.path not in sources:
-                    sources.append(p.path)
-                symbols.extend(f"{p.path}::{q}" for q in p.kept)
+                # The ledger names files as the index does: an agent's absolute path (Claude Code
+                # writes them) would count one file twice and store where the project lives.
+                path = self._project_path(p.path)
+                if path not in sources:
+                    sources.append(path)
+                symbols.extend(f"{path}::{q}" for q in p.kept)
         for i in marked:
             # The proxy's breakpoints at the latest task starts (see .breakpoints).
             out_msgs[i] = with_mark(out_msgs[i], mark_control(body, i)) or out_msgs[i]
@@ -211,6 +215,15 @@ class Compressor:
         reason = "compaction step" if first_moved is not None else "compressed" if changed else "task breakpoints"
         return CompressionResult(out, reason, replaced_tokens=replaced, replacement_tokens=replacement, runs=runs,
                                  sources=sources, slice_symbols=list(dict.fromkeys(symbols)), **common)
+
+    def _project_path(self, written: str) -> str:
+        """The indexed path a tool or the user wrote as ``written`` (absolute, ``./x``), or
+        ``written`` itself when it names no single indexed file."""
+        try:
+            found = self.matcher.resolve_path(written)
+        except (StoreError, RuntimeError):  # a refreshing graph: the path as written
+            return written
+        return found[0] if len(found) == 1 else written
 
     def _base_tokens(self, body: dict) -> int:
         """Tokens of the system prompt and tool definitions, counted once per distinct pair.

@@ -356,6 +356,10 @@ def test_ten_turn_transcript_keeps_its_prefix_except_at_compaction_steps(shop_ws
             assert res.prefix_invalidated_tokens == 0
     assert 1 <= compactions <= 3  # rare, worthwhile steps
     assert all(r.conversation == steps[0][2].conversation for _, _, r in steps)
+    # The agent wrote absolute paths; the ledger gets the project's own, as the index names them.
+    cut = [r for _, _, r in steps if r.sources]
+    assert cut and all(set(r.sources) <= set(files) for r in cut)
+    assert all(sym.split("::", 1)[0] in files for r in cut for sym in r.slice_symbols)
     # The task's own words and the latest tool result are never cut.
     final = steps[-1][1]
     assert final[0] == steps[-1][0]["messages"][0]
