@@ -72,7 +72,8 @@ class Harness:
 
 
 class HostGuard:
-    """Refuses requests whose Host (or Origin, when sent) is not a loopback/allowed name."""
+    """Refuses requests whose Host (or Origin, when sent) is not a loopback/allowed name: every
+    copy of either header must be one."""
 
     def __init__(self, app, allowed: Iterable[str] = ()):
         self.app = app
@@ -81,23 +82,27 @@ class HostGuard:
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
-        host = origin = None
+        # Every copy of each header is checked: a request carrying a foreign one beside a local one
+        # is refused whichever comes first (what reads it behind this may take either copy).
+        hosts, origins = [], []
         for k, v in scope.get("headers", ()):
             if k == b"host":
-                host = v.decode("latin-1")
+                hosts.append(v.decode("latin-1"))
             elif k == b"origin":
-                origin = v.decode("latin-1")
+                origins.append(v.decode("latin-1"))
         problem = None
-        which = refused(host, origin, self.allowed)
-        if which == HOST:
+        host = next((h for h in hosts if refused(h, None, self.allowed) == HOST), None)
+        if host is not None or not hosts:
             problem = (421, f"MemStrata only answers requests addressed to localhost; refused Host "
                             f"{(host or '(none)')[:100]!r} (DNS-rebinding protection)")
-        elif which is not None:
-            problem = (403, f"MemStrata refuses cross-site requests; Origin {origin[:100]!r} is not local")
+        else:
+            origin = next((o for o in origins if refused(hosts[0], o, self.allowed) is not None), None)
+            if origin is not None:
+                problem = (403, f"MemStrata refuses cross-site requests; Origin {origin[:100]!r} is not local")
         if problem is None or scope["type"] != "http":
             if problem is not None:  # websocket: just close
                 return await send({"type": "websocket.close", "code": 1008})
-            if (host is not None and host != host.lower()) or (origin is not None and origin != origin.lower()):
+            if any(v != v.lower() for v in (*hosts, *origins)):
                 # Host names are case-insensitive; what is mounted behind (the MCP SDK's own check)
                 # compares exact strings, so it gets them as this check read them.
                 scope = dict(scope, headers=[(k, v.lower()) if k in (b"host", b"origin") else (k, v)

@@ -3,6 +3,7 @@
 import json
 import logging
 import shutil
+import socket
 from pathlib import Path
 
 import anthropic
@@ -391,6 +392,62 @@ def test_origin_null_and_non_web_origins_are_cross_site(proxy):
             assert r.status_code == 403, (origin, path, r.status_code)
     for origin in (proxy.url, f"http://localhost:{port}", f"http://[::1]:{port}", "https://localhost"):
         assert httpx.get(proxy.url + "/status", headers={"origin": origin}).status_code == 200, origin
+
+
+def raw_get(url: str, path: str, headers: list[tuple[str, str]]) -> bytes:
+    """One GET with exactly ``headers`` (repeats included, which HTTP clients merge); the answer's status line."""
+    host, port = url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        lines = "".join(f"{k}: {v}\r\n" for k, v in headers)
+        s.sendall(f"GET {path} HTTP/1.1\r\n{lines}Connection: close\r\n\r\n".encode("latin-1"))
+        answer = b""
+        while data := s.recv(65536):
+            answer += data
+    return answer.split(b"\r\n", 1)[0]
+
+
+def test_every_copy_of_origin_and_host_must_be_local(proxy):
+    # A foreign Origin is refused whether it comes before or after a local one, on every route.
+    port = proxy.url.rsplit(":", 1)[1]
+    host = ("Host", f"127.0.0.1:{port}")
+    for origins in (["https://evil.example", f"http://localhost:{port}"],
+                    [f"http://localhost:{port}", "https://evil.example"], ["null", "http://localhost"]):
+        for path in ("/status", "/api/dashboard", "/metrics", "/mcp"):
+            status = raw_get(proxy.url, path, [host, *(("Origin", o) for o in origins)])
+            assert status.startswith(b"HTTP/1.1 403 "), (origins, path, status)
+    ok = raw_get(proxy.url, "/status", [host, ("Origin", f"http://localhost:{port}"), ("Origin", "http://[::1]")])
+    assert ok.startswith(b"HTTP/1.1 200 "), ok
+    # Two Hosts are refused before anything is served (the HTTP parser refuses them)...
+    for hosts in (["evil.example", f"127.0.0.1:{port}"], [f"127.0.0.1:{port}", "evil.example"]):
+        status = raw_get(proxy.url, "/status", [("Host", h) for h in hosts])
+        assert status.split(b" ")[1] in (b"400", b"421"), (hosts, status)
+    # ... and the guard refuses them too, whichever comes first, where a server hands both on.
+    import anyio
+
+    from memstrata.harness.proxy.app import HostGuard
+
+    async def status_of(headers: list[tuple[bytes, bytes]]) -> int:
+        sent = []
+
+        async def app(scope, receive, send):
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "method": "GET", "path": "/status", "raw_path": b"/status", "query_string": b"",
+                 "headers": headers, "http_version": "1.1", "scheme": "http"}
+        await HostGuard(app)(scope, receive, send)
+        return sent[0]["status"]
+
+    assert anyio.run(status_of, [(b"host", b"evil.example"), (b"host", b"localhost")]) == 421
+    assert anyio.run(status_of, [(b"host", b"localhost"), (b"host", b"evil.example")]) == 421
+    assert anyio.run(status_of, [(b"host", b"localhost"), (b"host", b"127.0.0.1:1")]) == 200
+    assert anyio.run(status_of, [(b"origin", b"http://localhost")]) == 421  # no Host at all
 
 
 def test_passthrough_endpoints(proxy, fresh):
