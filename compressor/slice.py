@@ -175,10 +175,12 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         # Nothing keeps the index in step (a one-shot query, the daemon): say when what is
         # shown is not what the files hold now.
         changed = ws.changed_on_disk(result.sources)
-        if changed:
-            shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
-            result.notes.append(f"{shown} changed on disk since indexed: shown as indexed "
-                                "(run memstrata index for the current code)")
+        gone = [p for p in changed if not (ws.root / p).exists()]
+        for paths, what in (([p for p in changed if p not in gone], "changed on disk"), (gone, "deleted")):
+            if paths:
+                shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+                result.notes.append(f"{shown} {what} since indexed: shown as indexed "
+                                    "(run memstrata index for the current code)")
     return result
 
 

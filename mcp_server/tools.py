@@ -81,7 +81,13 @@ class MemStrataTools:
             log.exception("context_query failed")
             return failure(f"context_query failed with an internal error ({type(exc).__name__}); "
                            "the MemStrata log on stderr has the details.")
-        return ok(result.api_fields())
+        answer = ok(result.api_fields())
+        if result.notes:
+            # The reference's output has exactly its four fields; what the agent should know
+            # besides (files shown as indexed that changed on disk since, nothing matching) follows
+            # them as a second text item, which clients show the model with the first.
+            answer.content.append(TextContent(type="text", text="\n".join(f"note: {n}" for n in result.notes)))
+        return answer
 
     def index_status(self) -> CallToolResult:
         try:

@@ -110,6 +110,29 @@ def test_edit_is_reflected_and_errors_keep_the_session(project: Path, errlog):
     anyio.run(main)
 
 
+def test_without_a_watcher_files_changed_or_deleted_since_indexed_are_named(project: Path, errlog):
+    """The four fields stay exactly the reference's; the agent is told, in a second text item,
+    that what it sees of a file is the indexed text, not what the file holds now."""
+    async def main():
+        async with stdio_session(project, errlog, extra_args=("--no-watch",)) as (s, _init):
+            await wait_ready(s)
+            r = await s.call_tool("context_query", {"query": LOGIN_QUERY})
+            assert [c.type for c in r.content] == ["text"]  # nothing to say while the files are as indexed
+            service = project / "app" / "auth" / "service.py"
+            service.write_text(service.read_text() + "\n# edited\n")
+            routes = project / "app" / "routes.py"
+            routes.unlink()
+            r = await s.call_tool("context_query", {"query": LOGIN_QUERY})
+            assert not r.is_error and set(r.structured_content) == {"context", "tokens", "baseline_tokens", "sources"}
+            assert json.loads(text_of(r)) == r.structured_content
+            assert {"app/auth/service.py", "app/routes.py"} <= set(r.structured_content["sources"])
+            notes = r.content[1].text
+            assert "app/auth/service.py changed on disk since indexed: shown as indexed" in notes
+            assert "app/routes.py deleted since indexed" in notes
+
+    anyio.run(main)
+
+
 def test_index_in_error_state(project: Path, errlog):
     async def main():
         async with stdio_session(project, errlog) as (s, _init):
