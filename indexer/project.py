@@ -18,6 +18,11 @@ from .scan import INDEX_DIR
 INDEX_FILE = "index.db"
 LOCK_FILE = "index.lock"
 
+# The largest --max-file-size: a file's decoded text is stored whole as one SQLite value (at
+# most 1e9 bytes) and decoding can triple it (Windows-1252 or stray bytes -> 3-byte UTF-8), so a
+# file above this cannot always be stored; and no hand-written source file comes near it.
+MAX_FILE_BYTES_LIMIT = 256 * 1024**2
+
 
 class ProjectError(Exception):
     """The project folder cannot be used (missing, not a directory, not writable)."""

@@ -25,6 +25,7 @@ from .graph import CodeGraph
 from .graph_snapshot import SnapshotGraph
 from .graph_view import GraphView
 from .project import (
+    MAX_FILE_BYTES_LIMIT,
     StoreChoice,
     open_shared_store,
     open_store,
@@ -111,6 +112,9 @@ class Workspace:
         if max_file_bytes is None:
             saved = store.get_meta("max_file_bytes")
             max_file_bytes = int(saved) if saved and saved.isdigit() else DEFAULT_MAX_FILE_BYTES
+        # A cap remembered by an older version may be past the limit; reading files with it would
+        # try to allocate that much.
+        max_file_bytes = min(max_file_bytes, MAX_FILE_BYTES_LIMIT)
         return cls(root, store, max_file_bytes=max_file_bytes, workers=workers)
 
     def close(self) -> None:

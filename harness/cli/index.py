@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import signal
 import sys
 import threading
@@ -11,7 +12,14 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from memstrata.indexer.project import INDEX_FILE, ProjectError, StoreChoice, index_dir, resolve_root
+from memstrata.indexer.project import (
+    INDEX_FILE,
+    MAX_FILE_BYTES_LIMIT,
+    ProjectError,
+    StoreChoice,
+    index_dir,
+    resolve_root,
+)
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
@@ -24,21 +32,33 @@ if TYPE_CHECKING:  # imported where used: a query answered by the daemon never l
     from memstrata.indexer.run import IndexSummary
     from memstrata.indexer.workspace import Workspace
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
+               "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+
+
+def _size_text(n: int) -> str:
+    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
 
 
 def parse_size(text: str) -> int:
-    """``1MiB``, ``512k``, ``2000000`` -> bytes."""
+    """``1MiB``, ``512k``, ``2000000`` -> bytes, at most MAX_FILE_BYTES_LIMIT."""
     s = text.strip().lower()
     num = s.rstrip("abcdefghijklmnopqrstuvwxyz")
     unit = s[len(num):]
     try:
         value = float(num)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 1MiB, 512k or a byte count)") from None
-    if unit not in _SIZE_UNITS or value <= 0:
+        value = math.nan
+    if unit not in _SIZE_UNITS or not value > 0 or math.isnan(value):
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 1MiB, 512k or a byte count)")
-    return int(value * _SIZE_UNITS[unit])
+    if value * _SIZE_UNITS[unit] > MAX_FILE_BYTES_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"over the limit: {text!r} (at most {_size_text(MAX_FILE_BYTES_LIMIT)}; "
+            "no source file worth indexing is larger)")
+    return max(1, int(value * _SIZE_UNITS[unit]))
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,7 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "PATH/.memstrata/index.db. Unchanged files are skipped, deleted ones removed.")
     argtypes.add_project(p)
     p.add_argument("--max-file-size", type=parse_size, default=None, metavar="SIZE",
-                   help="skip files larger than SIZE (default 1MiB; remembered for the project)")
+                   help="skip files larger than SIZE, e.g. 2MiB, 512k or a byte count (default 1MiB, at most "
+                   f"{_size_text(MAX_FILE_BYTES_LIMIT)}; remembered for the project)")
     p.add_argument("--workers", type=argtypes.positive_int, default=None,
                    help="parse processes for a cold index (default: CPU count)")
     p.add_argument("--json", action="store_true", help="print the run summary as JSON")
