@@ -18,6 +18,8 @@ import httpx
 import openai
 import pytest
 
+from memstrata.storage import Store, ledger
+from memstrata.storage.ledger import LedgerEntry
 from tests.stub_provider import ServerThread, StubUpstream
 
 from .serve_helpers import REPO, Serve, cli_env, copy_project
@@ -175,6 +177,57 @@ def test_dashboard_shows_what_status_says(serve):
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "dashboard.png"
         assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 10_000
+        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert severe == [], severe  # no script error, nothing blocked by the page's policy
+    finally:
+        driver.quit()
+
+
+CHART = """
+const zero = document.querySelector("#chart line.zero");
+const bars = [...document.querySelectorAll("#chart rect")].map((r) => ({
+  title: r.querySelector("title").textContent, value: Number(r.dataset.value),
+  y: Number(r.getAttribute("y")), height: Number(r.getAttribute("height"))}));
+return {zero: zero && Number(zero.getAttribute("y1")), bars, legend: document.getElementById("legend").textContent};
+"""
+
+
+def test_a_day_lost_is_drawn_below_the_zero_line(serve):
+    # Yesterday gpt-4o cost more through the proxy than it would have directly (its tokens grew
+    # too), while claude-sonnet-4-6 saved: the chart shows the loss under the line, not nothing.
+    yesterday = time.time() - 86400
+    common = dict(time=yesterday, status=200, output_tokens=10, cache_read_tokens=0, cache_write_tokens=0,
+                  cf_cache_read_tokens=0, cf_cache_write_tokens=0)
+    with Store(serve.project / ".memstrata" / "index.db") as store:
+        ledger.record(store, [
+            LedgerEntry(endpoint="openai.chat", provider="openai", model="gpt-4o", tokens_original=1000,
+                        tokens_forwarded=1200, input_tokens=1300, cf_input_tokens=1100, **common),
+            LedgerEntry(endpoint="anthropic.messages", provider="anthropic", model="claude-sonnet-4-6",
+                        compressed=True, tokens_original=3000, tokens_forwarded=1000, input_tokens=1000,
+                        cf_input_tokens=3000, **common)])
+    daily = {r["model"]: r for r in httpx.get(serve.url + "/api/dashboard").json()["daily"]}
+    day = daily["gpt-4o"]["day"]
+    assert daily["gpt-4o"]["dollar_saved"] < 0 < daily["claude-sonnet-4-6"]["dollar_saved"]
+    assert daily["gpt-4o"]["tokens_saved"] == -200
+    driver = browser()
+    try:
+        driver.get(serve.url + "/")
+        wait_for(driver, "return Number(document.body.dataset.loaded || 0) >= 1", message="the first refresh")
+        for button, key in (("show-dollars", "dollar_saved"), ("show-tokens", "tokens_saved")):
+            driver.find_element("id", button).click()
+            chart = driver.execute_script(CHART)
+            # a bar's title: "<day> · <model>: <figure>"
+            bars = {b["title"].split(" · ", 1)[1].split(": ")[0]: b for b in chart["bars"]
+                    if b["title"].startswith(day + " · ")}
+            assert set(bars) == {"gpt-4o", "claude-sonnet-4-6"}, chart
+            loss, gain = bars["gpt-4o"], bars["claude-sonnet-4-6"]
+            assert loss["value"] == pytest.approx(daily["gpt-4o"][key]) and loss["value"] < 0
+            assert gain["value"] == pytest.approx(daily["claude-sonnet-4-6"][key]) and gain["value"] > 0
+            assert loss["height"] > 0 and loss["y"] == pytest.approx(chart["zero"])      # hangs from the line
+            assert gain["height"] > 0 and gain["y"] + gain["height"] == pytest.approx(chart["zero"])  # stands on it
+            assert loss["height"] / gain["height"] == pytest.approx(-loss["value"] / gain["value"], rel=1e-3)
+            assert ("-$" if key == "dollar_saved" else "-200 tokens") in loss["title"]
+            assert "below the zero line" in chart["legend"]
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert severe == [], severe  # no script error, nothing blocked by the page's policy
     finally:
