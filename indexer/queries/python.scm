@@ -25,6 +25,25 @@
 (type_alias_statement
   left: (type (identifier) @name)) @definition.type
 
+; Implicit type aliases (PEP 484): a module-level CamelCase name bound to a
+; generic type (`JustifyMethod = Literal["left", "right"]`, `Renderable =
+; Union[str, Text]`), a union of types (`Number = int | float`), or a
+; TypeVar / NewType / ParamSpec.  UPPER_CASE names are constants (above).
+(module
+  (expression_statement
+    (assignment
+      left: (identifier) @name
+      right: [(subscript value: [(identifier) (attribute)])
+              (binary_operator operator: "|")]) @definition.type)
+  (#match? @name "^_?[A-Z][A-Za-z0-9_]*[a-z][A-Za-z0-9_]*$"))
+
+(module
+  (expression_statement
+    (assignment
+      left: (identifier) @name
+      right: (call function: [(identifier) @_f (attribute attribute: (identifier) @_f)])) @definition.type)
+  (#match? @_f "^(TypeVar|NewType|ParamSpec|TypeVarTuple|TypeAliasType)$"))
+
 ; References capture their role on the name itself (no separate @name): a
 ; use needs nothing of the enclosing node, and every capture a match carries
 ; is an object built per match -- calls are most of a file's matches.

@@ -486,6 +486,18 @@ def test_js_require_binding_is_not_a_constant():
     assert {(s.qualname, s.kind) for s in result.symbols} == {("sessions", "constant"), ("cfg", "constant")}
 
 
+def test_python_implicit_type_aliases_are_types():
+    source = (b'from typing import Literal, Union, NewType\nimport typing\n'
+              b'JustifyMethod = Literal["left", "right"]\nRenderableType = Union[str, "Text"]\n'
+              b'Number = int | float\nUserId = typing.NewType("UserId", int)\n'
+              b'MAX_SIZE = 10\nfirst = things[0]\nConfig = load()\n'
+              b'def f():\n    Local = Union[int, str]\n')
+    result = parse_source("m.py", "python", source)
+    assert {(s.qualname, s.kind) for s in result.symbols} == {
+        ("JustifyMethod", "type"), ("RenderableType", "type"), ("Number", "type"), ("UserId", "type"),
+        ("MAX_SIZE", "constant"), ("f", "function")}
+
+
 def test_ts_query_also_covers_tsx_jsx_components():
     source = b"export const View = () => <div/>;\nexport function Page(): JSX.Element { return <View/>; }\n"
     result = parse_source("x.tsx", "tsx", source)
