@@ -33,7 +33,10 @@ def refusal(headers: Headers) -> tuple[int, str] | None:
     """Why a request must be refused (mcp_server/loopback.py): a Host that is not a
     loopback name (421, DNS rebinding) or an Origin other than a loopback page
     (403, a cross-site request from a browser, ``Origin: null`` included)."""
-    which = refused(headers.get("host"), headers.get("origin"))
+    # Every copy of each header counts: a foreign Origin beside a local one is still foreign.
+    verdicts = {refused(host, origin) for host in headers.getlist("host") or [None]
+                for origin in headers.getlist("origin") or [None]}
+    which = HOST if HOST in verdicts else next((v for v in verdicts if v is not None), None)
     if which == HOST:
         return 421, "invalid Host header"
     if which is not None:

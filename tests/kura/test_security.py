@@ -208,6 +208,10 @@ def test_daemon_refuses_foreign_origin_and_host_everywhere(kura, docs):
             for host in ("evil.example.com", f"evil.example.com:{port}", "127.0.0.1.nip.io"):
                 r = c.request(method, path, headers={"Host": host})
                 assert r.status_code == 421, (method, path, host, r.status_code)
+        # A foreign Origin beside a local one is refused whichever comes first (httpx sends both).
+        for pair in ([("Origin", url), ("Origin", "http://evil.example.com")],
+                     [("Origin", "http://evil.example.com"), ("Origin", url)]):
+            assert c.get("/api/status", headers=httpx.Headers(pair)).status_code == 403, pair
         # Local pages and tools that send no Origin are served.
         for origin in (None, url, f"http://localhost:{port}", f"http://[::1]:{port}"):
             r = c.post("/api/reload", headers={"Origin": origin} if origin else {})
