@@ -14,7 +14,7 @@ from memstrata.storage import code_index as ci
 from memstrata.storage.text import query_terms, split_identifier
 
 from .english import ENGLISH
-from .errors import QueryError
+from .errors import QueryError, json_type
 from .terms import STOPWORDS
 
 MAX_QUERY_CHARS = 20_000
@@ -24,14 +24,14 @@ MAX_TOKENS_LIMIT = 1_000_000
 
 def validate(query: object, max_tokens: object, include_tests: object) -> tuple[str, int, bool]:
     if not isinstance(query, str):
-        raise QueryError("query must be a string")
+        raise QueryError(f"query must be a string, got {json_type(query)}")
     q = query.strip()
     if not q:
         raise QueryError("query is empty: ask a question or name a symbol, e.g. 'AuthService.login and its callers'")
     if len(q) > MAX_QUERY_CHARS:
         raise QueryError(f"query is too long ({len(q):,} characters; the limit is {MAX_QUERY_CHARS:,})")
     if isinstance(max_tokens, bool):
-        raise QueryError("max_tokens must be an integer")
+        raise QueryError(f"max_tokens must be an integer, got {json_type(max_tokens)}")
     if isinstance(max_tokens, str):
         try:
             max_tokens = int(max_tokens.strip())
@@ -40,13 +40,13 @@ def validate(query: object, max_tokens: object, include_tests: object) -> tuple[
     if isinstance(max_tokens, float) and max_tokens.is_integer():
         max_tokens = int(max_tokens)
     if not isinstance(max_tokens, int):
-        raise QueryError("max_tokens must be an integer")
+        raise QueryError(f"max_tokens must be an integer, got {json_type(max_tokens)}")
     if max_tokens < 1:
         raise QueryError(f"max_tokens must be at least 1, got {max_tokens}")
     if max_tokens > MAX_TOKENS_LIMIT:
         raise QueryError(f"max_tokens must be at most {MAX_TOKENS_LIMIT:,}, got {max_tokens:,}")
     if not isinstance(include_tests, bool):
-        raise QueryError("include_tests must be true or false")
+        raise QueryError(f"include_tests must be true or false, got {json_type(include_tests)}")
     return q, max_tokens, include_tests
 
 

@@ -24,7 +24,7 @@ from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
 from memstrata.storage import code_nav
 
-from .errors import QueryError
+from .errors import QueryError, json_type
 from .symbol_names import Match, near_names, resolve
 
 MAX_RESULTS_LIMIT = 200
@@ -44,7 +44,7 @@ class NavigationError(QueryError):
 
 def check_name(value: object, arg: str) -> str:
     if not isinstance(value, str):
-        raise NavigationError(f"{arg} must be a string")
+        raise NavigationError(f"{arg} must be a string, got {json_type(value)}")
     name = value.strip()
     if not name or name == "*":
         raise NavigationError(f"{arg} is empty: give a symbol name such as 'AuthService.login', "
@@ -58,7 +58,7 @@ def check_name(value: object, arg: str) -> str:
 
 def check_int(value: object, arg: str) -> int:
     if isinstance(value, bool):
-        raise NavigationError(f"{arg} must be an integer, got true or false")
+        raise NavigationError(f"{arg} must be an integer, got {json_type(value)}")
     if isinstance(value, str):
         try:
             value = int(value.strip())
@@ -67,7 +67,7 @@ def check_int(value: object, arg: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int):
-        raise NavigationError(f"{arg} must be an integer")
+        raise NavigationError(f"{arg} must be an integer, got {json_type(value)}")
     return value
 
 
@@ -78,7 +78,7 @@ def clamp_results(value: object) -> int:
 
 def check_bool(value: object, arg: str) -> bool:
     if not isinstance(value, bool):
-        raise NavigationError(f"{arg} must be true or false")
+        raise NavigationError(f"{arg} must be true or false, got {json_type(value)}")
     return value
 
 
@@ -86,7 +86,7 @@ def check_kind(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or value.strip() not in SYMBOL_KINDS:
-        shown = repr(value) if isinstance(value, str) else "a non-string value"
+        shown = repr(value) if isinstance(value, str) else json_type(value)
         raise NavigationError(f"kind must be one of {', '.join(SYMBOL_KINDS)}; got {shown}")
     return value.strip()
 
@@ -95,7 +95,7 @@ def project_path(root: Path, value: object, arg: str = "path") -> str:
     """``value`` as a project-relative path (absolute paths inside the project
     are accepted); never echoes a path outside the project."""
     if not isinstance(value, str):
-        raise NavigationError(f"{arg} must be a string")
+        raise NavigationError(f"{arg} must be a string, got {json_type(value)}")
     text = value.strip()
     if not text:
         raise NavigationError(f"{arg} is empty: give a project-relative path such as 'src/app.py'")

@@ -4,7 +4,7 @@ The SDK validates a tool call's arguments against the function signature and,
 when they do not fit, answers with pydantic's multi-line dump (with an
 ``errors.pydantic.dev`` link) as the tool's error text.  An agent reads that
 text; :class:`PlainMCPServer` replaces it with what went wrong, naming each
-argument: ``query is required``, ``query must be a string, got an integer``.
+argument: ``query is required``, ``query must be a string, got an integer`` (or ``got null``).
 
 Every MCP server of the project is built on :class:`PlainMCPServer` instead
 of ``MCPServer``; nothing else changes.
@@ -26,11 +26,12 @@ _EXPECTED = {
 
 
 def json_type(value: Any) -> str:
-    """The JSON type of a decoded value, with its article: "an integer", "null"."""
+    """The JSON type of a decoded value, with its article ("an integer"), or the literal for
+    null and booleans ("null", "true"); the compressor words its own checks the same way."""
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "a boolean"
+        return "true" if value else "false"
     if isinstance(value, int):
         return "an integer"
     if isinstance(value, float):
@@ -46,12 +47,14 @@ def describe_problem(error: Mapping[str, Any], schema: Mapping[str, Any]) -> str
     """One pydantic error on a tool's arguments as a clause naming the argument."""
     loc = [str(part) for part in error.get("loc", ())]
     name = ".".join(loc) or "the arguments"
-    if error.get("type") == "missing" or (error.get("input") is None and loc and loc[0] in schema.get("required", ())):
+    if error.get("type") == "missing":
         return f"{name} is required"
     declared = (schema.get("properties") or {}).get(loc[0], {}) if loc else {}
     expected = _EXPECTED.get(declared.get("type")) if isinstance(declared, Mapping) else None
     if expected is not None and str(error.get("type", "")).endswith(("_type", "_parsing")):
         return f"{name} must be {expected}, got {json_type(error.get('input'))}"
+    if error.get("input") is None and loc and loc[0] in schema.get("required", ()):
+        return f"{name} is required, got null"
     # Constraints (ranges, enums, ...): pydantic's own one-line message, minus its link.
     message = str(error.get("msg", "is not valid")).split("\n", 1)[0]
     return f"{name}: {message[:1].lower()}{message[1:]}"

@@ -49,7 +49,7 @@ def test_missing_and_wrong_typed_arguments_get_kuras_sentence(server):
         "b": ({"db": "notes"}, "invalid argument: q is required"),
         "c": ({"db": 7, "q": "backoff"}, "invalid argument: db must be a string, got an integer"),
         "d": ({"db": "notes", "q": {"x": 1}}, "invalid argument: q must be a string, got an object"),
-        "e": ({"db": None, "q": "backoff"}, "invalid argument: db is required"),
+        "e": ({"db": None, "q": "backoff"}, "invalid argument: db must be a string, got null"),
         # Strings that look like JSON stay strings (the SDK decodes them for non-str arguments).
         "f": ({"db": "2024", "q": "[1]"}, 'invalid argument: "2024" not exist'),
     }

@@ -110,6 +110,43 @@ def test_edit_is_reflected_and_errors_keep_the_session(project: Path, errlog):
     anyio.run(main)
 
 
+WRONG_TYPES = [  # every wrong type is answered with what it got, as docs/mcp.md words it
+    ("context_query", {"query": "login", "max_tokens": 100.5}, "max_tokens must be an integer, got a number"),
+    ("context_query", {"query": "login", "max_tokens": True}, "max_tokens must be an integer, got true"),
+    ("context_query", {"query": "login", "max_tokens": None}, "max_tokens must be an integer, got null"),
+    ("context_query", {"query": "login", "max_tokens": [1]}, "max_tokens must be an integer, got an array"),
+    ("context_query", {"query": "login", "max_tokens": "abc"}, "max_tokens must be an integer, got 'abc'"),
+    ("context_query", {"query": "login", "include_tests": "maybe"},
+     "include_tests must be true or false, got a string"),
+    ("context_query", {"query": "login", "include_tests": None}, "include_tests must be true or false, got null"),
+    ("context_query", {"query": None}, "query must be a string, got null"),
+    ("context_query", {"query": False}, "query must be a string, got false"),
+    ("context_query", {"max_tokens": 100}, "query is required"),
+    ("find_symbol", {"name": None}, "name must be a string, got null"),
+    ("find_symbol", {"name": "login", "include_body": 3}, "include_body must be true or false, got an integer"),
+    ("find_symbol", {"name": "login", "max_results": True}, "max_results must be an integer, got true"),
+    ("find_symbol", {"name": "login", "max_results": 2.5}, "max_results must be an integer, got a number"),
+    ("find_symbol", {"name": "login", "path": 5}, "path must be a string, got an integer"),
+    ("find_symbol", {"name": "login", "kind": 5},
+     "kind must be one of function, method, class, interface, struct, enum, type, constant, module; "
+     "got an integer"),
+    ("find_references", {"symbol": None}, "symbol must be a string, got null"),
+    ("file_outline", {"path": None}, "path must be a string, got null"),
+    ("file_outline", {"path": "app/auth/service.py", "depth": None}, "depth must be an integer, got null"),
+]
+
+
+def test_every_wrong_type_says_what_it_got(project: Path, errlog):
+    async def main():
+        async with stdio_session(project, errlog) as (s, _init):
+            await wait_ready(s)
+            for tool, args, expected in WRONG_TYPES:
+                r = await s.call_tool(tool, args)
+                assert r.is_error and text_of(r) == expected, (tool, args, text_of(r))
+
+    anyio.run(main)
+
+
 def test_without_a_watcher_files_changed_or_deleted_since_indexed_are_named(project: Path, errlog):
     """The four fields stay exactly the reference's; the agent is told, in a second text item,
     that what it sees of a file is the indexed text, not what the file holds now."""

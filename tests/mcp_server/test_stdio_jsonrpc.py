@@ -53,8 +53,8 @@ def test_wrong_argument_types_get_one_sentence(server: RawServer):
         "t1": ({"query": 5}, "query must be a string, got an integer"),
         "t2": ({"query": ["login"]}, "query must be a string, got an array"),
         "t3": ({}, "query is required"),
-        "t4": ({"query": None, "max_tokens": 100}, "query is required"),
-        "t5": ({"query": "login", "max_tokens": [1]}, "max_tokens must be an integer"),
+        "t4": ({"query": None, "max_tokens": 100}, "query must be a string, got null"),
+        "t5": ({"query": "login", "max_tokens": [1]}, "max_tokens must be an integer, got an array"),
     }
     server.send(*(call(ident, "context_query", args) for ident, (args, _) in cases.items()))
     got = {}
