@@ -24,7 +24,7 @@ from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
 from memstrata.storage import code_nav
 
-from .errors import QueryError, json_type
+from .errors import QueryError, json_type, printable
 from .symbol_names import Match, near_names, resolve
 
 MAX_RESULTS_LIMIT = 200
@@ -173,7 +173,7 @@ def find_symbol(ws: Workspace, name: object, include_body: object = False, kind:
             prefix = rel.rstrip("/") + "/"
             matches = [m for m in matches if graph.file_of(m.node) == rel or graph.file_of(m.node).startswith(prefix)]
         if not matches:
-            where = (f" of kind {kind}" if kind else "") + (f" in {rel}" if rel else "")
+            where = (f" of kind {kind}" if kind else "") + (f" in {printable(rel)}" if rel else "")
             raise NavigationError(f"{name!r} names no symbol{where}; leave out kind or path to see every match")
         ranked = [(m.node, graph.file_of(m.node), graph.node(m.node)["qualname"]) for m in _ranked(graph, matches)]
     files = _Files(ws)
@@ -220,7 +220,7 @@ def _check_indexed(graph: GraphView, rel: str, allow_dir: bool) -> None:
         prefix = rel.rstrip("/") + "/"
         if rel == "" or any(f.startswith(prefix) for f in graph.files()):
             return
-    raise NavigationError(f"{rel or '.'} is not an indexed {'file or folder' if allow_dir else 'file'} "
+    raise NavigationError(f"{printable(rel) or '.'} is not an indexed {'file or folder' if allow_dir else 'file'} "
                           "of this project (check the path, or run memstrata index)")
 
 
@@ -418,7 +418,7 @@ def file_outline(ws: Workspace, path: object, depth: object = 2) -> dict:
         with ws.lock:
             graph = ws.graph
         _check_indexed(graph, rel, allow_dir=False)
-        raise NavigationError(f"{rel} is not an indexed file of this project")
+        raise NavigationError(f"{printable(rel)} is not an indexed file of this project")
     # Nesting follows the text: a definition sits inside the innermost one
     # whose lines hold it.  A method defined apart from its type (a Rust
     # impl block, `Foo.prototype.m = ...`, a C++ out-of-line member) stays

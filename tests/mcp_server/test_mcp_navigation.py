@@ -67,6 +67,11 @@ BAD = [
     ("file_outline", {"path": "app/nothing.py"}, "app/nothing.py is not an indexed file of this project "
                                                  "(check the path, or run memstrata index)"),
     ("file_outline", {"path": "../../etc/passwd"}, "path is outside the project"),
+    # Control characters of an argument are escaped, never echoed raw.
+    ("file_outline", {"path": "args.go\u0000"}, "args.go\\x00 is not an indexed file of this project"),
+    ("find_symbol", {"name": "login", "path": "app\u001b[2J\n"},
+     "app\\x1b[2J is not an indexed file or folder of this project"),
+    ("find_symbol", {"name": "lo\u0000gin"}, "no symbol matches 'lo\\x00gin'"),
 ]
 
 
@@ -76,7 +81,7 @@ async def _check_bad_input(s: ClientSession) -> None:
         assert r.is_error, (tool, args)
         text = text_of(r)
         assert text.startswith(expected), text
-        assert "\n" not in text and "Traceback" not in text and "pydantic" not in text
+        assert text.isprintable() and "Traceback" not in text and "pydantic" not in text
     r = await s.call_tool("find_symbol", {"name": "_*", "max_results": 0})
     assert not r.is_error and len(r.structured_content["symbols"]) == 1 and r.structured_content["truncated"]
 
