@@ -132,6 +132,13 @@ def providers_path() -> Path:
     return memstrata_home() / PROVIDERS_FILE
 
 
+def _json_error(exc: json.JSONDecodeError) -> str:
+    """``invalid control character at line 1, column 9``: the decoder's message ends in a
+    dangling "at" ("Invalid control character at") that its position completes."""
+    msg = exc.msg.removesuffix(" at")
+    return f"{msg[:1].lower()}{msg[1:]} at line {exc.lineno}, column {exc.colno}"
+
+
 def display_path(path: Path) -> str:
     """The path with the home directory shortened to ``~``."""
     try:
@@ -166,9 +173,7 @@ class Providers:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ProvidersError(
-                f"{display_path(path)} is not valid JSON (line {exc.lineno}, column {exc.colno}): {exc.msg}"
-            ) from None
+            raise ProvidersError(f"{display_path(path)} is not valid JSON: {_json_error(exc)}") from None
         try:
             return cls(data, path)
         except ProvidersError as exc:

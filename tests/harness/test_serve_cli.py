@@ -15,6 +15,7 @@ import openai
 import pytest
 
 from tests.stub_provider import ServerThread, StubUpstream
+from memstrata.harness.proxy.providers import display_path
 from memstrata.storage import Store, ledger
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
@@ -125,6 +126,20 @@ def test_config_show_and_set(env, memstrata_home):
     res = memstrata("config", "set", "billing-day", "15", env=env)
     assert res.returncode == 0
     assert json.loads(memstrata("config", "show", "--json", env=env).stdout)["billing_cycle_start_day"] == 15
+
+
+def test_config_names_what_is_wrong_in_a_corrupt_providers_file(env, memstrata_home):
+    """The decoder's message ends in a dangling "at" ("Invalid control character at"): the
+    sentence was cut off there, with line and column before it."""
+    memstrata_home.mkdir(parents=True)
+    shown = display_path(memstrata_home / "providers.json")
+    for text, reason in [('{"a": "x\ty"}', "invalid control character at line 1, column 9"),
+                         ('{"a": "abc', "unterminated string starting at line 1, column 7"),
+                         ('{"a": 1,\n}', "expecting property name enclosed in double quotes at line 2, column 1")]:
+        (memstrata_home / "providers.json").write_text(text)
+        res = memstrata("config", "show", env=env)
+        assert res.returncode == 2
+        assert res.stderr == f"memstrata: {shown} is not valid JSON: {reason}\n"
 
 
 def test_savings_on_a_fresh_project(project, env):
