@@ -412,7 +412,8 @@ def _too_deep(value, limit: int) -> bool:
 
 def _json_reason(exc: Exception) -> str:
     if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        # The decoder's message for some errors ends in a dangling "at" ("Invalid control character at").
+        return f"{exc.msg.removesuffix(' at')} at line {exc.lineno} column {exc.colno}"
     if isinstance(exc, UnicodeDecodeError):
         return "not UTF-8 text"
     # Python refuses to read an integer of more than sys.get_int_max_str_digits() digits.

@@ -313,6 +313,8 @@ def test_malformed_json_gets_provider_shaped_400(proxy):
     r = httpx.post(proxy.url + "/v1/chat/completions", content=b'{"model": "gpt-4o", "messages": [',
                    headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=b'{"model": "a\x01b"}')
+    assert r.json()["error"]["message"] == "request body is not valid JSON: Invalid control character at line 1 column 13"
     for body in (b"[1, 2]", b"null"):  # JSON null is not an object either (nor "nested too deep")
         r = httpx.post(proxy.url + "/anthropic/v1/messages", content=body)
         assert r.status_code == 400
