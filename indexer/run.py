@@ -236,7 +236,8 @@ class Indexer:
                     if rel in states:
                         gone.append(rel)
                     if reason is not None and reason != "unsupported_language":
-                        excluded.append((printable_path(rel), reason))
+                        # A folder (a symlinked one leading outside) is listed as the full scan lists it.
+                        excluded.append((printable_path(rel) + ("/" if abs_path.is_dir() else ""), reason))
                     continue
                 try:
                     st = abs_path.stat()

@@ -327,6 +327,9 @@ class PathFilter:
                 return EXCLUDED
             if self._ignored("/".join(parts[: i + 1]), is_dir=True):
                 return IGNORED
+        path = os.path.join(self.root, rel)
+        if os.path.islink(path) and os.path.isdir(path):  # a folder link, never walked (see _walk)
+            return None if _inside(self.root, path) else OUTSIDE
         if language_for_path(parts[-1]) is None:
             return UNSUPPORTED
         if self._ignored(rel, is_dir=False):

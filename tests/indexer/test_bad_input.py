@@ -208,6 +208,9 @@ def test_symlink_loops_do_not_hang(proj, tmp_path):
         assert reasons["dangling.py"] == "unreadable"
         assert reasons["escape.py"] == "symlink_outside_project"
         assert reasons["escape_dir/"] == "symlink_outside_project"
+        os.symlink(tmp_path, proj / "late_dir")  # made while a watcher runs: listed the same way
+        ws.apply_changes(Changes({"late_dir"}, set()))
+        assert skipped(ws.store)["late_dir/"] == "symlink_outside_project"
         assert not any(p.startswith(("here", "a/to_b", "b/to_a")) for p in reasons)  # links inside: their targets are walked
         assert symbols(ws.store, "alias.py") == {"fine"}
         again = ws.index()
