@@ -279,6 +279,30 @@ def test_a_commit_scope_naming_part_of_a_package_raises_the_package(tmp_path, qu
         assert inside not in s.files
 
 
+def test_the_scoped_package_s_own_best_matches_seed_the_ranking(tmp_path):
+    """A scope says where, the message's everyday words say what there: the project-wide best
+    matches of those words (hundreds of client and connection helpers in another package) leave
+    the named package's code out of reach unless its own best matches seed the ranking."""
+    core = "".join(f"pub fn client_connection_{k}() -> u32 {{\n    // client connection drops early\n    {k}\n}}\n\n"
+                   for k in range(300))
+    files = {
+        "net-core/src/lib.rs": core,
+        "net-reflect/src/lib.rs": "pub mod server;\n",
+        "net-reflect/src/server.rs": ("pub fn stream_replies(tx: Sender) {\n"
+                                      "    tx.send(reply()).expect(\"the client is gone\");\n}\n\n"
+                                      "pub fn describe() -> &'static str {\n    \"reflection\"\n}\n"),
+        **{f"tool-{k}/src/lib.rs": f"pub fn tool_{k}() {{}}\n" for k in range(10)},
+    }
+    with _workspace_of(tmp_path / "ws", files) as w:
+        query = "net-reflect: fix panic when the client drops the connection early"
+        s = seeds(w, query)
+        assert "net-reflect/src/server.rs::stream_replies" in s.fuzzy, s.packages
+        assert "net-reflect/src/server.rs" in context_query(w, query, max_tokens=1500).sources
+        # Without a scope the same words seed nothing there beyond what the project-wide search finds.
+        plain = seeds(w, "fix panic when the client drops the connection early")
+        assert not plain.packages
+
+
 def test_a_commit_type_is_not_a_package_scope(tmp_path):
     with _workspace_of(tmp_path / "ws", _CRATES) as w:
         assert seeds(w, "fix: render twice").path_boost("packages/fix-helpers/src/index.ts") == 1.0
