@@ -409,6 +409,7 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
     # CamelCase or snake_case); an everyday English word written as prose
     # ("select the version") is left to the fuzzier steps below.
     resolved_words: set[str] = set()
+    qualified_words: set[str] = set()  # the parts of a qualified name that matched its definition
     quoted_words: set[str] = set()
     words_lower = {w.lower() for w in _WORD.findall(text)}
     for tok in _tokens(text):
@@ -423,6 +424,7 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
             continue  # `x`, `X` in prose or a formula ("-(X**Y)")
         if len(tok.parts) > 1 and _seed_qualified(tok, graph, names, seeds, allowed):
             resolved_words.update(p.lower() for p in tok.parts)
+            qualified_words.update(p.lower() for p in tok.parts)
             continue
         defs = [d for d in graph.definitions(name) if allowed(d)]
         if not defs:
@@ -472,7 +474,12 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
     # share wait in ``lexical`` to fill an unused budget.
     lexical_weight = 1.5 if seeds.named else 4.0
     stop = STOPWORDS if relaxed else _STOP
-    terms = [t for t in query_terms(text) if (t not in stop or t in quoted_words) and len(t) > 1]
+    # The parts of a qualified name that matched its definition are not searched again as text:
+    # the qualifier picked the one meant, and the parts' other mentions ("Command.Find" -> every
+    # method with "command" in its name) would crowd its own dependencies out of the ranking.  A
+    # plain name is still searched: its namesakes in another case (Go's `Settle`) are found so.
+    terms = [t for t in query_terms(text)
+             if (t not in stop or t in quoted_words) and len(t) > 1 and t not in qualified_words]
     if len(terms) > MAX_SEARCH_TERMS:
         # Long questions (a pasted stack trace, a proxied prompt): keep the
         # longest words, which tend to be the rarest and cheapest to match.

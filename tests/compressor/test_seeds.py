@@ -339,3 +339,21 @@ def test_a_file_and_line_names_the_definition_holding_it(tmp_path):
                       'File "/opt/other/utils.py", line {}, in x'):
             s = seeds(w, frame.format(starts[7] + 5))
             assert not s.named, frame
+
+
+def test_a_qualified_name_brings_its_dependencies_not_its_words_namesakes(tmp_path):
+    """`Router.find` picks one definition; searching "router" and "find" again as text would
+    seed every method named after them, and the named method's helpers would lose their place."""
+    namesakes = "".join(f"    def find_router_{k}(self):\n        return self.routes[{k}]\n\n" for k in range(40))
+    source = ("class Router:\n    def __init__(self):\n        self.routes = []\n\n"
+              "    def find(self, path):\n        parts = split_path(path)\n        return match_next(self.routes, parts)\n\n"
+              + namesakes +
+              "def split_path(path):\n    return [p for p in path.split('/') if p]\n\n\n"
+              "def match_next(routes, parts):\n    for route in routes:\n        if route.parts == parts:\n"
+              "            return route\n    return None\n")
+    with _workspace_of(tmp_path / "ws", {"router.py": source}) as w:
+        s = seeds(w, "Router.find")
+        assert s.named == {"router.py::Router.find"}
+        assert not any("find_router" in node for node in s.fuzzy), sorted(s.fuzzy)[:5]
+        text = context_query(w, "Router.find", max_tokens=300).context
+        assert "def split_path(path):" in text and "def match_next(routes, parts):" in text
