@@ -47,7 +47,8 @@ class IndexSummary:
     parsed: int = 0
     unchanged: int = 0
     removed: int = 0
-    syntax_errors: int = 0
+    syntax_errors: int = 0  # of the files this run parsed
+    files_with_syntax_errors: int = 0  # in the index after the run, like ``files`` (a full run only)
     skipped: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     changed_paths: list[str] = field(default_factory=list)
@@ -132,7 +133,9 @@ class Indexer:
             self.store.set_meta("max_file_bytes", str(self.max_file_bytes), conn)
             self.store.set_meta("extractor", EXTRACTOR_VERSION, conn)
         summary.skipped = ci.skipped_counts(self.store)
-        summary.files = sum(ci.status_counts(self.store).values())
+        counts = ci.status_counts(self.store)
+        summary.files = sum(counts.values())
+        summary.files_with_syntax_errors = counts.get("syntax_error", 0)
         summary.seconds = time.perf_counter() - t0
         return summary
 

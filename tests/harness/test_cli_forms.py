@@ -146,6 +146,9 @@ def test_status_names_the_files_with_syntax_errors(run_cli, tmp_path):
     run_cli("index", str(project))
     out = run_cli("status", str(project)).stdout
     assert "1 with syntax errors" in out
+    # A run that parses nothing reports the index's files with syntax errors, as status does.
+    again = run_cli("index", str(project)).stdout
+    assert "0 parsed" in again and "1 with syntax errors" in again
     [line] = [ln for ln in out.splitlines() if ln.startswith("syntax errors:")]
     assert line.startswith("syntax errors: app/broken.py (") and "line 4" in line
 
