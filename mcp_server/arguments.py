@@ -19,28 +19,12 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from pydantic import ValidationError
 
+from memstrata.storage.json_types import json_type
+
 _EXPECTED = {
     "string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
     "array": "an array", "object": "an object", "null": "null",
 }
-
-
-def json_type(value: Any) -> str:
-    """The JSON type of a decoded value, with its article ("an integer"), or the literal for
-    null and booleans ("null", "true"); the compressor words its own checks the same way."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    return "an object"
 
 
 def describe_problem(error: Mapping[str, Any], schema: Mapping[str, Any]) -> str:
