@@ -111,7 +111,12 @@ _NOISE = re.compile(
     r"|[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
     r"|\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}\b"
     r"|\bI[0-9a-f]{40}\b"
-    r"|\(#\d+\)|(?<![\w&#])#\d+\b|\b(?:gh|GH|bpo|PR|pr)-?#?\d+\b",
+    r"|\(#\d+\)|(?<![\w&#])#\d+\b|\b(?:gh|GH|bpo|PR|pr)-?#?\d+\b"
+    # A Python traceback's own lines name no code: its "Traceback" read as a word pointed at a
+    # project's traceback.py instead of the frames the traceback lists.
+    r"|\bTraceback \(most recent call last\):"
+    r"|\bDuring handling of the above exception, another exception occurred:"
+    r"|\bThe above exception was the direct cause of the following exception:",
 )
 # Sphinx roles (:meth:`.Select.with_for_update`, :py:class:`~a.B`) keep only
 # the backticked target.

@@ -357,3 +357,18 @@ def test_a_qualified_name_brings_its_dependencies_not_its_words_namesakes(tmp_pa
         assert not any("find_router" in node for node in s.fuzzy), sorted(s.fuzzy)[:5]
         text = context_query(w, "Router.find", max_tokens=300).context
         assert "def split_path(path):" in text and "def match_next(routes, parts):" in text
+
+
+def test_a_traceback_s_own_lines_name_no_file(tmp_path):
+    """'Traceback (most recent call last):' is the traceback's header, not a word about the
+    project's traceback.py: the frames it lists are what it points at."""
+    body = "".join(f"    line = line.replace('{k}', '') \n" for k in range(8))
+    files = {"pkg/traceback.py": "class Traceback:\n    def render(self):\n        return 'frames'\n",
+             "pkg/segment.py": "def split_cells(line):\n" + body + "    return line\n",
+             "pkg/__init__.py": ""}
+    trace = ('Traceback (most recent call last):\n  File "/home/me/proj/pkg/segment.py", line 3, in split_cells\n'
+             "    line = line.replace('1', '')\nAttributeError: 'int' object has no attribute 'replace'\n")
+    with _workspace_of(tmp_path / "ws", files) as w:
+        s = seeds(w, trace)
+        assert s.path_boost("pkg/traceback.py") == 1.0, s.evidence
+        assert context_query(w, trace, max_tokens=400).sources == ["pkg/segment.py"]
