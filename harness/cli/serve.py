@@ -194,9 +194,6 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
         except KeyboardInterrupt:
             return 130
     ws.graph  # load now, so updates refresh it incrementally and the first request is fast
-    from memstrata.compressor.file_counts import start_counting
-
-    start_counting(ws)
     if args.watch and not ws.detached:
         ws.start_watching()
     proxy = ProxyConfig(
@@ -229,6 +226,11 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
         return fail(str(exc))
     app = build_app(ws, HarnessConfig(proxy=proxy, allowed_hosts=extra_hosts, mount_mcp=args.mcp,
                                       access_log=args.access_log, address=base, labels=labels), started=started)
+    from memstrata.compressor.file_counts import start_counting
+
+    # Whole-file token counts are worked out in the background; they give way while requests
+    # are compressed (on a large project that is seconds of CPU right after start-up).
+    start_counting(ws, pause=app.state.harness.proxy.wait_quiet)
     print(f"memstrata serving {ws.root} on {base}\n"
           f"  dashboard: {base}/\n"
           f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {shown_url(proxy.openai_base)}\n"

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -51,6 +52,9 @@ INLINE_BODY_BYTES = 64 * 1024  # smaller bodies are prepared on the event loop (
 # every request's preparation is stretched over everyone's time slices and the event loop waits
 # its turn among them.  At 32 concurrent agents that doubled the compressed path's p95.
 PREPARING_THREADS = max(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2)
+# Background work (whole-file token counts) waits while requests are prepared, at most this long
+# a step: a steady stream of requests slows it down but cannot stop it.
+QUIET_MAX_WAIT_S = 2.0
 MAX_CONNECTIONS = 512     # to the upstreams, over all pools
 MAX_KEEPALIVE = 128
 UPSTREAM_POOLS = 8
@@ -90,6 +94,8 @@ class Proxy:
         self.session_id: int | None = None
         self.stats = {"requests": 0, "compressed": 0, "errors": 0}
         self._preparing: anyio.CapacityLimiter | None = None
+        self._in_preparation = 0
+        self._quiet = threading.Condition()
 
     async def start(self) -> None:
         c = self.config
@@ -134,9 +140,9 @@ class Proxy:
         # Parsing, compressing and re-serializing a large body runs on a worker thread, so the
         # event loop keeps relaying other answers meanwhile.
         if len(raw) > INLINE_BODY_BYTES:
-            prepared = await anyio.to_thread.run_sync(self._prepare, raw, api, limiter=self._preparing)
+            prepared = await anyio.to_thread.run_sync(self._prepare_counted, raw, api, limiter=self._preparing)
         else:
-            prepared = self._prepare(raw, api)
+            prepared = self._prepare_counted(raw, api)
         if prepared.error is not None:
             return self._local_error(api, 400, prepared.error, endpoint, t0)
         body, comp, content = prepared.body, prepared.compression, prepared.content
@@ -171,6 +177,25 @@ class Proxy:
 
         return await self._forward(request, api, upstream.url(rest, request.url.query), content, endpoint, t0,
                                    finish)
+
+    def wait_quiet(self, max_wait: float = QUIET_MAX_WAIT_S) -> None:
+        """Return when no request is being prepared, or after ``max_wait`` seconds: the pause
+        between steps of the server's background work, which is Python under the same
+        interpreter lock the compression needs."""
+        with self._quiet:
+            if self._in_preparation:
+                self._quiet.wait_for(lambda: not self._in_preparation, timeout=max_wait)
+
+    def _prepare_counted(self, raw: bytes, api: str) -> "_Prepared":
+        with self._quiet:
+            self._in_preparation += 1
+        try:
+            return self._prepare(raw, api)
+        finally:
+            with self._quiet:
+                self._in_preparation -= 1
+                if not self._in_preparation:
+                    self._quiet.notify_all()
 
     def _prepare(self, raw: bytes, api: str) -> "_Prepared":
         try:

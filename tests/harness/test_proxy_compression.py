@@ -196,3 +196,35 @@ def test_large_requests_are_prepared_a_few_at_a_time(shop_ws, stub, received, mo
             answers = list(pool.map(ask, range(6)))
     assert all(answers) and len(received) == 6
     assert peak[0] == 2
+
+
+def test_background_work_waits_while_a_request_is_prepared(shop_ws, stub, received, monkeypatch):
+    # serve's whole-file token counts pause on Proxy.wait_quiet between steps: it must hold them
+    # while a request is being compressed and let them go as soon as none is.
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False, compression=SETTINGS)
+    app = build_app(shop_ws, HarnessConfig(proxy=cfg, mount_mcp=False))
+    proxy = app.state.harness.proxy
+    with ServerThread(app) as server:
+        compressor = proxy.compressor
+        real = compressor.compress
+        entered, release, waited = threading.Event(), threading.Event(), threading.Event()
+
+        def held(body, api):
+            entered.set()
+            release.wait(30)
+            return real(body, api)
+
+        monkeypatch.setattr(compressor, "compress", held)
+        asking = threading.Thread(target=lambda: ant(server).messages.create(
+            model="claude-sonnet-4-5", max_tokens=16, messages=[{"role": "user", "content": "hello"}]))
+        asking.start()
+        assert entered.wait(30)
+        background = threading.Thread(target=lambda: (proxy.wait_quiet(max_wait=30), waited.set()))
+        background.start()
+        assert not waited.wait(0.5)  # held while the request is prepared (the bound is 30 s here)
+        release.set()
+        assert waited.wait(30)  # and let go once it is
+        asking.join(30)
+        background.join(30)
+    proxy.wait_quiet()  # nothing in preparation: returns at once
+    assert len(received) == 1
