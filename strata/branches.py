@@ -122,11 +122,16 @@ def branch_fork_at_timestamp(e: Engine, a: dict) -> dict:
 
 @handler("branch_delete")
 def branch_delete(e: Engine, a: dict) -> dict:
-    b = e.branch(a["branch"])
-    if b.name == DEFAULT_BRANCH:
+    name = a["branch"]
+    check_branch_name(name)
+    if name == DEFAULT_BRANCH:
         raise StrataError("invalid_argument.engine.branch_delete", "default branch cannot be deleted")
-    own_writes = e.store.latest(b.id) > (b.created_at or 0) + 1
-    gone = e.store.delete_branch(b, state_revision=3 if own_writes else 2)
+    # With one branch left the engine refuses before it looks the named one up.
+    if len(e.store.active_branches()) <= 1:
+        raise StrataError("invalid_argument.engine.branch_delete", "delete would remove the last active branch")
+    b = e.branch(name)
+    # A deleted branch's state revision counts the versions of its own timeline, as the engine's does.
+    gone = e.store.delete_branch(b, state_revision=e.store.timeline_commits(b))
     gone_kept = e.store.has_forks(b)
     for cache in e.caches.values():
         for key in [k for k in cache if k[0] == b.id]:

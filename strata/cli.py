@@ -70,6 +70,12 @@ def parse(argv: list[str]) -> dict:
                 value = next(it, None)
                 if value is None:
                     raise UsageError("invalid_argument.cli.usage", f"{name} needs a value")
+            if opts[name[2:]] is not None:
+                what = "the database path" if name == "--db" else "--branch"
+                raise UsageError("invalid_argument.cli.usage", f"pass {what} once")
+            if name == "--branch" and not value:
+                raise UsageError("invalid_argument.cli.usage", "the branch name is empty",
+                                 "omit --branch to use the default branch")
             opts[name[2:]] = value
         elif arg.startswith("-") and arg != "-":
             raise UsageError("invalid_argument.cli.usage", f"unknown option {arg}", "run strata --help")
@@ -126,17 +132,19 @@ def main(argv: list[str] | None = None) -> int:
 def serve(path: str | None, cache: bool, branch: str | None) -> int:
     from .mcp import serve as serve_stdio
     from .engine import Engine
-    from .store import DEFAULT_BRANCH, StrataStore, StrataStoreError
+    from .store import DB_FILE, DEFAULT_BRANCH, StrataStore, StrataStoreError
 
+    session = branch or DEFAULT_BRANCH
+    if not cache and session != DEFAULT_BRANCH and not (Path(path) / DB_FILE).exists():
+        # A new database holds only the default branch: refuse before creating anything.
+        return _branch_missing(session)
     try:
         store = StrataStore.memory() if cache else StrataStore.open(Path(path))
     except StrataStoreError as exc:
         return _fail("failed_precondition.cli.open", str(exc), None, 1)
     try:
-        session = branch or DEFAULT_BRANCH
         if store.branch(session) is None:
-            return _fail("not_found.cli.branch", f"branch `{session}` does not exist",
-                         "list branches with strata_branch_list, or omit --branch", 2)
+            return _branch_missing(session)
         logging.getLogger("memstrata.strata").info(
             "serving %s over stdio", "an in-memory database" if cache else f"database {Path(path).name}")
         return serve_stdio(Engine(store, session_branch=session))
@@ -144,6 +152,11 @@ def serve(path: str | None, cache: bool, branch: str | None) -> int:
         return 130
     finally:
         store.close()
+
+
+def _branch_missing(name: str) -> int:
+    return _fail("not_found.cli.branch", f"branch `{name}` does not exist",
+                 "list branches with strata_branch_list, or omit --branch", 2)
 
 
 if __name__ == "__main__":

@@ -375,7 +375,16 @@ _MISS = {"found": False, "value": None, "version": None, "timestamp": None, "doc
 
 
 def _check_targets(entries: list[dict]) -> None:
-    check_unique([(x["key"], x["path"]) for x in entries], "invalid_argument.executor.json_batch_duplicate_key",
+    """Targets must be unique among the entries whose document id and path are valid: an entry
+    refused on its own is reported as that entry's failure, never as a duplicate (as the engine does)."""
+    valid = []
+    for x in entries:
+        try:
+            _target(x)
+        except StrataError:
+            continue
+        valid.append((x["key"], x["path"]))
+    check_unique(valid, "invalid_argument.executor.json_batch_duplicate_key",
                  "JSON batch contains duplicate document targets")
 
 

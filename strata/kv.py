@@ -166,7 +166,9 @@ def kv_scan(e: Engine, a: dict) -> dict:
 
 def _batch_scope(e: Engine, a: dict, keys: list[bytes]):
     b, space = e.scope(a)
-    check_unique(keys, "invalid_argument.executor.kv_batch_duplicate_key", "KV batch contains duplicate keys")
+    # An empty key is refused as an item of its own, never as a duplicate (as the engine does).
+    check_unique([k for k in keys if k], "invalid_argument.executor.kv_batch_duplicate_key",
+                 "KV batch contains duplicate keys")
     return b, space
 
 

@@ -365,6 +365,11 @@ class StrataStore:
         self._spaces = {s for s in self._spaces if s[0] != b.id}
         return gone
 
+    def timeline_commits(self, b: Branch) -> int:
+        """How many versions the branch's own timeline holds (its creation's included)."""
+        with self._db_lock:
+            return self._conn.execute("SELECT count(*) FROM strata_commits WHERE branch = ?", (b.id,)).fetchone()[0]
+
     def has_forks(self, b: Branch) -> bool:
         return any(x.parent == b.id for x in self._branches.values())
 

@@ -254,16 +254,30 @@ def _cached(e: Engine, b_id: int, space: str, name: str) -> Index | None:
 # -- commands -----------------------------------------------------------------------------------
 
 
-def _vector_input(a: dict, field: str) -> list[float]:
+def _vector_input(a: dict, field: str) -> np.ndarray | None:
     vector, text = a.get(field), a.get("text")
     if vector is not None and text is not None:
         raise StrataError("invalid_argument.executor.vector_input",
                           "pass either a vector or a text to embed, not both")
     if text is not None:
-        return None  # type: ignore[return-value]
+        return None
     if not vector:
         raise StrataError("invalid_argument.executor.vector_input", "pass a vector, or a text to embed")
-    return vector
+    return _f32(vector)
+
+
+def _f32(values: list[float]) -> np.ndarray:
+    """The values as they are stored (f32), refused as the engine refuses them and before anything
+    else is looked at (branch, collection, key, dimension): first a value that is not zero but
+    rounds to zero, then one past f32's range."""
+    with np.errstate(over="ignore", under="ignore"):
+        arr = np.asarray(values, dtype=np.float32)
+        if (arr == 0).any() and ((arr == 0) & (np.asarray(values, dtype=np.float64) != 0)).any():
+            raise StrataError("invalid_argument.engine.vector_embedding",
+                              "vector embedding value underflows to zero in f32")
+    if not np.isfinite(arr).all():
+        raise StrataError("invalid_argument.engine.vector_embedding", "vector embedding contains a non-finite value")
+    return arr
 
 
 def _no_model(name: str) -> StrataError:
@@ -273,15 +287,11 @@ def _no_model(name: str) -> StrataError:
         f"declare one with `vector collection set-embedding-model {name} <model>`, or pass a vector directly")
 
 
-def _embedding(values: list[float], dimension: int) -> np.ndarray:
+def _embedding(values: np.ndarray, dimension: int) -> np.ndarray:
     if len(values) != dimension:
         raise StrataError("invalid_argument.engine.vector_dimension",
                           f"vector dimension mismatch: expected {dimension}, got {len(values)}")
-    with np.errstate(over="ignore"):
-        arr = np.asarray(values, dtype=np.float32)
-    if not np.isfinite(arr).all():
-        raise StrataError("invalid_argument.engine.vector_embedding", "vector embedding contains a non-finite value")
-    return arr
+    return values
 
 
 @handler("vector_create_collection")
@@ -309,11 +319,11 @@ def vector_create_collection(e: Engine, a: dict) -> dict:
 
 @handler("vector_upsert")
 def vector_upsert(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    check_vector_key(a["key"])  # before anything else, as the engine does
     values = _vector_input(a, "vector")
+    b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
-    check_vector_key(a["key"])
     if values is None:
         raise _no_model(coll.name)
     embedding = _embedding(values, coll.dimension)
@@ -342,8 +352,8 @@ def vector_upsert(e: Engine, a: dict) -> dict:
 
 @handler("vector_query")
 def vector_query(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
     values = _vector_input(a, "query")
+    b, space = e.scope(a)
     view = e.read_view(b, a)
     coll = require_collection(e, view, space, a["collection"])
     if values is None:
@@ -369,6 +379,7 @@ def _live_record(e: Engine, view: View, space: str, coll: Collection, key: str) 
 
 @handler("vector_get")
 def vector_get(e: Engine, a: dict) -> dict:
+    check_vector_key(a["key"])  # before anything else, as the engine does
     b, space = e.scope(a)
     view = e.read_view(b, a)
     coll = require_collection(e, view, space, a["collection"])
@@ -384,6 +395,7 @@ def vector_get(e: Engine, a: dict) -> dict:
 
 @handler("vector_delete")
 def vector_delete(e: Engine, a: dict) -> dict:
+    check_vector_key(a["key"])  # before anything else, as the engine does
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
@@ -405,6 +417,7 @@ def vector_delete(e: Engine, a: dict) -> dict:
 
 @handler("vector_exists")
 def vector_exists(e: Engine, a: dict) -> dict:
+    check_vector_key(a["key"])  # before anything else, as the engine does
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
@@ -486,14 +499,16 @@ def _unique_keys(keys: list[str]) -> None:
     check_unique(keys, "invalid_argument.executor.vector_batch_duplicate_key", "vector batch contains duplicate keys")
 
 
-def _batch_embedding(values: list[float], dimension: int) -> np.ndarray:
+def _batch_embedding(values: list[float], key: str, dimension: int) -> np.ndarray:
+    arr = _f32(values)
+    check_vector_key(key)
     if not 1 <= len(values) <= MAX_DIMENSION:
         raise StrataError("invalid_argument.engine.vector_embedding",
                           "vector embedding dimension is outside the supported range")
     if len(values) != dimension:
         raise StrataError("invalid_argument.executor.vector_dimension",
                           f"vector dimension mismatch: expected {dimension}, got {len(values)}")
-    return _embedding(values, dimension)
+    return arr
 
 
 @handler("vector_batch_upsert")
@@ -501,19 +516,24 @@ def vector_batch_upsert(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
-    entries = a["entries"]
-    _unique_keys([x["key"] for x in entries])
-    batch = Batch(e)
-    writes = []
-    for x in entries:
+    # Items are checked first; keys must be unique only among the items that passed (an item
+    # refused on its own is reported as such, whatever its key), as the engine does.
+    checked: list[tuple[dict, np.ndarray | StrataError, dict | None]] = []
+    for x in a["entries"]:
         try:
-            check_vector_key(x["key"])
-            embedding = _batch_embedding(x["vector"], coll.dimension)
+            embedding = _batch_embedding(x["vector"], x["key"], coll.dimension)
             metadata = x.get("metadata")
             if metadata is not None and not isinstance(metadata, dict):
                 raise StrataError("invalid_argument.engine.vector_metadata", "vector metadata must be a JSON object")
+            checked.append((x, embedding, metadata))
         except StrataError as exc:
-            batch.fail(exc, {"vector_revision": None})
+            checked.append((x, exc, None))
+    _unique_keys([x["key"] for x, embedding, _m in checked if not isinstance(embedding, StrataError)])
+    batch = Batch(e)
+    writes = []
+    for x, embedding, metadata in checked:
+        if isinstance(embedding, StrataError):
+            batch.fail(embedding, {"vector_revision": None})
             continue
         created, revision = _revision_after(e, view, space, coll, x["key"])
         batch.add({"vector_revision": revision}, effect=effect(created))
@@ -536,6 +556,8 @@ def vector_batch_get(e: Engine, a: dict) -> dict:
     coll = require_collection(e, view, space, a["collection"])
     batch = Batch(e)
     for key in a["keys"]:
+        if _refused_key(batch, key, {"found": False, "value": None}):
+            continue
         rec = _live_record(e, view, space, coll, key)
         if rec is None:
             batch.add({"found": False, "value": None}, status="miss")
@@ -551,8 +573,19 @@ def vector_batch_exists(e: Engine, a: dict) -> dict:
     coll = require_collection(e, view, space, a["collection"])
     batch = Batch(e)
     for key in a["keys"]:
-        batch.add({"exists": _live_record(e, view, space, coll, key) is not None})
+        if not _refused_key(batch, key, None):
+            batch.add({"exists": _live_record(e, view, space, coll, key) is not None})
     return batch.envelope("vector_batch_exists_results")
+
+
+def _refused_key(batch: Batch, key: str, result) -> bool:
+    """True, with the item's error added, when ``key`` is not a valid vector key."""
+    try:
+        check_vector_key(key)
+    except StrataError as exc:
+        batch.fail(exc, result)
+        return True
+    return False
 
 
 def _delete_records(e: Engine, b, view: View, space: str, coll: Collection, records: list[Record]):
@@ -569,10 +602,20 @@ def vector_batch_delete(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
-    _unique_keys(a["keys"])
+    keys = a["keys"]
+    refused = {}
+    for i, key in enumerate(keys):
+        try:
+            check_vector_key(key)
+        except StrataError as exc:
+            refused[i] = exc
+    _unique_keys([key for i, key in enumerate(keys) if i not in refused])
     batch = Batch(e)
     gone = []
-    for key in a["keys"]:
+    for i, key in enumerate(keys):
+        if i in refused:
+            batch.fail(refused[i], {"vector_revision": None})
+            continue
         rec = _live_record(e, view, space, coll, key)
         batch.add({"vector_revision": None}, effect=dict(EFFECT_NOT_FOUND if rec is None else EFFECT_DELETED))
         if rec is not None:
@@ -585,6 +628,7 @@ def vector_batch_delete(e: Engine, a: dict) -> dict:
 
 @handler("vector_history")
 def vector_history(e: Engine, a: dict) -> dict:
+    check_vector_key(a["key"])  # before anything else, as the engine does
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
@@ -676,6 +720,7 @@ def _update(e: Engine, b, space: str, coll: Collection, rec: Record, kind: str, 
 
 @handler("vector_update_metadata")
 def vector_update_metadata(e: Engine, a: dict) -> dict:
+    check_vector_key(a["key"])  # before anything else, as the engine does
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
@@ -695,11 +740,11 @@ def vector_update_metadata(e: Engine, a: dict) -> dict:
 
 @handler("vector_update_embedding")
 def vector_update_embedding(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    check_vector_key(a["key"])  # before anything else, as the engine does
     values = _vector_input(a, "vector")
+    b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
-    check_vector_key(a["key"])
     if values is None:
         raise _no_model(coll.name)
     embedding = _embedding(values, coll.dimension)

@@ -208,6 +208,23 @@ VECTORS = [
     ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": [1, "a", 3]}),
     ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": "abc"}),
     ("strata_vector_upsert", {"collection": "docs", "key": 3, "vector": [1, 2, 3]}),
+    # f32 rounding is checked before anything else: a value that only rounds to zero, then one past
+    # f32's range, whatever the branch, collection, key or dimension.
+    ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": [1e-46, 2, 3]}),
+    ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": [-7e-46, 2, 3]}),
+    ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": [1e-40, 2, 3]}),
+    ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": [1e39, 1e-46, 3]}),
+    ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": [1e-46]}),
+    ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": [1e39]}),
+    ("strata_vector_upsert", {"collection": "docs", "key": "", "vector": [1, 2]}),
+    ("strata_vector_upsert", {"collection": "nope", "key": "", "vector": [1e-46, 1]}),
+    ("strata_vector_upsert", {"collection": "docs", "key": "z", "vector": [1e-46, 1, 1], "branch": "nope"}),
+    ("strata_vector_query", {"collection": "docs", "query": [1e-46, 0.2, 0.3], "k": 1}),
+    ("strata_vector_query", {"collection": "nope", "query": [1e39], "k": 1}),
+    cmd(type="vector_update_embedding", collection="docs", key="zz", vector=[1e-46, 1, 1]),
+    cmd(type="vector_batch_upsert", collection="docs", entries=[
+        {"key": "", "vector": [1e-46, 1, 1]}, {"key": "", "vector": [1, 2]}, {"key": "w", "vector": [1e39]},
+        {"key": "u", "vector": [1e-46] * 3}, {"key": "v", "vector": [0.5, 0.5, 0.5]}]),
     ("strata_vector_query", {"collection": "docs", "query": [0.1, 0.2, 0.3], "k": 10}),
     ("strata_vector_query", {"collection": "docs", "query": [0.1, 0.2, 0.3], "k": 0}),
     ("strata_vector_query", {"collection": "docs", "query": [0.1, 0.2, 0.3], "k": 2}),
@@ -651,6 +668,28 @@ LIMITS = [
 
 SCRIPTS["limits"] = LIMITS
 
+# Deleting branches: the last active branch is never deleted (whether or not the named one exists),
+# and a deleted branch reports how many versions its own timeline held.
+BRANCH_DELETES = [
+    cmd(type="branch_delete", branch="nope"),
+    cmd(type="branch_create", branch="x"),
+    *[("strata_kv_put", {"key": f"k{i}", "value": "v", "branch": "x"}) for i in range(4)],
+    ("strata_json_set", {"key": "d", "path": "$", "value": {"a": 1}, "branch": "x"}),
+    ("strata_kv_delete", {"key": "absent", "branch": "x"}),
+    cmd(type="branch_delete", branch="x"),
+    cmd(type="branch_delete", branch="x"),
+    cmd(type="branch_create", branch="y"),
+    ("strata_kv_put", {"key": "m", "value": "1"}),
+    cmd(type="branch_merge", source="default", target="y"),
+    ("strata_branch_fork", {"source": "y", "branch": "z"}),
+    ("strata_kv_put", {"key": "n", "value": "1", "branch": "z"}),
+    cmd(type="branch_delete", branch="y"),
+    cmd(type="branch_delete", branch="z"),
+    cmd(type="branch_delete", branch="z"),
+    cmd(type="branch_list"),
+]
+SCRIPTS["branch_deletes"] = BRANCH_DELETES
+
 
 # -- the commands past the curated tools (issue 23): batches, scans, samples, history,
 # bulk vector updates, JSON index definitions, event ranges, space deletion, admin.
@@ -676,6 +715,16 @@ KV_BATCHES = raw(
  {"type":"kv_batch_put","entries":[{"key":B("a"),"value":B("A")},{"key":B("a"),"value":B("B")}]},
  {"type":"kv_batch_put","entries":[{"key":B("x"),"value":B("1")},{"key":"","value":B("2")}]},
  {"type":"kv_batch_put","entries":[{"key":B("x")}]},
+ # Duplicates: an item refused on its own is not a duplicate (an empty key here, a bad path or
+ # document id below); an oversized or control-byte key is.
+ {"type":"kv_batch_put","entries":[{"key":B(""),"value":B("1")},{"key":B(""),"value":B("2")}]},
+ {"type":"kv_batch_put","entries":[{"key":B("\x00\x01"),"value":B("1")},{"key":B("\x00\x01"),"value":B("2")}]},
+ {"type":"json_batch_set","entries":[{"key":"d","path":"$.a[","value":1},{"key":"d","path":"$.a[","value":2}]},
+ {"type":"json_batch_set","entries":[{"key":"","path":"$.a","value":1},{"key":"","path":"$.a","value":2}]},
+ {"type":"json_batch_set","entries":[{"key":"d","path":"$.a","value":1},{"key":"d","path":"$.a","value":2}]},
+ {"type":"json_batch_delete","entries":[{"key":"","path":"$.a"},{"key":"","path":"$.a"}]},
+ {"type":"kv_batch_delete","keys":[B(""),B("")]},
+ {"type":"kv_batch_get","keys":[B(""),B("")]},
  {"type":"kv_batch_put","entries":[{"key":B("x"),"value":B("1"),"extra":1}]},
  {"type":"kv_batch_put","entries":[[B("x"),B("1")]]},
  {"type":"kv_batch_put","entries":[[B("x")]]},
@@ -824,6 +873,14 @@ VECTOR_BULK = raw(
  {"type":"vector_delete_by_filter","collection":"c","filter":{"conditions":[]}},
  {"type":"vector_query","collection":"c","query":[1,1],"k":10},
  {"type":"vector_batch_delete","collection":"c","keys":["a","zz","a"]},
+ {"type":"vector_batch_delete","collection":"c","keys":["\u0000","\u0000"]},
+ {"type":"vector_batch_delete","collection":"c","keys":["k" * 1025, "zz"]},
+ {"type":"vector_batch_get","collection":"c","keys":["\u0000","k" * 1025, "zz"]},
+ {"type":"vector_batch_exists","collection":"c","keys":["\u0000","k" * 1025, "zz"]},
+ {"type":"vector_get","collection":"c","key":"\u0000"},
+ {"type":"vector_exists","collection":"c","key":"k" * 1025},
+ {"type":"vector_delete","collection":"c","key":"\u0000"},
+ {"type":"vector_history","collection":"c","key":"\u0000"},
  {"type":"vector_batch_delete","collection":"c","keys":["a","zz"]},
  {"type":"vector_batch_delete","collection":"c","keys":[]},
  {"type":"vector_history","collection":"c","key":"a"},

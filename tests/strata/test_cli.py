@@ -62,7 +62,9 @@ def test_a_path_with_cache_is_refused(tmp_path, args):
 
 
 @pytest.mark.parametrize("args", [["db"], ["db", "kv", "put"], ["--db"], ["--bogus", "mcp", "serve"],
-                                  ["db", "db2", "mcp", "serve"]])
+                                  ["db", "db2", "mcp", "serve"], ["--db", "a", "--db", "b", "mcp", "serve"],
+                                  ["db", "--branch", "x", "--branch=y", "mcp", "serve"],
+                                  ["db", "--branch", "", "mcp", "serve"]])
 def test_usage_errors_exit_2(tmp_path, args):
     proc = subprocess.run([STRATA, *args], capture_output=True, text=True, env=strata_env(tmp_path),
                           stdin=subprocess.DEVNULL, timeout=60, cwd=tmp_path)
@@ -121,6 +123,10 @@ def test_session_branch(tmp_path):
     assert found == [False, True]
     proc = run_lines([str(db), "--branch", "ghost", "mcp", "serve"], [], env=env)
     assert proc.returncode == 2 and "branch `ghost` does not exist" in proc.stderr.decode()
+    # A new database holds only the default branch: nothing is created for a session that cannot start.
+    proc = run_lines([str(tmp_path / "new"), "--branch", "ghost", "mcp", "serve"], [], env=env)
+    assert proc.returncode == 2 and "branch `ghost` does not exist" in proc.stderr.decode()
+    assert not (tmp_path / "new").exists()
 
 
 def test_a_read_only_database_folder_is_refused_with_a_clear_message(tmp_path):
