@@ -292,11 +292,14 @@ def _failure(operation: str, code: str, message: str) -> dict:
 def tool_result(operation: str, envelope: dict) -> dict:
     """The CallToolResult of one envelope, bounded."""
     text = compact(envelope)
-    result = {"content": [{"type": "text", "text": text}], "structuredContent": envelope,
+    # The structured copy is read back from the text so its keys come out sorted too, as the real
+    # server's serde_json writes every object.
+    result = {"content": [{"type": "text", "text": text}], "structuredContent": json.loads(text),
               "isError": not envelope["ok"]}
     if _size(text) > MAX_TOOL_ENVELOPE_BYTES or _size(compact(result)) > MAX_TOOL_RESULT_BYTES:
         bounded = _failure(operation, "output_too_large", MCP_OUTPUT_TOO_LARGE)
-        result = {"content": [{"type": "text", "text": compact(bounded)}], "structuredContent": bounded,
+        result = {"content": [{"type": "text", "text": compact(bounded)}],
+                  "structuredContent": json.loads(compact(bounded)),
                   "isError": True}
     return result
 

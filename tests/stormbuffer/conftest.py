@@ -198,6 +198,7 @@ class RawSession:
         assert len(result["content"]) == 1 and result["content"][0]["type"] == "text"
         assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
         assert result["isError"] is (not result["structuredContent"]["ok"])
+        assert _keys_sorted(result["structuredContent"]), "the real server writes every object's keys sorted"
         return result["structuredContent"]
 
     def read(self, uri: str) -> dict:
@@ -241,3 +242,12 @@ def session(sbuf):
     yield start
     for s in opened:
         s.kill()
+
+
+def _keys_sorted(value: Any) -> bool:
+    """True when every object in ``value``, as it came off the wire, has its keys in sorted order."""
+    if isinstance(value, dict):
+        return list(value) == sorted(value) and all(_keys_sorted(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_keys_sorted(v) for v in value)
+    return True
