@@ -334,4 +334,6 @@ class PathFilter:
             return UNSUPPORTED
         if self._ignored(rel, is_dir=False):
             return IGNORED
+        if not _inside(self.root, path):  # a file link, or a path through a folder link, leading outside
+            return OUTSIDE
         return None

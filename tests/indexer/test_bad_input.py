@@ -217,6 +217,28 @@ def test_symlink_loops_do_not_hang(proj, tmp_path):
         assert again.parsed == 0 and again.unchanged == 4
 
 
+
+def test_a_file_link_leading_outside_made_while_watching_is_never_indexed(proj, tmp_path):
+    """What the watcher hands over is judged as the full scan judges it: a new symlink to a file
+    outside the project, or an indexed file replaced by one, is not read (its code would be served)."""
+    secret = tmp_path / "secret.py"
+    secret.write_text("def outside_leak():\n    return 'SECRET'\n")
+    (proj / "swapped.py").write_text("def was_here(): pass\n")
+    summary, ws = index(proj)
+    with ws:
+        assert "swapped.py" in ci.file_paths(ws.store)
+        os.symlink(secret, proj / "late_link.py")
+        (proj / "swapped.py").unlink()
+        os.symlink(secret, proj / "swapped.py")
+        os.symlink(tmp_path, proj / "late_dir")
+        ws.apply_changes(Changes({"late_link.py", "swapped.py", "late_dir/secret.py"}, set()))
+        paths = ci.file_paths(ws.store)
+        assert not {"late_link.py", "swapped.py", "late_dir/secret.py"} & set(paths)
+        reasons = skipped(ws.store)
+        assert reasons["late_link.py"] == reasons["swapped.py"] == "symlink_outside_project"
+        assert all("SECRET" not in (ci.file_text(ws.store, p) or "") for p in paths)
+
+
 # -- permission denied -----------------------------------------------------------------------
 
 def test_permission_denied_file_is_skipped_as_unreadable(proj, cli_env, memstrata_exe):
