@@ -171,16 +171,16 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
                          "closest full-text matches of its everyday words")
         result = _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
                         ranking.sig_only, ranking.evidence)
-    if not ws.watching and state == "ready":
-        # Nothing keeps the index in step (a one-shot query, the daemon): say when what is
-        # shown is not what the files hold now.
-        changed = ws.changed_on_disk(result.sources)
-        gone = [p for p in changed if not (ws.root / p).exists()]
-        for paths, what in (([p for p in changed if p not in gone], "changed on disk"), (gone, "deleted")):
-            if paths:
-                shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-                result.notes.append(f"{shown} {what} since indexed: shown as indexed "
-                                    "(run memstrata index for the current code)")
+    # Say when what is shown is not what the files hold now: nothing keeps the index in step (a
+    # one-shot query, the daemon), or a watcher has not caught up with an edit made just before.
+    changed = ws.changed_on_disk(result.sources)
+    gone = [p for p in changed if not (ws.root / p).exists()]
+    remedy = ("the watcher is re-indexing it: ask again in a moment" if ws.watching
+              else "run memstrata index for the current code")
+    for paths, what in (([p for p in changed if p not in gone], "changed on disk"), (gone, "deleted")):
+        if paths:
+            shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+            result.notes.append(f"{shown} {what} since indexed: shown as indexed ({remedy})")
     return result
 
 

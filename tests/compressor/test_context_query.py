@@ -179,6 +179,22 @@ def test_a_slice_of_files_changed_since_indexing_says_so(tmp_path):
         assert not any("changed on disk" in n for n in context_query(w, "AuthService.login", max_tokens=600).notes)
 
 
+def test_a_slice_asked_before_the_watcher_caught_up_with_an_edit_says_so(tmp_path):
+    # The watcher re-indexes an edited file after its debounce; a question asked in between is
+    # answered from the indexed text, and the note names the file (not only "indexing").
+    root = tmp_path / "p"
+    shutil.copytree(FIXTURE, root)
+    with Workspace.open(root) as w:
+        w.index()
+        w.start_watching(debounce=60)  # long enough that the edit below stays pending
+        assert w.watching
+        service = root / "app" / "auth" / "service.py"
+        service.write_text(service.read_text() + "\n\ndef added_later():\n    return 1\n")
+        stale = context_query(w, "AuthService.login", max_tokens=600)
+        assert any(n.startswith("app/auth/service.py changed on disk since indexed: shown as indexed "
+                                "(the watcher is re-indexing it") for n in stale.notes), stale.notes
+
+
 def test_answers_from_a_partial_index_and_says_so(tmp_path):
     root = tmp_path / "p"
     shutil.copytree(FIXTURE, root)
