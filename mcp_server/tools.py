@@ -75,8 +75,7 @@ class MemStrataTools:
             return failure(self._safe(str(exc)))
         except StoreCorrupt as exc:
             log.error("context_query: %s", exc)
-            return failure(self._safe(f"The index of this project is unreadable ({exc.__cause__ or exc}). Rebuild it: "
-                                      f"{REBUILD_HINT}, in the project folder, then retry."))
+            return failure(self._unreadable(exc))
         except Exception as exc:
             log.exception("context_query failed")
             return failure(f"context_query failed with an internal error ({type(exc).__name__}); "
@@ -92,6 +91,13 @@ class MemStrataTools:
     def index_status(self) -> CallToolResult:
         try:
             fields = self.ws.status().api_fields()
+        except StoreCorrupt as exc:
+            # The status of an index that cannot be read is "error", with what to do about it.
+            log.error("index_status: %s", exc)
+            answer = ok({"project": str(self.ws.root), "files_indexed": 0, "last_indexed": None,
+                         "index_size_mb": round(self._index_bytes() / (1024 * 1024), 2), "status": "error"})
+            answer.content.append(TextContent(type="text", text="note: " + self._unreadable(exc)))
+            return answer
         except Exception as exc:
             log.exception("index_status failed")
             return failure(self._safe(f"cannot read the index: {type(exc).__name__}: {exc}"))
@@ -104,6 +110,9 @@ class MemStrataTools:
             return failure("savings are not tracked by this MemStrata server (no savings ledger is connected).")
         try:
             figures = self.savings()
+        except StoreCorrupt as exc:
+            log.error("savings_summary: %s", exc)
+            return failure(self._unreadable(exc))
         except Exception as exc:
             log.exception("savings_summary failed")
             return failure(self._safe(f"cannot read the savings ledger: {type(exc).__name__}: {exc}"))
@@ -129,7 +138,11 @@ class MemStrataTools:
         # An index that has finished once answers at once from its graph
         # (ranges are checked against the files on disk); only a project
         # never indexed before waits for the start-up catch-up.
-        if self.ws.store.get_meta("last_indexed") is None or self.ws.quick_status() == "error":
+        try:
+            settled = self.ws.store.get_meta("last_indexed") is not None and self.ws.quick_status() != "error"
+        except StoreCorrupt:
+            settled = False  # _not_ready says what is wrong
+        if not settled:
             if (refusal := self._not_ready()) is not None:
                 return refusal
         try:
@@ -140,8 +153,7 @@ class MemStrataTools:
             return failure(self._safe(str(exc)))
         except StoreCorrupt as exc:
             log.error("%s: %s", tool, exc)
-            return failure(self._safe(f"The index of this project is unreadable ({exc.__cause__ or exc}). Rebuild it: "
-                                      f"{REBUILD_HINT}, in the project folder, then retry."))
+            return failure(self._unreadable(exc))
         except Exception as exc:
             log.exception("%s failed", tool)
             return failure(f"{tool} failed with an internal error ({type(exc).__name__}); "
@@ -157,13 +169,28 @@ class MemStrataTools:
                 f"MemStrata is still building the index of this project ({w.describe_progress()}). "
                 "Retry in a moment; index_status reports status 'ready' once it is done."
             )
-        if self.ws.quick_status() == "error":
+        try:
+            broken = self.ws.quick_status() == "error"
+        except StoreCorrupt as exc:
+            log.error("the index: %s", exc)
+            return failure(self._unreadable(exc))
+        if broken:
             detail = self.ws.status(check_disk=False).message or "the last index run failed"
             return failure(self._safe(
                 f"The index of this project is in an error state ({detail}). "
                 "Rebuild it by running `memstrata index` in the project folder, then retry."
             ))
         return None
+
+    def _unreadable(self, exc: StoreCorrupt, what: str = "The index of this project") -> str:
+        return self._safe(f"{what} is unreadable ({exc.__cause__ or exc}). Rebuild it: "
+                          f"{REBUILD_HINT}, in the project folder, then retry.")
+
+    def _index_bytes(self) -> int:
+        try:
+            return self.ws.store.size_bytes()
+        except Exception:
+            return 0
 
     def _safe(self, message: str) -> str:
         """``message`` with absolute paths outside the project replaced."""

@@ -112,3 +112,26 @@ def test_unexpected_compressor_failure_is_a_clean_error(ws, monkeypatch):
     assert r.is_error
     assert "internal error (RuntimeError)" in text_of(r)
     assert "/usr/lib" not in text_of(r)
+
+
+def test_an_index_damaged_under_the_server_is_reported_by_every_tool_with_its_remedy(project: Path):
+    from memstrata.harness.proxy.savings import savings_summary
+
+    with Workspace.open(project) as w:
+        w.index()
+        server = build_server(w, savings=lambda: savings_summary(w))
+        db = project / ".memstrata" / "index.db"
+        w.store.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        size = db.stat().st_size
+        with open(db, "r+b") as f:  # another program overwrites the file
+            f.write(bytes(range(256)) * (size // 256))
+        w.store.execute("PRAGMA shrink_memory")  # what the server had cached is read again from the file
+        status = call(server, "index_status")
+        assert not status.is_error and status.structured_content["status"] == "error"
+        notes = status.content[1].text
+        assert notes.startswith("note: The index of this project is unreadable") and "memstrata index" in notes
+        for name, args in (("savings_summary", None), ("context_query", {"query": LOGIN_QUERY}),
+                           ("find_symbol", {"name": "AuthService"}), ("file_outline", {"path": "app/routes.py"})):
+            r = call(server, name, args)
+            assert r.is_error and "is unreadable" in text_of(r) and "memstrata index" in text_of(r), text_of(r)
+            assert "StoreCorrupt" not in text_of(r)
