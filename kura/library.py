@@ -142,13 +142,15 @@ class Library:
                 writer = KuraDatabase(path)
             reader = KuraDatabase(path, readonly=True)
             if not kura_store.is_kura_store(reader):
-                raise StoreError(f"{path} is not a Kura database")
+                raise StoreError("it is not a Kura database")
             root = database_root(self.home, name, reader)
         except (StoreError, OSError, Exception) as exc:  # noqa: BLE001 - any failure skips only this db
             for store in (reader, writer):
                 if store is not None:
                     store.close()
-            self._fail(name, f"cannot open {path}: {exc}")
+            # The reason names the file by its role: the Kura home is no folder the user registered,
+            # and errors never show paths outside those.
+            self._fail(name, "cannot open its index (data.db): " + str(exc).replace(str(path), "data.db"))
             return
         db = Database(name, folder, reader, writer, root)
         self._dbs[name] = db

@@ -56,8 +56,17 @@ class KuraSearch:
         return {"loaded": list(self.catalog.loaded()), "registered": list(self.catalog.registered())}
 
     def search_rag(self, db: Any, q: Any, limit: Any = None, mode: Any = None) -> dict[str, Any]:
-        name = _required_text("db", db)
-        query = _required_text("q", q)
+        # Both fields are judged before either is refused, and the problems joined, as the MCP
+        # surface's argument check does: every surface answers the same.
+        problems = []
+        for field, value in (("db", db), ("q", q)):
+            try:
+                _required_text(field, value)
+            except InvalidArgument as exc:
+                problems.append(str(exc).removeprefix("invalid argument: "))
+        if problems:
+            raise InvalidArgument("invalid argument: " + "; ".join(problems))
+        name, query = _required_text("db", db), _required_text("q", q)
         n = parse_limit(limit)
         parse_mode(mode)
         store = self.catalog.reader(name)

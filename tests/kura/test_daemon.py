@@ -52,6 +52,7 @@ def test_api_health_list_search_and_errors(kura, docs):
 
     bad = {
         (("q", "x"),): "invalid argument: db is required",
+        (): "invalid argument: db is required; q is required",  # as the MCP surface joins them
         (("db", "notes"),): "invalid argument: q is required",
         (("db", "notes"), ("q", "   ")): "invalid argument: q is required",
         (("db", "nope"), ("q", "x")): 'invalid argument: "nope" not exist',

@@ -158,6 +158,7 @@ def test_limit_caps_the_number_of_matches(library):
     (("notes", "   "), "invalid argument: q is required"),
     (("notes", None), "invalid argument: q is required"),
     ((5, "x"), "invalid argument: db must be a string"),
+    ((None, " "), "invalid argument: db is required; q is required"),
     (("notes", "x", None, "semantic"), 'invalid argument: mode "semantic" not supported (only "keyword")'),
     (("notes", "x", None, 3), 'invalid argument: mode "3" not supported (only "keyword")'),
 ])
@@ -174,7 +175,8 @@ def test_mode_is_case_insensitive_and_unloadable_databases_say_why(library):
 
     search = KuraSearch(library)
     assert search.search_rag("notes", "backoff", None, " KeyWord ")["keyword"]
-    with pytest.raises(InvalidArgument, match='"broken" not loaded: cannot open'):
+    with pytest.raises(InvalidArgument, match='"broken" not loaded: cannot open its index') as exc:
         search.search_rag("broken", "x")
+    assert str(library.home.root) not in str(exc.value)  # the Kura home is not a registered folder
     with pytest.raises(InvalidArgument, match='"gone" not loaded: .* is missing'):
         search.search_rag("gone", "x")
