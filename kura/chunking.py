@@ -86,9 +86,28 @@ class Chunked:
 
 
 class DocumentFilter(PathFilter):
-    """Decides for one relative path whether it is a document of the folder."""
+    """Decides for one relative path whether it is a document of the folder.
+
+    ``reserved``: a folder never indexed (the Kura home, when a registered folder holds it:
+    the daemon's own log and databases would otherwise be indexed, and every write to them
+    would wake the watcher for another write)."""
+
+    def __init__(self, root: Path, reserved: Path | None = None):
+        super().__init__(root)
+        self._reserved: str | None = None
+        if reserved is not None:
+            try:
+                self._reserved = reserved.resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                pass  # outside the folder: nothing to keep out
+
+    def _in_reserved(self, rel: str) -> bool:
+        r = self._reserved
+        return r is not None and (r == "." or rel == r or rel.startswith(r + "/"))
 
     def excluded_reason(self, rel: str) -> str | None:
+        if self._in_reserved(rel):
+            return EXCLUDED
         parts = rel.split("/")
         for i, part in enumerate(parts[:-1]):
             if part.startswith("."):
@@ -107,6 +126,8 @@ class DocumentFilter(PathFilter):
         return None
 
     def dir_excluded_reason(self, rel_dir: str) -> str | None:
+        if self._in_reserved(rel_dir):
+            return EXCLUDED
         name = rel_dir.rsplit("/", 1)[-1]
         if name.startswith("."):
             return HIDDEN

@@ -76,6 +76,21 @@ def command_usage(command: str) -> str | None:
     return "\n".join(lines) + "\n" if lines else None
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """argparse's answer, but an unknown option is named before a missing argument: `kura add -x`
+    is a mistyped option, not a missing name."""
+    known = ("-y", "--yes", "-h", "--help")
+    unknown = [a for a in argv[1:] if a.startswith("-") and a != "-" and a not in known and not a[1:].isdigit()]
+    if unknown:
+        parser.error(f"unknown option {unknown[0]}")
+    return parser.parse_args(argv)
+
+
+def _usage_error(message: str) -> None:
+    print(f"kura: {message}\n\n{USAGE}", file=sys.stderr, end="")
+    raise SystemExit(2)
+
+
 @quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
@@ -86,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         if usage is not None:
             print(usage, end="")
             return 0
-    args = None if argv == DAEMON_ARGV else build_parser().parse_args(argv)
+    args = None if argv == DAEMON_ARGV else _parse(build_parser(), argv)
     if args is not None and (args.help or args.command == "help"):
         print(USAGE, end="")
         return 0
@@ -129,6 +144,7 @@ def cmd_add(home: Home, args) -> int:
     from . import store as kura_store
 
     from .daemon import notify_reload
+    from .chunking import DocumentFilter
     from .indexing import sync_folder
 
     name = normalize_name(args.name)
@@ -137,6 +153,9 @@ def cmd_add(home: Home, args) -> int:
         root = Path(args.path).expanduser().resolve()
         if not root.is_dir():
             raise KuraError(f"{args.path} is not a folder")
+        if root == home.root.resolve() or home.root.resolve() in root.parents:
+            raise KuraError(f"{args.path} is inside the Kura home, which holds Kura's own files; "
+                            "register a folder of documents")
     folder = home.db_dir(name)
     with home.locked():
         if home.find(name) is not None:
@@ -149,7 +168,7 @@ def cmd_add(home: Home, args) -> int:
             if root is not None:
                 kura_store.set_root(store, str(root))
                 print(f"indexing {root} ...", file=sys.stderr, flush=True)
-                report = sync_folder(store, root)
+                report = sync_folder(store, root, DocumentFilter(root, reserved=home.root))
                 stats = kura_store.stats(store)
             else:
                 home.inbox(name).mkdir()
@@ -296,14 +315,14 @@ def cmd_port(home: Home, args) -> int:
         try:
             port = int(args.port or "")
         except ValueError:
-            raise KuraError(f"port must be a number from 1 to 65535, not {args.port!r}") from None
+            _usage_error(f"port must be a number from 1 to 65535, not {args.port!r}")
         if not 1 <= port <= 65535:
-            raise KuraError(f"port must be from 1 to 65535, not {port}")
+            _usage_error(f"port must be from 1 to 65535, not {port}")
         home.update_config(port=port)
         print(f"port set to {port}")
     else:
         if args.port is not None:
-            raise KuraError("`kura port clear` takes no argument")
+            _usage_error("`kura port clear` takes no argument")
         home.update_config(port=None)
         print("port cleared (a free port is chosen at start)")
     _restart_if_running(home)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -70,7 +71,8 @@ def update_paths(store: Store, root: Path, paths: Iterable[str], flt: DocumentFi
     root = root.resolve()
     known = kura_store.source_states(store)
     gone: list[str] = []
-    for rel in sorted(set(paths)):
+    paths = set(paths)
+    for rel in sorted(paths | _links_to(root, known, paths)):
         full = root / rel
         if flt.excluded_reason(rel) is not None or not full.is_file():
             if rel in known:
@@ -83,6 +85,14 @@ def update_paths(store: Store, root: Path, paths: Iterable[str], flt: DocumentFi
         with store.write() as conn:
             report.removed += kura_store.delete_sources(conn, gone)
     return report
+
+
+def _links_to(root: Path, known: Iterable[str], paths: set[str]) -> set[str]:
+    """The indexed file links that lead to one of ``paths``: a watcher reports the file that was
+    edited, never the links in the folder that show it under another name."""
+    targets = {os.path.realpath(root / rel) for rel in paths}
+    return {rel for rel in known if rel not in paths and os.path.islink(root / rel)
+            and os.path.realpath(root / rel) in targets}
 
 
 def _index_one(store: Store, root: Path, rel: str, known: kura_store.SourceState | None,

@@ -178,7 +178,7 @@ class Library:
         if not db.root.is_dir():
             log.warning("%s: folder %s does not exist; serving the index as it is", db.name, db.root)
             return
-        db.flt = DocumentFilter(db.root)
+        db.flt = DocumentFilter(db.root, reserved=self.home.root)
         watcher = Watcher(db.root, lambda batch, db=db: self._on_changes(db, batch), debounce=0.2,
                           max_delay=2.0)
         try:

@@ -77,10 +77,6 @@ def test_add_list_edit_remove(kura, docs):
     (("remove", "nope", "--yes"), 'database "nope" not exist'),
     (("edit", "nope", "x"), 'database "nope" not exist'),
     (("edit", "dup", "dup2"), 'database "dup2" already exists'),
-    (("port", "set", "0"), "port must be from 1 to 65535"),
-    (("port", "set", "65536"), "port must be from 1 to 65535"),
-    (("port", "set", "abc"), "port must be a number"),
-    (("port", "set"), "port must be a number"),
 ])
 def test_bad_input(kura, args, message):
     kura.ok("add", "dup")
@@ -89,6 +85,23 @@ def test_bad_input(kura, args, message):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert message in proc.stderr
     assert [e["db"] for e in registry(kura)] == ["dup", "dup2"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (("port", "set", "0"), "port must be from 1 to 65535"),
+    (("port", "set", "65536"), "port must be from 1 to 65535"),
+    (("port", "set", "-5"), "port must be from 1 to 65535"),
+    (("port", "set", "abc"), "port must be a number"),
+    (("port", "set"), "port must be a number"),
+    (("port", "clear", "8080"), "takes no argument"),
+    (("add", "-x"), "unknown option -x"),
+    (("remove", "--force", "x"), "unknown option --force"),
+])
+def test_usage_errors_exit_2(kura, args, message):
+    proc = kura.run(*args)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("kura: ") and message in first and "Traceback" not in proc.stderr
 
 
 def test_port_and_remote_config_without_a_daemon(kura):

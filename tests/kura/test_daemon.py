@@ -4,8 +4,10 @@ bad databases, single-instance lock, and the Streamable HTTP MCP route."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import time
 
 import anyio
 import httpx
@@ -13,7 +15,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from .conftest import wait_until
+from .conftest import KuraEnv, wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -99,6 +101,39 @@ def test_watched_folders_follow_changes(kura, docs):
     assert search(kura, db="late", q="okapi").status_code == 400
     kura.ok("remove", "later", "--yes")
     assert kura.get("/api/list").json()["loaded"] == ["notes", "drop"]
+
+
+def test_a_link_inside_the_folder_follows_the_file_it_shows(kura, docs):
+    os.symlink("notes.md", docs / "alias.md")
+    kura.ok("add", "notes", str(docs))
+    kura.start()
+    assert sorted(sources(search(kura, db="notes", q="jitter"))) == ["alias.md", "notes.md"]
+    (docs / "notes.md").write_text("Now about zanzibar only.", encoding="utf-8")
+    # The watcher reports notes.md alone; the link showing it is re-read with it.
+    assert wait_until(lambda: sorted(sources(search(kura, db="notes", q="zanzibar"))) == ["alias.md", "notes.md"])
+    assert search(kura, db="notes", q="jitter").json() == {}
+
+
+def test_a_folder_holding_the_kura_home_never_indexes_it(tmp_path, monkeypatch, docs):
+    home = docs / "kura_home"  # a non-hidden home inside the registered folder
+    env = KuraEnv(home)
+    monkeypatch.setenv("KURA_HOME", str(home))
+    try:
+        env.ok("add", "notes", str(docs))
+        refused = env.run("add", "self", str(home))
+        assert refused.returncode != 0 and "inside the Kura home" in refused.stderr
+        env.start()
+        (docs / "fresh.md").write_text("Pangolin sightings.", encoding="utf-8")
+        assert wait_until(lambda: sources(search(env, db="notes", q="pangolin")) == ["fresh.md"])
+        assert not any(s.startswith("kura_home/") for s in sources(search(env, db="notes", q="notes")))
+        # The daemon's own log is not a document: writing it never wakes the watcher again.
+        log = home / "kura.log"
+        time.sleep(1.5)
+        before = log.read_text().count("updated")
+        time.sleep(1.5)
+        assert log.read_text().count("updated") == before
+    finally:
+        env.cleanup()
 
 
 def test_corrupt_and_deleted_databases_are_skipped_while_others_serve(kura, docs):
