@@ -37,7 +37,8 @@ max_results = checked(int, lambda v: 1 <= v <= 200, "a whole number", "must be 1
 
 # -- naming the project: one way on every command ---------------------------------------
 
-PROJECT_HELP = "project folder (default: the current directory, or the nearest parent with an index)"
+PROJECT_HELP = ("project folder (default: the current directory); a folder inside an indexed project "
+                "means that project")
 
 
 def add_project(parser: argparse.ArgumentParser, *, store: bool = True) -> None:

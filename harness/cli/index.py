@@ -64,7 +64,8 @@ def parse_size(text: str) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("index", help="index a project (first run: full index; later: only what changed)",
                        description="Index the project at PATH (default: the current directory) into "
-                       "PATH/.memstrata/index.db. Unchanged files are skipped, deleted ones removed.")
+                       "PATH/.memstrata/index.db; a PATH inside a project that has an index updates that "
+                       "project's index. Unchanged files are skipped, deleted ones removed.")
     argtypes.add_project(p)
     p.add_argument("--max-file-size", type=parse_size, default=None, metavar="SIZE",
                    help="skip files larger than SIZE, e.g. 2MiB, 512k or a byte count (default 1MiB, at most "
@@ -161,6 +162,10 @@ def cmd_index(args) -> int:
     try:
         with open_workspace(argtypes.project_of(args), argtypes.store_of(args),
                             max_file_bytes=args.max_file_size, workers=args.workers) as ws:
+            named = argtypes.project_of(args)
+            if not args.json and named is not None and Path(named).expanduser().resolve() != ws.root:
+                # A folder inside an indexed project belongs to that project's index.
+                print(f"project: {ws.root} (the indexed project holding {named})", file=sys.stderr, flush=True)
             summary = ensure_indexed(ws, quiet=args.json)
             if args.json:
                 out = {k: v for k, v in vars(summary).items() if k not in ("changed_paths", "removed_paths")}

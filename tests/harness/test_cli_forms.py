@@ -163,3 +163,12 @@ def test_status_skipped_lists_what_the_index_left_out(run_cli, tmp_path):
     assert any(line.startswith("app/blob.bin  ") for line in out)
     rows = json.loads(run_cli("status", str(project), "--skipped", "--json").stdout)
     assert {"path": "app/big.py", "reason": "too_large", "size": 2_400_000} in rows
+
+
+def test_index_of_a_folder_inside_an_indexed_project_says_which_project(run_cli, tmp_path):
+    project = copy_project(tmp_path / "p")
+    run_cli("index", str(project))
+    sub = next(p for p in project.iterdir() if p.is_dir() and not p.name.startswith("."))
+    res = run_cli("index", str(sub))
+    assert f"project: {project} (the indexed project holding {sub})" in res.stderr
+    assert not (sub / ".memstrata").exists()
