@@ -217,7 +217,13 @@ class Proxy:
         seconds = time.perf_counter() - c0
         content = raw
         if comp is not None and comp.changed:
-            content = json.dumps(comp.body, ensure_ascii=False).encode("utf-8")
+            written = _request_json(comp.body)
+            if written is None:
+                log.warning("the compressed request cannot be written as the JSON it was read from "
+                            "(a number past the float range); forwarding the request unchanged")
+                comp = None
+            else:
+                content = written
         return _Prepared(body=body, compression=comp, content=content, compress_seconds=seconds)
 
     # -- other endpoints: pass through ----------------------------------------------
@@ -443,3 +449,15 @@ def _json_reason(exc: Exception) -> str:
         return "not UTF-8 text"
     # Python refuses to read an integer of more than sys.get_int_max_str_digits() digits.
     return f"a number in it has more than {sys.get_int_max_str_digits():,} digits"
+
+
+def _request_json(body: dict) -> bytes | None:
+    """A changed request as the UTF-8 JSON the provider reads, or None where it cannot be written as
+    it was read: a number such as 1e400 became an infinity, which JSON cannot spell.  A lone
+    surrogate (valid JSON as an escape: a cut emoji, binary tool output) is no UTF-8 character: it
+    goes out as the same escape it came in as."""
+    try:
+        text = json.dumps(body, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return None
+    return text.encode("utf-8", "backslashreplace")

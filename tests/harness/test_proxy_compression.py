@@ -228,3 +228,28 @@ def test_background_work_waits_while_a_request_is_prepared(shop_ws, stub, receiv
         background.join(30)
     proxy.wait_quiet()  # nothing in preparation: returns at once
     assert len(received) == 1
+
+
+@pytest.mark.parametrize("odd", ["\\ud83d", "\\udc00\\ud800"])
+def test_a_lone_surrogate_escape_goes_out_as_it_came_in(shop_ws, proxy, received, odd):
+    # JSON escapes of a lone surrogate are valid JSON (a cut emoji, binary tool output as
+    # JSON.stringify writes it); a compressed request must still be written out and forwarded.
+    content = f"Here is shop/orders.py:\n```python\n{read(shop_ws, 'shop/orders.py')}```\n{QUESTION}"
+    raw = ('{"model": "gpt-4o", "messages": [{"role": "user", "content": ' + json.dumps(content)[:-1]
+           + "tail " + odd + '"}]}').encode()
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=raw,
+                   headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    forwarded = received[-1].body
+    assert "[memstrata: lines " in forwarded.decode("utf-8")  # compressed, and valid UTF-8
+    assert json.loads(forwarded)["messages"][0]["content"].endswith(json.loads(f'"tail {odd}"'))
+
+
+def test_a_number_json_cannot_spell_again_forwards_the_request_unchanged(shop_ws, proxy, received):
+    content = f"Here is shop/orders.py:\n```python\n{read(shop_ws, 'shop/orders.py')}```\n{QUESTION}"
+    raw = ('{"model": "gpt-4o", "temperature": 1e400, "messages": [{"role": "user", "content": '
+           + json.dumps(content) + '}]}').encode()
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=raw,
+                   headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    assert received[-1].body == raw  # never "Infinity", which is not JSON
