@@ -15,6 +15,7 @@ assert what was forwarded.  The request's ``model`` picks a behaviour:
 ``stub-slow``   stream with ``slow_delay`` seconds between chunks
 ``stub-hang``   accept, then answer nothing for ``hang_seconds``
 ``stub-stall``  JSON: the headers and part of the body, then nothing (a test kills the process)
+``stub-short``  stream: a few events, then a clean close before the final event (an overloaded cut)
 anything else   a normal answer with :attr:`StubUpstream.answer` as its text
 ==============  ===============================================================
 
@@ -186,7 +187,7 @@ class StubUpstream:
         created = self.created
         if data.get("stream") is True:
             include_usage = bool((data.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(self._openai_stream(model, created, usage, include_usage),
+            return StreamingResponse(_short(model, self._openai_stream(model, created, usage, include_usage)),
                                      media_type="text/event-stream", headers={"x-request-id": "req_stub"})
         if model == "stub-drop":
             return StreamingResponse(self._drop_json(), media_type="application/json")
@@ -254,7 +255,7 @@ class StubUpstream:
             return err
         usage = self._responses_usage(data, len(self.answer.split()))
         if data.get("stream") is True:
-            return StreamingResponse(self._responses_stream(model, usage), media_type="text/event-stream",
+            return StreamingResponse(_short(model, self._responses_stream(model, usage)), media_type="text/event-stream",
                                      headers={"x-request-id": "req_stub"})
         if model == "stub-drop":
             return StreamingResponse(self._drop_json(), media_type="application/json")
@@ -296,7 +297,7 @@ class StubUpstream:
         completion = len(self.answer.split())
         if data.get("stream") is True:
             usage = self._anthropic_usage(data, 1)
-            return StreamingResponse(self._anthropic_stream(model, usage, completion),
+            return StreamingResponse(_short(model, self._anthropic_stream(model, usage, completion)),
                                      media_type="text/event-stream", headers={"request-id": "req_stub"})
         if model == "stub-drop":
             return StreamingResponse(self._drop_json(), media_type="application/json")
@@ -399,3 +400,13 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+async def _short(model: str, events):
+    """``events`` whole, or for ``stub-short`` its first three chunks and a clean close."""
+    n = 0
+    async for chunk in events:
+        if model == "stub-short" and n == 3:
+            return
+        n += 1
+        yield chunk

@@ -10,7 +10,9 @@ prefix to stand on: compressing the task before the current one re-bills
 that task alone.  A mark adds no tokens and no write charge of its own (the
 tokens up to the last breakpoint are written once, whichever breakpoints
 divide them), and the cache ignores where marks sit when it compares
-prefixes.  Anthropic refuses a request with more than four, so the proxy
+prefixes; so the proxy marks only before the client's last breakpoint (what
+follows it is billed as plain input, which a mark would turn into cache
+writes).  Anthropic refuses a request with more than four, so the proxy
 uses only the slots the client left free, and none where the client does
 not cache at all.
 """
@@ -56,15 +58,30 @@ def free_marks(body: dict) -> int:
     return max(0, min(TASK_MARKS, MAX_BREAKPOINTS - len(marks)))
 
 
-def task_marks(records, n: int) -> set[int]:
+def last_marked_message(body: dict) -> int:
+    """The index of the last message the client marks (the last message under a top-level automatic
+    mark), -1 when it marks none (its system prompt or tools at most).  The proxy marks only messages
+    before it: tokens after the client's last breakpoint are billed as plain input, and a mark
+    there would have them written to the cache at the write price instead."""
+    msgs = body.get("messages") or []
+    if isinstance(body.get("cache_control"), dict):
+        return len(msgs) - 1
+    for i in range(len(msgs) - 1, -1, -1):
+        if isinstance(msgs[i], dict) and client_breakpoints({"messages": [msgs[i]]}):
+            return i
+    return -1
+
+
+def task_marks(records, n: int, before: int | None = None) -> set[int]:
     """Indexes of the records the proxy marks: the latest ``n`` task starts (a user message with the
-    user's own words), once there is an earlier task whose results a step could compress."""
+    user's own words) before record ``before`` (the client's last marked message; None: any),
+    once there is an earlier task whose results a step could compress."""
     if n <= 0:
         return set()
     starts = [i for i, r in enumerate(records) if r.real_user]
     if len(starts) < 2:
         return set()
-    return set(starts[-n:])
+    return {i for i in starts[-n:] if before is None or i < before}
 
 
 def with_mark(msg: dict, control: dict) -> dict | None:

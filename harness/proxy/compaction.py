@@ -169,7 +169,7 @@ SAFE_RESULT_CAP = 16_000  # the safe mode's whole-result limit (the default of C
 class RequestPass:
     def __init__(self, settings, matcher: ProjectMatcher, tokens: TokenCache, plans: "PlanCache", api: str,
                  msgs: list, records: list[Record], base_tokens: int, economics: "CacheEconomics | None" = None,
-                 marks: int = 0):
+                 marks: int = 0, mark_before: int | None = None):
         self.s = settings
         self.plans = plans
         self.economics = economics
@@ -196,6 +196,7 @@ class RequestPass:
         self.records = records
         self.base_tokens = base_tokens
         self.marks = marks
+        self.mark_before = mark_before  # the proxy marks only messages before this one (see .breakpoints)
 
     # -- arrival --------------------------------------------------------------------
 
@@ -475,7 +476,7 @@ class RequestPass:
         e = self.economics
         if e is None or not e.breakpoints:
             return []
-        marks = task_marks(self.records, self.marks)
+        marks = task_marks(self.records, self.marks, self.mark_before)
         return [i + 1 for i in range(len(self.records) - 1) if i in marks or _marked(self.msgs[i])]
 
     def _least(self, start: int) -> int:

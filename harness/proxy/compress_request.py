@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from memstrata.compressor.block import BlockSettings
 from memstrata.storage import StoreError
 
-from .breakpoints import free_marks, mark_control, task_marks, with_mark
+from .breakpoints import free_marks, last_marked_message, mark_control, task_marks, with_mark
 from .compaction import (
     SAFE_RESULT_CAP, PlanCache, RequestPass, TokenCache, cache_economics, forwarded_message, set_path,
 )
@@ -158,7 +158,8 @@ class Compressor:
             before = as_of(base.records, matched) if base is not None else ()
             marks = free_marks(body) if api == ANTHROPIC else 0
             work = RequestPass(s, self.matcher, self.tokens, self.plans, api, msgs, list(before),
-                               self._base_tokens(body), cache_economics(body, api), marks)
+                               self._base_tokens(body), cache_economics(body, api), marks,
+                               last_marked_message(body) if marks else None)
             for i in range(matched, len(msgs)):
                 work.arrive(i)
                 if work.boundary(i):
@@ -186,7 +187,8 @@ class Compressor:
         invalidated = sum(r.tokens for r in records[first_moved:len(before)]) if first_moved is not None else 0
         common = dict(mode=s.mode, conversation=cid, compaction=first_moved is not None,
                       prefix_invalidated_tokens=invalidated, question=question)
-        marked = sorted(i for i in task_marks(records, work.marks) if i < len(msgs) and isinstance(msgs[i], dict))
+        marked = sorted(i for i in task_marks(records, work.marks, work.mark_before)
+                        if i < len(msgs) and isinstance(msgs[i], dict))
         if not changed and not marked:
             return CompressionResult(None, "nothing to compress", **common)
         out_msgs = list(msgs)

@@ -288,6 +288,7 @@ class Proxy:
             error = None
             first = True
             recorded = finish is None
+            ended = False  # the upstream's answer ran out (or failed), rather than the client leaving
             tail = b""
             try:
                 async for chunk in resp.aiter_bytes():
@@ -303,25 +304,32 @@ class Proxy:
                     tail = chunk[-32:]
                     relayed += len(chunk)
                     yield chunk
-                if not recorded:
+                ended = True
+                if not recorded and is_sse and status < 400:
+                    # The upstream closed the stream before its final event (an overloaded error
+                    # event, a cut): relayed as it came, recorded as what it was.
+                    error = "incomplete"
+                elif not recorded:
                     recorded = True
                     await record_completed()
             except httpx.TimeoutException:
-                error = "timeout"
+                error, ended = "timeout", True
             except httpx.HTTPError:
-                error = "dropped"
+                error, ended = "dropped", True
             finally:
+                if not ended and not recorded:
+                    error = "client_gone"  # the client stopped reading before the answer's end
                 if error is None and first:
                     metrics.ttfb_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
                 metrics.requests.labels(status=str(status)).inc()
                 metrics.request_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
-                if error is not None:
+                if error is not None and error != "client_gone":
                     metrics.upstream_errors.labels(kind=error).inc()
                 if not recorded:  # cut off: the client never had the whole answer
                     finish(status, error, b"".join(captured))
                 with anyio.CancelScope(shield=True):  # also when the client went away mid-stream
                     await resp.aclose()
-            if error is not None:
+            if error in ("timeout", "dropped"):
                 # The status line is gone; tell the client in the stream's own terms.
                 message = ("the upstream stopped answering (timeout)" if error == "timeout"
                            else "the upstream closed the connection mid-answer")

@@ -4,6 +4,7 @@ import json
 import logging
 import shutil
 import socket
+import time
 from pathlib import Path
 
 import anthropic
@@ -307,6 +308,35 @@ def test_dropped_stream_surfaces_as_error(proxy, fresh):
             s.until_done()
     with pytest.raises(openai.APIConnectionError):  # a cut JSON body: the client sees the cut too
         oai(proxy).chat.completions.create(model="stub-drop", messages=[{"role": "user", "content": "hi"}])
+
+
+def test_a_stream_that_ends_early_or_loses_its_client_is_recorded_as_such(project, proxy, fresh):
+    h = proxy.app.state.harness
+    h.flush()
+    before = len(rows(project))
+    headers = {"authorization": f"Bearer {SENTINEL}", "x-api-key": SENTINEL, "content-type": "application/json",
+               "anthropic-version": "2023-06-01"}
+    hi = [{"role": "user", "content": "hi"}]
+    # The upstream closes cleanly before its final event: relayed as it came.
+    for path, body in (("/v1/chat/completions", {"model": "stub-short", "stream": True, "messages": hi}),
+                       ("/anthropic/v1/messages", {"model": "stub-short", "stream": True, "max_tokens": 5,
+                                                   "messages": hi})):
+        r = httpx.post(proxy.url + path, json=body, headers=headers)
+        assert r.status_code == 200 and "[DONE]" not in r.text and "message_stop" not in r.text
+    # The client goes away after the first event, while the upstream is still answering (the
+    # stand-in holds the rest until the gate opens, once the proxy has seen the client leave).
+    with httpx.stream("POST", proxy.url + "/v1/chat/completions", headers=headers,
+                      json={"model": "stub-gated", "stream": True, "messages": hi}) as r:
+        next(r.iter_bytes())
+    for _ in range(200):
+        h.flush()
+        new = rows(project)[before:]
+        if len(new) == 3:
+            break
+        time.sleep(0.05)
+    fresh.gate.set()
+    assert sorted((e.model, e.status, e.error) for e in new) == [
+        ("stub-gated", 200, "client_gone"), ("stub-short", 200, "incomplete"), ("stub-short", 200, "incomplete")]
 
 
 def test_malformed_json_gets_provider_shaped_400(proxy):

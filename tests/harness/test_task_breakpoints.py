@@ -132,6 +132,19 @@ def test_no_marks_for_a_client_that_does_not_cache(big_ws, caching):
             assert client_breakpoints(caching.received[-1]) == []
 
 
+def test_no_marks_past_the_clients_last_breakpoint(big_ws, caching):
+    """A client that caches its system prompt alone is billed plain input for the conversation; a
+    proxy mark in it would have the provider write those tokens at the cache-write price instead."""
+    with _proxy(big_ws, caching) as proxy:
+        client = anthropic.Anthropic(base_url=proxy.url + "/anthropic", api_key=KEY, max_retries=0)
+        for _, body in session(big_ws, last_mark=None):
+            client.messages.create(**body)
+            assert _marks(caching.received[-1]) == []
+    # Only the system prompt is ever written to the cache, as the client asked.
+    system_tokens = caching._tokens(SYSTEM) + caching.framing
+    assert all(bill.cache_write <= system_tokens for bill in caching.bills)
+
+
 def test_a_step_behind_a_task_mark_keeps_the_cache_of_what_precedes(big_ws, caching):
     """Compacting the task before the current one re-bills that task alone: the provider reads the
     conversation up to its start from the cache at the step."""
