@@ -35,6 +35,21 @@ positive = checked(float, lambda v: math.isfinite(v) and v > 0, "a number", "mus
 max_results = checked(int, lambda v: 1 <= v <= 200, "a whole number", "must be 1-200")
 
 
+def http_url(text: str) -> str:
+    """An http(s) URL with a host: what an upstream base URL must be."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # raises on a port that is not a number
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a URL: {text!r}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError("must be an http:// or https:// URL with a host, e.g. "
+                                         "http://127.0.0.1:11434/v1")
+    return text
+
+
 # -- naming the project: one way on every command ---------------------------------------
 
 PROJECT_HELP = ("project folder (default: the current directory); a folder inside an indexed project "

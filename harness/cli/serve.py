@@ -47,10 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to bind (default 127.0.0.1; anything else exposes your proxy to the network; "
                         "0.0.0.0 answers to this machine's names and addresses)")
-    p.add_argument("--openai-upstream", default=None, metavar="URL",
+    p.add_argument("--openai-upstream", type=argtypes.http_url, default=None, metavar="URL",
                    help=f"OpenAI-compatible base URL to forward to (default: providers.json base_url of "
                    f"--openai-provider, else {DEFAULT_OPENAI_BASE}); e.g. http://127.0.0.1:11434/v1 for Ollama")
-    p.add_argument("--anthropic-upstream", default=None, metavar="URL",
+    p.add_argument("--anthropic-upstream", type=argtypes.http_url, default=None, metavar="URL",
                    help=f"Anthropic base URL to forward to (default {DEFAULT_ANTHROPIC_BASE})")
     p.add_argument("--openai-provider", default="openai", metavar="NAME",
                    help="providers.json entry whose rates price /v1 traffic (default openai; e.g. ollama)")
@@ -71,9 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="... and at most this many tokens of it (default 6000)")
     p.add_argument("--min-tokens", type=argtypes.positive_int, default=None, metavar="N",
                    help="pasted blocks and tool results smaller than this are never touched (default 1500)")
-    p.add_argument("--read-timeout", type=float, default=600.0, metavar="SECONDS",
+    p.add_argument("--read-timeout", type=argtypes.positive, default=600.0, metavar="SECONDS",
                    help="longest wait for the upstream's next bytes (default 600)")
-    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="SECONDS",
+    p.add_argument("--connect-timeout", type=argtypes.positive, default=10.0, metavar="SECONDS",
                    help="longest wait to connect to the upstream (default 10)")
     p.add_argument("--no-watch", dest="watch", action="store_false", help="do not watch files for changes")
     p.add_argument("--no-mcp", dest="mcp", action="store_false", help="do not mount the MCP transports at /mcp")

@@ -234,6 +234,31 @@ def test_a_day_lost_is_drawn_below_the_zero_line(serve):
         driver.quit()
 
 
+def test_large_figures_fit_the_axis_and_the_legend_names_only_models_that_moved(serve):
+    common = dict(time=time.time() - 2 * 86400, output_tokens=10, cache_read_tokens=0, cache_write_tokens=0,
+                  cf_cache_read_tokens=0, cf_cache_write_tokens=0)
+    with Store(serve.project / ".memstrata" / "index.db") as store:
+        ledger.record(store, [
+            LedgerEntry(endpoint="anthropic.messages", provider="anthropic", model="claude-sonnet-4-6", compressed=True,
+                        tokens_original=30_000_000, tokens_forwarded=9_000_000, input_tokens=9_000_000,
+                        cf_input_tokens=30_000_000, status=200, **common),
+            LedgerEntry(endpoint="openai.chat", provider="openai", model="gpt-4o", status=429,
+                        tokens_original=500, tokens_forwarded=500, **common)])
+    driver = browser()
+    try:
+        driver.get(serve.url + "/")
+        wait_for(driver, "return Number(document.body.dataset.loaded || 0) >= 1", message="the first refresh")
+        for button in ("show-tokens", "show-dollars"):
+            driver.find_element("id", button).click()
+            left = driver.execute_script(
+                "return Math.min(...[...document.querySelectorAll('#chart text')].map((t) => t.getBBox().x));")
+            assert left >= 0, f"an axis label starts {-left:.0f} px left of the chart ({button})"
+            legend = driver.execute_script("return document.getElementById('legend').textContent;")
+            assert "claude-sonnet-4-6" in legend and "gpt-4o" not in legend
+    finally:
+        driver.quit()
+
+
 def test_dashboard_is_one_local_page_behind_the_guard(serve):
     r = httpx.get(serve.url + "/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")

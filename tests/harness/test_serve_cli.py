@@ -151,3 +151,15 @@ def test_savings_on_a_fresh_project(project, env):
     res = memstrata("savings", "--project", str(project), env=env)
     assert res.returncode == 0 and "not indexed yet (run memstrata index)" in res.stdout
     assert not (project / ".memstrata").exists()  # a read-only command created nothing
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--openai-upstream", "notaurl"], "--openai-upstream: must be an http:// or https:// URL"),
+    (["--anthropic-upstream", "ftp://x/v1"], "--anthropic-upstream: must be an http:// or https:// URL"),
+    (["--openai-upstream", "http://h:abc/v1"], "--openai-upstream: not a URL"),
+    (["--read-timeout", "0"], "--read-timeout: must be a positive number"),
+    (["--connect-timeout", "-1"], "--connect-timeout: must be a positive number"),
+])
+def test_an_upstream_serve_could_never_reach_is_refused_at_start(env, project, args, message):
+    res = memstrata("serve", str(project), "--port", "0", *args, env=env)
+    assert res.returncode == 2 and message in res.stderr, res.stderr
