@@ -23,6 +23,7 @@ nodes and turned into folded rows in bulk (:func:`parse_rows`).
 from __future__ import annotations
 
 import re
+import time
 from bisect import bisect_left
 from collections import Counter
 from itertools import islice, repeat
@@ -83,11 +84,46 @@ def parse_source(path: str, language: str, source: bytes) -> ParseResult:
     return result
 
 
+# Some inputs take a grammar's parser time that grows with the square of their length (thousands of
+# comment lines after an indented block, in Python's): past a deadline such a parse is given up, so
+# one odd file never holds a run, a watcher or the proxy for minutes.  Inputs under GUARD_BYTES go
+# without the watch, which costs about a tenth of a parse (a callback into Python every few hundred
+# steps, and the second pass below): real code that size parses in milliseconds, and the worst
+# input that size found takes about ten seconds.
+GUARD_BYTES = 128 * 1024
+PARSE_SECONDS = 10.0  # the deadline: this, plus one second per MB (real code parses at 5-20 MB/s)
+PARSE_BYTES_PER_SECOND = 1_000_000
+
+
+class ParseTimeout(Exception):
+    """The parse of one input went past its deadline (see GUARD_BYTES)."""
+
+
+def parse_tree(language: str, source: bytes) -> ts.Tree:
+    """The tree of ``source``; raises :class:`ParseTimeout` past the deadline."""
+    parser = get_parser(language)
+    if len(source) < GUARD_BYTES:
+        return parser.parse(source)
+    allowed = PARSE_SECONDS + len(source) / PARSE_BYTES_PER_SECOND
+    deadline = time.monotonic() + allowed
+    view = memoryview(source)
+    try:
+        tree = parser.parse(lambda byte, _point: view[byte:], progress_callback=lambda *_: time.monotonic() > deadline)
+    except ValueError:  # what the binding raises when the callback cancels the parse
+        parser.reset()  # or the next parse would resume this one
+        raise ParseTimeout(f"the parse took over {allowed:.0f} s") from None
+    # A tree parsed through a callback holds no source, and the binding's Node.text would read
+    # freed memory: parsed again from the bytes with nothing edited, every node is reused
+    # (about a tenth of the first parse) and the tree holds its text.
+    return parser.parse(source, old_tree=tree)
+
+
 def parse_rows(path: str, language: str, source: bytes) -> tuple[ParseResult, list[tuple]]:
     """:func:`parse_source` with the references as storage rows, (scope, name,
     kind, receiver, line, count), and ``result.refs`` left empty: the index
-    run writes rows, and most of a file's facts are references."""
-    tree = get_parser(language).parse(source)
+    run writes rows, and most of a file's facts are references.  Raises
+    :class:`ParseTimeout` for an input the parser cannot finish in time."""
+    tree = parse_tree(language, source)
     root = tree.root_node
     result = ParseResult(path=path, language=language)
     if root.has_error:
@@ -108,8 +144,12 @@ def parse_rows(path: str, language: str, source: bytes) -> tuple[ParseResult, li
 def parse_definitions(path: str, language: str, source: bytes) -> list[SymbolFact]:
     """The symbols :func:`parse_source` finds in ``source``, and nothing else: only the query's
     definition patterns run (an outline of a block needs no references or imports, which are
-    most of a file's matches).  Never raises on bad code."""
-    root = get_parser(language).parse(source).root_node
+    most of a file's matches).  Never raises on bad code; an input the parser cannot finish in
+    time (see GUARD_BYTES) has no definitions."""
+    try:
+        root = parse_tree(language, source).root_node
+    except ParseTimeout:
+        return []
     return _symbols(_definitions(root, _definition_passes(language), language, path, source, [], []),
                     language, source)
 

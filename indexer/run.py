@@ -20,7 +20,7 @@ from .languages import language_for_path
 from .model import ImportFact
 from .parse import EXTRACTOR_VERSION
 from .project import writer_lock
-from .scan import DEFAULT_MAX_FILE_BYTES, PathFilter, printable_path, scan_project
+from .scan import DEFAULT_MAX_FILE_BYTES, PARSE_TIMEOUT, PathFilter, printable_path, scan_project
 from .worker import (
     Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
 )
@@ -97,7 +97,15 @@ class Indexer:
         removed = sorted(set(states) - on_disk)
         to_parse = []
         touched: list[tuple[int, str]] = []
+        # A file the parser could not finish in time is tried again only once its size changes:
+        # trying costs its whole deadline on every run.
+        timed_out = {} if refresh_all else {p: size for p, reason, size in ci.skipped_files(self.store)
+                                            if reason == PARSE_TIMEOUT}
+        parse_skipped: list[tuple[str, str, int | None]] = []
         for c in scan.files:
+            if timed_out.get(c.path) == c.size and c.path not in states:
+                parse_skipped.append((c.path, PARSE_TIMEOUT, c.size))
+                continue
             st = states.get(c.path)
             if st is not None and st.size == c.size and not refresh_all:
                 if st.mtime_ns == c.mtime_ns:
@@ -116,7 +124,6 @@ class Indexer:
         summary.removed = len(removed)
         summary.removed_paths = removed
 
-        parse_skipped: list[tuple[str, str, int | None]] = []
         with ci.bulk_load(self.store, cold=not states):
             self._parse_and_store(to_parse, summary, parse_skipped, progress)
 

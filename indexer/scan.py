@@ -37,6 +37,7 @@ EXCLUDED = "excluded_dir"
 UNSUPPORTED = "unsupported_language"
 OUTSIDE = "symlink_outside_project"
 VANISHED = "vanished"
+PARSE_TIMEOUT = "parse_timeout"  # the parser could not finish the file in time (see indexer/parse.py)
 NAME_NOT_UTF8 = "name_not_utf8"
 
 

@@ -21,8 +21,8 @@ from memstrata.storage.text import expand_identifiers
 
 from .imports import ResolveContext, resolve_import
 from .model import ParseResult
-from .parse import parse_rows
-from .scan import UNREADABLE, VANISHED, SkipFile, decode_source, is_test_path
+from .parse import ParseTimeout, parse_rows
+from .scan import PARSE_TIMEOUT, UNREADABLE, VANISHED, SkipFile, decode_source, is_test_path
 
 # A function's whole text is searchable: the words a question shares with a
 # long function are as often in its middle or end as in its first lines (it
@@ -165,7 +165,10 @@ def parse_bytes(path: str, language: str, data: bytes, mtime_ns: int) -> Parsed 
     except SkipFile as skip:
         return Skipped(path, skip.reason, len(data))
     source = data if encoding == "utf-8" else text.encode("utf-8")
-    result, refs = parse_rows(path, language, source)
+    try:
+        result, refs = parse_rows(path, language, source)
+    except ParseTimeout:
+        return Skipped(path, PARSE_TIMEOUT, len(data))
     record = FileRecord(
         path=path,
         language=language,

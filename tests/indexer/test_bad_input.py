@@ -438,3 +438,48 @@ def test_reader_sees_a_consistent_index_while_another_process_writes(tmp_path, c
         out, err = proc.communicate(timeout=150)
     assert proc.returncode == 0, err
     assert json.loads(out)["files"] == 800
+
+
+# -- a file the parser cannot finish in time ---------------------------------------------------
+
+
+def _slow_python(lines: int) -> str:
+    # Comment lines after an indented block: tree-sitter's Python parser takes time growing with
+    # the square of their number (8,000 lines about a second, 40,000 about forty); the tests
+    # below give it 50 ms.
+    return "def big():\n    return 1\n" + "# pad\n" * lines
+
+
+def test_a_parse_past_its_deadline_is_given_up_and_the_parser_works_on(monkeypatch):
+    from memstrata.indexer import parse
+
+    monkeypatch.setattr(parse, "GUARD_BYTES", 1024)
+    monkeypatch.setattr(parse, "PARSE_SECONDS", 0.05)
+    monkeypatch.setattr(parse, "PARSE_BYTES_PER_SECOND", 10**12)
+    with pytest.raises(parse.ParseTimeout):
+        parse.parse_rows("slow.py", "python", _slow_python(8_000).encode())
+    assert parse.parse_definitions("slow.py", "python", _slow_python(8_000).encode()) == []
+    # The same parser (one per language and process) parses the next input from its start.
+    result, _ = parse.parse_rows("ok.py", "python", ("def fine():\n    pass\n" * 5000).encode())
+    assert [s.name for s in result.symbols][:1] == ["fine"] and len(result.symbols) == 5000
+
+
+def test_a_file_the_parser_cannot_finish_in_time_is_skipped_as_such(proj, monkeypatch):
+    from memstrata.indexer import parse
+
+    monkeypatch.setattr(parse, "GUARD_BYTES", 1024)
+    monkeypatch.setattr(parse, "PARSE_SECONDS", 0.05)
+    monkeypatch.setattr(parse, "PARSE_BYTES_PER_SECOND", 10**12)
+    (proj / "slow.py").write_text(_slow_python(8_000))
+    summary, ws = index(proj)  # a few files: parsed in this process, with the deadline above
+    with ws:
+        assert "slow.py" not in ci.file_paths(ws.store)
+        assert skipped(ws.store)["slow.py"] == "parse_timeout"
+        assert "ok.py" in ci.file_paths(ws.store)
+        # Not tried again until it changes: each try costs the whole deadline.
+        monkeypatch.setattr(parse, "PARSE_SECONDS", 60.0)
+        again = ws.index()
+        assert again.parsed == 0 and skipped(ws.store)["slow.py"] == "parse_timeout"
+        (proj / "slow.py").write_text("def quick():\n    return 2\n")
+        ws.index()
+        assert "slow.py" in ci.file_paths(ws.store) and "slow.py" not in skipped(ws.store)
