@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from memstrata.storage import Store
+from memstrata.storage import Store, StoreError
 from memstrata.storage import code_index as ci
 
 from . import graph_snapshot
@@ -408,6 +409,8 @@ class Workspace:
             try:
                 with self.store.write() as conn:
                     ci.set_ref_targets(conn, rows)
+            except (StoreError, sqlite3.OperationalError) as exc:  # a full disk, a read-only or locked file
+                log.warning("could not save resolved references (%s); the answers are unaffected", exc)
             except Exception:  # the graph stays right; the column catches up next time
                 log.warning("could not persist resolved references", exc_info=True)
 

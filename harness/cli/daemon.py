@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -180,7 +181,13 @@ def cmd_start(args, found) -> int:
         if proc.poll() is not None and not state.running:
             break
         time.sleep(0.05)
-    return fail(f"the daemon did not start (see {folder.name}/{sockets.LOG_NAME})")
+    why = f"see {folder.name}/{sockets.LOG_NAME}"
+    try:
+        if shutil.disk_usage(folder).free < 1024 * 1024:  # nothing, not even its log, can be written
+            why = f"the disk holding {folder.name}/ is full"
+    except OSError:
+        pass
+    return fail(f"the daemon did not start ({why})")
 
 
 @_on_project(needs_index=True)

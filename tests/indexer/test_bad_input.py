@@ -483,3 +483,29 @@ def test_a_file_the_parser_cannot_finish_in_time_is_skipped_as_such(proj, monkey
         (proj / "slow.py").write_text("def quick():\n    return 2\n")
         ws.index()
         assert "slow.py" in ci.file_paths(ws.store) and "slow.py" not in skipped(ws.store)
+
+
+def test_resolved_references_that_cannot_be_saved_are_said_in_one_line(proj, monkeypatch, caplog):
+    # A full disk under a read-only command (query, refs): the answer stands, and the warning is a
+    # sentence, not a traceback.
+    import contextlib
+
+    from memstrata.indexer.graph import CodeGraph
+    from memstrata.storage import StoreFull
+
+    summary, ws = index(proj)
+    with ws:
+        ws._graph = CodeGraph.load(ws.store)
+        assert isinstance(ws._graph, CodeGraph)
+        monkeypatch.setattr(CodeGraph, "take_resolved_targets", lambda self: [("ok.py", 1)])
+
+        @contextlib.contextmanager
+        def full():
+            raise StoreFull("the disk is full")
+            yield
+
+        monkeypatch.setattr(ws.store, "write", full)
+        with caplog.at_level("WARNING"):
+            ws._persist_targets()
+    [record] = [r for r in caplog.records if "resolved references" in r.getMessage()]
+    assert record.exc_info is None and "the disk is full" in record.getMessage()
