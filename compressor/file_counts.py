@@ -35,7 +35,11 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
     ``pause`` is called before each batch (a server's: wait while a question
     is answered)."""
     store = ws.store
-    if store.readonly:
+    try:
+        if not store.may_update("files"):
+            return 0
+    except StoreError as exc:
+        log.debug("file token counts: %s", exc)
         return 0
     saved, after = 0, ""
     while stop is None or not stop.is_set():

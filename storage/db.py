@@ -314,6 +314,10 @@ class Store(MetaRows):
     def load_derived(self, name: str, magic: bytes) -> object | None:
         return None if self.memory else read_checked(self.path.parent / name, magic)
 
+    def may_update(self, table: str) -> bool:
+        """Whether this connection may change rows of ``table`` (a file store: unless read-only)."""
+        return not self.readonly
+
     def size_bytes(self) -> int:
         total = 0
         for suffix in ("", "-wal"):

@@ -469,6 +469,15 @@ class PgStore(MetaRows):
         """Changes when another connection changed the code index (the generation)."""
         return self.get_meta("code_generation")
 
+    def may_update(self, table: str) -> bool:
+        """Whether this role may change rows of ``table``: a team's proxy role writes the ledger only
+        (docs/team.md), and a refused statement must not be sent to find that out."""
+        if self.readonly:
+            return False
+        rows = self.execute("SELECT has_table_privilege(current_user, ?, 'UPDATE')",
+                            (f"{self.schema_name}.{table}",))
+        return bool(rows[0][0])
+
     def size_bytes(self) -> int:
         rows = self.execute(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "

@@ -72,3 +72,34 @@ def test_reader_role_cannot_create_a_project(team_roles, project_copy):
     assert denied.returncode == 2
     assert "read-only for this role" in denied.stderr, denied.stderr
     assert "secret-pw" not in denied.stdout + denied.stderr
+
+
+def test_the_proxy_role_never_sends_an_update_it_may_not_make(team_roles, project_copy, pg_cluster, pg_url):
+    """serve under the docs' proxy role writes the ledger and nothing else: the background whole-file
+    token counts see that the role may not update ``files`` and leave them to the CI role."""
+    import types
+
+    from memstrata.compressor.file_counts import count_missing
+    from memstrata.storage.postgres import PgStore, schema_name
+
+    ci_url, proxy_url = team_roles
+    root = project_copy("python_project")
+    assert _run("index", str(root), "--store", ci_url, "--project-name", "shop").returncode == 0
+    schema = schema_name("shop")
+    proxy_role = urlsplit(proxy_url).username
+    with pg_cluster.connect(urlsplit(pg_url).path.lstrip("/")) as conn:
+        conn.execute(f"GRANT INSERT, UPDATE ON {schema}.ledger, {schema}.ledger_sessions TO {proxy_role}")
+        conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {proxy_role}")
+    store = PgStore(proxy_url, "shop", create=False)
+    try:
+        assert store.may_update("ledger") and not store.may_update("files")
+        writes = []
+        real_write = store.write
+        store.write = lambda *a, **k: writes.append(1) or real_write(*a, **k)
+        assert count_missing(types.SimpleNamespace(store=store)) == 0
+        assert writes == []  # nothing sent for the server to refuse (and log)
+        store.write = real_write
+        with store.write() as c:  # the connection is fine for what the role may do
+            c.execute("UPDATE ledger_sessions SET pid = pid WHERE 1 = 0")
+    finally:
+        store.close()
