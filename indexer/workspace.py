@@ -36,6 +36,7 @@ from .project import (
 from .run import Indexer, IndexSummary, Progress
 from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
 from .watcher import Changes, Watcher
+from .worker import content_hash, read_bytes
 
 log = logging.getLogger(__name__)
 
@@ -447,9 +448,15 @@ class Workspace:
             except OSError:
                 out.append(path)
                 continue
-            if st.st_size != state.size or st.st_mtime_ns != state.mtime_ns:
+            if st.st_size != state.size or (st.st_mtime_ns != state.mtime_ns and not self._same_text(path, state)):
                 out.append(path)
         return sorted(out)
+
+    def _same_text(self, path: str, state) -> bool:
+        """Whether the file at ``path`` still holds the bytes indexed for it: a checkout, a `touch` or
+        an editor saving unchanged text moves the modification time alone."""
+        data = read_bytes(str(self.root / path), path, max(state.size, 0))
+        return isinstance(data, bytes) and content_hash(data) == state.hash
 
     # -- status -----------------------------------------------------------------
 
@@ -522,7 +529,7 @@ class Workspace:
                 if c.path in skipped and skipped[c.path] in (None, c.size):
                     continue
                 return True
-            if s.size != c.size or s.mtime_ns != c.mtime_ns:
+            if s.size != c.size or (s.mtime_ns != c.mtime_ns and not self._same_text(c.path, s)):
                 return True
             seen += 1
         return seen != len(states)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -177,6 +178,11 @@ def test_a_slice_of_files_changed_since_indexing_says_so(tmp_path):
             stale.notes
         w.index()
         assert not any("changed on disk" in n for n in context_query(w, "AuthService.login", max_tokens=600).notes)
+        # A checkout or `touch` that moves the modification time alone changes nothing shown.
+        st = service.stat()
+        os.utime(service, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+        assert not any("changed on disk" in n for n in context_query(w, "AuthService.login", max_tokens=600).notes)
+        assert w.status().status == "ready"
 
 
 def test_a_slice_asked_before_the_watcher_caught_up_with_an_edit_says_so(tmp_path):
