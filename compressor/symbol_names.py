@@ -70,7 +70,9 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
         if colon:  # a later definition in its scope, ``size:set`` (see indexer/parse.py, _disambiguate)
             return [Match(d, 0) for d in graph.definitions(base)
                     if _qual_matches(graph.node(d)["qualname"], parts[0])]
-        return [Match(d, 0) for d in graph.definitions(parts[0])]
+        # Exact: the whole qualname is what was written (a module-level ``echo``); looser: a
+        # member or nested definition of that name (``tests...::test_eof.echo``).
+        return [Match(d, 0 if graph.node(d)["qualname"] == parts[0] else 1) for d in graph.definitions(parts[0])]
     seeds = Seeds()
     if not _seed_qualified(_Token(name, parts, True, False), graph, None, seeds, lambda _node: True):
         return _module_level(graph, parts)

@@ -272,6 +272,24 @@ def test_repeated_uses_in_one_scope_each_get_their_line(tmp_path):
                    ("pkg/use.py", 9, "call", "pkg/use.py::run")]
 
 
+def test_a_plain_name_means_the_module_level_definition_over_nested_ones(tmp_path):
+    # `refs echo`: the project's own echo, not a helper of that name inside a test function.
+    root = tmp_path / "p"
+    (root / "pkg").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "pkg" / "utils.py").write_text("def echo(message):\n    print(message)\n")
+    (root / "pkg" / "cli.py").write_text("from pkg.utils import echo\n\n\ndef main():\n    echo('hi')\n")
+    (root / "tests" / "test_eof.py").write_text(
+        "def test_prompt_eof():\n    def echo(text):\n        return text\n    echo('x')\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        out = find_references(ws, "echo")
+        assert out["symbol"] == "pkg/utils.py::echo"
+        assert [f"{r['path']}:{r['line']}" for r in out["references"]] == ["pkg/cli.py:1", "pkg/cli.py:5"]
+        found = [s["symbol"] for s in find_symbol(ws, "echo")["symbols"]]
+        assert found[0] == "pkg/utils.py::echo" and "tests/test_eof.py::test_prompt_eof.echo" in found
+
+
 def test_a_file_edited_after_indexing_is_read_again(python_ws):
     ws = python_ws
     service = ws.root / "app" / "auth" / "service.py"
