@@ -94,7 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--skipped", action="store_true",
                    help="list the files left out of the index, one per line with the reason (too_large, "
-                        "binary, unsupported_language, ...) and size")
+                        "binary, unsupported_language, ...) and, where it was read, size")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("query", help="print the context slice for a question",
