@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from . import argtypes
-from memstrata.harness.proxy.providers import Providers, ProvidersError, display_path
+from memstrata.harness.proxy.providers import MAX_COST_PER_MTOK, Providers, ProvidersError, display_path
 from memstrata.harness.proxy.upstream import shown_url
+
+# A rate as providers.json takes it (the same range, the same words).
+_RATE = argtypes.checked(float, lambda v: math.isfinite(v) and 0 <= v <= MAX_COST_PER_MTOK, "a number",
+                         f"must be a number of USD per million tokens from 0 to {MAX_COST_PER_MTOK:,.0f}")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -32,14 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "multipliers (Anthropic: reads 0.1x, writes 1.25x the input rate; others: reads "
                            "0.5x, writes 1x).")
     rate.add_argument("model")
-    rate.add_argument("rate", type=argtypes.non_negative, help="USD per million input tokens, e.g. 3.00")
+    rate.add_argument("rate", type=_RATE, help="USD per million input tokens, e.g. 3.00")
     rate.add_argument("--provider", default=None,
                       help="provider to file it under (default: the one listing MODEL, else guessed from the name)")
-    rate.add_argument("--output", type=argtypes.non_negative, default=None, metavar="RATE",
+    rate.add_argument("--output", type=_RATE, default=None, metavar="RATE",
                       help="USD per million output tokens")
-    rate.add_argument("--cache-read", type=argtypes.non_negative, default=None, metavar="RATE",
+    rate.add_argument("--cache-read", type=_RATE, default=None, metavar="RATE",
                       help="USD per million prompt tokens read from the provider's cache")
-    rate.add_argument("--cache-write", type=argtypes.non_negative, default=None, metavar="RATE",
+    rate.add_argument("--cache-write", type=_RATE, default=None, metavar="RATE",
                       help="USD per million prompt tokens written to the provider's cache")
     rate.set_defaults(func=cmd_set_rate)
     day = ssub.add_parser("billing-day", help="day of the month your billing cycle starts (1-31, default 1)")

@@ -239,7 +239,8 @@ class Providers:
             raise ProvidersError("model name is empty")
         for value in (input_cost_per_mtok, output, cache_read, cache_write):
             if value is not None and not _valid_cost(value):
-                raise ProvidersError(f"rate must be a non-negative number of USD per million tokens, got {value!r}")
+                raise ProvidersError(f"rate must be a number of USD per million tokens from 0 to "
+                                     f"{MAX_COST_PER_MTOK:,.0f}, got {value!r}")
         if provider is None:
             provider = self._provider_for(model)
         models = self.providers.setdefault(provider, {}).setdefault("models", {})
@@ -274,8 +275,14 @@ def _is_pattern(key: str) -> bool:
     return any(ch in key for ch in "*?[")
 
 
+# The dearest published rate is a few hundred dollars per million tokens; a figure past this is a
+# typo (a rate per token typed per million, an extra zero run) and would print a 300-digit bill.
+MAX_COST_PER_MTOK = 100_000.0
+
+
 def _valid_cost(v: object) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    return (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            and 0 <= v <= MAX_COST_PER_MTOK)
 
 
 def cache_factors(provider: str, model_key: str) -> tuple[float, float]:
@@ -310,8 +317,10 @@ def _validate(data: object) -> None:
             raise ProvidersError(f'provider "{name}": base_url must be an http(s) URL')
         for key, r in p.get("models", {}).items():
             if not isinstance(r, dict) or not _valid_cost(r.get("input_cost_per_mtok")):
-                raise ProvidersError(f'{name} / {key}: input_cost_per_mtok must be a non-negative number')
+                raise ProvidersError(f'{name} / {key}: input_cost_per_mtok must be a number from 0 to '
+                                     f'{MAX_COST_PER_MTOK:,.0f}')
             for field_name in ("output_cost_per_mtok", "cache_read_cost_per_mtok", "cache_write_cost_per_mtok"):
                 v = r.get(field_name)
                 if v is not None and not _valid_cost(v):
-                    raise ProvidersError(f'{name} / {key}: {field_name} must be a non-negative number or null')
+                    raise ProvidersError(f'{name} / {key}: {field_name} must be a number from 0 to '
+                                         f'{MAX_COST_PER_MTOK:,.0f}, or null')

@@ -119,8 +119,9 @@ def test_config_show_and_set(env, memstrata_home):
     assert entry == {"input_cost_per_mtok": 2.0, "output_cost_per_mtok": 10.0, "cache_read_cost_per_mtok": 0.2}
     shown = memstrata("config", "show", env=env).stdout
     assert any(line.startswith("anthropic  claude-x") and line.endswith("*") for line in shown.splitlines())
-    res = memstrata("config", "set", "provider-rate", "gpt-4o", "-1", env=env)
-    assert res.returncode == 2 and "non-negative" in res.stderr
+    for bad in ("-1", "1e308"):  # a sign typed wrong, a figure no provider charges
+        res = memstrata("config", "set", "provider-rate", "gpt-4o", bad, env=env)
+        assert res.returncode == 2 and "from 0 to 100,000" in res.stderr
     res = memstrata("config", "set", "provider-rate", "mystery", "1", env=env)
     assert res.returncode == 2 and "--provider" in res.stderr
     res = memstrata("config", "set", "billing-day", "15", env=env)
