@@ -25,7 +25,7 @@ from memstrata.storage import code_index as ci
 
 from . import argtypes
 # Re-exported: the other commands import these from here.
-from .reading import NOT_INDEXED, NotIndexed, fail, open_indexed
+from .reading import NOT_INDEXED, NotIndexed, fail, first_run_unfinished, open_indexed
 from .resident import resident_command
 
 if TYPE_CHECKING:  # imported where used: a query answered by the daemon never loads them
@@ -272,13 +272,16 @@ def _query(ws: Workspace, args) -> int:
     from memstrata.compressor import QueryError, context_query
 
     try:
-        if ws.store.get_meta("last_indexed") is None:
-            return fail(f"{ws.root}: the first index run has not finished (run memstrata index)")
+        if (refusal := first_run_unfinished(ws)) is not None:
+            return refusal
         result = context_query(ws, args.query, max_tokens=args.max_tokens, include_tests=args.include_tests)
     except QueryError as exc:
         return fail(str(exc))
     if args.json:
         print(json.dumps(result.api_fields(), indent=2, ensure_ascii=False))
+        # stdout is exactly the tool's answer; what MCP sends as a second text item goes to stderr.
+        for note in result.notes:
+            print(f"note: {note}", file=sys.stderr)
         return 0
     print(result.context)
     saved = result.baseline_tokens - result.tokens

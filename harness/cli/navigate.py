@@ -12,7 +12,7 @@ import os
 import sys
 
 from . import argtypes
-from .reading import fail
+from .reading import fail, first_run_unfinished
 from .resident import resident_command
 
 _KINDS = "function, method, class, interface, struct, enum, type, constant, module"
@@ -64,8 +64,8 @@ def _answer(ws, operation, *params) -> dict | int:
     from memstrata.compressor import QueryError
 
     try:
-        if ws.store.get_meta("last_indexed") is None:
-            return fail(f"{ws.root}: the first index run has not finished (run memstrata index)")
+        if (refusal := first_run_unfinished(ws)) is not None:
+            return refusal
         return operation(ws, *params)
     except QueryError as exc:
         return fail(str(exc))

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstrata.indexer.project import INDEX_FILE, ProjectError, StoreChoice, index_dir, open_store, resolve_root
+from memstrata.indexer.project import (INDEX_FILE, ProjectError, StoreChoice, index_dir, open_store, resolve_root,
+                                       writer_active_elsewhere)
 from memstrata.storage import StoreError
 
 if TYPE_CHECKING:
@@ -50,3 +51,13 @@ def open_indexed(path: str | Path | None, store: StoreChoice | None = None) -> W
 def fail(message: str, code: int = 2) -> int:
     print(f"memstrata: {message}", file=sys.stderr)
     return code
+
+
+def first_run_unfinished(ws) -> int | None:
+    """The refusal for a question asked before the project's first index run finished, else None."""
+    if ws.store.get_meta("last_indexed") is not None:
+        return None
+    if writer_active_elsewhere(ws.root, ws.store):
+        return fail(f"{ws.root}: the first index run is still under way in another process; ask again "
+                    "when it finishes (memstrata status shows how far it got)")
+    return fail(f"{ws.root}: the first index run has not finished (run memstrata index)")

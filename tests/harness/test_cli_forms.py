@@ -172,3 +172,39 @@ def test_index_of_a_folder_inside_an_indexed_project_says_which_project(run_cli,
     res = run_cli("index", str(sub))
     assert f"project: {project} (the indexed project holding {sub})" in res.stderr
     assert not (sub / ".memstrata").exists()
+
+
+def test_query_json_keeps_stdout_the_answer_and_says_its_notes_on_stderr(run_cli, tmp_path):
+    project = copy_project(tmp_path / "p")
+    run_cli("index", str(project))
+    service = project / "app" / "auth" / "service.py"
+    service.write_text(service.read_text() + "\n\ndef added_later():\n    return 1\n")
+    res = run_cli("query", "AuthService.login", str(project), "--json")
+    assert set(json.loads(res.stdout)) == {"context", "tokens", "baseline_tokens", "sources"}
+    assert "note: app/auth/service.py changed on disk since indexed" in res.stderr
+
+
+def test_a_question_during_the_first_index_run_says_it_is_under_way(run_cli, tmp_path):
+    import textwrap
+
+    project = copy_project(tmp_path / "p")
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from memstrata.indexer.project import WriterLock, open_store
+        root = Path({str(project)!r})
+        store = open_store(root)
+        lock = WriterLock(root)
+        lock.acquire()
+        store.set_meta("status", "indexing")
+        print("held", flush=True)
+        sys.stdin.read()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for args in (("query", "login"), ("symbol", "login")):
+            res = run_cli(*args, str(project), check=False)
+            assert res.returncode == 2 and "the first index run is still under way in another process" in res.stderr
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
