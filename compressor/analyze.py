@@ -357,6 +357,20 @@ def _tokens(text: str) -> list[_Token]:
     return out
 
 
+def names_in_tests_only(query: str, graph: GraphView) -> list[str]:
+    """The names ``query`` writes as code whose every definition is test code (left out of a
+    slice unless tests are asked for)."""
+    tests = graph.test_files
+    out: list[str] = []
+    for tok in _tokens(_PATH_TOKEN.sub(" ", clean_query(query))):
+        if len(tok.parts) != 1 or not tok.is_code() or tok.name in out:
+            continue
+        defs = graph.definitions(tok.name)
+        if defs and all(d.split("::", 1)[0] in tests for d in defs):
+            out.append(tok.name)
+    return out
+
+
 def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_tests: bool,
                relaxed: bool = False) -> Seeds:
     """What the question points at in the project.  ``relaxed``: the fallback for a question none

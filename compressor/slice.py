@@ -18,7 +18,7 @@ from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
-from .analyze import BASE_WEIGHTS, NameIndex, find_seeds, intent_of, validate
+from .analyze import BASE_WEIGHTS, NameIndex, find_seeds, intent_of, names_in_tests_only, validate
 from .rank import personalized_rank
 from .render import (
     CONTAINERS,
@@ -160,6 +160,10 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
     with ws.lock:
         graph = ws.graph
         ranking = rank_candidates(ws, graph, query, include_tests)
+        if not include_tests and (in_tests := names_in_tests_only(query, graph)):
+            # Test code is left out unless asked for: say so when the question names some.
+            notes.append(f"{', '.join(in_tests[:3])} {'is' if len(in_tests) == 1 else 'are'} defined in test "
+                         "code only: ask again with include_tests (--include-tests) to see it")
         if ranking is None:
             # A question of everyday words only ("Fix flaky test") names nothing; the plain
             # full-text matches of those words are still a better answer than none.

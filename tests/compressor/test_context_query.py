@@ -90,6 +90,17 @@ def test_include_tests_brings_in_tests_that_exercise_the_seeds(ws):
     assert "def test_login_accepts_right_password():" in with_tests.context
 
 
+def test_a_question_naming_test_code_only_says_to_include_tests(ws):
+    without = context_query(ws, "test_login_accepts_right_password", max_tokens=2000)
+    assert not any(s.startswith("tests/") for s in without.sources)
+    assert "test_login_accepts_right_password is defined in test code only: ask again with include_tests " \
+           "(--include-tests) to see it" in without.notes, without.notes
+    with_tests = context_query(ws, "test_login_accepts_right_password", max_tokens=2000, include_tests=True)
+    assert "tests/test_auth.py" in with_tests.sources
+    assert not any("in test code only" in n for n in with_tests.notes)
+    assert not any("in test code only" in n for n in context_query(ws, "AuthService.login", 2000).notes)
+
+
 def test_degrades_full_to_signature_before_dropping(ws):
     roomy = context_query(ws, "AuthService.login and its callers", max_tokens=2000)
     tight = context_query(ws, "AuthService.login and its callers", max_tokens=160)
