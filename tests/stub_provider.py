@@ -381,6 +381,17 @@ class ServerThread:
         self.stop()
 
 
+
+async def _short(model: str, events):
+    """``events`` whole, or for ``stub-short`` its first three chunks and a clean close."""
+    n = 0
+    async for chunk in events:
+        if model == "stub-short" and n == 3:
+            return
+        n += 1
+        yield chunk
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Serve the stand-in model provider (for tests and benchmarks).")
     p.add_argument("--port", type=int, default=0)
@@ -401,12 +412,3 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     raise SystemExit(main())
 
-
-async def _short(model: str, events):
-    """``events`` whole, or for ``stub-short`` its first three chunks and a clean close."""
-    n = 0
-    async for chunk in events:
-        if model == "stub-short" and n == 3:
-            return
-        n += 1
-        yield chunk

@@ -300,3 +300,16 @@ def test_the_depth_check_counts_containers_exactly():
     for v in values:
         for limit in range(0, 125):
             assert _too_deep(v, limit) == (depth(v) > limit), (v, limit)
+
+
+def test_the_stand_in_provider_run_as_a_script_streams():
+    # The benchmarks run it as a process of its own: everything its answers use is defined by then.
+    proc, url = start_stub()
+    try:
+        with httpx.stream("POST", url + "/v1/chat/completions", timeout=30,
+                          json={"model": "gpt-4o", "stream": True, "messages": [{"role": "user", "content": "hi"}]}) as r:
+            body = b"".join(r.iter_bytes())
+        assert r.status_code == 200 and body.rstrip().endswith(b"data: [DONE]")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
