@@ -6,10 +6,12 @@ add new helpers rather than renaming or changing the ones here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -137,6 +139,30 @@ def python_ws(tmp_path_factory):
 
 _PR_CAPBSET_DROP = 24
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
+
+
+@contextlib.contextmanager
+def index_run_elsewhere(root: Path) -> Iterator[None]:
+    """Another process holding the project's writer lock with the index marked in progress, as a
+    cold index run does, for as long as the block runs."""
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from memstrata.indexer.project import WriterLock, open_store
+        root = Path({str(root)!r})
+        store = open_store(root)
+        lock = WriterLock(root)
+        lock.acquire()
+        store.set_meta("status", "indexing")
+        print("held", flush=True)
+        sys.stdin.read()
+    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
 
 
 def drop_dac_capabilities() -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -16,6 +14,7 @@ from hypothesis import strategies as st
 from memstrata.compressor import QueryError, context_query, count_tokens
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
+from tests.conftest import index_run_elsewhere
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 
@@ -219,31 +218,11 @@ def test_answers_from_a_partial_index_and_says_so(tmp_path):
         w.index()
     # Another process holds the writer lock with the index marked in progress,
     # as a cold index run does.
-    holder = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-            import sys, time
-            from pathlib import Path
-            from memstrata.indexer.project import WriterLock, open_store
-            root = Path({str(root)!r})
-            store = open_store(root)
-            lock = WriterLock(root)
-            lock.acquire()
-            store.set_meta("status", "indexing")
-            print("held", flush=True)
-            sys.stdin.read()
-        """)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        with Workspace.open(root) as w:
-            r = context_query(w, "hash_password", max_tokens=500)
-            assert "def hash_password" in r.context
-            assert any("index is indexing" in n for n in r.notes)
-            assert w.status().status == "indexing"
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
+    with index_run_elsewhere(root), Workspace.open(root) as w:
+        r = context_query(w, "hash_password", max_tokens=500)
+        assert "def hash_password" in r.context
+        assert any("index is indexing" in n for n in r.notes)
+        assert w.status().status == "indexing"
 
 
 def test_a_question_of_everyday_words_only_gets_their_full_text_matches(tmp_path):

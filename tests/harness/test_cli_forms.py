@@ -10,6 +10,8 @@ import pytest
 from memstrata.harness.cli.argtypes import project_of
 from memstrata.harness.cli import build_parser, parse
 
+from tests.conftest import index_run_elsewhere
+
 from .serve_helpers import copy_project
 
 PROJECT_COMMANDS = {  # command -> (the arguments it needs besides the project, one of its options)
@@ -185,26 +187,8 @@ def test_query_json_keeps_stdout_the_answer_and_says_its_notes_on_stderr(run_cli
 
 
 def test_a_question_during_the_first_index_run_says_it_is_under_way(run_cli, tmp_path):
-    import textwrap
-
     project = copy_project(tmp_path / "p")
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import sys
-        from pathlib import Path
-        from memstrata.indexer.project import WriterLock, open_store
-        root = Path({str(project)!r})
-        store = open_store(root)
-        lock = WriterLock(root)
-        lock.acquire()
-        store.set_meta("status", "indexing")
-        print("held", flush=True)
-        sys.stdin.read()
-    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with index_run_elsewhere(project):
         for args in (("query", "login"), ("symbol", "login")):
             res = run_cli(*args, str(project), check=False)
             assert res.returncode == 2 and "the first index run is still under way in another process" in res.stderr
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
