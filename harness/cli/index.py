@@ -284,6 +284,8 @@ def _query(ws: Workspace, args) -> int:
             print(f"note: {note}", file=sys.stderr)
         return 0
     print(result.context)
+    # Out before the summary: a reader that went away (`| head -0`) ends the command here, quietly.
+    sys.stdout.flush()
     saved = result.baseline_tokens - result.tokens
     note = f"; {'; '.join(result.notes)}" if result.notes else ""
     # A slice of small files can be larger than they are (its file headers and markers).

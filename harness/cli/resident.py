@@ -47,6 +47,7 @@ def resident_command(name: str, handler: Handler) -> Callable[[argparse.Namespac
         outcome = _ask_daemon(name, args)
         if outcome.answer is not None:
             sys.stdout.write(outcome.answer.stdout)
+            sys.stdout.flush()  # before stderr, as in-process: a reader that went away ends it here
             sys.stderr.write(outcome.answer.stderr)
             return outcome.answer.exit
         code = run_in_process(args, handler)

@@ -40,6 +40,7 @@ def closed_reader(cmd: list[str], env: dict) -> subprocess.Popen:
 def test_closed_stdout_ends_quietly(argv, indexed, tmp_path, cli_env):
     cmd = [str(BIN / argv[0]), *(a.format(project=indexed) for a in argv[1:])]
     env = {**cli_env, "KURA_HOME": str(tmp_path / "kura")}
+    env.pop("PYTHONUNBUFFERED", None)  # stdout buffered, as in a plain shell
     proc = closed_reader(cmd, env)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141, err.decode()
