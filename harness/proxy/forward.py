@@ -232,6 +232,13 @@ class Proxy:
         t0 = time.perf_counter()
         if _url_too_long(request):
             return self._local_error(api, 414, "the request URL is too long", "passthrough", t0)
+        if api == OPENAI and rest.startswith("messages") and "anthropic-version" in request.headers:
+            # An Anthropic client given the proxy's root as its base URL: its key must not go to the
+            # OpenAI-compatible upstream (api.openai.com by default), which has no such endpoint.
+            host = request.headers.get("host", "127.0.0.1:8080")
+            return self._local_error(ANTHROPIC, 404, f"this is the OpenAI route: Anthropic requests go to "
+                                                     f"/anthropic (ANTHROPIC_BASE_URL=http://{host}/anthropic)",
+                                     "passthrough", t0)
         try:
             content = await self._read_body(request)
         except _TooLarge:

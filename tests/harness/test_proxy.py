@@ -599,3 +599,11 @@ def test_api_keys_never_logged_or_stored(project, proxy, fresh, caplog):
             assert SENTINEL.encode() not in f.read_bytes(), f.name
     assert SENTINEL not in httpx.get(proxy.url + "/metrics").text
     assert SENTINEL not in httpx.get(proxy.url + "/status").text
+
+
+def test_an_anthropic_client_given_the_root_url_is_told_the_route_and_its_key_goes_nowhere(proxy, fresh):
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=SENTINEL, max_retries=0)
+    with pytest.raises(anthropic.NotFoundError) as info:
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
+    assert "/anthropic" in str(info.value) and "ANTHROPIC_BASE_URL" in str(info.value)
+    assert fresh.received == []  # nothing forwarded to the OpenAI upstream
