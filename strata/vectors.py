@@ -578,14 +578,21 @@ def vector_batch_exists(e: Engine, a: dict) -> dict:
     return batch.envelope("vector_batch_exists_results")
 
 
-def _refused_key(batch: Batch, key: str, result) -> bool:
-    """True, with the item's error added, when ``key`` is not a valid vector key."""
+def _key_error(key: str) -> StrataError | None:
+    """Why ``key`` is not a valid vector key, or None."""
     try:
         check_vector_key(key)
     except StrataError as exc:
-        batch.fail(exc, result)
-        return True
-    return False
+        return exc
+    return None
+
+
+def _refused_key(batch: Batch, key: str, result) -> bool:
+    """True, with the item's error added, when ``key`` is not a valid vector key."""
+    if (exc := _key_error(key)) is None:
+        return False
+    batch.fail(exc, result)
+    return True
 
 
 def _delete_records(e: Engine, b, view: View, space: str, coll: Collection, records: list[Record]):
@@ -603,12 +610,7 @@ def vector_batch_delete(e: Engine, a: dict) -> dict:
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
     keys = a["keys"]
-    refused = {}
-    for i, key in enumerate(keys):
-        try:
-            check_vector_key(key)
-        except StrataError as exc:
-            refused[i] = exc
+    refused = {i: exc for i, key in enumerate(keys) if (exc := _key_error(key)) is not None}
     _unique_keys([key for i, key in enumerate(keys) if i not in refused])
     batch = Batch(e)
     gone = []
