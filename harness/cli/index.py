@@ -159,10 +159,10 @@ def summary_line(s: IndexSummary) -> str:
 
 
 def cmd_index(args) -> int:
+    named = argtypes.project_of(args)
     try:
-        with open_workspace(argtypes.project_of(args), argtypes.store_of(args),
+        with open_workspace(named, argtypes.store_of(args),
                             max_file_bytes=args.max_file_size, workers=args.workers) as ws:
-            named = argtypes.project_of(args)
             if not args.json and named is not None and Path(named).expanduser().resolve() != ws.root:
                 # A folder inside an indexed project belongs to that project's index.
                 print(f"project: {ws.root} (the indexed project holding {named})", file=sys.stderr, flush=True)
