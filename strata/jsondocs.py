@@ -1,10 +1,12 @@
 """Strata JSON documents: path reads and writes, one ``document_version`` per revision.
 
 Paths are the engine's subset of JSONPath: ``$`` (also ``""`` and ``$.``) is
-the whole document; then ``.name`` (letters, digits, ``_``, ``-``),
-``['any key']`` or ``["any key"]``, and ``[N]`` array indexes.  A path that
-does not start with ``$`` is read as if ``$.`` preceded it.  Recursive
-descent, wildcards and negative indexes are refused.
+the whole document; then ``.name`` (letters, digits, ``_``, ``-``; the dot may
+be left out after ``$`` and after a bracket), ``['any key']`` or ``["any key"]``
+(a backslash escapes the quote and itself), and ``[N]`` array indexes (``+N``
+too; a dot may come before a bracket).  A path that does not start with ``$``
+is read as if ``$.`` preceded it.  Recursive descent, wildcards and negative
+indexes are refused.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from .batch import Batch, check_unique, sample_page
 from .commands import batch_for
 from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, name_page
 from .errors import StrataError
+from .path_letters import is_key_char
 
 if TYPE_CHECKING:
     from .engine import Engine
 
 U64_MAX = 2**64 - 1
-_INDEX = re.compile(r"[0-9]+")
+_INDEX = re.compile(r"\+?[0-9]+")
 _MISSING = object()
 
 
@@ -39,52 +42,76 @@ def parse_path(path: str) -> list[str | int]:
     if path in ("", "$", "$."):
         return []
     if not path.startswith("$"):
-        path = ("$" if path.startswith("[") else "$.") + path
+        path = "$." + path
     if path.startswith("$.."):
         raise _path_error("recursive descent is not supported in JSON path")
     segments: list[str | int] = []
-    i, n = 1, len(path)
+    # One dot may follow the `$`, and a dot may come before a bracket: `$.[0]`, `$.a.['b']`.
+    i, n = (2 if path[1:2] == "." else 1), len(path)
     while i < n:
         ch = path[i]
-        if ch == "." or (ch != "[" and i > 1 and path[i - 1] == "]"):
-            # A key: after a dot, or straight after a bracket.
-            i += ch == "."
-            name = _name_at(path, i)
-            if not name:
-                if i >= n or path[i] in ".[":
-                    raise _path_error("empty key in JSON path")
-                raise _unsupported_character()
-            segments.append(name)
-            i += len(name)
-        elif ch == "[":
-            close = path.find("]", i)
-            if i + 1 < n and path[i + 1] in "'\"":
-                quote = path[i + 1]
-                end = path.find(quote, i + 2)
-                if end < 0:
-                    raise _path_error("unclosed quoted key in JSON path")
-                if end + 1 >= n or path[end + 1] != "]":
-                    raise _path_error("unclosed bracket in JSON path")
-                if end == i + 2:
-                    raise _path_error("empty key in JSON path")
-                segments.append(path[i + 2:end])
-                i = end + 2
-            else:
-                if close < 0:
-                    raise _path_error("unclosed bracket in JSON path")
-                inner = path[i + 1:close]
-                if not _INDEX.fullmatch(inner) or int(inner) > U64_MAX:
-                    raise _path_error("invalid array index in JSON path")
-                segments.append(int(inner))
-                i = close + 1
-        else:
+        if ch == "[":
+            segment, i = _bracket_at(path, i)
+            segments.append(segment)
+            continue
+        if ch == ".":
+            i += 1
+            if i < n and path[i] == "[":
+                continue
+            if i >= n or path[i] == ".":
+                raise _path_error("empty key in JSON path")
+        # A bare key: after the `$`, a dot or a closing bracket.
+        name = _name_at(path, i)
+        if not name:
             raise _unsupported_character()
+        segments.append(name)
+        i += len(name)
     return segments
+
+
+def _bracket_at(path: str, i: int) -> tuple[str | int, int]:
+    """The segment in the brackets opening at ``i``, and the position after them."""
+    if path[i + 1:i + 2] in ("'", '"'):
+        key, end = _quoted_at(path, i + 1)
+        if path[end:end + 1] != "]":
+            raise _path_error("unclosed bracket in JSON path")
+        if not key:
+            raise _path_error("empty key in JSON path")
+        return key, end + 1
+    close = path.find("]", i)
+    if close < 0:
+        raise _path_error("unclosed bracket in JSON path")
+    inner = path[i + 1:close]
+    if not inner:
+        raise _path_error("empty array index in JSON path")
+    # An index reads as an unsigned integer does in the engine: one optional `+`, then digits.
+    if not _INDEX.fullmatch(inner) or int(inner) > U64_MAX:
+        raise _path_error("invalid array index in JSON path")
+    return int(inner), close + 1
+
+
+def _quoted_at(path: str, q: int) -> tuple[str, int]:
+    """The key quoted from ``q``, and the position after its closing quote.
+
+    A backslash escapes the quote and itself; before any other character it is kept as written.
+    """
+    quote, out, i = path[q], [], q + 1
+    while i < len(path):
+        ch = path[i]
+        if ch == "\\" and path[i + 1:i + 2] in (quote, "\\"):
+            out.append(path[i + 1])
+            i += 2
+        elif ch == quote:
+            return "".join(out), i + 1
+        else:
+            out.append(ch)
+            i += 1
+    raise _path_error("unclosed quoted key in JSON path")
 
 
 def _name_at(path: str, i: int) -> str:
     end = i
-    while end < len(path) and (path[end].isalnum() or path[end] in "_-"):
+    while end < len(path) and is_key_char(path[end]):
         end += 1
     return path[i:end]
 
