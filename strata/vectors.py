@@ -1,8 +1,11 @@
 """Strata vector collections: f32 embeddings with metadata, exact similarity search.
 
-Scores are computed in f32 as the engine reports them: cosine similarity
-(0 against a zero vector), ``1 / (1 + distance)`` for euclidean, the raw dot
-product for dot_product; ties go to the smaller key.  Search is exact (every
+Scores are computed as the engine computes them, so that they match it to the
+last bit: the dot product summed in f32 one component after another (it may
+overflow: the engine then writes ``null``); cosine similarity (0 against a
+zero vector) and ``1 / (1 + distance)`` for euclidean in f64, rounded to f32
+at the end (they never overflow).  Ranking is by score descending, a NaN
+below everything, ties to the smaller key.  Search is exact (every
 visible vector is scored): at the head of a branch the collection is held in
 memory as one matrix and kept current by the writes of this process, which
 is the only one that has the database open; reads at an older version build
@@ -37,6 +40,11 @@ MAX_DIMENSION = 32768
 def f32_text(x: float) -> float:
     """The shortest decimal that reads back as the same f32 (what the engine prints)."""
     return float(str(np.float32(x)))
+
+
+def score_text(x: float) -> float | None:
+    """A score as the engine writes it: an infinite or NaN one is ``null`` (JSON has no such number)."""
+    return f32_text(x) if np.isfinite(x) else None
 
 
 # -- collections ----------------------------------------------------------------------------
@@ -122,7 +130,7 @@ def decode_record(key: str, value: bytes, aux: str, version: int) -> Record:
 
 @dataclass
 class Index:
-    """Every visible vector of one collection, as rows of one f32 matrix."""
+    """Every visible vector of one collection, as rows of one f32 matrix (norms in f64, for cosine)."""
 
     dimension: int
     keys: list[str] = field(default_factory=list)
@@ -147,7 +155,8 @@ class Index:
             self.metadata[row] = metadata
             self.alive[row] = True
         self.matrix[row] = embedding
-        self.norms[row] = np.sqrt(np.dot(embedding, embedding))
+        wide = embedding.astype(np.float64)
+        self.norms[row] = np.sqrt(np.dot(wide, wide))
 
     def remove(self, key: str) -> None:
         row = self.rows.get(key)
@@ -158,12 +167,12 @@ class Index:
         if self.matrix is None:
             cap = max(16, needed)
             self.matrix = np.zeros((cap, self.dimension), dtype=np.float32)
-            self.norms = np.zeros(cap, dtype=np.float32)
+            self.norms = np.zeros(cap, dtype=np.float64)
         elif needed > len(self.matrix):
             cap = max(needed, len(self.matrix) * 2)
             matrix = np.zeros((cap, self.dimension), dtype=np.float32)
             matrix[:self.size] = self.matrix[:self.size]
-            norms = np.zeros(cap, dtype=np.float32)
+            norms = np.zeros(cap, dtype=np.float64)
             norms[:self.size] = self.norms[:self.size]
             self.matrix, self.norms = matrix, norms
 
@@ -179,27 +188,32 @@ class Index:
             return []
         scores = _scores(metric, matrix, self.norms[:self.size] if rows is None else self.norms[rows], query)
         ids = np.arange(self.size) if rows is None else rows
+        nan = np.isnan(scores)
+        rank = np.where(nan, -np.inf, scores)
         if k < len(scores):
             # Every row tied with the k-th best stays in, so ties resolve by key.
-            kth = np.partition(scores, len(scores) - k)[len(scores) - k]
-            keep = scores >= kth
-            scores, ids = scores[keep], ids[keep]
-        order = sorted(range(len(ids)), key=lambda j: (-float(scores[j]), self.keys[ids[j]]))[:k]
+            kth = np.partition(rank, len(rank) - k)[len(rank) - k]
+            keep = rank >= kth
+            scores, ids, nan = scores[keep], ids[keep], nan[keep]
+        order = sorted(range(len(ids)), key=lambda j: (bool(nan[j]), -float(scores[j]) if not nan[j] else 0.0,
+                                                        self.keys[ids[j]]))[:k]
         return [(float(scores[j]), self.keys[ids[j]], self.metadata[ids[j]]) for j in order]
 
 
 def _scores(metric: str, matrix: np.ndarray, norms: np.ndarray, query: np.ndarray) -> np.ndarray:
-    if metric == "euclidean":
-        diff = matrix - query
-        return (np.float32(1.0) / (np.float32(1.0) + np.sqrt(np.einsum("ij,ij->i", diff, diff)))).astype(np.float32)
-    dots = matrix @ query
     if metric == "dot_product":
-        return dots.astype(np.float32)
-    qn = np.float32(np.sqrt(np.dot(query, query)))
-    denom = norms * qn
+        # Each product rounded to f32, then a running f32 sum in component order (cumsum runs in
+        # order; a BLAS product or numpy's pairwise sum would round differently).
+        with np.errstate(over="ignore", invalid="ignore"):
+            return np.cumsum(matrix * query, axis=1, dtype=np.float32)[:, -1]
+    # The engine ranks by the f32 score: f64 values that round alike tie, and go by key.
+    wide, q = matrix.astype(np.float64), query.astype(np.float64)
+    if metric == "euclidean":
+        diff = wide - q
+        return (1.0 / (1.0 + np.sqrt(np.einsum("ij,ij->i", diff, diff)))).astype(np.float32)
+    denom = norms * np.sqrt(np.dot(q, q))
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(denom > 0, dots / denom, np.float32(0.0))
-    return out.astype(np.float32)
+        return np.where(denom > 0, (wide @ q) / denom, 0.0).astype(np.float32)
 
 
 def _matches(metadata: Any, conditions: list[Condition]) -> bool:
@@ -363,7 +377,7 @@ def vector_query(e: Engine, a: dict) -> dict:
     index = head_index(e, b.id, view, space, coll) if at_head else build_index(e, view, space, coll)
     out = []
     for score, key, metadata in index.search(coll.metric, query, a["k"], a.get("filter") or []):
-        match = {"key": key, "score": f32_text(score)}
+        match = {"key": key, "score": score_text(score)}
         if metadata is not None:
             match["metadata"] = metadata
         out.append(match)

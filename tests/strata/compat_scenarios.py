@@ -36,3 +36,21 @@ for _p in _PATHS:
                       {"type": "json_get", "key": "e", "path": "$"})
 
 SCRIPTS = {"json_paths": JSON_PATHS}
+
+
+# -- vector scores -----------------------------------------------------------------------------
+
+# Scores at the ends of f32: a dot product that overflows is written null (ranked by its value,
+# a NaN below everything), euclidean and cosine never overflow (the engine works in f64).
+_BIG = {"a": [3e38, 3e38], "b": [1, 1], "c": [-3e38, -3e38], "d": [1e-38, 1e-38], "e": [0, 0],
+        "f": [3e38, -3e38], "g": [1e20, 1e20]}
+VECTOR_SCORES = []
+for _metric in ("dot_product", "euclidean", "cosine"):
+    VECTOR_SCORES += raw({"type": "vector_create_collection", "collection": _metric, "dimension": 2, "metric": _metric},
+                         *({"type": "vector_upsert", "collection": _metric, "key": k, "vector": v}
+                           for k, v in _BIG.items()))
+    for _q in ([3e38, 3e38], [-3e38, 3e38], [1, 1], [1e-38, 1e-38], [1e20, 1e20]):
+        VECTOR_SCORES += raw({"type": "vector_query", "collection": _metric, "query": _q, "k": 10},
+                             {"type": "vector_query", "collection": _metric, "query": _q, "k": 2},
+                             {"type": "vector_index_query", "collection": _metric, "query": _q, "k": 3})
+SCRIPTS["vector_scores"] = VECTOR_SCORES

@@ -10,8 +10,8 @@ Answers are compared after normalising what legitimately differs:
 commit-clock values are renamed in order of first appearance on each side
 (equal values stay equal, so "read as_of the fork point" still has to
 answer the same commit), wall-clock times, hashes that cover them and
-reference ids are checked for shape and masked, and similarity scores are
-compared as f32 values within 4 ulps.
+reference ids are checked for shape and masked; similarity scores are
+compared exactly (the server computes them in the engine's precision and order).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
 CLOCK_KEYS = {"version", "timestamp", "created_at", "deleted_at", "fork_version", "fork_timestamp",
               "created_version", "created_timestamp", "updated_version", "updated_timestamp"}
@@ -121,9 +120,6 @@ def same(a: Any, b: Any, key: str | None = None) -> bool:
     if key in APPROX_MAPS and isinstance(a, dict) and isinstance(b, dict):
         return list(a) == list(b) and all(
             type(a[k]) is type(b[k]) is float and math.isclose(a[k], b[k], rel_tol=0, abs_tol=1e-6) for k in a)
-    if key == "score" and isinstance(a, float) and isinstance(b, float):
-        ulp = float(np.spacing(np.float32(max(abs(a), abs(b), 1e-30))))
-        return math.isclose(a, b, abs_tol=4 * ulp)
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
