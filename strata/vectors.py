@@ -202,10 +202,8 @@ class Index:
 
 def _scores(metric: str, matrix: np.ndarray, norms: np.ndarray, query: np.ndarray) -> np.ndarray:
     if metric == "dot_product":
-        # Each product rounded to f32, then a running f32 sum in component order (cumsum runs in
-        # order; a BLAS product or numpy's pairwise sum would round differently).
         with np.errstate(over="ignore", invalid="ignore"):
-            return np.cumsum(matrix * query, axis=1, dtype=np.float32)[:, -1]
+            return _sequential_dot(matrix, query)
     # The engine ranks by the f32 score: f64 values that round alike tie, and go by key.
     wide, q = matrix.astype(np.float64), query.astype(np.float64)
     if metric == "euclidean":
@@ -214,6 +212,22 @@ def _scores(metric: str, matrix: np.ndarray, norms: np.ndarray, query: np.ndarra
     denom = norms * np.sqrt(np.dot(q, q))
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(denom > 0, (wide @ q) / denom, 0.0).astype(np.float32)
+
+
+def _sequential_dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Each product rounded to f32, then a running f32 sum in component order, as the engine sums.
+
+    A BLAS product or numpy's pairwise sum rounds differently.  Few rows: one cumsum (it runs in
+    order); many: one pass per component over all rows, which holds no rows-by-dimension copy.
+    """
+    if len(matrix) < 1024:
+        return np.cumsum(matrix * query, axis=1, dtype=np.float32)[:, -1]
+    acc = np.zeros(len(matrix), dtype=np.float32)
+    term = np.empty(len(matrix), dtype=np.float32)
+    for j, component in enumerate(query):
+        np.multiply(matrix[:, j], component, out=term)
+        acc += term
+    return acc
 
 
 def _matches(metadata: Any, conditions: list[Condition]) -> bool:
