@@ -360,13 +360,12 @@ def _tokens(text: str) -> list[_Token]:
 def names_in_tests_only(query: str, graph: GraphView) -> list[str]:
     """The names ``query`` writes as code whose every definition is test code (left out of a
     slice unless tests are asked for)."""
-    tests = graph.test_files
     out: list[str] = []
     for tok in _tokens(_PATH_TOKEN.sub(" ", clean_query(query))):
         if len(tok.parts) != 1 or not tok.is_code() or tok.name in out:
             continue
         defs = graph.definitions(tok.name)
-        if defs and all(d.split("::", 1)[0] in tests for d in defs):
+        if defs and all(graph.is_test_node(d) for d in defs):
             out.append(tok.name)
     return out
 
@@ -382,7 +381,7 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
     tests = graph.test_files
 
     def allowed(node: str) -> bool:
-        return include_tests or node.split("::", 1)[0] not in tests
+        return include_tests or not graph.is_test_node(node)
 
     # 1. Paths the query names (``pkg/mod.py``, ``mod.py:120``, ``lib/rules/``); a Python
     # traceback's ``File "/abs/path/pkg/mod.py", line 120`` is read as ``pkg/mod.py:120``.

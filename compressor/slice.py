@@ -194,10 +194,9 @@ def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: 
     None when nothing in the project matches it (``relaxed``: see :func:`find_seeds`)."""
     names = _name_index(graph)
     intent = intent_of(query)
-    test_files = graph.test_files
 
     def allowed(node: str) -> bool:
-        return include_tests or node.split("::", 1)[0] not in test_files
+        return include_tests or not graph.is_test_node(node)
 
     seeds = find_seeds(query, graph, names, ws.store, include_tests, relaxed)
     personalization = seeds.personalization()

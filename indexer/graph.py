@@ -35,6 +35,7 @@ from memstrata.storage import Store
 from memstrata.storage import code_index as ci
 
 from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
+from .scan import is_test_module
 
 FILE = "file"
 SYMBOL = "symbol"
@@ -95,6 +96,7 @@ class CodeGraph(GraphQueries):
         self._by_db_id: dict[int, str] = {}
         self._adj_cache: dict[str, list[Adjacent]] = {}  # node -> adjacency(node), dropped when its edges change
         self.test_files: set[str] = set()
+        self.test_symbols: set[str] = set()  # test code inside a source file (a Rust `mod tests`)
         self.version = next(_VERSIONS)  # renewed on every change, for caches built over the graph
         self.generation: str | None = None  # the store's code generation this graph reflects
 
@@ -200,6 +202,7 @@ class CodeGraph(GraphQueries):
                 self._by_name[name].discard(node)
                 if not self._by_name[name]:
                     del self._by_name[name]
+            self.test_symbols.discard(node)
             if node in self.g:
                 self._by_db_id.pop(self.g.nodes[node].get("db_id"), None)
                 self._remove_node(node)
@@ -212,7 +215,10 @@ class CodeGraph(GraphQueries):
     def _add_files(self, files, symbols, imports, refs, pause: Callable[[], None] | None = None) -> None:
         g = self.g
         members: list[tuple[str, str, str]] = []  # (path, owner qualname, symbol node)
+        languages: dict[str, str] = {}
+        test_modules: dict[str, list[str]] = defaultdict(list)  # path -> qualnames of its inline test modules
         for path, language, is_test, lines, status in files:
+            languages[path] = language
             g.add_node(path, type=FILE, path=path, language=language, is_test=bool(is_test),
                        lines=lines, status=status)
             if is_test:
@@ -230,6 +236,8 @@ class CodeGraph(GraphQueries):
             g.add_node(node, type=SYMBOL, path=path, name=name, qualname=qualname, kind=kind,
                        start_line=start, end_line=end, signature=sig, doc=doc, db_id=sid)
             self._file_symbols[path].append(node)
+            if is_test_module(languages.get(path), kind, name):
+                test_modules[path].append(qualname)
             self._by_name[name].add(node)
             self._by_db_id[sid] = node
             parent_node = symbol_id(path, parent) if parent else None
@@ -239,6 +247,11 @@ class CodeGraph(GraphQueries):
             owner = parent or (qualname.rsplit(".", 1)[0] if "." in qualname else None)
             if owner and container == path and symbol_id(path, owner) not in g:
                 members.append((path, owner, node))
+        for path, modules in test_modules.items():
+            for node in self._file_symbols[path]:
+                qualname = split_symbol_id(node)[1]
+                if any(qualname == m or qualname.startswith(m + ".") for m in modules):
+                    self.test_symbols.add(node)
         if pause is not None:
             pause()
         for path, module, name, alias, line, target in imports:
@@ -603,14 +616,14 @@ class CodeGraph(GraphQueries):
         """
         adj = self._adj_cache.get(node)
         if adj is None:
-            g, tests = self.g, self.test_files
+            g, tests, tsyms = self.g, self.test_files, self.test_symbols
             # get_edge_data(u, v) hands back the multigraph's own {key: edge data}
             # dict of the u->v edges: walked so, the edges cost about what reading
             # networkx's internals would, while succ[node].items() wraps every
             # entry in a view and costs four times as much.
-            adj = [(v, k, d["weight"], True, v.split("::", 1)[0] in tests)
+            adj = [(v, k, d["weight"], True, v in tsyms or v.split("::", 1)[0] in tests)
                    for v in g.successors(node) for k, d in g.get_edge_data(node, v).items()]
-            adj += [(u, k, d["weight"], False, u.split("::", 1)[0] in tests)
+            adj += [(u, k, d["weight"], False, u in tsyms or u.split("::", 1)[0] in tests)
                     for u in g.predecessors(node) for k, d in g.get_edge_data(u, node).items()]
             self._adj_cache[node] = adj
         return adj

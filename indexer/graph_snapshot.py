@@ -35,7 +35,7 @@ from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
 log = logging.getLogger(__name__)
 
 SNAPSHOT_FILE = "graph.snapshot"
-_MAGIC = b"MSGRAPH1"
+_MAGIC = b"MSGRAPH2"  # 2: inline test modules' symbols
 _KIND_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
 _LAYOUT = [sys.byteorder, array("I").itemsize, array("d").itemsize]
 
@@ -67,6 +67,7 @@ class SnapshotGraph(GraphQueries):
         self._by_name_idx: dict[str, list[int]] = state["by_name"]
         self._by_db_id_idx = dict(zip(state["db_ids"], state["db_nodes"]))
         self.test_files = set(state["test_files"])
+        self.test_symbols = {ids[i] for i in state["test_symbols"]}
 
     # -- the query API, over the arrays ---------------------------------------
 
@@ -101,12 +102,13 @@ class SnapshotGraph(GraphQueries):
         adj = self._adj_cache.get(node)
         if adj is None:
             i = self._index[node]
-            ids, tests, code, weight, nbr = self._ids, self.test_files, self._code, self._weight, self._nbr
+            ids, tests, tsyms = self._ids, self.test_files, self.test_symbols
+            code, weight, nbr = self._code, self._weight, self._nbr
             adj = []
             for j in range(self._off[i], self._off[i + 1]):
                 v = ids[nbr[j]]
                 c = code[j]
-                adj.append((v, EDGE_KINDS[c >> 1], weight[j], bool(c & 1), v.split("::", 1)[0] in tests))
+                adj.append((v, EDGE_KINDS[c >> 1], weight[j], bool(c & 1), v in tsyms or v.split("::", 1)[0] in tests))
             self._adj_cache[node] = adj
         return adj
 
@@ -196,6 +198,7 @@ def _state(graph: CodeGraph) -> dict:
         "db_ids": [d for d, _ in by_db],
         "db_nodes": [i for _, i in by_db],
         "test_files": sorted(graph.test_files),
+        "test_symbols": sorted(index[n] for n in graph.test_symbols),
     }
 
 

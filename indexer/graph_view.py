@@ -37,6 +37,7 @@ class GraphView(Protocol):
     version: int  # renewed whenever the graph changes: caches built over it key on this
     generation: str | None  # the store's code generation the graph reflects
     test_files: set[str]
+    test_symbols: set[str]  # test code inside source files (a Rust `mod tests`), see scan.is_test_module
 
     def __contains__(self, node: str) -> bool: ...
 
@@ -99,6 +100,7 @@ class GraphQueries:
 
     _file_symbols: dict[str, list[str]]  # path -> its symbol nodes, in definition order
     test_files: set[str]
+    test_symbols: set[str]
 
     def neighbors(self, node: str, kinds: Iterable[str] | None = None, direction: str = "both") -> Iterator[Neighbor]:
         raise NotImplementedError
@@ -110,8 +112,8 @@ class GraphQueries:
         return list(self._file_symbols.get(path, ()))
 
     def is_test_node(self, node: str) -> bool:
-        """Whether ``node`` (a file or symbol) lives in a test file."""
-        return node.split("::", 1)[0] in self.test_files
+        """Whether ``node`` (a file or symbol) is test code: in a test file, or an inline test module's."""
+        return node in self.test_symbols or node.split("::", 1)[0] in self.test_files
 
     def callers(self, node: str) -> list[str]:
         return sorted({n.node for n in self.neighbors(node, ("calls",), "in")})

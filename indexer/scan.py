@@ -279,6 +279,19 @@ def is_test_path(path: str) -> bool:
     )
 
 
+# Rust keeps unit tests inside the source file they test, in a module the
+# language's convention names `tests` (`#[cfg(test)] mod tests { .. }`); what
+# such a module holds is test code although its file is not.
+_TEST_MODULE_LANGUAGES = {"rust"}
+
+
+def is_test_module(language: str | None, kind: str, name: str) -> bool:
+    """Whether a definition is a module of inline tests inside a source file."""
+    return (language in _TEST_MODULE_LANGUAGES and kind == "module"
+            and (name in ("test", "tests") or name.startswith("test_") or name.endswith("_test")
+                 or name.endswith("_tests")))
+
+
 class PathFilter:
     """Classifies single paths the way :func:`scan_project` would (for the watcher).
 
