@@ -4,7 +4,9 @@ Cases come from each repository's own history.  A commit qualifies when it
 is not a merge, modifies (no adds, deletes, renames, binary diffs) 1-3
 non-test source files in a supported language, and at least one changed
 line lies inside a function/class that exists at the parent commit.  Other
-files (tests, docs, changelog) may change too.  For a case:
+files (tests, docs, changelog) may change too.  Inline test code (a Rust
+``#[cfg(test)] mod tests``) counts as tests: it is never gold, and a file
+changed only there is not a gold file.  For a case:
 
 * query = the commit message (subject + body) without trailers such as
   ``Signed-off-by:`` / ``Co-authored-by:`` (PR numbers like "(#1234)" stay);
@@ -276,7 +278,8 @@ def gold_symbols(ws: Workspace, ranges: dict[str, list[tuple[int, int]]]) -> lis
         spans = []
         for node in graph.symbols_in_file(path):
             d = graph.node(node)
-            if d["kind"] in GOLD_KINDS:
+            # Inline test code (a Rust `mod tests`) is left out of a slice like a test file is.
+            if d["kind"] in GOLD_KINDS and not graph.is_test_node(node):
                 spans.append((d["start_line"], d["end_line"], node, d))
         if not spans:
             continue
@@ -300,6 +303,17 @@ def gold_symbols(ws: Workspace, ranges: dict[str, list[tuple[int, int]]]) -> lis
                                             definition_line(lines, start, end, d.get("signature") or ""),
                                             len(body_lines(lines, start, end)))
     return list(gold.values())
+
+
+def only_inline_tests(graph, path: str, hunks: list[tuple[int, int]]) -> bool:
+    """Whether every line a commit touched in ``path`` is inline test code (a Rust
+    `mod tests`): such a file is a test file for this change, as a test path is."""
+    spans = [(graph.node(n)["start_line"], graph.node(n)["end_line"])
+             for n in graph.symbols_in_file(path) if graph.is_test_node(n)]
+    if not spans or not hunks:
+        return False
+    lines = [ln for first, count in hunks for ln in ([first] if count == 0 else range(first, first + count))]
+    return all(any(a <= ln <= b for a, b in spans) for ln in lines)
 
 
 def body_lines(lines: list[str], start: int, end: int) -> list[str]:
@@ -587,7 +601,12 @@ def run_repo(repo: Path, args, log, half: str = "development") -> RepoRun:
             if any(f not in graph for f in files):
                 run.skip("source_not_indexed")
                 continue
-            symbols = gold_symbols(ws, changed_old_lines(repo, parent, sha, files))
+            ranges = changed_old_lines(repo, parent, sha, files)
+            files = [f for f in files if not only_inline_tests(graph, f, ranges[f])]
+            symbols = gold_symbols(ws, {f: ranges[f] for f in files})
+            if not files:
+                run.skip("no_source_change")
+                continue
             if not symbols:
                 run.skip("no_enclosing_symbol")
                 continue
