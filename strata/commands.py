@@ -21,7 +21,9 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import StrataError, check_control, check_length
+from . import names
+from .errors import StrataError
+from .names import check_name
 from .store import DEFAULT_SPACE
 
 if TYPE_CHECKING:
@@ -121,26 +123,13 @@ def batch_for(limit: int | None) -> int:
 
 
 def check_branch_name(name: str) -> None:
-    if name == "":
-        raise StrataError("invalid_argument.engine.branch_name", "branch name must not be empty")
-    if name.startswith("_"):
-        raise StrataError("invalid_argument.engine.branch_name_reserved",
-                          "branch name is reserved for engine control data")
-    check_length("invalid_argument.engine.branch_name", "branch name", name, BRANCH_NAME_LIMIT, "is too long")
-    check_control("invalid_argument.engine.branch_name", "branch name", name)
-
-
-BRANCH_NAME_LIMIT = 255
+    check_name(names.BRANCH, name)
 
 
 def check_space(space: str | None) -> str:
     if space is None:
         return DEFAULT_SPACE
-    if space == "":
-        raise StrataError("invalid_argument.engine.product_space", "product space must not be empty")
-    if space.startswith("_"):
-        raise StrataError("invalid_argument.engine.product_space_reserved",
-                          "product space is reserved for engine control data")
+    check_name(names.SPACE, space)
     return space
 
 

@@ -9,8 +9,6 @@ codes this server adds are under the ``server`` area (see docs/strata.md).
 
 from __future__ import annotations
 
-import re
-
 from dataclasses import dataclass, field
 
 DOCS = "https://stratadb.org/e/"
@@ -135,6 +133,7 @@ _CODES.update({
     **{code: ("never", "not_started", _FIX_GRAPH) for code in (
         "invalid_argument.engine.graph_binding", "invalid_argument.engine.graph_type_name",
         "invalid_argument.engine.graph_type_name_reserved", "invalid_argument.engine.graph_property_name",
+        "invalid_argument.engine.graph_edge_type_reserved",
         "invalid_argument.engine.graph_type_hint", "failed_precondition.engine.graph_ontology_freeze",
         "failed_precondition.engine.graph_ontology_frozen", "failed_precondition.engine.graph_ontology_node_type",
         "failed_precondition.engine.graph_ontology_required_property",
@@ -180,9 +179,7 @@ class StrataError(Exception):
         return status
 
 
-# The engine's limits on names and ids (its own words and details; checked on every write and read
-# that takes one).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# The engine's length limits on names and ids (its own words and details; names.py holds its rules).
 
 
 def check_length(code: str, what: str, text: str, limit: int, verb: str = "exceeds the maximum length") -> None:
@@ -191,12 +188,6 @@ def check_length(code: str, what: str, text: str, limit: int, verb: str = "excee
     if size > limit:
         raise StrataError(code, f"{what} {verb} ({size} bytes; the limit is {limit})",
                           [("actual_bytes", str(size)), ("limit_bytes", str(limit))])
-
-
-def check_control(code: str, what: str, text: str, nul_only: bool = False) -> None:
-    """``code`` when ``text`` holds a control character (C0, DEL, C1), or with ``nul_only`` a NUL."""
-    if ("\x00" in text) if nul_only else _CONTROL.search(text) is not None:
-        raise StrataError(code, f"{what} contains an unsupported control byte")
 
 
 def known_codes() -> list[str]:

@@ -17,7 +17,9 @@ from .store import Event, View
 
 from .batch import Batch
 from .commands import EFFECT_CREATED, batch_for, canonical, found, handler, page, take
-from .errors import StrataError, check_control, check_length
+from . import names
+from .errors import StrataError
+from .names import check_name
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -116,13 +118,7 @@ def event_verify_chain(e: Engine, a: dict) -> dict:
 
 
 def check_event_type(event_type: str) -> None:
-    if event_type == "":
-        raise StrataError("invalid_argument.engine.event_type", "event type must not be empty")
-    check_length("invalid_argument.engine.event_type", "event type", event_type, EVENT_TYPE_LIMIT)
-    check_control("invalid_argument.engine.event_type", "event type", event_type, nul_only=True)
-
-
-EVENT_TYPE_LIMIT = 256
+    check_name(names.EVENT_TYPE, event_type)
 
 
 def _check_event(event_type: str, payload) -> None:

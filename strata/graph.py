@@ -22,7 +22,9 @@ from .store import (
 from .commands import (
     EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, name_page, page, take,
 )
-from .errors import StrataError, check_control, check_length
+from . import names
+from .errors import StrataError
+from .names import check_name
 from .ontology_rules import check_binding, check_edge_against, check_node_against, check_type_name, load_ontology
 
 if TYPE_CHECKING:
@@ -50,34 +52,15 @@ class Graph:
 
 
 def check_graph_name(name: str) -> None:
-    if name == "":
-        raise StrataError("invalid_argument.engine.graph_name", "graph name must not be empty")
-    check_length("invalid_argument.engine.graph_name", "graph name", name, GRAPH_NAME_LIMIT)
-    check_control("invalid_argument.engine.graph_name", "graph name", name)
-    if "/" in name:
-        raise StrataError("invalid_argument.engine.graph_name", "graph name must not contain `/`")
-    if name.startswith("_"):
-        raise StrataError("invalid_argument.engine.graph_name_reserved", "graph name is reserved for engine internals")
+    check_name(names.GRAPH_NAME, name)
 
 
 def check_node_id(node_id: str) -> None:
-    if node_id == "":
-        raise StrataError("invalid_argument.engine.graph_node_id", "graph node id must not be empty")
-    check_length("invalid_argument.engine.graph_node_id", "graph node id", node_id, NODE_ID_LIMIT)
-    # A control byte would also break the neighbour cursor, whose parts a \x1f separates.
-    check_control("invalid_argument.engine.graph_node_id", "graph node id", node_id)
+    check_name(names.NODE_ID, node_id)
 
 
 def check_edge_type(edge_type: str) -> None:
-    if edge_type == "":
-        raise StrataError("invalid_argument.engine.graph_edge_type", "graph edge type must not be empty")
-    check_length("invalid_argument.engine.graph_edge_type", "graph edge type", edge_type, EDGE_TYPE_LIMIT)
-    check_control("invalid_argument.engine.graph_edge_type", "graph edge type", edge_type)
-
-
-GRAPH_NAME_LIMIT = 256
-NODE_ID_LIMIT = 1024
-EDGE_TYPE_LIMIT = 256
+    check_name(names.EDGE_TYPE, edge_type)
 
 
 def check_properties(properties: Any) -> Any:

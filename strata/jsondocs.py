@@ -23,7 +23,9 @@ from .store import JSON, JSON_INDEX, prefix_end
 from .batch import Batch, check_unique, sample_page
 from .commands import batch_for
 from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, name_page
+from . import names
 from .errors import StrataError
+from .names import check_name
 from .path_letters import is_key_char
 
 if TYPE_CHECKING:
@@ -195,8 +197,7 @@ def _holds(node: Any, seg: str | int) -> bool:
 
 
 def check_doc_id(key: str) -> bytes:
-    if key == "":
-        raise StrataError("invalid_argument.engine.json_document_id", "JSON document id must not be empty")
+    check_name(names.JSON_DOCUMENT_ID, key)
     return key.encode("utf-8")
 
 
@@ -596,11 +597,7 @@ def render_path(segments: list[str | int]) -> str:
 
 
 def _check_index_name(name: str) -> bytes:
-    if name == "":
-        raise StrataError("invalid_argument.engine.json_index_name", "JSON index name must not be empty")
-    if name.startswith("_"):
-        raise StrataError("invalid_argument.engine.json_index_name_reserved",
-                          "JSON index name is reserved for engine internals")
+    check_name(names.JSON_INDEX_NAME, name)
     return name.encode("utf-8")
 
 

@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 from .store import GRAPH_ONTOLOGY, View
 
 from .commands import check_branch_name, check_space
+from . import names
 from .errors import StrataError
+from .names import check_name
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -34,19 +36,14 @@ if TYPE_CHECKING:
 
 
 def check_type_name(name: str) -> None:
-    if name == "":
-        raise StrataError("invalid_argument.engine.graph_type_name", "graph type name must not be empty")
-    if name.startswith("_"):
-        raise StrataError("invalid_argument.engine.graph_type_name_reserved",
-                          "graph type name is reserved for engine internals")
+    check_name(names.TYPE_NAME, name)
 
 
 def check_property_defs(properties: dict | None) -> dict:
     """Property definitions as stored: names checked, value-type hints non-empty, sorted by name."""
     out = {}
     for name, definition in sorted((properties or {}).items()):
-        if name == "":
-            raise StrataError("invalid_argument.engine.graph_property_name", "graph property name must not be empty")
+        check_name(names.PROPERTY_NAME, name)
         if definition.get("value_type") == "":
             raise StrataError("invalid_argument.engine.graph_type_hint",
                               "graph property value-type hint must not be empty")

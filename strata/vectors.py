@@ -28,7 +28,9 @@ from .store import (
 
 from .batch import Batch, check_unique, sample_page
 from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, page, take
-from .errors import StrataError, check_control, check_length
+from . import names
+from .errors import StrataError
+from .names import check_name
 from .wire import Condition
 
 if TYPE_CHECKING:
@@ -70,26 +72,11 @@ class Collection:
 
 
 def check_collection_name(name: str) -> None:
-    if name == "":
-        raise StrataError("invalid_argument.engine.vector_collection", "vector collection name must not be empty")
-    check_length("invalid_argument.engine.vector_collection", "vector collection name", name, COLLECTION_NAME_LIMIT,
-                 "is too long")
-    check_control("invalid_argument.engine.vector_collection", "vector collection name", name, nul_only=True)
-    if "/" in name:
-        raise StrataError("invalid_argument.engine.vector_collection",
-                          "vector collection name must not contain `/`")
-    if name.startswith("_"):
-        raise StrataError("invalid_argument.engine.vector_collection_reserved",
-                          "vector collection name is reserved for engine internals")
+    check_name(names.VECTOR_COLLECTION, name)
 
 
 def check_vector_key(key: str) -> None:
-    check_length("invalid_argument.engine.vector_key", "vector key", key, VECTOR_KEY_LIMIT, "is too long")
-    check_control("invalid_argument.engine.vector_key", "vector key", key, nul_only=True)
-
-
-COLLECTION_NAME_LIMIT = 256
-VECTOR_KEY_LIMIT = 1024
+    check_name(names.VECTOR_KEY, key)
 
 
 def _missing() -> StrataError:
@@ -486,7 +473,6 @@ def vector_delete_collection(e: Engine, a: dict) -> dict:
         tx.delete(space, VECTOR_COLLECTION, coll.name.encode("utf-8"))
     e.caches.setdefault("vectors", {}).pop(_index_key(b.id, space, coll.name), None)
     return {"type": "bool", "data": True}
-
 
 
 # -- batches, history, scans and bulk updates -----------------------------------------------------

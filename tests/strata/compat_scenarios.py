@@ -54,3 +54,35 @@ for _metric in ("dot_product", "euclidean", "cosine"):
                              {"type": "vector_query", "collection": _metric, "query": _q, "k": 2},
                              {"type": "vector_index_query", "collection": _metric, "query": _q, "k": 3})
 SCRIPTS["vector_scores"] = VECTOR_SCORES
+
+
+# -- names and ids -----------------------------------------------------------------------------
+
+# Every kind of name with whitespace-only text (Rust's White_Space, not Python's), control bytes
+# (each kind refuses C0+DEL+C1, NUL and LF, or NUL alone), lengths around its limit, and two
+# faults at once (which check comes first).
+_NAME_KINDS = {
+    "space": lambda x: {"type": "kv_put", "key": B("k"), "value": B("v"), "space": x},
+    "json_id": lambda x: {"type": "json_set", "key": x, "path": "$", "value": 1},
+    "index": lambda x: {"type": "json_create_index", "name": x, "field_path": "$.a", "index_type": "tag"},
+    "event_type": lambda x: {"type": "event_append", "event_type": x, "payload": {}},
+    "collection": lambda x: {"type": "vector_create_collection", "collection": x, "dimension": 1, "metric": "cosine"},
+    "vector_key": lambda x: {"type": "vector_upsert", "collection": "c", "key": x, "vector": [1.0]},
+    "graph": lambda x: {"type": "graph_create", "graph": x},
+    "node": lambda x: {"type": "graph_add_node", "graph": "g", "node_id": x},
+    "edge_type": lambda x: {"type": "graph_add_edge", "graph": "g", "src": "n", "edge_type": x, "dst": "n"},
+    "object_type": lambda x: {"type": "graph_define_object_type", "graph": "g", "name": x},
+    "link_source": lambda x: {"type": "graph_define_link_type", "graph": "g", "name": "l", "source": x, "target": "n"},
+    "node_object_type": lambda x: {"type": "graph_add_node", "graph": "g", "node_id": "m", "object_type": x},
+    "property": lambda x: {"type": "graph_define_object_type", "graph": "g", "name": "o",
+                           "properties": {x: {"value_type": "string"}}},
+    "branch": lambda x: {"type": "branch_create", "branch": x},
+}
+_NAME_INPUTS = [" ", "\t", "\n", "\r", "\x0b", "\x85", "\xa0", "\u2000", "\u2028", "\u3000", " \t\u3000", "\x1c", "\x1f",
+                "\u200b", "a\x00", "a\n", "a\t", "a\x01", "a\x7f", "a\x80", "a\x9f", "a\xa0", "a" * 255, "a" * 256,
+                "a" * 257, "a" * 1024, "a" * 1025, "a" * 65536, " " * 300, "a" * 300 + "\x00", "_\x00", "_" + "a" * 300,
+                "a/\x00", "a/" + "a" * 300, "_/", " \x00", " \x01", "_ ", "_x", "a/b"]
+NAMES = raw({"type": "graph_create", "graph": "g"}, {"type": "graph_add_node", "graph": "g", "node_id": "n"},
+            {"type": "vector_create_collection", "collection": "c", "dimension": 1, "metric": "cosine"},
+            *(make(x) for make in _NAME_KINDS.values() for x in _NAME_INPUTS))
+SCRIPTS["names"] = NAMES

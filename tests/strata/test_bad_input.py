@@ -13,6 +13,7 @@ from .random_scripts import random_script
 from .graph_scenarios import SCRIPTS as GRAPH_SCRIPTS
 from .merge_scenarios import SCRIPTS as MERGE_SCRIPTS
 from .ontology_scenarios import SCRIPTS as ONTOLOGY_SCRIPTS
+from .compat_scenarios import SCRIPTS as COMPAT_SCRIPTS
 from .scenarios import SCRIPTS
 
 
@@ -118,6 +119,7 @@ def test_every_engine_code_is_covered_by_the_differential_scripts(server):
 
     seen = set()
     scripts = [*SCRIPTS.values(), *GRAPH_SCRIPTS.values(), *ONTOLOGY_SCRIPTS.values(), *MERGE_SCRIPTS.values(),
+               *COMPAT_SCRIPTS.values(),
                random_script(0, 250)]
     for script in scripts:
         store = StrataStore.memory()
