@@ -563,6 +563,19 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         worth_of[(node, SIG)] = value
     offers.sort()
     offers = _large_body_first(offers, worth_of, body_estimate, budget, full_cap)
+
+    def named_reserve(node: str) -> int:
+        """Room for the signatures of the other named symbols not shown yet: every symbol the
+        question names is shown at least so, and a body that would crowd one out waits."""
+        total = 0
+        for n in named:
+            if n != node and n in units and n not in chosen and docs.get(units[n].path) is not None:
+                other = units[n]
+                if not other.cost_sig:
+                    other.cost_sig = cost_of(docs.get(other.path), other, graph, SIG)
+                total += other.cost_sig + framing(other.path)
+        return total
+
     for _density, _i, node, mode in offers:
         if used >= budget * 0.98:
             break
@@ -577,6 +590,8 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         if mode == FULL:
             refund = current.cost_sig if current is not None else 0
             room = full_cap - used + refund - extra
+            if node in named:
+                room -= named_reserve(node)
             # Counting a body exactly costs as much as rendering it: a body
             # whose estimate is well past the room left is not counted at all.
             fits = body_estimate[node] <= room * FULL_ESTIMATE_SLACK
