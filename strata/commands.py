@@ -22,7 +22,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import names
-from .errors import StrataError
+from .errors import StrataError, check_length
 from .names import check_name
 from .store import DEFAULT_SPACE
 
@@ -73,6 +73,16 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
 def canonical(value: Any) -> str:
     """Stored form of a user JSON value: keys sorted, as the engine keeps them."""
     return dumps(value, sort_keys=True)
+
+
+ENCODED_LIMIT = 16 << 20  # the engine's limit on one encoded JSON value (and on one stored row)
+
+
+def check_encoded(code: str, what: str, text: str) -> str:
+    """``text`` (a value's compact JSON), refused as ``code`` past the engine's 16 MiB."""
+    verb = "exceed" if what.endswith("properties") else "exceeds"
+    check_length(code, what, text, ENCODED_LIMIT, f"{verb} the maximum encoded size")
+    return text
 
 
 # -- result shapes ----------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .store import Event, View
 
 from .batch import Batch
-from .commands import EFFECT_CREATED, batch_for, canonical, found, handler, page, take
+from .commands import EFFECT_CREATED, batch_for, canonical, check_encoded, found, handler, page, take
 from . import names
 from .errors import StrataError
 from .names import check_name
@@ -45,9 +45,7 @@ def record(ev: Event) -> dict:
 @handler("event_append")
 def event_append(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
-    check_event_type(a["event_type"])
-    if not isinstance(a["payload"], dict):
-        raise StrataError("invalid_argument.engine.event_payload", "event payload must be a JSON object")
+    _check_event(a["event_type"], a["payload"])
     payload = canonical(a["payload"])
     view = e.store.view(b)
     last = e.store.last_event(view, space)
@@ -125,6 +123,7 @@ def _check_event(event_type: str, payload) -> None:
     check_event_type(event_type)
     if not isinstance(payload, dict):
         raise StrataError("invalid_argument.engine.event_payload", "event payload must be a JSON object")
+    check_encoded("invalid_argument.engine.event_payload_too_large", "event payload", canonical(payload))
 
 
 @handler("event_batch_append")

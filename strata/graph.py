@@ -20,7 +20,7 @@ from .store import (
 )
 
 from .commands import (
-    EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, name_page, page, take,
+    EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, check_encoded, effect, found, handler, name_page, page, take,
 )
 from . import names
 from .errors import StrataError
@@ -66,7 +66,10 @@ def check_edge_type(edge_type: str) -> None:
 def check_properties(properties: Any) -> Any:
     if properties is not None and not isinstance(properties, dict):
         raise StrataError("invalid_argument.engine.graph_properties", "graph properties must be a JSON object")
-    return None if properties is None else json.loads(canonical(properties))
+    if properties is None:
+        return None
+    return json.loads(check_encoded("invalid_argument.engine.graph_properties_too_large", "graph properties",
+                                    canonical(properties)))
 
 
 def load_graph(e: Engine, view: View, space: str, name: str) -> Graph | None:

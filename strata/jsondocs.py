@@ -22,7 +22,7 @@ from .store import JSON, JSON_INDEX, prefix_end
 
 from .batch import Batch, check_unique, sample_page
 from .commands import batch_for
-from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, name_page
+from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, check_encoded, effect, found, handler, name_page
 from . import names
 from .errors import StrataError
 from .names import check_name
@@ -301,10 +301,11 @@ def json_set(e: Engine, a: dict) -> dict:
     before = _indexed(indexes, doc)
     new = set_at(doc, segments, a["value"])
     check_depth([], new)   # the document as the write leaves it (a path that does not fit is said first)
+    text = check_encoded("invalid_argument.engine.json_document_too_large", "JSON document", canonical(new))
     puts, deletes = _entry_changes(before, _indexed(indexes, new))
     with e.store.commit(b) as tx:
         tx.register_space(view, space)
-        tx.put(space, JSON, key, canonical(new).encode("utf-8"), str(revision + 1))
+        tx.put(space, JSON, key, text.encode("utf-8"), str(revision + 1))
     return {"type": "json_write_result",
             "data": {"key": a["key"], "effect": effect(created), "commit": e.receipt(tx, 1 + puts, deletes)}}
 

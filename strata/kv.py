@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 # bytes (NULs count twice) plus the space name plus a fixed 36-byte frame.
 KEY_LIMIT = 65536
 KEY_FRAME = 36
+# And a row (the encoded key, the value and a fixed 30-byte frame) past 16 MiB.
+ROW_LIMIT = 16 << 20
+ROW_FRAME = 30
 
 
 def b64(data: bytes) -> str:
@@ -31,15 +34,27 @@ def check_key(key: bytes) -> None:
         raise StrataError("invalid_argument.engine.kv_key", "KV key must not be empty")
 
 
+def _key_size(key: bytes, space: str) -> int:
+    return KEY_FRAME + len(space.encode("utf-8")) + len(key) + key.count(0)
+
+
 def check_key_size(key: bytes, space: str) -> None:
-    size = KEY_FRAME + len(space.encode("utf-8")) + len(key) + key.count(0)
+    size = _key_size(key, space)
     if size > KEY_LIMIT:
-        raise StrataError(
-            "invalid_argument.engine.persistence",
-            f"persistence request was invalid: the key is too large to encode ({size} bytes; "
-            f"the limit is {KEY_LIMIT})",
-            [("field", "key"), ("reason", "a committed key exceeds the maximum encodable size"),
-             ("actual_bytes", str(size)), ("limit_bytes", str(KEY_LIMIT))])
+        raise _too_large("key", "a committed key exceeds the maximum encodable size", size, KEY_LIMIT)
+
+
+def check_row_size(key: bytes, space: str, value: bytes) -> None:
+    size = _key_size(key, space) + len(value) + ROW_FRAME
+    if size > ROW_LIMIT:
+        raise _too_large("row", "a single committed row exceeds the maximum encodable size", size, ROW_LIMIT)
+
+
+def _too_large(part: str, reason: str, size: int, limit: int) -> StrataError:
+    return StrataError(
+        "invalid_argument.engine.persistence",
+        f"persistence request was invalid: the {part} is too large to encode ({size} bytes; the limit is {limit})",
+        [("field", part), ("reason", reason), ("actual_bytes", str(size)), ("limit_bytes", str(limit))])
 
 
 def _live(e: Engine, view, space: str, key: bytes):
@@ -52,6 +67,7 @@ def kv_put(e: Engine, a: dict) -> dict:
     check_key(key)
     b, space = e.scope(a)
     check_key_size(key, space)
+    check_row_size(key, space, a["value"])
     view = e.store.view(b)
     created = _live(e, view, space, key) is None
     with e.store.commit(b) as tx:

@@ -27,7 +27,7 @@ from .store import (
 )
 
 from .batch import Batch, check_unique, sample_page
-from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, effect, found, handler, page, take
+from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, check_encoded, effect, found, handler, page, take
 from . import names
 from .errors import StrataError
 from .names import check_name
@@ -350,7 +350,8 @@ def vector_upsert(e: Engine, a: dict) -> dict:
     created = old is None or old.value is None
     revision = 1 if old is None or old.aux is None else json.loads(old.aux)["r"] + 1
     if metadata is not None:
-        metadata = json.loads(canonical(metadata))
+        metadata = json.loads(check_encoded("invalid_argument.engine.vector_metadata_too_large", "vector metadata",
+                                            canonical(metadata)))
     extra = {"r": revision} if metadata is None else {"m": metadata, "r": revision}
     with e.store.commit(b) as tx:
         tx.put(space, VECTOR, key, embedding.tobytes(), json.dumps(extra))

@@ -86,3 +86,29 @@ NAMES = raw({"type": "graph_create", "graph": "g"}, {"type": "graph_add_node", "
             {"type": "vector_create_collection", "collection": "c", "dimension": 1, "metric": "cosine"},
             *(make(x) for make in _NAME_KINDS.values() for x in _NAME_INPUTS))
 SCRIPTS["names"] = NAMES
+
+
+# -- sizes -------------------------------------------------------------------------------------
+
+# One encoded value past 16 MiB: a JSON document, an event payload, vector metadata and graph
+# properties as their compact JSON (escapes counted as written); a KV row as the engine frames it.
+_MIB16 = 16 << 20
+SIZES = raw({"type": "kv_put", "key": B("big2"), "value": B("v" * _MIB16)},
+            {"type": "kv_put", "key": B("k"), "value": B("v" * (_MIB16 - 74)), "space": "s"},
+            {"type": "kv_put", "key": B("k"), "value": B("v" * (_MIB16 - 73))},
+            {"type": "kv_put", "key": B("k\x00"), "value": B("v" * (_MIB16 - 74))},
+            {"type": "json_set", "key": "j", "path": "$", "value": "v" * _MIB16},
+            {"type": "json_set", "key": "j", "path": "$", "value": "v" * (_MIB16 - 1)},
+            {"type": "json_set", "key": "j", "path": "$", "value": "\u00e9" * (_MIB16 // 2)},
+            {"type": "json_set", "key": "j", "path": "$", "value": {"a": "v" * (_MIB16 // 2)}},
+            {"type": "json_set", "key": "j", "path": "$.b", "value": "v" * (_MIB16 // 2)},
+            {"type": "event_append", "event_type": "e", "payload": {"a": "v" * _MIB16}},
+            {"type": "event_append", "event_type": "e", "payload": {"a": "\x01" * (_MIB16 // 6)}},
+            {"type": "event_append", "event_type": "", "payload": {"a": "v" * _MIB16}},
+            {"type": "vector_create_collection", "collection": "c", "dimension": 1, "metric": "cosine"},
+            {"type": "vector_upsert", "collection": "c", "key": "k", "vector": [1.0], "metadata": {"a": "v" * _MIB16}},
+            {"type": "graph_create", "graph": "g"},
+            {"type": "graph_add_node", "graph": "g", "node_id": "n", "properties": {"a": "v" * _MIB16}},
+            {"type": "graph_add_edge", "graph": "g", "src": "n", "dst": "n", "edge_type": "e",
+             "properties": {"a": "v" * _MIB16}})
+SCRIPTS["sizes"] = SIZES
