@@ -65,6 +65,8 @@ def event_append(e: Engine, a: dict) -> dict:
 def event_list(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     view = e.read_view(b, a)
+    if a.get("event_type") is not None:
+        check_event_type(a["event_type"])
     after = a.get("cursor")
     if after is None:
         after = a.get("after_sequence")

@@ -73,6 +73,8 @@ def check_properties(properties: Any) -> Any:
 
 
 def load_graph(e: Engine, view: View, space: str, name: str) -> Graph | None:
+    # Every command that names a graph, read or write, refuses a bad name before looking it up.
+    check_graph_name(name)
     entry = e.store.live(view, space, GRAPH, name.encode("utf-8"))
     if entry is None:
         return None
@@ -240,6 +242,8 @@ def graph_list(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     view = e.read_view(b, a)
     cursor = a.get("cursor")
+    if cursor is not None:
+        check_graph_name(cursor)  # a cursor is a graph name, held to the same rules
     names = e.store.scan(view, space, GRAPH, (cursor or "").encode("utf-8"), after=cursor is not None)
     return name_page("graph_name_page", names, a.get("limit"))
 
@@ -274,6 +278,7 @@ def graph_add_node(e: Engine, a: dict) -> dict:
 @handler("graph_get_node")
 def graph_get_node(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
+    check_node_id(a["node_id"])
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     node = load_node(e, view, space, g.name, a["node_id"])
@@ -283,6 +288,7 @@ def graph_get_node(e: Engine, a: dict) -> dict:
 @handler("graph_remove_node")
 def graph_remove_node(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
+    check_node_id(a["node_id"])
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
     base = {"graph": g.name, "node_id": a["node_id"]}
@@ -304,9 +310,7 @@ def graph_remove_node(e: Engine, a: dict) -> dict:
 @handler("graph_add_edge")
 def graph_add_edge(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
-    check_node_id(a["src"])
-    check_edge_type(a["edge_type"])
-    check_node_id(a["dst"])
+    _check_edge_ids(a)
     properties = check_properties(a.get("properties"))
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
@@ -327,8 +331,16 @@ def graph_add_edge(e: Engine, a: dict) -> dict:
 
 
 @handler("graph_get_edge")
+def _check_edge_ids(a: dict) -> None:
+    check_node_id(a["src"])
+    check_edge_type(a["edge_type"])
+    check_node_id(a["dst"])
+
+
+@handler("graph_get_edge")
 def graph_get_edge(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
+    _check_edge_ids(a)
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     edge = load_edge(e, view, space, g.name, a["src"], a["edge_type"], a["dst"])
@@ -338,6 +350,7 @@ def graph_get_edge(e: Engine, a: dict) -> dict:
 @handler("graph_remove_edge")
 def graph_remove_edge(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
+    _check_edge_ids(a)
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
     base = {"graph": g.name, "src": a["src"], "edge_type": a["edge_type"], "dst": a["dst"]}
@@ -362,6 +375,9 @@ def _parse_cursor(cursor: str) -> tuple[str, str, str, str]:
 @handler("graph_neighbors")
 def graph_neighbors(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
+    check_node_id(a["node_id"])
+    if a.get("edge_type") is not None:
+        check_edge_type(a["edge_type"])
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     node_id = a["node_id"]
@@ -409,6 +425,8 @@ def graph_list_nodes(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     if a.get("prefix") == "":
         check_node_id("")
+    if a.get("cursor") is not None:
+        check_node_id(a["cursor"])
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     limit = DEFAULT_LIMIT if a.get("limit") is None else a["limit"]

@@ -369,6 +369,8 @@ def json_list(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
     view = e.read_view(b, a)
     cursor = a.get("cursor")
+    if cursor is not None:
+        check_doc_id(cursor)  # a cursor is a document id, held to the same rules
     return name_page("json_list_result", _doc_keys(e, a, view, space, cursor or "", cursor is not None),
                      a.get("limit"))
 

@@ -138,6 +138,8 @@ def kv_list(e: Engine, a: dict) -> dict:
     view = e.read_view(b, a)
     limit = a.get("limit")
     cursor = a.get("cursor")
+    if cursor is not None:
+        check_key(cursor)  # a cursor is a key, held to the same rules
     if cursor is not None and cursor >= prefix:
         start, after = cursor, True
     else:
@@ -160,6 +162,8 @@ def kv_count(e: Engine, a: dict) -> dict:
 @handler("kv_scan")
 def kv_scan(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
+    if a.get("start") is not None:
+        check_key(a["start"])
     start = a.get("start") or b""
     limit = a.get("limit")
     entries = e.store.scan(e.store.view(b), space, KV, start, batch=batch_for(limit))

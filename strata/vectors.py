@@ -84,6 +84,7 @@ def _missing() -> StrataError:
 
 
 def load_collection(e: Engine, view: View, space: str, name: str) -> Collection | None:
+    check_collection_name(name)  # also on reads: a bad name is refused, never "not found"
     entry = e.store.live(view, space, VECTOR_COLLECTION, name.encode("utf-8"))
     if entry is None:
         return None
@@ -686,6 +687,8 @@ def vector_list_keys(e: Engine, a: dict) -> dict:
     view = e.read_view(b, a)
     coll = require_collection(e, view, space, a["collection"])
     cursor = a.get("cursor")
+    if cursor is not None:
+        check_vector_key(cursor)  # a cursor is a key, held to the same rules
     prefix = a.get("prefix") or ""
     recs = (r for r in _records(e, view, space, coll, cursor or "", after=cursor is not None, prefix=prefix)
             if r.key.startswith(prefix))

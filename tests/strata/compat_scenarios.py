@@ -112,3 +112,41 @@ SIZES = raw({"type": "kv_put", "key": B("big2"), "value": B("v" * _MIB16)},
             {"type": "graph_add_edge", "graph": "g", "src": "n", "dst": "n", "edge_type": "e",
              "properties": {"a": "v" * _MIB16}})
 SCRIPTS["sizes"] = SIZES
+
+
+# -- names on reads ----------------------------------------------------------------------------
+
+# Reads and non-creating commands hold names, ids and cursors to the rules writes use: a bad one is
+# refused, never "not found" or an empty page.
+_BAD = ["", " ", "a" * 300, "a\x00", "_x", "a/b"]
+_READS = []
+for _x in _BAD:
+    for _t in ("graph_delete", "graph_get_meta", "graph_list_nodes", "graph_sample", "graph_wcc", "graph_get_ontology"):
+        _READS.append({"type": _t, "graph": _x})
+    _READS += [{"type": "graph_get_node", "graph": _x, "node_id": "n"},
+               {"type": "graph_neighbors", "graph": _x, "node_id": "n", "direction": "both"}]
+    for _t in ("vector_count", "vector_delete_collection", "vector_collection_stats", "vector_list_keys"):
+        _READS.append({"type": _t, "collection": _x})
+    _READS += [{"type": "vector_get", "collection": _x, "key": "k"}, {"type": "vector_delete", "collection": _x, "key": "k"},
+               {"type": "vector_query", "collection": _x, "query": [1.0], "k": 1},
+               {"type": "graph_get_node", "graph": "g", "node_id": _x}, {"type": "graph_remove_node", "graph": "g", "node_id": _x},
+               {"type": "graph_get_edge", "graph": "g", "src": _x, "edge_type": "e", "dst": "n"},
+               {"type": "graph_get_edge", "graph": "g", "src": "n", "edge_type": _x, "dst": "n"},
+               {"type": "graph_remove_edge", "graph": "g", "src": "n", "edge_type": _x, "dst": "n"},
+               {"type": "graph_neighbors", "graph": "g", "node_id": _x, "direction": "both"},
+               {"type": "graph_neighbors", "graph": "g", "node_id": "n", "direction": "both", "edge_type": _x},
+               {"type": "event_list", "event_type": _x}, {"type": "kv_get", "key": B("k"), "space": _x},
+               {"type": "json_get", "key": "d", "path": "$", "space": _x}, {"type": "describe", "space": _x},
+               {"type": "json_get", "key": _x, "path": "$"}, {"type": "json_delete", "key": _x, "path": "$"},
+               {"type": "kv_list", "cursor": B(_x), "limit": 5}, {"type": "kv_scan", "start": B(_x)},
+               {"type": "graph_list", "cursor": _x}, {"type": "graph_list_nodes", "graph": "g", "cursor": _x},
+               {"type": "json_list", "cursor": _x}, {"type": "vector_list_keys", "collection": "c", "cursor": _x},
+               {"type": "branch_get", "branch": _x}]
+READS = raw({"type": "graph_create", "graph": "g"}, {"type": "graph_add_node", "graph": "g", "node_id": "n"},
+            {"type": "vector_create_collection", "collection": "c", "dimension": 1, "metric": "cosine"},
+            {"type": "json_set", "key": "d", "path": "$", "value": 1}, *_READS,
+            ) + [("strata_graph_neighbors", {"graph": "g", "node_id": "", "direction": "both"}),
+                 ("strata_graph_neighbors", {"graph": "g", "node_id": "n", "edge_type": " "}),
+                 ("strata_event_list", {"event_type": ""}), ("strata_event_list", {"event_type": "t" * 300}),
+                 ("strata_kv_list", {"prefix": "a", "space": "a\x00"})]
+SCRIPTS["reads"] = READS
