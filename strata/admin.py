@@ -33,7 +33,7 @@ def _target(e: Engine) -> str:
 
 
 def _config(e: Engine) -> dict:
-    return {"target": _target(e), "created": True, "durable": e.store.durable, "default_branch": DEFAULT_BRANCH}
+    return {"target": _target(e), "created": e.store.created, "durable": e.store.durable, "default_branch": DEFAULT_BRANCH}
 
 
 def _available_memory() -> int:

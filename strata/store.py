@@ -235,7 +235,9 @@ class StrataStore:
     def _setup(self) -> None:
         c = self._conn
         with self.store.write():
-            if c.execute("SELECT count(*) FROM strata_commits").fetchone()[0] == 0:
+            # Whether this open made the database (the engine reports it as `created`).
+            self.created = c.execute("SELECT count(*) FROM strata_commits").fetchone()[0] == 0
+            if self.created:
                 at = now_us()
                 c.execute(
                     "INSERT INTO strata_branches(id, name, generation, status, state_revision)"

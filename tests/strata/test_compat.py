@@ -38,3 +38,23 @@ def test_bare_path_key_characters_match_the_engine_at_every_border():
     finally:
         handle.close()
     assert wrong == []
+
+
+def test_a_reopened_database_says_it_was_not_created(tmp_path):
+    """`created` is true only for the open that made the database."""
+    from memstrata.strata.engine import Engine
+    from memstrata.strata.mcp import StrataServer
+    from memstrata.strata.store import StrataStore
+
+    from .differential import run_script
+    from .oracle import OracleSession
+
+    script = [("strata_command", {"command": {"type": t}}) for t in ("config_get", "info", "describe")]
+    for _ in range(2):
+        store, oracle = StrataStore.open(tmp_path / "ours"), OracleSession(str(tmp_path / "real"))
+        try:
+            problems = run_script(script, StrataServer(Engine(store)), oracle)
+        finally:
+            store.close()
+            oracle.close()
+        assert not problems, differing(problems)
