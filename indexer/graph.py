@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import posixpath
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
@@ -53,6 +54,28 @@ _MEMBER = "member"  # a method linked to its type in another file (graph-interna
 _VERSIONS = itertools.count(1)
 
 
+# Builtin types written in lower case, which name a type as a receiver (`i32::from`, `str.join`).
+_LOWER_TYPES = frozenset("i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f32 f64 bool char str "
+                         "int float bytes list dict set tuple frozenset object string number".split())
+
+
+_TYPE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _names_type(receiver: str) -> bool:
+    """Whether a call's receiver is written as a type name (a capitalised last segment, or a
+    builtin type), not as a value whose type the index cannot know."""
+    if not _TYPE_PATH.fullmatch(receiver):
+        return False  # `Service().login()`, `items[0].keys()`: a value
+    last = receiver.rsplit(".", 1)[-1]
+    return last[:1].isupper() or last in _LOWER_TYPES
+
+
+def _last_part(module: str) -> str:
+    """The last name of a module path however it is spelled (`a.b`, `a::b`, `a/b`, `a\\b`)."""
+    return re.split(r"::|[./\\]", module.rstrip("/"))[-1] if module else ""
+
+
 def _qual_ends(qualname: str, suffix: str) -> bool:
     return qualname == suffix or qualname.endswith("." + suffix)
 
@@ -69,12 +92,15 @@ def split_symbol_id(node: str) -> tuple[str, str]:
 class _Bindings:
     """What names a file's imports bring into scope."""
 
-    __slots__ = ("names", "modules", "wildcards")
+    __slots__ = ("names", "modules", "wildcards", "imported")
 
     def __init__(self) -> None:
         self.names: dict[str, tuple[str, str | None]] = {}  # local name -> (target file, member)
         self.modules: dict[str, str] = {}  # dotted module spelling -> target file
         self.wildcards: list[str] = []  # files whose top-level names are all visible
+        # local name -> the name it imports (`use std::path::PathBuf`, `using H = Acme.Util.Hasher`),
+        # whether or not a project file was found for it: what a type-named receiver stands for
+        self.imported: dict[str, str] = {}
 
 
 class CodeGraph(GraphQueries):
@@ -256,6 +282,9 @@ class CodeGraph(GraphQueries):
             pause()
         for path, module, name, alias, line, target in imports:
             b = self._bindings[path]
+            imported = name if name and name != _WILDCARD else _last_part(module)
+            if imported:
+                b.imported[alias or imported] = imported
             if target is None:
                 continue
             if target != path:
@@ -441,6 +470,15 @@ class CodeGraph(GraphQueries):
             hits = [c for c in candidates if _qual_ends(self.g.nodes[c]["qualname"], spelled)]
             if len(hits) == 1:
                 return hits[0]
+            if _names_type(recv):
+                # A call on a type (`Hasher.Hash(..)`, `PathBuf::from(..)`, `str.join(..)`): a
+                # method of that type when the project defines it, else nothing of the project's.
+                last = recv.rsplit(".", 1)[-1]
+                type_name = bindings.imported.get(last, last) if bindings is not None else last
+                hits = {hit for cls in self._by_name.get(type_name, ())
+                        if self.g.nodes[cls]["kind"] in _CLASSLIKE
+                        and (hit := self._method_in_hierarchy(cls, name)) is not None}
+                return self._unique(hits)
         return self._unique(candidates)
 
     def _unique(self, candidates: set[str]) -> str | None:

@@ -21,8 +21,10 @@
   body: (declaration_list
     [(const_item name: (identifier) @name) (static_item name: (identifier) @name)] @definition.constant))
 
+; `impl From<Code> for i32`: the methods belong to the primitive type, not to the module
 (impl_item
   type: [(type_identifier) @name
+         (primitive_type) @name
          (generic_type type: (type_identifier) @name)
          (scoped_type_identifier name: (type_identifier) @name)
          (generic_type type: (scoped_type_identifier name: (type_identifier) @name))]) @scope

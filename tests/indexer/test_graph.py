@@ -203,6 +203,18 @@ RESOLUTION_PROJECT = {
         "def use_local():\n    return local_name()\n"
     ),
     "pkg/shadow.py": "def dup():\n    return 'mine'\n\n\ndef use_own_dup():\n    return dup()\n",
+    "pkg/store.py": (
+        "class Store:\n"
+        "    def keys(self):\n        return []\n\n\n"
+        "def use_value_receiver(s):\n    return s.keys()\n\n\n"
+        "def use_foreign_type(d):\n    return Mapping.keys(d), str.join(',', d)\n"
+    ),
+    "src/code.rs": (
+        "pub enum Code { Ok, Failed }\n\n"
+        "impl From<Code> for i32 {\n    fn from(code: Code) -> Self {\n        0\n    }\n}\n\n"
+        "pub fn as_number(c: Code) -> i32 {\n    i32::from(c)\n}\n\n"
+        "pub fn as_path() -> std::path::PathBuf {\n    std::path::PathBuf::from(String::from(\"x\"))\n}\n"
+    ),
 }
 
 
@@ -250,6 +262,16 @@ def test_submodule_imported_from_package(resolution):
 
 def test_unique_name_fallback(resolution):
     assert callees(resolution, "pkg/user.py::use_unique") == ["pkg/c.py::only_one"]
+
+
+def test_a_call_on_a_type_the_project_lacks_is_not_its_one_namesake(resolution):
+    # A value's type is unknown, so the one `keys` in the project is the best guess;
+    # `Mapping.keys`, `PathBuf::from`, `String::from` name types the project does not define.
+    assert callees(resolution, "pkg/store.py::use_value_receiver") == ["pkg/store.py::Store.keys"]
+    assert callees(resolution, "pkg/store.py::use_foreign_type") == []
+    assert callees(resolution, "src/code.rs::as_path") == []
+    # `impl From<Code> for i32` defines i32's `from`, and `i32::from` calls it.
+    assert callees(resolution, "src/code.rs::as_number") == ["src/code.rs::i32.from"]
 
 
 def test_own_definition_beats_global_names(resolution):
