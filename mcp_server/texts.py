@@ -117,8 +117,9 @@ project id of the enclosing definition, null at module level), kind (call, type,
 import, inherit or other) and snippet (that source line, stripped).
 - truncated: true when there are more uses than max_results.
 - unattributed: how many uses of the same name the index attributed to no definition \
-(a method called on a receiver of unknown type whose name several classes define, or that \
-no project code defines, like a dict's get): they are not listed; when it is not 0, \
+(a method called on a receiver of unknown type whose name several classes define, or on a \
+type the project does not define, like PathBuf::from, or that no project code defines, like a \
+dict's get): they are not listed; when it is not 0, \
 search the code for the name to find any that are this definition's."""
 
 FILE_OUTLINE = """\

@@ -123,7 +123,8 @@ def _refs(ws, args) -> int:
         k = out["unattributed"]
         name = out["symbol"].rsplit("::", 1)[-1].rsplit(".", 1)[-1]
         print(f"-- and {k} use{'s' if k != 1 else ''} of the name {name} not attributed to any definition "
-              "(receiver of unknown type): not listed; search for the name to find them", file=sys.stderr)
+              "(a receiver of unknown type, or a type the project does not define): not listed; "
+              "search for the name to find them", file=sys.stderr)
     return 0
 
 
