@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .store import DEFAULT_BRANCH, JSON, KV
 
-from .commands import HANDLERS, handler
+from .commands import HANDLERS, check_branch_name, handler
 from .errors import StrataError
 
 if TYPE_CHECKING:
@@ -69,11 +69,15 @@ def info(e: Engine, a: dict) -> dict:
 
 @handler("health")
 def health(e: Engine, a: dict) -> dict:
-    e.branch(a.get("branch"))
+    # A bad name is refused, but a missing (or deleted) branch is a finding of
+    # the report, not an error: the engine finds no space catalog for it.
+    name = e.session_branch if a.get("branch") is None else a["branch"]
+    check_branch_name(name)
     ok = "healthy"
+    spaces = ok if e.store.branch(name) is not None else "missing"
     return {"type": "health", "data": {
-        "status": ok, "identity": ok, "registry": ok, "branch_catalog": ok, "space_catalog": ok,
-        "default_branch": DEFAULT_BRANCH, "branch_count": len(e.store.active_branches())}}
+        "status": ok if spaces == ok else "unhealthy", "identity": ok, "registry": ok, "branch_catalog": ok,
+        "space_catalog": spaces, "default_branch": DEFAULT_BRANCH, "branch_count": len(e.store.active_branches())}}
 
 
 @handler("metrics")

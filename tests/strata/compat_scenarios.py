@@ -150,3 +150,15 @@ READS = raw({"type": "graph_create", "graph": "g"}, {"type": "graph_add_node", "
                  ("strata_event_list", {"event_type": ""}), ("strata_event_list", {"event_type": "t" * 300}),
                  ("strata_kv_list", {"prefix": "a", "space": "a\x00"})]
 SCRIPTS["reads"] = READS
+
+
+# -- health ------------------------------------------------------------------------------------
+
+# Health on a branch that is missing or deleted is a report (unhealthy, no space catalog), not an
+# error; a bad branch name is still refused.
+SCRIPTS["health"] = raw({"type": "health", "branch": "x"}, {"type": "health", "branch": ""},
+                        {"type": "health", "branch": "a" * 300}, {"type": "health", "branch": "_x"},
+                        {"type": "health"}, {"type": "branch_create", "branch": "b"},
+                        {"type": "health", "branch": "b"}, {"type": "health", "branch": "x"},
+                        {"type": "branch_delete", "branch": "b"}, {"type": "health", "branch": "b"},
+                        {"type": "health", "branch": "default"})
