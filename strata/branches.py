@@ -130,8 +130,9 @@ def branch_delete(e: Engine, a: dict) -> dict:
     if len(e.store.active_branches()) <= 1:
         raise StrataError("invalid_argument.engine.branch_delete", "delete would remove the last active branch")
     b = e.branch(name)
-    # A deleted branch's state revision counts the versions of its own timeline, as the engine's does.
-    gone = e.store.delete_branch(b, state_revision=e.store.timeline_commits(b))
+    # A deleted branch's state revision counts on from its own by the versions of its timeline,
+    # as the engine's does.
+    gone = e.store.delete_branch(b, state_revision=b.state_revision + e.store.timeline_commits(b))
     gone_kept = e.store.has_forks(b)
     for cache in e.caches.values():
         for key in [k for k in cache if k[0] == b.id]:

@@ -325,14 +325,17 @@ class StrataStore:
     def create_branch(self, name: str, parent: Branch | None, fork_version: int | None,
                       fork_timestamp: int | None) -> Branch:
         """A new branch (a fork of ``parent`` at ``fork_version``, or an empty root)."""
+        # An empty root made over a deleted generation starts one state revision
+        # on (the engine resets the name's catalog record); a fork starts afresh.
+        revision = int(parent is None and self.generations(name) > 0)
         with self._db_lock, self.store.write() as c:
             first = self.head + 1
             at = self._clock()
             cur = c.execute(
                 "INSERT INTO strata_branches(name, generation, status, parent, fork_version, fork_timestamp,"
-                " created_at, state_revision) VALUES (?, ?, 'active', ?, ?, ?, ?, 0)",
+                " created_at, state_revision) VALUES (?, ?, 'active', ?, ?, ?, ?, ?)",
                 (name, self.generations(name) + 1, parent.id if parent else None,
-                 fork_version, fork_timestamp, first))
+                 fork_version, fork_timestamp, first, revision))
             bid = cur.lastrowid
             rows = [(first + i, bid if i < FORK_OWN_VERSIONS else None, at) for i in range(FORK_VERSIONS)]
             c.executemany("INSERT INTO strata_commits(version, branch, committed_at) VALUES (?, ?, ?)", rows)
@@ -343,7 +346,7 @@ class StrataStore:
         self._last_committed_at = at
         self._latest[bid] = first + FORK_OWN_VERSIONS - 1
         created = Branch(bid, name, self.generations(name) + 1, "active", parent.id if parent else None,
-                         fork_version, fork_timestamp, first, None, 0)
+                         fork_version, fork_timestamp, first, None, revision)
         self._remember(created)
         return created
 

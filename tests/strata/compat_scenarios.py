@@ -162,3 +162,21 @@ SCRIPTS["health"] = raw({"type": "health", "branch": "x"}, {"type": "health", "b
                         {"type": "health", "branch": "b"}, {"type": "health", "branch": "x"},
                         {"type": "branch_delete", "branch": "b"}, {"type": "health", "branch": "b"},
                         {"type": "health", "branch": "default"})
+
+
+# -- branch generations ------------------------------------------------------------------------
+
+# A branch created again under a deleted one's name starts at state revision 1 (a fork onto that
+# name at 0), and its deletion counts from there.
+SCRIPTS["branch_generations"] = raw(
+    {"type": "kv_put", "key": B("k"), "value": B("v")},
+    {"type": "branch_create", "branch": "f"}, {"type": "branch_delete", "branch": "f"},
+    {"type": "branch_create", "branch": "f"}, {"type": "branch_get", "branch": "f"},
+    {"type": "kv_put", "key": B("k"), "value": B("v"), "branch": "f"}, {"type": "branch_get", "branch": "f"},
+    {"type": "branch_delete", "branch": "f"}, {"type": "branch_fork_current", "source": "default", "branch": "f"},
+    {"type": "branch_get", "branch": "f"}, {"type": "branch_delete", "branch": "f"},
+    {"type": "branch_create", "branch": "f"}, {"type": "branch_delete", "branch": "f"},
+    {"type": "branch_create", "branch": "f"}, {"type": "branch_list"},
+    {"type": "branch_fork_current", "source": "f", "branch": "g"}, {"type": "branch_get", "branch": "g"},
+    {"type": "branch_delete", "branch": "g"}, {"type": "branch_fork_current", "source": "f", "branch": "g"},
+    {"type": "kv_put", "key": B("k"), "value": B("w"), "branch": "g"}, {"type": "branch_delete", "branch": "g"})
