@@ -131,11 +131,15 @@ class Engine:
             return self.store.view(b, version)
         if as_of is None:
             return self.store.view(b)
-        if as_of == 0:
+        return self.view_at(b, as_of)
+
+    def view_at(self, b: Branch, version: int) -> View:
+        """The state of ``b`` after commit ``version``, refused outside the branch's retained timeline."""
+        if version < self.store.timeline_start(b):
             raise errors.history("timestamp is before retained timeline history")
-        if as_of > self.store.latest(b.id):
+        if version > self.store.latest(b.id):
             raise errors.history("timestamp is after latest retained timeline history")
-        return self.store.view(b, as_of)
+        return self.store.view(b, version)
 
     def receipt(self, tx, puts: int, deletes: int = 0) -> dict:
         return {"version": tx.version, "timestamp": tx.version, "committed_at": tx.committed_at,

@@ -148,7 +148,12 @@ def _differs(capability: str, left: Row, right: Row) -> bool:
 def branch_diff(e: Engine, a: dict) -> dict:
     first, second = _branches(e, a["branch_a"], a["branch_b"])
     at = a.get("at_timestamp")
-    va, vb = e.store.view(first, at), e.store.view(second, at)
+    if at is None:
+        va, vb = e.store.view(first), e.store.view(second)
+    else:
+        # Each branch must hold the instant in its own retained timeline, the first one checked first.
+        va = e.view_at(first, at)
+        vb = e.view_at(second, at)
     out = []
     for space in _spaces(e, va, vb):
         for capability in CAPABILITIES:

@@ -302,6 +302,17 @@ class StrataStore:
             levels.append(Level(b.id, bound))
         return View(tuple(levels))
 
+    def timeline_start(self, b: Branch) -> int:
+        """The oldest version a read of ``b`` may be anchored at.
+
+        A fork's history reaches back through its ancestors, so the root of
+        its lineage decides: the default branch's from the first commit, an
+        empty root's from the version after the one that created it.
+        """
+        while b.parent is not None:
+            b = self._branches[b.parent]
+        return 1 if b.created_at is None else b.created_at + 1
+
     def in_timeline(self, b: Branch, version: int) -> bool:
         """Whether ``version`` is a commit on the branch's timeline (its own or inherited)."""
         row = self._conn.execute("SELECT branch FROM strata_commits WHERE version = ?", (version,)).fetchone()

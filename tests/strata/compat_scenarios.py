@@ -180,3 +180,28 @@ SCRIPTS["branch_generations"] = raw(
     {"type": "branch_fork_current", "source": "f", "branch": "g"}, {"type": "branch_get", "branch": "g"},
     {"type": "branch_delete", "branch": "g"}, {"type": "branch_fork_current", "source": "f", "branch": "g"},
     {"type": "kv_put", "key": B("k"), "value": B("w"), "branch": "g"}, {"type": "branch_delete", "branch": "g"})
+
+
+# -- retained history --------------------------------------------------------------------------
+
+# A read anchored at a version (as_of, a diff's at_timestamp) must fall inside the branch's retained
+# timeline: from the version after an empty root's creation (a fork reaches back through its
+# parent; the default branch from the first commit) to the branch's latest commit.  A diff checks
+# its first branch, then its second.
+_AT = range(0, 17)
+_DIFF = lambda a, b, t: {"type": "branch_diff", "branch_a": a, "branch_b": b, "at_timestamp": t}  # noqa: E731
+RETAINED = raw({"type": "branch_diff", "branch_a": "default", "branch_b": "b", "at_timestamp": 0},
+               {"type": "branch_create", "branch": "b"}, *(_DIFF("default", "b", t) for t in (0, 1, 2, 3, 100)),
+               {"type": "branch_create", "branch": "c"},
+               {"type": "kv_put", "key": B("k"), "value": B("v"), "branch": "b"},
+               {"type": "kv_put", "key": B("k"), "value": B("v"), "branch": "c"},
+               {"type": "kv_put", "key": B("k"), "value": B("w"), "branch": "b"},
+               {"type": "branch_fork_current", "source": "b", "branch": "f"},
+               *(x for t in _AT for x in (_DIFF("b", "c", t), _DIFF("c", "b", t), _DIFF("b", "f", t),
+                                          _DIFF("default", "c", t),
+                                          {"type": "kv_get", "key": B("k"), "branch": "c", "as_of": t},
+                                          {"type": "kv_get", "key": B("k"), "branch": "f", "as_of": t},
+                                          {"type": "event_count", "branch": "b", "as_of": t},
+                                          {"type": "kv_get", "key": B("k"), "as_of": t})),
+               _DIFF("b", "c", 2 ** 63), _DIFF("x", "b", 0))
+SCRIPTS["retained_history"] = RETAINED
