@@ -66,7 +66,10 @@ def branch_get(e: Engine, a: dict) -> dict:
     return {"type": "branch", "data": branch_json(e, e.branch(a["branch"]))}
 
 
-def _new_branch_name(e: Engine, name: str) -> None:
+def _new_branch_name(e: Engine, name: str, source: str | None = None) -> None:
+    # A fork's source name is judged first, then the new name, before any branch is looked up.
+    if source is not None:
+        check_branch_name(source)
     check_branch_name(name)
     if e.store.branch(name) is not None:
         raise StrataError("already_exists.engine.branch", f"branch `{name}` already exists")
@@ -90,14 +93,14 @@ def _refused_anchor(e: Engine, reason: str) -> StrataError:
 
 @handler("branch_fork_current")
 def branch_fork_current(e: Engine, a: dict) -> dict:
-    _new_branch_name(e, a["branch"])
+    _new_branch_name(e, a["branch"], a["source"])
     source = e.branch(a["source"], source=True)
     return _fork(e, a, source, e.store.latest(source.id))
 
 
 @handler("branch_fork_at_version")
 def branch_fork_at_version(e: Engine, a: dict) -> dict:
-    _new_branch_name(e, a["branch"])
+    _new_branch_name(e, a["branch"], a["source"])
     source = e.branch(a["source"], source=True)
     version = a["version"]
     if version == 0 or version > e.store.latest(source.id):
@@ -109,7 +112,7 @@ def branch_fork_at_version(e: Engine, a: dict) -> dict:
 
 @handler("branch_fork_at_timestamp")
 def branch_fork_at_timestamp(e: Engine, a: dict) -> dict:
-    _new_branch_name(e, a["branch"])
+    _new_branch_name(e, a["branch"], a["source"])
     source = e.branch(a["source"], source=True)
     stamp = a["timestamp"]
     if stamp > e.store.latest(source.id):

@@ -24,6 +24,7 @@ from . import errors
 from .catalog import WIRE_TYPES
 from .commands import HANDLERS, check_branch_name, check_space, dumps
 from .errors import StrataError
+from .names import check_object_names
 from .wire import SPECS, NumberRangeError, WireError, check_number_range, command_type
 
 # Imported for their side effect: each registers its handlers in HANDLERS.
@@ -107,7 +108,8 @@ class Engine:
         return b
 
     def scope(self, args: dict) -> tuple[Branch, str]:
-        # The engine checks both names before it looks the branch up.
+        # The engine checks the object's names, then both scope names, before it looks the branch up.
+        check_object_names(args)
         name = self.session_branch if args.get("branch") is None else args["branch"]
         check_branch_name(name)
         space = check_space(args.get("space"))

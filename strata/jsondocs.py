@@ -613,8 +613,8 @@ def _index_json(entry, space: str) -> dict:
 
 @handler("json_create_index")
 def json_create_index(e: Engine, a: dict) -> dict:
+    name = _check_index_name(a["name"])  # judged before the scope, as the engine does
     b, space = e.scope(a)
-    name = _check_index_name(a["name"])
     field_path = render_path(parse_path(a["field_path"]))
     view = e.store.view(b)
     if e.store.live(view, space, JSON_INDEX, name) is not None:
@@ -630,8 +630,8 @@ def json_create_index(e: Engine, a: dict) -> dict:
 
 @handler("json_drop_index")
 def json_drop_index(e: Engine, a: dict) -> dict:
+    name = _check_index_name(a["name"])  # judged before the scope, as the engine does
     b, space = e.scope(a)
-    name = _check_index_name(a["name"])
     if e.store.live(e.store.view(b), space, JSON_INDEX, name) is None:
         return {"type": "bool", "data": False}
     with e.store.commit(b) as tx:

@@ -85,3 +85,16 @@ EDGE_TYPE = NameRule("invalid_argument.engine.graph_edge_type", "graph edge type
 TYPE_NAME = NameRule("invalid_argument.engine.graph_type_name", "graph type name", (*_GRAPHISH, RESERVED), 256,
                      reserved="invalid_argument.engine.graph_type_name_reserved")
 PROPERTY_NAME = NameRule("invalid_argument.engine.graph_property_name", "graph property name", _GRAPHISH, 256)
+
+# The fields that name the object a command works on, in the order the engine reads them: it turns
+# them into checked names when it reads the command, so they are judged before the branch and
+# space the command is scoped to.
+OBJECT_FIELDS = (("graph", GRAPH_NAME), ("collection", VECTOR_COLLECTION), ("event_type", EVENT_TYPE),
+                 ("node_id", NODE_ID))
+
+
+def check_object_names(args: dict) -> None:
+    for field_name, rule in OBJECT_FIELDS:
+        value = args.get(field_name)
+        if isinstance(value, str):
+            check_name(rule, value)

@@ -787,12 +787,13 @@ def _bulk_delete(e: Engine, b, view: View, space: str, coll: Collection, records
 @handler("vector_delete_by_filter")
 def vector_delete_by_filter(e: Engine, a: dict) -> dict:
     b, space = e.scope(a)
-    view = e.store.view(b)
-    coll = require_collection(e, view, space, a["collection"])
+    # An empty filter is refused once the branch is found, before the space and collection are.
     conditions = a["filter"]
     if not conditions:
         raise StrataError("invalid_argument.engine.vector_filter",
                           "vector metadata filter must not be empty for filtered delete")
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
     records = [r for r in _records(e, view, space, coll) if _matches(r.metadata, conditions)]
     return _bulk_delete(e, b, view, space, coll, records)
 

@@ -205,3 +205,35 @@ RETAINED = raw({"type": "branch_diff", "branch_a": "default", "branch_b": "b", "
                                           {"type": "kv_get", "key": B("k"), "as_of": t})),
                _DIFF("b", "c", 2 ** 63), _DIFF("x", "b", 0))
 SCRIPTS["retained_history"] = RETAINED
+
+
+# -- check order -------------------------------------------------------------------------------
+
+# The engine judges a command's own names (graph, collection, event type, node id, JSON index) when
+# it reads the command, before the branch and space names and before any lookup; an empty
+# delete filter once the branch is found, before the space and collection; a fork's source name
+# before its new name, both before either branch is looked up.
+_ORDER = [({"type": "graph_get_meta"}, "graph"), ({"type": "graph_create"}, "graph"),
+          ({"type": "graph_get_node", "graph": "g"}, "node_id"), ({"type": "graph_add_node", "graph": "g"}, "node_id"),
+          ({"type": "graph_neighbors", "graph": "g", "direction": "both"}, "node_id"),
+          ({"type": "vector_count"}, "collection"), ({"type": "vector_delete_collection"}, "collection"),
+          ({"type": "vector_create_collection", "dimension": 1, "metric": "cosine"}, "collection"),
+          ({"type": "vector_query", "query": [1.0], "k": 1}, "collection"),
+          ({"type": "vector_delete_by_filter", "filter": {"conditions": []}}, "collection"),
+          ({"type": "event_list"}, "event_type"), ({"type": "event_append", "payload": {}}, "event_type"),
+          ({"type": "json_create_index", "field_path": "$.a", "index_type": "tag"}, "name"),
+          ({"type": "json_drop_index"}, "name")]
+_SCOPES = [{"branch": "zz"}, {"space": ""}, {"space": "_x"}, {"branch": ""}, {"space": "zz"},
+           {"branch": "zz", "space": ""}, {"branch": "", "space": "zz"}]
+CHECK_ORDER = raw({"type": "graph_create", "graph": "g"}, {"type": "graph_add_node", "graph": "g", "node_id": "n"},
+                  {"type": "vector_create_collection", "collection": "c", "dimension": 1, "metric": "cosine"},
+                  *(dict(base, **{field: ""}, **scope) for base, field in _ORDER for scope in _SCOPES),
+                  *({"type": "vector_delete_by_filter", "collection": "c", "filter": {"conditions": []}, **scope}
+                    for scope in _SCOPES),
+                  {"type": "branch_create", "branch": "nb"},
+                  *({"type": t, "source": s, "branch": br, **extra}
+                    for t, extra in (("branch_fork_current", {}), ("branch_fork_at_version", {"version": 0}),
+                                     ("branch_fork_at_timestamp", {"timestamp": 0}))
+                    for s, br in (("", "nb"), ("a" * 300, "nb"), ("zz", "nb"), ("a" * 300, ""), ("", "a" * 300),
+                                  ("zz", ""), ("_x", "nb"))))
+SCRIPTS["check_order"] = CHECK_ORDER
