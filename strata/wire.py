@@ -289,6 +289,9 @@ class Field:
     name: str
     decode: Decoder
     required: bool = False
+    # An optional field is an Option in the engine (null reads as absent) unless it is a
+    # defaulted plain value (DEFAULTED): then null is serde's type error, as for a required one.
+    nullable: bool = True
 
 
 class Spec:
@@ -297,7 +300,7 @@ class Spec:
     def __init__(self, wire: str, fields: tuple[Field, ...]):
         self.wire = wire
         self.fields = fields
-        self.by_name = {f.name: (f.decode, f.required) for f in fields}
+        self.by_name = {f.name: (f.decode, f.required, f.nullable) for f in fields}
         self.expected = expected_list([f.name for f in fields])
         self.defaults = {f.name: None for f in fields if not f.required}
         self.required = tuple(f.name for f in fields if f.required)
@@ -313,10 +316,10 @@ class Spec:
                 if name == "type":
                     continue
                 raise WireError(f"unknown field `{name}`, {self.expected}")
-            decode, required = known
+            decode, required, nullable = known
             if required:
                 seen += 1
-            elif value is None:
+            elif value is None and nullable:
                 continue
             out[name] = decode(value)
         if seen < len(self.required):
@@ -326,11 +329,18 @@ class Spec:
         return out
 
 
-def _spec(wire: str, *fields: tuple) -> Spec:
-    return Spec(wire, tuple(Field(*f) for f in fields))
-
-
 R = True
+DEFAULTED = "defaulted"  # optional, but not an Option: null is refused (see Field.nullable)
+
+
+def _field(name: str, decode: Decoder, kind: bool | str = False) -> Field:
+    return Field(name, decode, kind is R, kind != DEFAULTED)
+
+
+def _spec(wire: str, *fields: tuple) -> Spec:
+    return Spec(wire, tuple(_field(*f) for f in fields))
+
+
 BRANCH = ("branch", string)
 SPACE = ("space", string)
 AS_OF = ("as_of", u64)
@@ -356,16 +366,16 @@ SPECS: dict[str, Spec] = {s.wire: s for s in (
     _spec("json_history", *SCOPE, ("key", string, R)),
     _spec("vector_create_collection", *SCOPE, ("collection", string, R), ("dimension", u64, R),
           ("metric", metric, R), ("embedding_model", string)),
-    _spec("vector_upsert", *SCOPE, ("collection", string, R), ("key", string, R), ("vector", f32_list),
+    _spec("vector_upsert", *SCOPE, ("collection", string, R), ("key", string, R), ("vector", f32_list, DEFAULTED),
           ("text", string), ("metadata", any_json)),
-    _spec("vector_query", *SCOPE, ("collection", string, R), ("query", f32_list), ("text", string),
+    _spec("vector_query", *SCOPE, ("collection", string, R), ("query", f32_list, DEFAULTED), ("text", string),
           ("k", u64, R), ("filter", vector_filter), AS_OF, AS_OF_TIME),
     _spec("vector_get", *SCOPE, ("collection", string, R), ("key", string, R), AS_OF, AS_OF_TIME),
     _spec("vector_delete", *SCOPE, ("collection", string, R), ("key", string, R)),
     _spec("vector_exists", *SCOPE, ("collection", string, R), ("key", string, R)),
     _spec("vector_count", *SCOPE, ("collection", string, R), AS_OF, AS_OF_TIME),
     _spec("vector_list_collections", *SCOPE),
-    _spec("vector_delete_collection", *SCOPE, ("collection", string, R), ("force", boolean)),
+    _spec("vector_delete_collection", *SCOPE, ("collection", string, R), ("force", boolean, DEFAULTED)),
     _spec("event_append", *SCOPE, ("event_type", string, R), ("payload", any_json, R)),
     _spec("event_list", *SCOPE, ("event_type", string), ("limit", u64), ("after_sequence", u64),
           ("cursor", u64), AS_OF, AS_OF_TIME),
@@ -373,7 +383,7 @@ SPECS: dict[str, Spec] = {s.wire: s for s in (
     _spec("event_count", *SCOPE, AS_OF, AS_OF_TIME),
     _spec("event_verify_chain", *SCOPE),
     _spec("graph_create", *SCOPE, ("graph", string, R)),
-    _spec("graph_delete", *SCOPE, ("graph", string, R), ("force", boolean)),
+    _spec("graph_delete", *SCOPE, ("graph", string, R), ("force", boolean, DEFAULTED)),
     _spec("graph_list", *SCOPE, ("cursor", string), ("limit", u64), AS_OF, AS_OF_TIME),
     _spec("graph_get_meta", *SCOPE, ("graph", string, R), AS_OF, AS_OF_TIME),
     _spec("graph_add_node", *SCOPE, ("graph", string, R), ("node_id", string, R), ("properties", any_json),
@@ -454,10 +464,10 @@ SPECS.update({s.wire: s for s in (
     _spec("info", BRANCH),
     _spec("health", BRANCH),
     _spec("metrics", BRANCH),
-    _spec("storage", BRANCH, ("audit", boolean)),
+    _spec("storage", BRANCH, ("audit", boolean, DEFAULTED)),
     _spec("describe", *SCOPE),
     _spec("config_get"),
-    _spec("space_delete", *SCOPE[:1], ("space", string, R), ("force", boolean)),
+    _spec("space_delete", *SCOPE[:1], ("space", string, R), ("force", boolean, DEFAULTED)),
     _spec("kv_batch_put", *SCOPE, ("entries", seq_of(KV_ENTRY), R)),
     _spec("kv_batch_get", *SCOPE, ("keys", seq_of(byte_string), R)),
     _spec("kv_batch_delete", *SCOPE, ("keys", seq_of(byte_string), R)),
@@ -481,11 +491,11 @@ SPECS.update({s.wire: s for s in (
           AS_OF, AS_OF_TIME),
     _spec("vector_scan", *SCOPE, COLLECTION, ("start", string), ("limit", u64)),
     _spec("vector_update_metadata", *SCOPE, COLLECTION, ("key", string, R), ("patch", any_json, R)),
-    _spec("vector_update_embedding", *SCOPE, COLLECTION, ("key", string, R), ("vector", f32_list),
+    _spec("vector_update_embedding", *SCOPE, COLLECTION, ("key", string, R), ("vector", f32_list, DEFAULTED),
           ("text", string)),
     _spec("vector_delete_by_filter", *SCOPE, COLLECTION, ("filter", vector_filter, R)),
     _spec("vector_delete_all", *SCOPE, COLLECTION),
-    _spec("vector_index_query", *SCOPE, COLLECTION, ("query", f32_list), ("k", u64, R),
+    _spec("vector_index_query", *SCOPE, COLLECTION, ("query", f32_list, DEFAULTED), ("k", u64, R),
           ("filter", vector_filter), AS_OF, AS_OF_TIME),
     _spec("vector_batch_upsert", *SCOPE, COLLECTION, ("entries", seq_of(VECTOR_ENTRY), R)),
     _spec("vector_batch_get", *SCOPE, COLLECTION, ("keys", seq_of(string), R)),
@@ -616,7 +626,7 @@ BULK_EDGE = strict_struct("GraphBulkEdge", ("src", string, R), ("edge_type", str
 
 SPECS.update({s.wire: s for s in (
     _spec("graph_batch_write", *SCOPE, GRAPH_ARG, ("operations", seq_of(graph_batch_operation), R)),
-    _spec("graph_bulk_insert", *SCOPE, GRAPH_ARG, ("nodes", seq_of(BULK_NODE)), ("edges", seq_of(BULK_EDGE)),
+    _spec("graph_bulk_insert", *SCOPE, GRAPH_ARG, ("nodes", seq_of(BULK_NODE), DEFAULTED), ("edges", seq_of(BULK_EDGE), DEFAULTED),
           ("chunk_size", u64)),
 )})
 
@@ -661,9 +671,9 @@ def property_defs(v: Any) -> dict:
 SPECS.update({s.wire: s for s in (
     _spec("graph_add_node", *SCOPE, ("graph", string, R), ("node_id", string, R), ("properties", any_json),
           ("binding", BINDING), ("object_type", string)),
-    _spec("graph_define_object_type", *SCOPE, GRAPH_ARG, ("name", string, R), ("properties", property_defs)),
+    _spec("graph_define_object_type", *SCOPE, GRAPH_ARG, ("name", string, R), ("properties", property_defs, DEFAULTED)),
     _spec("graph_define_link_type", *SCOPE, GRAPH_ARG, ("name", string, R), ("source", string, R),
-          ("target", string, R), ("cardinality", string), ("properties", property_defs)),
+          ("target", string, R), ("cardinality", string), ("properties", property_defs, DEFAULTED)),
     _spec("graph_delete_object_type", *SCOPE, GRAPH_ARG, ("name", string, R)),
     _spec("graph_delete_link_type", *SCOPE, GRAPH_ARG, ("name", string, R)),
     _spec("graph_freeze_ontology", *SCOPE, GRAPH_ARG),
@@ -682,13 +692,13 @@ _BATCH_OPS["upsert_node"] = _spec(
     ("data", loose_struct("GraphNodeData", ("properties", any_json), ("object_type", string), ("binding", BINDING)), R))
 BULK_NODE = strict_struct("GraphBulkNode", ("node_id", string, R), ("properties", any_json), ("binding", BINDING),
                           ("object_type", string))
-SPECS["graph_bulk_insert"] = _spec("graph_bulk_insert", *SCOPE, GRAPH_ARG, ("nodes", seq_of(BULK_NODE)),
-                                   ("edges", seq_of(BULK_EDGE)), ("chunk_size", u64))
+SPECS["graph_bulk_insert"] = _spec("graph_bulk_insert", *SCOPE, GRAPH_ARG, ("nodes", seq_of(BULK_NODE), DEFAULTED),
+                                   ("edges", seq_of(BULK_EDGE), DEFAULTED), ("chunk_size", u64))
 
 
 # -- branch comparison and promotion (issue 23) ----------------------------------------------
 
-_STRATEGY = ("strategy", enum("strict", "source_wins"))
+_STRATEGY = ("strategy", enum("strict", "source_wins"), DEFAULTED)
 SPECS.update({s.wire: s for s in (
     _spec("branch_diff", ("branch_a", string, R), ("branch_b", string, R), ("at_timestamp", u64)),
     _spec("branch_merge", ("source", string, R), ("target", string, R), _STRATEGY),

@@ -237,3 +237,28 @@ CHECK_ORDER = raw({"type": "graph_create", "graph": "g"}, {"type": "graph_add_no
                     for s, br in (("", "nb"), ("a" * 300, "nb"), ("zz", "nb"), ("a" * 300, ""), ("", "a" * 300),
                                   ("zz", ""), ("_x", "nb"))))
 SCRIPTS["check_order"] = CHECK_ORDER
+
+
+# -- null ---------------------------------------------------------------------------------------
+
+# An optional field is an Option in the engine (null reads as absent) or a defaulted plain value
+# (null is serde's type error).  Every optional field of every command, sent as null alone, and
+# the defaulted ones next to their other fields.
+def _null_script():
+    from memstrata.strata.wire import SPECS
+
+    steps = [{"type": w, f.name: None} for w, s in SPECS.items() for f in s.fields if not f.required]
+    steps += [{"type": "storage", "audit": None}, {"type": "graph_create", "graph": "g"},
+              {"type": "graph_delete", "graph": "g", "force": None},
+              {"type": "graph_bulk_insert", "graph": "g", "nodes": None, "edges": []},
+              {"type": "vector_create_collection", "collection": "c", "dimension": 1, "metric": "cosine"},
+              {"type": "vector_upsert", "collection": "c", "key": "k", "vector": None},
+              {"type": "vector_query", "collection": "c", "query": None, "k": 1},
+              {"type": "vector_delete_collection", "collection": "c", "force": None},
+              {"type": "branch_create", "branch": "b"},
+              {"type": "branch_merge", "source": "default", "target": "b", "strategy": None},
+              {"type": "branch_preview", "source": "default", "target": "b", "strategy": None}]
+    return raw(*steps)
+
+
+SCRIPTS["null_fields"] = _null_script()
