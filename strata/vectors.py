@@ -813,7 +813,11 @@ EXACT_THRESHOLD = 64
 U64_MAX = 2**64 - 1
 
 
-def _diagnostics(coll: Collection) -> dict:
+def _diagnostics(coll: Collection, k: int) -> dict:
+    # With k 0 the engine plans no search: it reads no manifest and takes no candidates.
+    if k == 0:
+        return {**_diagnostics(coll, 1), "manifest_status": "not_checked", "source_candidate_limit": 0,
+                "last_query_fallback_reason": "collection_below_exact_threshold"}
     return {
         "collection": coll.name, "manifest_status": "missing", "manifest_ref_count": 0,
         "manifest_inherited_ref_count": 0, "manifest_owned_ref_count": 0, "active_delta_count": 0,
@@ -835,4 +839,4 @@ def vector_index_query(e: Engine, a: dict) -> dict:
     matches = vector_query(e, {**a, "text": None})["data"]
     b, space = e.scope(a)
     coll = require_collection(e, e.read_view(b, a), space, a["collection"])
-    return {"type": "vector_index_query", "data": {"matches": matches, "diagnostics": _diagnostics(coll)}}
+    return {"type": "vector_index_query", "data": {"matches": matches, "diagnostics": _diagnostics(coll, a["k"])}}

@@ -262,3 +262,17 @@ def _null_script():
 
 
 SCRIPTS["null_fields"] = _null_script()
+
+
+# -- vector index diagnostics -------------------------------------------------------------------
+
+# With k 0 the engine plans no search: no manifest read, no candidates, below the exact threshold
+# whatever the collection holds.
+SCRIPTS["index_query_k0"] = raw(
+    {"type": "vector_create_collection", "collection": "c", "dimension": 1, "metric": "cosine"},
+    {"type": "vector_index_query", "collection": "c", "query": [1.0], "k": 0},
+    {"type": "vector_index_query", "collection": "c", "query": [1.0], "k": 1},
+    *({"type": "vector_upsert", "collection": "c", "key": str(i), "vector": [1.0 + i]} for i in range(70)),
+    {"type": "vector_index_query", "collection": "c", "query": [1.0], "k": 0},
+    {"type": "vector_index_query", "collection": "c", "query": [1.0], "k": 1},
+    {"type": "vector_index_query", "collection": "zz", "query": [1.0], "k": 0})
