@@ -13,7 +13,8 @@ assert what was forwarded.  The request's ``model`` picks a behaviour:
 ``stub-gated``  stream: first chunk, then wait for :attr:`StubUpstream.gate`
 ``stub-drop``   stream (or JSON): a few bytes, then the connection is cut
 ``stub-slow``   stream with ``slow_delay`` seconds between chunks
-``stub-hang``   accept, then answer nothing for ``hang_seconds``
+``stub-hang``   accept, then answer nothing for ``hang_seconds`` (or until the caller hangs up:
+                counted in :attr:`StubUpstream.abandoned`)
 ``stub-stall``  JSON: the headers and part of the body, then nothing (a test kills the process)
 ``stub-short``  stream: a few events, then a clean close before the final event (an overloaded cut)
 anything else   a normal answer with :attr:`StubUpstream.answer` as its text
@@ -82,6 +83,7 @@ class StubUpstream:
         self.hang_seconds = hang_seconds
         self.gate_timeout = gate_timeout
         self.received: list[Received] = []
+        self.abandoned = 0  # stub-hang requests whose caller closed the connection before the answer
         self.gate = threading.Event()
         self.gate_timed_out = False
         self.app = Starlette(routes=[
@@ -93,6 +95,14 @@ class StubUpstream:
         ])
 
     # -- helpers ------------------------------------------------------------------
+
+    async def _hang(self, request: Request) -> None:
+        deadline = asyncio.get_running_loop().time() + self.hang_seconds
+        while asyncio.get_running_loop().time() < deadline:
+            if await request.is_disconnected():
+                self.abandoned += 1
+                return
+            await asyncio.sleep(0.02)
 
     async def _receive(self, request: Request) -> tuple[dict | None, Response | None]:
         body = await request.body()
@@ -182,7 +192,7 @@ class StubUpstream:
         if (err := self._behaviour("openai", model)) is not None:
             return err
         if model == "stub-hang":
-            await asyncio.sleep(self.hang_seconds)
+            await self._hang(request)
         usage = self._openai_usage(data, len(self.answer.split()))
         created = self.created
         if data.get("stream") is True:
@@ -293,7 +303,7 @@ class StubUpstream:
         if (err := self._behaviour("anthropic", model)) is not None:
             return err
         if model == "stub-hang":
-            await asyncio.sleep(self.hang_seconds)
+            await self._hang(request)
         completion = len(self.answer.split())
         if data.get("stream") is True:
             usage = self._anthropic_usage(data, 1)

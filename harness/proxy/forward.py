@@ -11,6 +11,7 @@ Other paths under ``/v1`` and ``/anthropic`` (``/v1/models``,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -24,6 +25,7 @@ import httpx
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from .body_encoding import SUPPORTED, BadEncoding, DecodedTooLarge, UnsupportedEncoding, codings, decode_body
 from .compress_request import ANTHROPIC, OPENAI, RESPONSES, CompressionResult, CompressionSettings, Compressor
 from .counterfactual import cache_family
 from .metrics import Metrics
@@ -137,6 +139,20 @@ class Proxy:
             return Response(status_code=499)
         if _url_too_long(request):
             return self._local_error(api, 414, "the request URL is too long", endpoint, t0)
+        decoded = bool(codings(request.headers.get("content-encoding", "")))
+        if decoded:
+            try:
+                raw = decode_body(raw, request.headers["content-encoding"], self.config.max_body_bytes)
+            except UnsupportedEncoding as exc:
+                return self._local_error(api, 415, f"request body Content-Encoding {exc.name!r} is not supported "
+                                                   f"(the proxy reads {', '.join(SUPPORTED)} and plain bodies)",
+                                         endpoint, t0)
+            except DecodedTooLarge:
+                return self._local_error(api, 413, "request body, once decoded, is larger than the proxy accepts",
+                                         endpoint, t0)
+            except BadEncoding as exc:
+                return self._local_error(api, 400, f"request body is {exc} (its Content-Encoding says so)",
+                                         endpoint, t0)
         # Parsing, compressing and re-serializing a large body runs on a worker thread, so the
         # event loop keeps relaying other answers meanwhile.
         if len(raw) > INLINE_BODY_BYTES:
@@ -176,7 +192,7 @@ class Proxy:
                 self.recorder.submit(item)
 
         return await self._forward(request, api, upstream.url(rest, request.url.query), content, endpoint, t0,
-                                   finish)
+                                   finish, decoded=decoded)
 
     def wait_quiet(self, max_wait: float = QUIET_MAX_WAIT_S) -> None:
         """Return when no request is being prepared, or after ``max_wait`` seconds: the pause
@@ -232,9 +248,10 @@ class Proxy:
         t0 = time.perf_counter()
         if _url_too_long(request):
             return self._local_error(api, 414, "the request URL is too long", "passthrough", t0)
-        if api == OPENAI and rest.startswith("messages") and "anthropic-version" in request.headers:
-            # An Anthropic client given the proxy's root as its base URL: its key must not go to the
-            # OpenAI-compatible upstream (api.openai.com by default), which has no such endpoint.
+        if api == OPENAI and "anthropic-version" in request.headers:
+            # An Anthropic client given the proxy's root as its base URL (messages, count_tokens,
+            # models): its key must not go to the OpenAI-compatible upstream (api.openai.com by
+            # default), which has no such endpoint.
             host = request.headers.get("host", "127.0.0.1:8080")
             return self._local_error(ANTHROPIC, 404, f"this is the OpenAI route: Anthropic requests go to "
                                                      f"/anthropic (ANTHROPIC_BASE_URL=http://{host}/anthropic)",
@@ -251,14 +268,25 @@ class Proxy:
     # -- the hop ----------------------------------------------------------------------
 
     async def _forward(self, request: Request, api: str, url: str, content: bytes, endpoint: str, t0: float,
-                       finish) -> Response:
+                       finish, decoded: bool = False) -> Response:
         assert self.clients, "proxy not started"
         client = self._client()
-        req = client.build_request(request.method, url, headers=request_headers(request.headers),
+        headers = request_headers(request.headers)
+        if decoded:  # the body goes out as the plain JSON it was decoded to
+            headers = [(k, v) for k, v in headers if k.lower() != "content-encoding"]
+        req = client.build_request(request.method, url, headers=headers,
                                         content=content if request.method not in ("GET", "HEAD") else None)
         host = shown_host(url)
         try:
-            resp = await client.send(req, stream=True)
+            resp = await _send_while_client_waits(client, req, request)
+        except _ClientLeft:
+            # Nobody will read the answer: the upstream call is cancelled (its connection closed,
+            # so the provider stops generating) and the request recorded as abandoned.
+            self.metrics.requests.labels(status="499").inc()
+            self.metrics.request_seconds.labels(endpoint=endpoint).observe(time.perf_counter() - t0)
+            if finish:
+                finish(None, "client_gone", None)
+            return Response(status_code=499)
         except httpx.TimeoutException:
             self.metrics.upstream_errors.labels(kind="timeout").inc()
             if finish:
@@ -391,6 +419,37 @@ class _Prepared:
 
 class _TooLarge(Exception):
     pass
+
+
+class _ClientLeft(Exception):
+    """The client disconnected before the upstream's answer began."""
+
+
+async def _send_while_client_waits(client: httpx.AsyncClient, req: httpx.Request, request: Request) -> httpx.Response:
+    """``client.send(req)`` up to the upstream's status line, given up as soon as the client
+    disconnects.  The request body has been read whole, so the next message the server has for
+    this request is ``http.disconnect``; waiting for it costs nothing while the client stays."""
+    sending = asyncio.ensure_future(client.send(req, stream=True))
+    leaving = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait((sending, leaving), return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        sending.cancel()
+        leaving.cancel()
+        raise
+    if sending.done():
+        leaving.cancel()
+        return sending.result()
+    sending.cancel()
+    await asyncio.wait((sending,))  # never raises the task's own error; our cancellation does
+    if not sending.cancelled() and sending.exception() is None:  # the headers came as the client left
+        await sending.result().aclose()
+    raise _ClientLeft
+
+
+async def _disconnected(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 class _Aborted(Exception):

@@ -339,6 +339,65 @@ def test_a_stream_that_ends_early_or_loses_its_client_is_recorded_as_such(projec
         ("stub-gated", 200, "client_gone"), ("stub-short", 200, "incomplete"), ("stub-short", 200, "incomplete")]
 
 
+def test_a_client_leaving_before_the_answer_cancels_the_upstream_call(project, proxy, fresh):
+    """The upstream stops generating (and billing) for nobody, and the row says so."""
+    before, abandoned = len(rows(project)), fresh.abandoned
+    hi = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.APITimeoutError):
+        openai.OpenAI(base_url=proxy.url + "/v1", api_key=SENTINEL, max_retries=0, timeout=0.3) \
+            .chat.completions.create(model="stub-hang", messages=hi)
+    with pytest.raises(anthropic.APITimeoutError):
+        anthropic.Anthropic(base_url=proxy.url + "/anthropic", api_key=SENTINEL, max_retries=0, timeout=0.3) \
+            .messages.create(model="stub-hang", max_tokens=5, messages=hi, stream=True)
+    h = proxy.app.state.harness
+    for _ in range(100):  # the stand-in hangs 2 s unless its caller hangs up first
+        h.flush()
+        new = rows(project)[before:]
+        if len(new) == 2 and fresh.abandoned == abandoned + 2:
+            break
+        time.sleep(0.02)
+    assert fresh.abandoned == abandoned + 2
+    assert sorted((e.model, e.status, e.error) for e in new) == [("stub-hang", None, "client_gone")] * 2
+    assert metric(proxy, "memstrata_requests_total", status="499") >= 2
+
+
+def test_compressed_request_bodies_are_decoded_compressed_and_forwarded_plain(project, proxy, fresh):
+    import gzip
+    import zlib
+
+    import zstandard
+
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": pasted_request(project)}]}
+    raw = json.dumps(body).encode()
+    raw_deflate = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    encodings = {
+        "gzip": gzip.compress(raw),
+        "deflate": zlib.compress(raw),
+        "Deflate": raw_deflate.compress(raw) + raw_deflate.flush(),  # raw deflate, as some clients send
+        "zstd": zstandard.ZstdCompressor().compress(raw),
+        "gzip, identity": gzip.compress(raw),
+    }
+    for name, data in encodings.items():
+        r = httpx.post(proxy.url + "/v1/chat/completions", content=data,
+                       headers={"authorization": f"Bearer {SENTINEL}", "content-type": "application/json",
+                                "content-encoding": name})
+        assert r.status_code == 200, (name, r.text)
+        sent = fresh.received[-1]
+        assert "content-encoding" not in sent.headers
+        forwarded = sent.json()  # plain JSON upstream, and compressed like any request
+        assert "[memstrata:" in forwarded["messages"][0]["content"] and "def render_invoice" not in sent.body.decode()
+    headers = {"content-type": "application/json"}
+    r = httpx.post(proxy.url + "/anthropic/v1/messages", content=b"x", headers={**headers, "content-encoding": "br"})
+    assert r.status_code == 415 and r.json()["error"]["message"] == (
+        "request body Content-Encoding 'br' is not supported (the proxy reads gzip, deflate, zstd and plain bodies)")
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=gzip.compress(raw)[:-20],
+                   headers={**headers, "content-encoding": "gzip"})
+    assert r.status_code == 400 and "gzip" in r.json()["error"]["message"]
+    bomb = zstandard.ZstdCompressor().compress(b" " * (65 * 1024 * 1024))  # a few KB that decode past the limit
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=bomb, headers={**headers, "content-encoding": "zstd"})
+    assert r.status_code == 413
+
+
 def test_malformed_json_gets_provider_shaped_400(proxy):
     r = httpx.post(proxy.url + "/v1/chat/completions", content=b'{"model": "gpt-4o", "messages": [',
                    headers={"content-type": "application/json"})
@@ -376,11 +435,18 @@ def test_refused_and_timed_out_upstreams(project, stub):
 
 
 def test_foreign_host_and_origin_refused(proxy):
+    refused = metric(proxy, "memstrata_requests_total", status="421"), metric(proxy, "memstrata_requests_total",
+                                                                              status="403")
     for path in ("/health", "/v1/chat/completions", "/mcp", "/metrics"):
         r = httpx.get(proxy.url + path, headers={"host": "evil.example:8080"})
         assert r.status_code == 421 and "DNS-rebinding" in r.text
     r = httpx.get(proxy.url + "/status", headers={"origin": "https://evil.example"})
     assert r.status_code == 403
+    r = httpx.post(proxy.url + "/anthropic/v1/messages", json={}, headers={"origin": "https://evil.example"})
+    assert r.status_code == 403
+    # Refusals on the proxied paths are counted like every other answer there (one each here).
+    assert (metric(proxy, "memstrata_requests_total", status="421"),
+            metric(proxy, "memstrata_requests_total", status="403")) == (refused[0] + 1, refused[1] + 1)
     assert httpx.get(proxy.url + "/health", headers={"host": "localhost:1234"}).status_code == 200
 
 
@@ -606,4 +672,9 @@ def test_an_anthropic_client_given_the_root_url_is_told_the_route_and_its_key_go
     with pytest.raises(anthropic.NotFoundError) as info:
         client.messages.create(model="claude-sonnet-4-5", max_tokens=5, messages=[{"role": "user", "content": "hi"}])
     assert "/anthropic" in str(info.value) and "ANTHROPIC_BASE_URL" in str(info.value)
+    for call in (lambda: client.models.list(), lambda: client.models.retrieve("claude-sonnet-4-5"),
+                 lambda: client.messages.count_tokens(model="claude-sonnet-4-5",
+                                                      messages=[{"role": "user", "content": "hi"}])):
+        with pytest.raises(anthropic.NotFoundError):
+            call()
     assert fresh.received == []  # nothing forwarded to the OpenAI upstream
