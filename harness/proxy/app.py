@@ -75,9 +75,10 @@ class HostGuard:
     """Refuses requests whose Host (or Origin, when sent) is not a loopback/allowed name: every
     copy of either header must be one."""
 
-    def __init__(self, app, allowed: Iterable[str] = ()):
+    def __init__(self, app, allowed: Iterable[str] = (), metrics: Metrics | None = None):
         self.app = app
         self.allowed = allowed_names(allowed)
+        self.metrics = metrics
 
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket"):
@@ -109,6 +110,9 @@ class HostGuard:
                                              for k, v in scope["headers"]])
             return await self.app(scope, receive, send)
         status, message = problem
+        path = scope.get("path", "")
+        if self.metrics is not None and (path.startswith("/v1/") or path.startswith("/anthropic/")):
+            self.metrics.requests.labels(status=str(status)).inc()  # proxied paths count every answer
         response = JSONResponse(error_body(api_for_path(scope.get("path", "")), status, message), status_code=status)
         await response(scope, receive, send)
 
@@ -180,7 +184,7 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
 
     app = FastAPI(title="MemStrata", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.harness = harness
-    app.add_middleware(HostGuard, allowed=config.allowed_hosts)
+    app.add_middleware(HostGuard, allowed=config.allowed_hosts, metrics=metrics)
     app.add_middleware(CloseAfterRefusal)
     if config.access_log:  # outermost, so refused requests get their line too
         app.add_middleware(AccessLog)
