@@ -295,10 +295,13 @@ class Field:
 
 
 class Spec:
-    __slots__ = ("wire", "fields", "by_name", "expected", "defaults", "required")
+    __slots__ = ("wire", "fields", "by_name", "expected", "defaults", "required", "aliases")
 
-    def __init__(self, wire: str, fields: tuple[Field, ...]):
+    def __init__(self, wire: str, fields: tuple[Field, ...], aliases: dict[str, str] | None = None):
         self.wire = wire
+        # serde aliases: another name for a field (listed among the expected names), which may
+        # not be given next to the field itself, even as null.
+        self.aliases = aliases or {}
         self.fields = fields
         self.by_name = {f.name: (f.decode, f.required, f.nullable) for f in fields}
         self.expected = expected_list([f.name for f in fields])
@@ -310,7 +313,14 @@ class Spec:
         by_name = self.by_name
         out = self.defaults.copy()
         seen = 0
+        aliased: set[str] = set()
         for name, value in command.items():
+            if self.aliases:
+                field_name = self.aliases.get(name, name)
+                if field_name in self.aliases.values():
+                    if field_name in aliased:
+                        raise WireError(f"duplicate field `{field_name}`")
+                    aliased.add(field_name)
             known = by_name.get(name)
             if known is None:
                 if name == "type":
@@ -377,8 +387,9 @@ SPECS: dict[str, Spec] = {s.wire: s for s in (
     _spec("vector_list_collections", *SCOPE),
     _spec("vector_delete_collection", *SCOPE, ("collection", string, R), ("force", boolean, DEFAULTED)),
     _spec("event_append", *SCOPE, ("event_type", string, R), ("payload", any_json, R)),
-    _spec("event_list", *SCOPE, ("event_type", string), ("limit", u64), ("after_sequence", u64),
-          ("cursor", u64), AS_OF, AS_OF_TIME),
+    Spec("event_list", tuple(_field(*f) for f in (*SCOPE, ("event_type", string), ("limit", u64),
+                                                   ("after_sequence", u64), ("cursor", u64), AS_OF, AS_OF_TIME)),
+         aliases={"cursor": "after_sequence"}),
     _spec("event_get", *SCOPE, ("sequence", u64, R), AS_OF, AS_OF_TIME),
     _spec("event_count", *SCOPE, AS_OF, AS_OF_TIME),
     _spec("event_verify_chain", *SCOPE),
@@ -533,8 +544,12 @@ def command_type(command: Any, known: frozenset[str], all_types: tuple[str, ...]
 # -- graph analytics -------------------------------------------------------------------
 
 
-def strict_struct(name: str, *fields: tuple) -> Decoder:
-    """A nested struct the engine decodes strictly: unknown keys refused, a sequence read positionally."""
+def strict_struct(name: str, *fields: tuple, defaulted: bool = False) -> Decoder:
+    """A nested struct the engine decodes strictly: unknown keys refused, a sequence read positionally.
+
+    A ``defaulted`` struct (serde's default on the whole struct) takes a shorter sequence too:
+    the fields it leaves out keep their defaults.
+    """
     specs = tuple(Field(*f) for f in fields)
     inner = Spec(name, specs)
 
@@ -542,11 +557,13 @@ def strict_struct(name: str, *fields: tuple) -> Decoder:
         if isinstance(v, dict):
             return inner.decode(v)
         if isinstance(v, list):
-            if len(v) != len(specs):
+            if len(v) != len(specs) and not (defaulted and len(v) < len(specs)):
                 if len(v) > len(specs):
                     raise WireError(f"invalid length {len(v)}, expected {len(specs)} elements in sequence")
                 raise WireError(f"invalid length {len(v)}, expected struct {name} with {len(specs)} elements")
-            return {f.name: None if x is None and not f.required else f.decode(x) for f, x in zip(specs, v)}
+            out = dict.fromkeys(f.name for f in specs)
+            out.update((f.name, None if x is None and not f.required else f.decode(x)) for f, x in zip(specs, v))
+            return out
         raise invalid_type(v, f"struct {name}")
     return decode
 
@@ -563,7 +580,7 @@ def string_list(v: Any) -> list[str]:
     return [string(x) for x in v]
 
 
-BUDGET = ("budget", strict_struct("GraphAnalyticsBudget", ("max_nodes", u64), ("max_edges", u64)))
+BUDGET = ("budget", strict_struct("GraphAnalyticsBudget", ("max_nodes", u64), ("max_edges", u64), defaulted=True))
 GRAPH_ARG = ("graph", string, R)
 AT = (BUDGET, AS_OF, AS_OF_TIME)
 

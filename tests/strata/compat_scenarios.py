@@ -276,3 +276,26 @@ SCRIPTS["index_query_k0"] = raw(
     {"type": "vector_index_query", "collection": "c", "query": [1.0], "k": 0},
     {"type": "vector_index_query", "collection": "c", "query": [1.0], "k": 1},
     {"type": "vector_index_query", "collection": "zz", "query": [1.0], "k": 0})
+
+
+# -- serde sentences ----------------------------------------------------------------------------
+
+# `cursor` is serde's alias of event_list's `after_sequence` (both may not be given, even as null);
+# the analytics budget is a defaulted struct, so a shorter sequence keeps the other defaults; and
+# the sentences around them (escaped control characters, one element, a null query before k).
+_E = lambda **k: {"type": "event_list", **k}  # noqa: E731
+SERDE = raw({"type": "graph_create", "graph": "g"}, {"type": "graph_add_node", "graph": "g", "node_id": "n1"},
+            {"type": "graph_add_node", "graph": "g", "node_id": "n2"},
+            {"type": "graph_add_edge", "graph": "g", "src": "n1", "edge_type": "e", "dst": "n2"},
+            {"type": "event_append", "event_type": "t", "payload": {}},
+            {"type": "event_append", "event_type": "t", "payload": {}},
+            _E(cursor="1"), _E(cursor=0), _E(cursor=0, after_sequence=0), _E(after_sequence=0, cursor=0),
+            _E(cursor=None, after_sequence=0), _E(after_sequence=None, cursor=0), _E(cursor=None),
+            _E(after_sequence=0, cursor="x"),
+            *({"type": t, "graph": "g", "budget": b, **({"start": "n1"} if t == "graph_bfs" else {})}
+              for t in ("graph_bfs", "graph_cdlp", "graph_wcc") for b in ([], [1], [None], [1, 2], [5, 1], [1, 2, 3])),
+            {"type": "branch_merge", "source": "default", "target": [1]},
+            {"type": "kv_get", "key": "a\x00b\x01\x7f\t\n\r\"\\"}, {"type": "graph_get_meta", "graph": 5},
+            {"type": "vector_query", "collection": "c", "query": None},
+            {"type": "vector_delete_by_filter", "collection": "c", "filter": []})
+SCRIPTS["serde"] = SERDE
