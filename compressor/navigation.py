@@ -19,7 +19,7 @@ from pathlib import Path
 
 from memstrata.indexer.file_facts import Definition, FileFacts, StaleFile, current_facts
 from memstrata.indexer.graph_view import GraphView
-from memstrata.indexer.model import SYMBOL_KINDS
+from memstrata.indexer.model import REF_EDGE, SYMBOL_KINDS
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
 from memstrata.storage import code_nav
@@ -251,7 +251,8 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
         target_path = graph.file_of(node)
         attrs = graph.node(node)
         short, qual = attrs["name"], attrs["qualname"]
-        sources = {n.node for n in graph.neighbors(node, _USE_EDGES, "in")}
+        used_by = {(n.node, n.kind) for n in graph.neighbors(node, _USE_EDGES, "in")}
+        sources = {src for src, _kind in used_by}
         paths = {target_path}
         for s in sources:
             paths.add(graph.file_of(s) if "::" in s else s)
@@ -272,12 +273,13 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     for path, module, alias, line in code_nav.member_imports(ws.store, target_path, short):
         imports_by_file[path].append((module, line))
 
-    def is_use(path: str, scope: str | None, target: str | None) -> bool:
+    def is_use(path: str, scope: str | None, kind: str, target: str | None) -> bool:
         if target is not None:
             return target == node
-        # Not resolved in the index yet (a read-only index, a file parsed a
-        # moment ago): trust the graph's edge from the same scope.
-        return (f"{path}::{scope}" if scope else path) in sources
+        # Not resolved in the index yet (a read-only index, a file parsed a moment ago): trust
+        # the graph's edge of the same kind from the same scope (a trait method's `inherit` of
+        # a library trait is not its call of a namesake).
+        return (f"{path}::{scope}" if scope else path, REF_EDGE.get(kind, "references")) in used_by
 
     refs: list[dict] = []
     for path in sorted(set(rows_by_file) | set(imports_by_file)):
@@ -293,12 +295,12 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
         rows = rows_by_file.get(path, [])
         if facts.reread:
             kept = {(scope, kind, receiver) for scope, kind, receiver, _l, _c, target in rows
-                    if is_use(path, scope, target)}
+                    if is_use(path, scope, kind, target)}
             uses = [(s, k, r, ln, c) for s, n, k, r, ln, c in facts.refs if n == short and (s, k, r) in kept]
             modules = {m for m, _ in imports_by_file.get(path, [])}
             import_lines = [ln for m, n, _a, ln in facts.imports if n == short and m in modules]
         else:
-            uses = [(s, k, r, ln, c) for s, k, r, ln, c, target in rows if is_use(path, s, target)]
+            uses = [(s, k, r, ln, c) for s, k, r, ln, c, target in rows if is_use(path, s, k, target)]
             import_lines = [ln for _m, ln in imports_by_file.get(path, [])]
         for scope, kind, receiver, line, count in uses:
             for ln in use_lines(facts, scope, short, receiver, line, count):
@@ -310,8 +312,8 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
                          "snippet": facts.line(ln).strip()[:MAX_SNIPPET_CHARS]})
     # Uses the index could not attribute are not guessed; their number tells the agent to look
     # for them by name (less those listed above on the graph's word, not yet resolved in the index).
-    listed = sum(c for path, rows in rows_by_file.items() for s, _k, _r, _l, c, target in rows
-                 if target is None and is_use(path, s, target))
+    listed = sum(c for path, rows in rows_by_file.items() for s, k, _r, _l, c, target in rows
+                 if target is None and is_use(path, s, k, target))
     unattributed = max(_unattributed(ws).get(short, 0) - listed, 0)
     return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit,
             "unattributed": unattributed}

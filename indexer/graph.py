@@ -36,12 +36,12 @@ from memstrata.storage import Store
 from memstrata.storage import code_index as ci
 
 from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
+from .model import REF_EDGE
 from .scan import is_test_module
 
 FILE = "file"
 SYMBOL = "symbol"
 EDGE_KINDS = ("contains", "imports", "calls", "references", "inherits")
-_REF_EDGE = {"call": "calls", "type": "references", "inherit": "inherits"}
 _SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", "super"})
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
 _WILDCARD = "*"
@@ -341,7 +341,7 @@ class CodeGraph(GraphQueries):
                     edges[i] = None
                 else:
                     src = self._scope_source(path, scope)
-                    edge_kind = _REF_EDGE.get(kind, "references")
+                    edge_kind = REF_EDGE.get(kind, "references")
                     if src == target:
                         edges[i] = None
                     else:

@@ -23,6 +23,8 @@ SYMBOL_KINDS = (
 
 # Reference kinds a query file may declare with ``@reference.<kind>``.
 REF_KINDS = ("call", "type", "inherit")
+# The graph edge a resolved reference of each kind becomes.
+REF_EDGE = {"call": "calls", "type": "references", "inherit": "inherits"}
 
 
 @dataclass(slots=True)

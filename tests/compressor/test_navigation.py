@@ -272,6 +272,25 @@ def test_repeated_uses_in_one_scope_each_get_their_line(tmp_path):
                    ("pkg/use.py", 9, "call", "pkg/use.py::run")]
 
 
+def test_a_library_trait_method_is_no_use_of_the_types_own_namesake(tmp_path):
+    # `impl Display for Entry { fn path }` calls the inherent `Entry::path`: that call is a use,
+    # the trait method's `inherit` of the library trait is not, whatever the index has resolved.
+    root = tmp_path / "p"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "entry.rs").write_text(
+        "use std::fmt::Display;\n\npub struct Entry { p: String }\n\n"
+        "impl Entry {\n    pub fn path(&self) -> &str {\n        &self.p\n    }\n}\n\n"
+        "impl Colorable for Entry {\n    fn path(&self) -> String {\n        self.path().to_owned()\n    }\n}\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        for persisted in (True, False):
+            if not persisted:  # the resolution not saved in the index yet: the graph's word is taken
+                with ws.store.write() as conn:
+                    conn.execute("UPDATE refs SET target = NULL")
+            out = find_references(ws, "src/entry.rs::Entry.path")
+            assert [(r["line"], r["kind"]) for r in out["references"]] == [(13, "call")], out
+
+
 def test_a_plain_name_means_the_module_level_definition_over_nested_ones(tmp_path):
     # `refs echo`: the project's own echo, not a helper of that name inside a test function.
     root = tmp_path / "p"
