@@ -306,6 +306,7 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
             for ln in use_lines(facts, scope, short, receiver, line, count):
                 found.setdefault((ln, _REF_KIND.get(kind, "other")), f"{path}::{scope}" if scope else None)
         for ln in import_lines:
+            ln = _name_line(facts, ln, short)
             found.setdefault((ln, "import"), _enclosing(facts, ln))
         for (ln, kind), where in sorted(found.items()):
             refs.append({"path": path, "line": ln, "symbol": where, "kind": kind,
@@ -317,6 +318,19 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     unattributed = max(_unattributed(ws).get(short, 0) - listed, 0)
     return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit,
             "unattributed": unattributed}
+
+
+_IMPORT_SPAN = 200  # lines an import statement may run over (`from x import (` one name a line)
+
+
+def _name_line(facts: FileFacts, first: int, name: str) -> int:
+    """The line of an import statement starting at ``first`` that spells ``name``: a statement
+    over several lines (`from .gen import (` ... `)`) is listed where the name is written."""
+    word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])")
+    for ln in range(first, min(first + _IMPORT_SPAN, len(facts.lines())) + 1):
+        if word.search(facts.line(ln)):
+            return ln
+    return first
 
 
 # Per store: (the code generation they were counted under, uses per name attributed to no

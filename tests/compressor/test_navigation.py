@@ -272,6 +272,20 @@ def test_repeated_uses_in_one_scope_each_get_their_line(tmp_path):
                    ("pkg/use.py", 9, "call", "pkg/use.py::run")]
 
 
+def test_a_name_in_an_import_over_several_lines_is_listed_on_its_own_line(tmp_path):
+    root = tmp_path / "p"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "gen.py").write_text("def make_fn():\n    return 1\n\n\ndef other():\n    return 2\n")
+    (root / "pkg" / "use.py").write_text(
+        "from pkg.gen import (\n    other,\n    make_fn,\n)\n\n\ndef run():\n    return make_fn()\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        out = find_references(ws, "make_fn")
+    assert [(r["line"], r["kind"], r["snippet"]) for r in out["references"]] == [
+        (3, "import", "make_fn,"), (8, "call", "return make_fn()")]
+
+
 def test_a_library_trait_method_is_no_use_of_the_types_own_namesake(tmp_path):
     # `impl Display for Entry { fn path }` calls the inherent `Entry::path`: that call is a use,
     # the trait method's `inherit` of the library trait is not, whatever the index has resolved.
