@@ -97,8 +97,20 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
 def _module_level(graph: GraphView, parts: list[str]) -> list[Match]:
     """``pkg.mod.func``: a module-level definition ``func`` of the file the dotted module path names."""
     module = [p.lower() for p in parts[:-1]]
-    return [Match(d, 0) for d in graph.definitions(parts[-1].split(":", 1)[0])
-            if graph.node(d)["qualname"] == parts[-1] and _module_is_file(graph.file_of(d), module)]
+    defs = [d for d in graph.definitions(parts[-1].split(":", 1)[0]) if graph.node(d)["qualname"] == parts[-1]]
+    found = [Match(d, 0) for d in defs if _module_is_file(graph.file_of(d), module)]
+    # A package's public path (`pkg.sub.func`, `pkg.Class`): the package's own module
+    # (__init__.py, index.ts, mod.rs, lib.rs) imports the name from the file that defines it.
+    return found or [Match(d, 0) for d in defs if _reexported_by(graph, graph.file_of(d), module)]
+
+
+def _reexported_by(graph: GraphView, path: str, module: list[str]) -> bool:
+    """Whether a package's own module that ``module`` names imports the file ``path``."""
+    for importer in graph.importers(path):
+        own = importer.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() in ("__init__", "index", "mod", "lib")
+        if own and _module_is_file(importer, module):
+            return True
+    return False
 
 
 def _module_is_file(path: str, module: list[str]) -> bool:

@@ -272,6 +272,24 @@ def test_repeated_uses_in_one_scope_each_get_their_line(tmp_path):
                    ("pkg/use.py", 9, "call", "pkg/use.py::run")]
 
 
+def test_a_package_s_public_path_reaches_what_it_re_exports(tmp_path):
+    root = tmp_path / "p"
+    (root / "src" / "pkg" / "sub").mkdir(parents=True)
+    (root / "src" / "pkg" / "__init__.py").write_text("from .core import Engine\n")
+    (root / "src" / "pkg" / "core.py").write_text("class Engine:\n    pass\n\n\nclass Hidden:\n    pass\n")
+    (root / "src" / "pkg" / "sub" / "__init__.py").write_text("from ._impl import run_job\n")
+    (root / "src" / "pkg" / "sub" / "_impl.py").write_text("def run_job():\n    return 1\n")
+    (root / "src" / "other.py").write_text("def run_job():\n    return 2\n")
+    (root / "src" / "pkg" / "loose.py").write_text("class Loose:\n    pass\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        assert [s["symbol"] for s in find_symbol(ws, "pkg.Engine")["symbols"]] == ["src/pkg/core.py::Engine"]
+        assert [s["symbol"] for s in find_symbol(ws, "pkg.sub.run_job")["symbols"]] == [
+            "src/pkg/sub/_impl.py::run_job"]
+        with pytest.raises(NavigationError):  # a file the package does not import
+            find_symbol(ws, "pkg.Loose")
+
+
 def test_a_name_in_an_import_over_several_lines_is_listed_on_its_own_line(tmp_path):
     root = tmp_path / "p"
     (root / "pkg").mkdir(parents=True)
