@@ -6,7 +6,8 @@ and synced before every read.  Modules: :mod:`.records` (model, validation),
 :mod:`.codec` (the Markdown format), :mod:`.stores` (locations, ``init``),
 :mod:`.locks` (locking; atomic writes are ``storage/files.py``'s),
 :mod:`.schema` (the projection's migration chain), :mod:`.chunking`,
-:mod:`.projection` (sync), :mod:`.watch` (the inotify change feed),
+:mod:`.projection` (sync), :mod:`.index_faults` (a damaged index file versus an unusable
+one), :mod:`.watch` (the inotify change feed),
 :mod:`.maintenance` (``sbuf watch``, ``sbuf gc``), :mod:`.retrieval` (ranking, budget),
 :mod:`.repository` (lifecycle), :mod:`.invoke` (the version-1 protocol),
 :mod:`.core` (views and operations), :mod:`.cli` (``sbuf``), :mod:`.editor`

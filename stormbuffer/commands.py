@@ -93,7 +93,7 @@ def cmd_status(view: View, args) -> int:
 
 def cmd_sync(view: View, _args) -> int:
     view.selected.read_config()
-    report = view.projection(view.selected).sync()
+    report = view.projection(view.selected).sync(strict=True)
     _out(f"synced {report.files} record files: {report.added} added, {report.updated} updated, "
          f"{report.removed} removed, {report.invalid} invalid\n")
     return 1 if report.invalid else 0
@@ -118,7 +118,7 @@ def cmd_doctor(view: View, _args) -> int:
     if temps:
         notes.append(f"{len(temps)} leftover temp file(s) from interrupted writes in records/ (safe to delete)")
     proj = view.projection(loc)
-    report = proj.sync()
+    report = proj.sync(strict=True)
     found = proj.problems()
     for path, why in found.invalid:
         problems.append(f"records/{path}: {why}")

@@ -109,15 +109,18 @@ def open_projection(path: str | Path) -> Store:
         discard_projection(path)
         store = Store(path, schema=STORMBUFFER_SCHEMA)
     try:
+        # Only a marker read that succeeded may condemn the file: a failed read
+        # (a full disk, an I/O error) says nothing about whose file it is.
         marked = store.get_meta(MARKER_KEY) == "1"
-    except sqlite3.Error:
-        marked = False
-    if existed and not marked:
+        if existed and not marked:
+            store.close()
+            discard_projection(path)
+            store = Store(path, schema=STORMBUFFER_SCHEMA)
+        if not marked:
+            store.set_meta(MARKER_KEY, "1")
+    except BaseException:
         store.close()
-        discard_projection(path)
-        store = Store(path, schema=STORMBUFFER_SCHEMA)
-    if not marked:
-        store.set_meta(MARKER_KEY, "1")
+        raise
     return store
 
 

@@ -72,7 +72,7 @@ def cmd_watch(view: View, args) -> int:
                 last_full = time.monotonic()
             try:
                 repo.recover_if_needed()
-                report = proj.sync(full=full)
+                report = proj.sync(full=full, strict=True)
             except SbufError as exc:
                 # One run: the failure is the answer.  A long watch outlives a
                 # busy index or a folder being moved; it says so once and retries.

@@ -28,10 +28,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from memstrata.storage import Store, StoreError
+from memstrata.storage import Store, StoreError, StoreFull
 from . import index_db as sb
 
-from . import errors, locks
+from . import errors, index_faults, locks
 from .chunking import chunk_body, retrieval_text
 from .codec import CodecError, parse_record
 from .errors import SbufError
@@ -40,6 +40,8 @@ from .stores import StoreLocation
 from .watch import ChangeFeed, open_feed
 
 RACY_WINDOW_NS = 2_000_000_000
+# How long a process that fell back to an in-memory projection waits before trying the file again.
+FILE_RETRY_S = 30.0
 # A record file bigger than this is reported invalid without being read.
 MAX_RECORD_FILE_BYTES = 8 * 1024 * 1024
 
@@ -85,6 +87,12 @@ def _unreadable_folder(prefix: str, exc: OSError) -> SbufError:
     return SbufError("internal_error", errors.STORE_FAILED,
                      f"the folder records/{prefix} cannot be read ({exc.strerror or type(exc).__name__}); "
                      "make it readable, or move it out of records/")
+
+
+def _unavailable(exc: BaseException) -> SbufError:
+    full = isinstance(exc, StoreFull) or "disk is full" in str(exc) or "I/O error" in str(exc)
+    detail = ("the index could not be written (is the disk full?); it was left as it was" if full else None)
+    return SbufError("internal_error", errors.PROJECTION_UNAVAILABLE, detail)
 
 
 def walk_records(records_dir: Path) -> dict[str, os.stat_result]:
@@ -193,6 +201,8 @@ class Projection:
         self._version: int | None = None
         self._seq = 0
         self._problems: sb.Problems | None = None
+        self._in_memory = False
+        self._retry_file_at = 0.0
 
     # -- the index file ------------------------------------------------------------
 
@@ -212,10 +222,16 @@ class Projection:
                 raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
         return self._path
 
-    def store(self) -> Store:
+    def store(self, *, strict: bool = False) -> Store:
         """The open projection, (re)opened when its file or a WAL side file was
         deleted or replaced (a person or ``sbuf gc`` removed it, ``sbuf reindex``
-        rebuilt it)."""
+        rebuilt it).  When the file cannot be used for a reason outside it (a
+        full disk, a folder in its place) the Markdown is projected into memory
+        instead, unless ``strict`` (index maintenance, which must say so)."""
+        if self._store is not None and self._in_memory:
+            if not strict and time.monotonic() < self._retry_file_at:
+                return self._store
+            self._close_store()  # try the file again
         path = self._index_path()
         if self._store is not None:
             identity = _identity(path)
@@ -229,26 +245,50 @@ class Projection:
                 # thrown away with the rest.
                 with contextlib.suppress(OSError):
                     sb.discard_projection(path)
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             # Side files of a deleted index would be replayed into the new one.
             with contextlib.suppress(OSError):
                 sb.discard_projection(path)
         try:
-            store = sb.open_projection(path)
-        except StoreError:
-            # Corrupt or from an incompatible schema: it is only a projection.
-            try:
-                sb.discard_projection(path)
-                store = sb.open_projection(path)
-            except (StoreError, OSError, sqlite3.Error):
-                raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
-        except (OSError, sqlite3.Error):
-            raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
+            store = self._open_file(path)
+        except (StoreError, OSError, sqlite3.Error) as exc:
+            if index_faults.busy(exc):
+                raise _unavailable(exc) from None
+            index_faults.drop_unused_side_files(path)
+            if strict:
+                raise _unavailable(exc) from None
+            return self._use_memory()
         self._store = store
+        self._in_memory = False
         self._identity = _identity(path)
         self._states = None
         self._fresh = True
         return store
+
+    @staticmethod
+    def _open_file(path: Path) -> Store:
+        try:
+            return sb.open_projection(path)
+        except StoreError as exc:
+            if not index_faults.damaged(exc):
+                raise
+        # Corrupt or from an incompatible schema: it is only a projection.
+        sb.discard_projection(path)
+        return sb.open_projection(path)
+
+    def _use_memory(self) -> Store:
+        """Project into memory; the index file is left as it is and tried again later."""
+        self._close_store()
+        try:
+            self._store = index_faults.memory_projection()
+        except (StoreError, sqlite3.Error):
+            raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
+        self._in_memory = True
+        self._retry_file_at = time.monotonic() + FILE_RETRY_S
+        self._identity = None
+        self._states = None
+        self._fresh = True
+        return self._store
 
     def close(self) -> None:
         if self._feed is not None:
@@ -266,23 +306,30 @@ class Projection:
 
     # -- sync ----------------------------------------------------------------------
 
-    def sync(self, *, full: bool = False) -> SyncReport:
+    def sync(self, *, full: bool = False, strict: bool = False) -> SyncReport:
         """Bring the projection in step with the Markdown.  Raises SbufError.
 
         With a change feed only the files it reports are looked at, unless
         ``full``: then every file is stat-ed (a host calls that when idle, as
-        a check on the feed).
+        a check on the feed).  ``strict``: the index file itself must take the
+        changes (``sbuf sync``), else the failure is the answer.
         """
         busy = SbufError("conflict", errors.PROJECTION_BUSY)
         try:
             with locks.exclusive(self.lock_path, wait=locks.PROJECTION_WAIT_S, busy=busy):
-                return self._sync(full=full)
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
+                try:
+                    return self._sync(full=full, strict=strict)
+                except (StoreError, sqlite3.Error) as exc:
+                    if strict or self._in_memory or index_faults.busy(exc) or index_faults.damaged(exc):
+                        raise
+                # The file could not take the changes (a full disk): it keeps what
+                # it had, and this process reads the Markdown from memory.
+                self._use_memory()
+                return self._sync(full=True)
+        except (StoreError, sqlite3.Error) as exc:
+            if index_faults.busy(exc):
                 raise busy from None
-            raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
-        except (sqlite3.Error, StoreError):
-            raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
+            raise _unavailable(exc) from None
 
     def rebuild(self) -> SyncReport:
         """Delete the index file and project every record again."""
@@ -294,9 +341,9 @@ class Projection:
                     sb.discard_projection(self._index_path())
                 except OSError:
                     raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
-                return self._sync(full=True)
-        except (sqlite3.Error, StoreError):
-            raise SbufError("internal_error", errors.PROJECTION_UNAVAILABLE) from None
+                return self._sync(full=True, strict=True)
+        except (sqlite3.Error, StoreError) as exc:
+            raise _unavailable(exc) from None
 
     def _known(self, store: Store) -> dict[str, sb.FileState]:
         """The projected file states, reloading only what another process changed."""
@@ -327,8 +374,8 @@ class Projection:
         changed = self._feed.drain()  # always drained, so a full walk resets it too
         return None if full else changed
 
-    def _sync(self, full: bool = False) -> SyncReport:
-        store = self.store()
+    def _sync(self, full: bool = False, strict: bool = False) -> SyncReport:
+        store = self.store(strict=strict)
         known = self._known(store)
         changed = self._changed_paths(full or self._fresh)
         self._fresh = False
