@@ -372,7 +372,7 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
     worker.start()
     try:
         for line in read_lines(stdin, max_line):
-            incoming: Incoming = Reply(DIALECT.oversized(max_line)) if line is None else DIALECT.parse(line)
+            incoming: Incoming = Reply(DIALECT.oversized(max_line)) if line is None else DIALECT.parse(_without_bom(line))
             if incoming is None:
                 continue
             ids: list[Any] = []
@@ -388,6 +388,15 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
     finally:
         pending.put(_EOF)
         worker.join()
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def _without_bom(line: bytes) -> bytes:
+    """The line without one leading UTF-8 byte order mark, as rmcp reads it (RFC 8259
+    lets a parser ignore one; Windows tools often write it)."""
+    return line[len(_UTF8_BOM):] if line.startswith(_UTF8_BOM) else line
 
 
 def _answerable(incoming: Message | Batch) -> bool:

@@ -396,3 +396,19 @@ def test_the_reader_stays_a_bounded_distance_ahead_of_the_answers(sbuf):
     finally:
         proc.kill()
         proc.wait(timeout=WAIT)
+
+
+def test_a_leading_byte_order_mark_is_ignored(sbuf, session):
+    """rmcp strips one UTF-8 BOM from the start of each line before parsing it."""
+    s = session()
+    bom = b"\xef\xbb\xbf"
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    s.send_raw(bom + json.dumps(init).encode() + b"\r\n")
+    assert s.recv()["result"]["serverInfo"]["name"] == "stormbuffer-mcp"
+    s.send_raw(bom + b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+    assert s.recv() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+    # Only one is stripped: a second one is not JSON.
+    s.send_raw(bom + bom + b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
+    assert s.recv()["error"]["code"] == -32700
+    assert s.request("ping")["result"] == {}
