@@ -192,6 +192,10 @@ class StormbufferMcp:
             "resources/list": lambda _params: {"resources": []},
             "resources/templates/list": lambda _params: {"resourceTemplates": list(RESOURCE_TEMPLATES)},
             "resources/read": self._read_resource,
+            # rmcp's ServerHandler defaults, which Stormbuffer keeps: empty lists, though
+            # its capabilities announce neither prompts nor completions.
+            "prompts/list": lambda _params: {"prompts": []},
+            "completion/complete": lambda _params: {"completion": {"values": []}},
         }
 
     # -- messages ------------------------------------------------------------------

@@ -412,3 +412,18 @@ def test_a_leading_byte_order_mark_is_ignored(sbuf, session):
     s.send_raw(bom + bom + b'{"jsonrpc":"2.0","id":3,"method":"ping"}\n')
     assert s.recv()["error"]["code"] == -32700
     assert s.request("ping")["result"] == {}
+
+
+def test_rmcp_default_answers_for_prompts_and_completion(sbuf, session):
+    """rmcp's ServerHandler defaults, which Stormbuffer does not override: empty prompt
+    and completion lists (no cursor, no total, no hasMore); the rest stay unknown methods."""
+    s = session()
+    init = s.initialize()
+    assert "prompts" not in init["capabilities"] and "completions" not in init["capabilities"]
+    assert s.request("prompts/list") == {"jsonrpc": "2.0", "id": s._next_id, "result": {"prompts": []}}
+    assert s.request("prompts/list", {"cursor": "x"})["result"] == {"prompts": []}
+    complete = s.request("completion/complete", {"ref": {"type": "ref/prompt", "name": "p"},
+                                                 "argument": {"name": "a", "value": "v"}})
+    assert complete["result"] == {"completion": {"values": []}}
+    for method in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe", "prompts/get"):
+        assert s.request(method, {})["error"]["code"] == -32601, method
