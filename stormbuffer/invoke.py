@@ -158,8 +158,9 @@ def check_request(operation: str, request: Any) -> dict:
 
 
 def is_path_like(key: str) -> bool:
-    lowered = key.lower()
-    return lowered in ("path", "root", "store") or lowered.endswith("_path") or "file" in lowered
+    # As written, not case-folded: Stormbuffer's ensure_keys compares bytes, so
+    # ``Path`` or ``Filename`` is an unknown field rather than a path.
+    return key in ("path", "root", "store") or key.endswith("_path") or "file" in key
 
 
 def ensure_keys(obj: dict, allowed: frozenset[str] | set[str]) -> None:

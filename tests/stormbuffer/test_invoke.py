@@ -97,6 +97,20 @@ def test_path_like_keys_are_denied_without_echo(sbuf, key):
     assert secret.encode() not in proc.stdout
 
 
+@pytest.mark.parametrize("key", ["Path", "ROOT", "Store", "DB_PATH", "db_Path", "File", "Filename", "PROFILE"])
+def test_path_like_names_are_matched_case_sensitively(sbuf, key):
+    """Stormbuffer's ensure_keys compares the key as written: ``Path`` is no path, just unknown."""
+    sbuf.init()
+    assert code_and_message(sbuf, "search", {"version": 1, "query": "q", key: 2}) == \
+        ("invalid_request", "request contains an unknown field")
+    fields = {"title": "T", "kind": "fact", "body": "b", "source": {**SOURCE, key: "x"}}
+    assert code_and_message(sbuf, "remember", {**V, **fields}) == \
+        ("invalid_request", "request contains an unknown field")
+    record = {"title": "T", "kind": "fact", "body": "b", "sources": [SOURCE], key: "x"}
+    assert code_and_message(sbuf, "propose", {"version": 1, "record": record}) == \
+        ("invalid_request", "request contains an unknown field")
+
+
 def test_keys_are_checked_in_sorted_order(sbuf):
     sbuf.init()
     # "colour" < "path": the unknown field is reported first

@@ -145,6 +145,9 @@ def test_arguments_reach_the_protocol_checks(sbuf, session):
     assert s.envelope("memory_recall", {"query": "x" * 3000})["error"]["message"] == "query is too long"
     assert s.envelope("memory_recall", None)["error"]["code"] == "invalid_request"
     assert s.envelope("memory_recall", {"query": "x", "db_path": "/tmp"})["error"]["code"] == "path_denied"
+    # matched as written, as Stormbuffer's ensure_keys does: "Path" is only an unknown field
+    assert s.envelope("memory_recall", {"query": "x", "Path": 2})["error"] == {
+        "code": "invalid_request", "message": "request contains an unknown field"}
     # version and operation are the adapter's: a client cannot pick another
     env = s.envelope("memory_recall", {"query": "x", "version": 7, "operation": "archive"})
     assert env["ok"] is True and env["operation"] == "context"
