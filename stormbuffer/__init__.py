@@ -11,7 +11,8 @@ one), :mod:`.watch` (the inotify change feed),
 :mod:`.maintenance` (``sbuf watch``, ``sbuf gc``), :mod:`.retrieval` (ranking, budget),
 :mod:`.repository` (lifecycle), :mod:`.invoke` (the version-1 protocol),
 :mod:`.core` (views and operations), :mod:`.cli` (``sbuf``), :mod:`.editor`
-(editor-based commands), :mod:`.mcp` (the MCP adapter) and :mod:`.mcp_main`
+(editor-based commands), :mod:`.mcp` (the MCP adapter), :mod:`.mcp_handshake` (what is
+read before ``initialize``) and :mod:`.mcp_main`
 (``stormbuffer-mcp``).
 See docs/stormbuffer.md.
 """

@@ -23,7 +23,7 @@ import logging
 import queue
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, BinaryIO, Protocol
@@ -31,6 +31,8 @@ from typing import Any, BinaryIO, Protocol
 from memstrata.mcp_server.jsonrpc import (
     INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, Batch, BatchPolicy, Dialect,
     Incoming, Message, Reply, error_response, is_mcp_id, read_lines, reply_to, result_response, write_line)
+
+from .mcp_handshake import handshake
 
 log = logging.getLogger(__name__)
 
@@ -315,8 +317,9 @@ _EOF = object()
 
 def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
                 max_line: int = MAX_LINE_BYTES, idle: Callable[[], None] | None = None,
-                idle_after: float = IDLE_AFTER_S) -> None:
+                idle_after: float = IDLE_AFTER_S) -> bool:
     """Newline-delimited JSON-RPC until stdin closes; every request read is answered first.
+    False when the session ended before ``initialize`` (:mod:`.mcp_handshake`).
 
     The reading thread (the caller) parses lines and notes cancellations at
     once; one worker thread answers in order, so the store sees one operation
@@ -372,11 +375,18 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
             if reply is not None:
                 alive = write(reply)
 
+    def parsed() -> Iterator[Incoming]:
+        for line in read_lines(stdin, max_line):
+            yield Reply(DIALECT.oversized(max_line)) if line is None else DIALECT.parse(_without_bom(line))
+
+    incoming_lines = parsed()
+    # Answered on this thread: nothing else is read until the handshake is over.
+    if not handshake(incoming_lines, refuse=DIALECT.check_envelope, answer=server.handle_message, write=write):
+        return False
     worker = threading.Thread(target=work, name="stormbuffer-mcp-worker", daemon=True)
     worker.start()
     try:
-        for line in read_lines(stdin, max_line):
-            incoming: Incoming = Reply(DIALECT.oversized(max_line)) if line is None else DIALECT.parse(_without_bom(line))
+        for incoming in incoming_lines:
             if incoming is None:
                 continue
             ids: list[Any] = []
@@ -392,6 +402,7 @@ def serve_stdio(server: StormbufferMcp, stdin: BinaryIO, stdout: BinaryIO, *,
     finally:
         pending.put(_EOF)
         worker.join()
+    return True
 
 
 _UTF8_BOM = b"\xef\xbb\xbf"

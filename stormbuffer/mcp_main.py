@@ -107,9 +107,10 @@ def run(mode: str, allow_writes: bool) -> int:
     sys.stdout = sys.stderr
     core = Core(view)
     server = StormbufferMcp(core, store_kind=view.selected.kind, allow_writes=allow_writes, version=__version__)
+    started = True
     try:
         # While idle, every record file is stat-ed now and then, as a check on the change feed.
-        serve_stdio(server, sys.stdin.buffer, protocol_out, idle=core.idle)
+        started = serve_stdio(server, sys.stdin.buffer, protocol_out, idle=core.idle)
     except KeyboardInterrupt:
         pass
     finally:
@@ -118,6 +119,10 @@ def run(mode: str, allow_writes: bool) -> int:
             protocol_out.close()
         except OSError:
             pass
+    if not started:
+        # As Stormbuffer's main reports any failure of rmcp's handshake.
+        print(f"{PROG}: could not start the stdio adapter", file=sys.stderr)
+        return 1
     return 0
 
 

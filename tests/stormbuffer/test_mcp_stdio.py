@@ -375,8 +375,10 @@ def test_the_reader_stays_a_bounded_distance_ahead_of_the_answers(sbuf):
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         # Answers nobody reads: the worker soon blocks writing the stdout pipe.
-        lists = b"".join(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/list"}).encode() + b"\n"
-                         for n in range(200))
+        init = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        lists = json.dumps(init).encode() + b"\n" + b"".join(
+            json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/list"}).encode() + b"\n" for n in range(200))
         proc.stdin.write(lists)
         proc.stdin.flush()
         line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"pad": "x" * 16_000}}).encode()
