@@ -36,6 +36,16 @@ from .mcp_handshake import handshake
 
 log = logging.getLogger(__name__)
 
+# rmcp keeps a numeric id in an i64 (NumberOrString::Number): a message with any
+# other number is not one it can read.
+_ID_MIN, _ID_MAX = -(2**63), 2**63 - 1
+
+
+def is_rmcp_id(value: Any) -> bool:
+    """A string, or an integer that fits a signed 64-bit integer."""
+    return is_mcp_id(value) and (isinstance(value, str) or _ID_MIN <= value <= _ID_MAX)
+
+
 SERVER_NAME = "stormbuffer-mcp"
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 FALLBACK_PROTOCOL_VERSION = "2025-06-18"
@@ -57,7 +67,7 @@ MCP_OUTPUT_TOO_LARGE = "response exceeds the bounded MCP tool output"
 # answer must not echo a client's input or anything of the host back.
 _PARSE_ERROR, _INVALID = "Parse error", "Invalid request"
 DIALECT = Dialect(
-    valid_id=is_mcp_id,  # MCP's ids: a string or an integer, never null
+    valid_id=is_rmcp_id,  # MCP's ids as rmcp reads them: a string or an i64, never null
     # Answered element by element, as JSON-RPC 2.0 has it: the MCP revisions
     # this adapter speaks include 2025-03-26, whose clients may send batches.
     batches=BatchPolicy.answered(),
@@ -427,7 +437,7 @@ def _answerable(incoming: Message | Batch) -> bool:
 
 def _request_ids(messages: list[Any]) -> list[Any]:
     """The ids of the requests among one line's messages."""
-    return [m["id"] for m in messages if isinstance(m, dict) and "method" in m and is_mcp_id(m.get("id"))]
+    return [m["id"] for m in messages if isinstance(m, dict) and "method" in m and is_rmcp_id(m.get("id"))]
 
 
 def _note_cancellations(messages: list[Any], queued: Counter, cancelled: set[Any]) -> None:
@@ -436,7 +446,7 @@ def _note_cancellations(messages: list[Any], queued: Counter, cancelled: set[Any
         if isinstance(msg, dict) and msg.get("method") == "notifications/cancelled" and "id" not in msg:
             params = msg.get("params")
             request_id = params.get("requestId") if isinstance(params, dict) else None
-            if is_mcp_id(request_id) and request_id in queued:
+            if is_rmcp_id(request_id) and request_id in queued:
                 cancelled.add(request_id)
 
 

@@ -432,3 +432,17 @@ def test_rmcp_default_answers_for_prompts_and_completion(sbuf, session):
     assert complete["result"] == {"completion": {"values": []}}
     for method in ("logging/setLevel", "resources/subscribe", "resources/unsubscribe", "prompts/get"):
         assert s.request(method, {})["error"]["code"] == -32601, method
+
+
+def test_request_ids_must_fit_a_signed_64_bit_integer(sbuf, session):
+    """rmcp's NumberOrString holds an i64: a larger id is no message (-32600, id null)."""
+    s = session()
+    s.send_raw(b'{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}\n')  # before initialize too
+    assert s.recv() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid request"}}
+    s.initialize()
+    for ident in (2**63, -(2**63) - 1, 10**30):
+        s.send_raw(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % ident)
+        assert s.recv() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid request"}}
+    for ident in (2**63 - 1, -(2**63)):
+        s.send_raw(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % ident)
+        assert s.recv() == {"jsonrpc": "2.0", "id": ident, "result": {}}
