@@ -105,7 +105,7 @@ def render_unit(doc: FileDoc, unit: Unit, graph: GraphView, with_doc: bool = Tru
 
 
 def _body_indent(lines: list[str], sig_end: int, end: int, sig_line: str) -> str:
-    for k in range(sig_end, min(end, sig_end + 5)):
+    for k in range(sig_end, min(end, sig_end + 5, len(lines))):
         text = lines[k]
         if text.strip():
             return text[: len(text) - len(text.lstrip())]
@@ -234,7 +234,9 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
             if prev_kind != "header" and (kind != "import" or prev_kind != "import"):
                 out.append("")
             if any(t.strip() for t in lines[last : first - 1]):
-                out.append(f"{_indent_of(lines[first - 1])}{c} ... lines {last + 1}-{first - 1} omitted")
+                # (a span past the text's end: rows and text read at different moments)
+                indent = _indent_of(lines[first - 1]) if first <= len(lines) else ""
+                out.append(f"{indent}{c} ... lines {last + 1}-{first - 1} omitted")
         out.append(text)
         last = end
         prev_kind = kind

@@ -153,12 +153,42 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
     the same sources.  Raises :class:`QueryError` for unusable input.
     """
     query, budget, include_tests = validate(query, max_tokens, include_tests)
-    notes: list[str] = []
     state = ws.quick_status()
-    if state in ("indexing", "stale"):
-        notes.append(f"index is {state}: answered from the {ws.files_indexed()} files indexed so far")
+    for attempt in range(GRAPH_BEHIND_TRIES):
+        notes: list[str] = []
+        if state in ("indexing", "stale"):
+            notes.append(f"index is {state}: answered from the {ws.files_indexed()} files indexed so far")
+        try:
+            result = _answer(ws, query, budget, include_tests, notes, last=attempt == GRAPH_BEHIND_TRIES - 1)
+            break
+        except _GraphBehind:
+            continue  # a write landed between reading the graph and the texts: once more, in step
+    # Say when what is shown is not what the files hold now: nothing keeps the index in step (a
+    # one-shot query, the daemon), or a watcher has not caught up with an edit made just before.
+    changed = ws.changed_on_disk(result.sources)
+    gone = [p for p in changed if not (ws.root / p).exists()]
+    remedy = ("the watcher is re-indexing it: ask again in a moment" if ws.watching
+              else "run memstrata index for the current code")
+    for paths, what in (([p for p in changed if p not in gone], "changed on disk"), (gone, "deleted")):
+        if paths:
+            shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+            result.notes.append(f"{shown} {what} since indexed: shown as indexed ({remedy})")
+    return result
+
+
+GRAPH_BEHIND_TRIES = 3
+
+
+class _GraphBehind(Exception):
+    """The index's texts are newer than the graph whose line spans would cut them."""
+
+
+def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: list[str],
+            last: bool) -> ContextSlice:
+    """The slice from one reading of the graph and the texts; raises :class:`_GraphBehind`
+    (unless ``last``) when the texts read are not the ones the graph was built from."""
     with ws.lock:
-        graph = ws.graph
+        graph = ws.graph_in_step()
         ranking = rank_candidates(ws, graph, query, include_tests)
         if not include_tests and (in_tests := names_in_tests_only(query, graph)):
             # Test code is left out unless asked for: say so when the question names some.
@@ -173,19 +203,8 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
                 return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
             notes.append("no name, path or distinctive word of the query matches the project: shown are the "
                          "closest full-text matches of its everyday words")
-        result = _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
-                        ranking.sig_only, ranking.evidence)
-    # Say when what is shown is not what the files hold now: nothing keeps the index in step (a
-    # one-shot query, the daemon), or a watcher has not caught up with an edit made just before.
-    changed = ws.changed_on_disk(result.sources)
-    gone = [p for p in changed if not (ws.root / p).exists()]
-    remedy = ("the watcher is re-indexing it: ask again in a moment" if ws.watching
-              else "run memstrata index for the current code")
-    for paths, what in (([p for p in changed if p not in gone], "changed on disk"), (gone, "deleted")):
-        if paths:
-            shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
-            result.notes.append(f"{shown} {what} since indexed: shown as indexed ({remedy})")
-    return result
+        return _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
+                      ranking.sig_only, ranking.evidence, in_step=not last)
 
 
 def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: bool,
@@ -315,9 +334,11 @@ def _prior(graph: GraphView, node: str) -> float:
 def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], budget: int,
            notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset(),
            fill: list[tuple[str, float]] = (), sig_only: set[str] = frozenset(),
-           evidence: "_Evidence | None" = None) -> ContextSlice:
+           evidence: "_Evidence | None" = None, in_step: bool = False) -> ContextSlice:
     docs = _Docs(ws, graph)
     docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranked)))
+    if in_step and graph.generation is not None and ci.code_generation(ws.store) != graph.generation:
+        raise _GraphBehind
     units, estimate = _select(graph, docs, ranked, budget, named, focus, fill, sig_only=sig_only, evidence=evidence)
     # Whole-file token counts (baseline_tokens) are the costliest count of a
     # query on a cold cache; tiktoken releases the GIL, so they run on the

@@ -277,6 +277,21 @@ class Workspace:
             assert self._graph is not None
             return self._graph
 
+    def graph_in_step(self) -> GraphView:
+        """The graph, caught up also with writes it has not applied yet: this process's own
+        watcher commits a batch a moment before it takes the lock to apply it to the graph, and
+        a slice renders the graph's line spans over the texts the index holds now."""
+        with self.lock:
+            graph = self.graph
+            if graph.generation is None or ci.code_generation(self.store) == graph.generation:
+                return graph
+            generation, states = self._generation_and_states()
+            changed = [p for p, h in states.items() if self._known.get(p) != h]
+            removed = [p for p in self._known if p not in states]
+            self._refresh_graph(changed, removed, (generation, states))
+            assert self._graph is not None
+            return self._graph
+
     def _load_graph(self) -> None:
         """From the saved snapshot when it matches the store (a fraction of a
         second), else built from rows and saved for the next process."""

@@ -252,3 +252,25 @@ def test_a_question_of_everyday_words_only_gets_their_full_text_matches(tmp_path
         assert r.sources == [] and any("nothing in the project matches" in n for n in r.notes)
     finally:
         ws.close()
+
+
+def test_a_batch_written_before_the_graph_takes_it_is_answered_in_step(tmp_path):
+    """A watcher commits a batch a moment before it applies it to the graph: a question in
+    between reads the new texts, and must cut them by the new spans, not the old ones."""
+    root = tmp_path / "p"
+    (root / "pkg").mkdir(parents=True)
+    body = "\n".join(f"    total += step_{i}(value)" for i in range(60))
+    (root / "pkg" / "calc.py").write_text(
+        f"def accumulate_steps(value):\n    total = 0\n{body}\n    return total\n\n\n"
+        "def tiny_helper(value):\n    return value\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        assert "pkg/calc.py::accumulate_steps" in context_query(ws, "accumulate_steps", 2000).full_symbols
+        # The file shrinks: the old spans run past the new text's end.
+        (root / "pkg" / "calc.py").write_text(
+            "def tiny_helper(value):\n    return value + 1\n\n\ndef accumulate_steps(value):\n    return value\n")
+        ws.indexer.update_paths(["pkg/calc.py"])  # written to the index, not yet to the graph
+        r = context_query(ws, "accumulate_steps and tiny_helper", 2000)
+        assert "def accumulate_steps(value):\n    return value" in r.context
+        assert "    return value + 1" in r.context
+        assert "step_0" not in r.context
