@@ -33,6 +33,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from memstrata.storage import StoreError
+
 from .scan import INDEX_DIR
 
 log = logging.getLogger(__name__)
@@ -43,14 +45,22 @@ _IGNORED_TOP = frozenset({INDEX_DIR, ".git", ".hg", ".svn"})
 
 
 class Changes:
-    """One batch: changed file paths and directories whose contents changed wholesale."""
+    """One batch: changed file paths and directories whose contents changed wholesale;
+    ``full``: compare the whole project with the index (a catch-up that could not finish)."""
 
-    def __init__(self, files: set[str], dirs: set[str]):
+    def __init__(self, files: set[str], dirs: set[str], full: bool = False):
         self.files = files
         self.dirs = dirs
+        self.full = full
 
     def __bool__(self) -> bool:
-        return bool(self.files or self.dirs)
+        return bool(self.files or self.dirs or self.full)
+
+
+# A batch the index could not take (a full disk, a read-only index) is tried again after these
+# many seconds, doubling up to the last: freeing space is enough, no restart or edit needed.
+RETRY_FIRST_S = 2.0
+RETRY_MAX_S = 60.0
 
 
 _CHANGES = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
@@ -67,6 +77,9 @@ class Watcher(FileSystemEventHandler):
         self.max_delay = max_delay
         self._files: set[str] = set()
         self._dirs: set[str] = set()
+        self._full = False
+        self._retry_in = 0.0  # the wait before the next try of a failed batch; 0: none failed
+        self._retry_at = 0.0
         self._first = 0.0
         self._last = 0.0
         self._cv = threading.Condition()
@@ -101,7 +114,28 @@ class Watcher(FileSystemEventHandler):
     @property
     def pending(self) -> bool:
         with self._cv:
-            return bool(self._files or self._dirs) or self._busy
+            return bool(self._files or self._dirs or self._full) or self._busy
+
+    @property
+    def held_back(self) -> bool:
+        """Whether a batch the index could not take waits for its next try."""
+        with self._cv:
+            return self._retry_in > 0
+
+    def catch_up(self) -> None:
+        """Have the whole project compared with the index at the next try (a catch-up that
+        failed for lack of space)."""
+        with self._cv:
+            self._full = True
+            self._hold_back()
+            self._cv.notify_all()
+
+    def _hold_back(self) -> None:
+        # (with the condition held)
+        self._retry_in = min(RETRY_MAX_S, self._retry_in * 2) if self._retry_in else RETRY_FIRST_S
+        self._retry_at = time.monotonic() + self._retry_in
+        if not self._first:
+            self._first = self._last = self._retry_at
 
     # -- events -----------------------------------------------------------------
 
@@ -145,7 +179,7 @@ class Watcher(FileSystemEventHandler):
     def _loop(self) -> None:
         while True:
             with self._cv:
-                while not self._stop and not (self._files or self._dirs):
+                while not self._stop and not (self._files or self._dirs or self._full):
                     self._cv.wait()
                 if self._stop:
                     return
@@ -153,20 +187,36 @@ class Watcher(FileSystemEventHandler):
                     now = time.monotonic()
                     quiet_at = self._last + self.debounce
                     deadline = self._first + self.max_delay
-                    wake = min(quiet_at, deadline)
+                    wake = max(min(quiet_at, deadline), self._retry_at)
                     if now >= wake:
                         break
                     self._cv.wait(wake - now)
                 if self._stop:
                     return
-                batch = Changes(self._files, self._dirs)
-                self._files, self._dirs = set(), set()
+                batch = Changes(self._files, self._dirs, self._full)
+                self._files, self._dirs, self._full = set(), set(), False
                 self._first = self._last = 0.0
                 self._busy = True
+            failed = True
             try:
                 self.on_changes(batch)
+                failed = False
+            except StoreError as exc:  # a full disk, a read-only index: said once, tried again
+                if not self.held_back:
+                    log.warning("the index could not take the latest changes: %s; trying again "
+                                "until it can", exc)
             except Exception:  # keep watching whatever one batch did
-                log.exception("updating the index after file changes failed")
+                if not self.held_back:
+                    log.exception("updating the index after file changes failed; trying again")
             finally:
                 with self._cv:
                     self._busy = False
+                    if failed:
+                        # Nothing of the batch was kept: it goes back, merged with what came since.
+                        self._files |= batch.files
+                        self._dirs |= batch.dirs
+                        self._full = self._full or batch.full
+                        self._hold_back()
+                    elif self._retry_in:
+                        self._retry_in = self._retry_at = 0.0
+                        log.warning("the index has taken the changes it could not take before")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from memstrata.storage import Store, StoreError
+from memstrata.storage import Store, StoreError, StoreFull, StoreReadOnly
 from memstrata.storage import code_index as ci
 
 from . import graph_snapshot
@@ -94,6 +94,7 @@ class Workspace:
         self._watcher: Watcher | None = None
         self._indexing = False
         self._error: str | None = None
+        self._held_back: str | None = None  # why the latest changes could not be written (a full disk)
         self.listeners: list[Callable[[IndexSummary], None]] = []
         self._history: git_history.RecentChanges | None = None
         self._history_token: str | None = None
@@ -143,7 +144,14 @@ class Workspace:
         self._indexing = True
         try:
             summary = self.indexer.index_all(progress=progress, on_wait=on_wait)
-            self._error = None
+            self._error = self._held_back = None
+        except (StoreFull, StoreReadOnly) as exc:
+            # Nothing was written, and the index is as it was: it answers, stale, until the
+            # changes fit (a watcher tries again by itself; see watcher.RETRY_FIRST_S).
+            self._held_back = str(exc)
+            if self._watcher is not None:
+                self._watcher.catch_up()
+            raise
         except Exception as exc:
             self._error = f"indexing failed: {type(exc).__name__}"
             try:
@@ -164,7 +172,7 @@ class Workspace:
     def apply_changes(self, changes: Changes) -> IndexSummary:
         """Re-index what a watcher batch names (files, and everything under dirs)."""
         paths = set(changes.files)
-        if any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
+        if changes.full or any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
             return self.index()
         if changes.dirs:
             indexed = ci.file_paths(self.store)
@@ -176,7 +184,12 @@ class Workspace:
                     for dirpath, dirnames, filenames in os.walk(abs_dir):
                         rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
                         paths.update(f"{rel_dir}/{f}" for f in filenames)
-        summary = self.indexer.update_paths(paths)
+        try:
+            summary = self.indexer.update_paths(paths)
+        except (StoreFull, StoreReadOnly) as exc:
+            self._held_back = str(exc)  # the watcher keeps the batch and tries again
+            raise
+        self._held_back = None
         self._after_update(summary)
         return summary
 
@@ -480,6 +493,8 @@ class Workspace:
         meta_status = self.store.get_meta("status")
         if self._error or meta_status == "error":
             return "error"
+        if self._held_back:
+            return "stale"
         if self._indexing or (self._watcher is not None and self._watcher.pending):
             return "indexing"
         if meta_status == "indexing" or meta_status is None:
@@ -507,6 +522,8 @@ class Workspace:
         )
         if self._error or meta_status == "error":
             st.status, st.message = "error", self._error or "the last index run failed"
+        elif self._held_back:
+            st.status, st.message = "stale", self._held_back
         elif self._indexing or (self._watcher is not None and self._watcher.pending):
             st.status = "indexing"
         elif meta_status == "indexing" or meta_status is None:

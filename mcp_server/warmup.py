@@ -17,6 +17,7 @@ from collections.abc import Callable
 from memstrata.compressor.file_counts import start_counting
 from memstrata.indexer.run import Progress
 from memstrata.indexer.workspace import Workspace
+from memstrata.storage import StoreFull, StoreReadOnly
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,12 @@ class IndexWarmup:
                      summary.files, summary.parsed, summary.unchanged, time.monotonic() - started)
             settle_heap()
             start_counting(self.ws, pause=self.pause)
+        except (StoreFull, StoreReadOnly) as exc:
+            # The index is as it was and answers, stale; the watcher tries again by itself.
+            log.warning("the index could not take the changes made since it was last written: %s; "
+                        "answering from it as it is%s", exc,
+                        ", and trying again until it can" if self.ws.watching else "")
+            _ = self.ws.graph
         except Exception as exc:
             # The workspace records the failure: index_status says "error" and
             # context_query refuses with a clear message.

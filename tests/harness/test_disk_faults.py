@@ -141,3 +141,66 @@ def test_read_only_index(tmp_path, cli_env, memstrata_exe):
         q = run(memstrata_exe, cli_env, "query", "AuthService.login", str(project), "--json")
         assert q.returncode == 0 and "app/auth/service.py" in json.loads(q.stdout)["sources"], q.stderr
         assert run(memstrata_exe, cli_env, "savings", str(project)).returncode == 0
+
+
+def _wait_for(check, seconds: float = 60.0) -> bool:
+    import time
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.1)
+    return check()
+
+
+def _grow(project: Path, files: int, name: str) -> None:
+    for i in range(files):
+        p = project / "gen" / f"module_{i}.py"
+        p.write_text(p.read_text() + "".join(
+            f"\n\ndef {name}_{i}_{k}(x):\n    return x * {k} + {i}  # {'pad ' * 40}\n" for k in range(60)))
+
+
+def test_a_watcher_keeps_what_a_full_disk_refused_and_takes_it_once_there_is_room(tmp_path, monkeypatch):
+    """The batch is not dropped: the index answers (stale, saying why) and takes the changes
+    by itself once space is freed, with no edit or restart."""
+    from memstrata.compressor import context_query
+    from memstrata.indexer import watcher
+    from memstrata.indexer.workspace import Workspace
+
+    monkeypatch.setattr(watcher, "RETRY_FIRST_S", 0.2)
+    with tmpfs(tmp_path / "disk", "8m") as disk:
+        project = big_project(disk / "proj", files=40)
+        with Workspace.open(project, workers=1) as ws:
+            ws.index()
+            ws.start_watching()
+            filler = fill(disk, leave=700 * 1024)  # room for the edits (~480 KB), not for indexing them
+            _grow(project, 40, "added")
+            assert _wait_for(lambda: ws.quick_status() == "stale")
+            st = ws.status()
+            assert st.status == "stale" and "disk is full" in st.message
+            r = context_query(ws, "handler_3_4", 1000)  # answered from the index as it was
+            assert "def handler_3_4" in r.context
+            filler.unlink()
+            assert _wait_for(lambda: ws.quick_status() == "ready" and "gen/module_7.py::added_7_59" in ws.graph)
+            assert ws.status().status == "ready"
+
+
+def test_a_catch_up_a_full_disk_stopped_is_tried_again_by_the_watcher(tmp_path, monkeypatch):
+    from memstrata.indexer import watcher
+    from memstrata.indexer.workspace import Workspace
+    from memstrata.storage import StoreFull
+
+    monkeypatch.setattr(watcher, "RETRY_FIRST_S", 0.2)
+    with tmpfs(tmp_path / "disk", "8m") as disk:
+        project = big_project(disk / "proj", files=40)
+        with Workspace.open(project, workers=1) as ws:
+            ws.index()
+        _grow(project, 40, "offline")  # edits while nothing watched
+        filler = fill(disk, leave=32 * 1024)
+        with Workspace.open(project, workers=1) as ws:
+            ws.start_watching()  # as `memstrata mcp` starts: watch, then catch up
+            with pytest.raises(StoreFull):
+                ws.index()
+            assert ws.quick_status() == "stale" and "disk is full" in ws.status().message
+            filler.unlink()
+            assert _wait_for(lambda: ws.quick_status() == "ready" and "gen/module_5.py::offline_5_0" in ws.graph)
