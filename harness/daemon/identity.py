@@ -28,7 +28,10 @@ _SOURCE_SUFFIXES = (".py", ".scm")
 def build_id() -> str:
     """``0.1.0+<digest>``: equal in two processes exactly when they run the same code."""
     digest = hashlib.blake2b(digest_size=8)
-    digest.update(sys.executable.encode("utf-8", "surrogateescape"))
+    # The interpreter as its path is written, `..` folded: `../../venv/bin/python` and
+    # `/work/venv/bin/python` are one interpreter; a venv's own link is kept (not resolved), so
+    # two venvs over one base Python stay apart.
+    digest.update(os.path.normpath(os.path.abspath(sys.executable)).encode("utf-8", "surrogateescape"))
     digest.update(sys.version.encode())
     for folder in sorted(_package_folders()):
         for path, st in _source_files(folder):
@@ -42,7 +45,7 @@ def _package_folders() -> set[str]:
         # find_spec locates a subpackage without running it (only its parent, the cheap root, is imported).
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.submodule_search_locations:
-            folders.update(spec.submodule_search_locations)
+            folders.update(os.path.normpath(os.path.abspath(f)) for f in spec.submodule_search_locations)
     return folders
 
 

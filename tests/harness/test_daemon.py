@@ -382,6 +382,20 @@ def _older_memstrata(dest: Path) -> Path:
     return site
 
 
+def test_an_interpreter_path_with_dot_dot_is_the_same_build(indexed, env):
+    # `../../venv/bin/python -m memstrata`: the same interpreter and code as the console script.
+    dotted = os.path.relpath(Path(MEMSTRATA).parent / "python3", indexed)  # relative: kept as written
+    assert dotted.startswith("..")
+    started = subprocess.run([dotted, "-m", "memstrata", "daemon", "start", str(indexed)], capture_output=True,
+                             env=env, timeout=120, cwd=indexed)
+    assert started.returncode == 0 and b"started" in started.stdout, started.stderr
+    st = status(env, indexed)  # asked through the console script
+    assert st["same_build"], st
+    pid = st["pid"]
+    assert run(env, "query", "login", str(indexed)).returncode == 0
+    assert status(env, indexed)["pid"] == pid  # served, not replaced
+
+
 def test_a_daemon_of_another_version_is_refused_and_replaced(indexed, env, tmp_path):
     root = indexed
     site = _older_memstrata(tmp_path / "old")
