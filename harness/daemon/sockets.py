@@ -122,14 +122,21 @@ def connect(path: Path, timeout: float) -> socket.socket:
 
 def lock_is_free(index_folder: Path) -> bool:
     """True when no daemon holds the project's daemon lock (none runs, or it was killed)."""
+    mode = fcntl.LOCK_EX
     try:
         fd = os.open(lock_path(index_folder), os.O_RDWR)
     except FileNotFoundError:
         return True
     except OSError:
-        return False  # cannot tell: assume one runs rather than stack daemons up
+        # A read-only index folder (a read-only mount): a shared lock, which needs no write
+        # access, is refused just the same while a daemon holds its lock.
+        try:
+            fd = os.open(lock_path(index_folder), os.O_RDONLY)
+        except OSError:
+            return False  # cannot tell: assume one runs rather than stack daemons up
+        mode = fcntl.LOCK_SH
     try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.lockf(fd, mode | fcntl.LOCK_NB)
     except OSError as exc:
         if exc.errno in (errno.EAGAIN, errno.EACCES):
             return False

@@ -125,6 +125,9 @@ def test_read_only_index(tmp_path, cli_env, memstrata_exe):
     with tmpfs(tmp_path / "disk", "16m") as disk:
         project = copy_project(disk / "proj")
         assert run(memstrata_exe, cli_env, "index", str(project)).returncode == 0
+        # A daemon ran and left (its lock file stays behind, as it does).
+        assert run(memstrata_exe, cli_env, "daemon", "start", str(project)).returncode == 0
+        assert run(memstrata_exe, cli_env, "daemon", "stop", str(project)).returncode == 0
         db = project / ".memstrata" / "index.db"
         digest = hashlib.sha256(db.read_bytes()).hexdigest()
         (project / "app" / "extra.py").write_text("def extra():\n    return 1\n")
@@ -141,6 +144,11 @@ def test_read_only_index(tmp_path, cli_env, memstrata_exe):
         q = run(memstrata_exe, cli_env, "query", "AuthService.login", str(project), "--json")
         assert q.returncode == 0 and "app/auth/service.py" in json.loads(q.stdout)["sources"], q.stderr
         assert run(memstrata_exe, cli_env, "savings", str(project)).returncode == 0
+        # No daemon runs, and the read-only folder does not make one seem to be starting.
+        st = run(memstrata_exe, cli_env, "daemon", "status", str(project))
+        assert st.returncode == 0 and st.stdout.startswith("not running"), st.stdout + st.stderr
+        stop = run(memstrata_exe, cli_env, "daemon", "stop", str(project))
+        assert stop.returncode == 0 and stop.stdout.startswith("not running"), stop.stdout + stop.stderr
 
 
 def _wait_for(check, seconds: float = 60.0) -> bool:
