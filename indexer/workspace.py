@@ -40,6 +40,8 @@ from .worker import content_hash, read_bytes
 
 log = logging.getLogger(__name__)
 
+_GONE = "the index file was deleted or replaced"
+
 SNAPSHOT_DELAY = 5.0  # seconds of quiet after a graph refresh before it is saved
 HISTORY_META = "history"  # "<HEAD commit>:<working-tree digest>" of the saved recent history
 HEAD_CHECK_SECONDS = 30.0  # how often a long-lived process looks whether HEAD moved (a commit changes no file)
@@ -95,6 +97,7 @@ class Workspace:
         self._indexing = False
         self._error: str | None = None
         self._held_back: str | None = None  # why the latest changes could not be written (a full disk)
+        self._store_file = self._file_identity()  # the index file this process opened (see _store_gone)
         self.listeners: list[Callable[[IndexSummary], None]] = []
         self._history: git_history.RecentChanges | None = None
         self._history_token: str | None = None
@@ -169,8 +172,31 @@ class Workspace:
             _ = self.graph
         return summary
 
+    def _file_identity(self) -> tuple[int, int] | None:
+        if self.store.dialect != "sqlite":
+            return None
+        try:
+            st = os.stat(self.store.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _store_gone(self) -> bool:
+        """Whether the index file this process opened was deleted or replaced (`rm -rf .memstrata`,
+        a rebuild by another tool): what it would write then goes nowhere anyone reads."""
+        if self._store_file is None or self._error:
+            return bool(self._error) and self._error.startswith(_GONE)
+        if self._file_identity() == self._store_file:
+            return False
+        self._error = (f"{_GONE} while this process ran; restart it to use the index that is there now "
+                       "(or run memstrata index to build one)")
+        log.error("%s", self._error)
+        return True
+
     def apply_changes(self, changes: Changes) -> IndexSummary:
         """Re-index what a watcher batch names (files, and everything under dirs)."""
+        if self._store_gone():
+            return IndexSummary()  # nothing to write to: status says so
         paths = set(changes.files)
         if changes.full or any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
             return self.index()
@@ -490,6 +516,8 @@ class Workspace:
 
     def quick_status(self) -> str:
         """ready | indexing | stale | error, without counting or looking at the disk."""
+        if self._store_gone():
+            return "error"
         meta_status = self.store.get_meta("status")
         if self._error or meta_status == "error":
             return "error"
@@ -507,6 +535,7 @@ class Workspace:
     def status(self, check_disk: bool | None = None) -> IndexStatus:
         """Index state; ``check_disk`` compares the index with the files on disk
         (default: only when no watcher keeps them in step)."""
+        self._store_gone()
         meta_status = self.store.get_meta("status")
         counts = ci.status_counts(self.store)
         st = IndexStatus(

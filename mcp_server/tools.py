@@ -176,6 +176,8 @@ class MemStrataTools:
             return failure(self._unreadable(exc))
         if broken:
             detail = self.ws.status(check_disk=False).message or "the last index run failed"
+            if "restart" in detail:  # the index file went away under this server: the detail says what to do
+                return failure(self._safe(f"This MemStrata server cannot answer: {detail}."))
             return failure(self._safe(
                 f"The index of this project is in an error state ({detail}). "
                 "Rebuild it by running `memstrata index` in the project folder, then retry."

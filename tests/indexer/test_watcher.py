@@ -77,6 +77,18 @@ def assert_graph_matches_store(ws) -> None:
     assert mine == fresh, {"only incremental": sorted(mine - fresh), "only fresh": sorted(fresh - mine)}
 
 
+def test_an_index_deleted_under_the_watcher_is_said_not_written_to(ws, project, wait_until):
+    """`rm -rf .memstrata` while a watcher runs: its writes would go to a file nobody reads, so
+    it writes nothing, and the status says to restart (a new `memstrata index` builds another)."""
+    shutil.rmtree(project / ".memstrata")
+    (project / "app/after_delete.py").write_text("def made_after_the_delete():\n    return 1\n")
+    wait_until(lambda: ws.quick_status() == "error", message="the status to tell")
+    st = ws.status()
+    assert st.status == "error" and "deleted or replaced" in st.message and "restart" in st.message
+    settle(ws, wait_until)
+    assert not in_graph(ws, "app/after_delete.py")
+
+
 def test_create(ws, project, wait_until):
     (project / "app/audit_log.py").write_text(
         "from app.auth.service import AuthService\n\n\n"
