@@ -184,9 +184,14 @@ def cmd_watch(args) -> int:
     except (ProjectError, StoreError) as exc:
         return fail(str(exc))
     stop = threading.Event()
+    catching_up = True
 
     def on_signal(signum, frame):
         stop.set()
+        if catching_up:
+            # The first index run stops as on Ctrl-C (its workers ended, the index consistent);
+            # waiting for it could take minutes on a large project.
+            raise KeyboardInterrupt
 
     old = signal.signal(signal.SIGTERM, on_signal)
     try:
@@ -203,6 +208,7 @@ def cmd_watch(args) -> int:
         ws.listeners.append(report)
         ws.graph  # build it now so updates refresh it incrementally
         ws.start_watching(debounce=args.debounce)
+        catching_up = False
         print(f"watching {ws.root} (Ctrl-C to stop)", flush=True)
         while not stop.wait(0.5):
             pass

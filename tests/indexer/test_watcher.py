@@ -289,3 +289,25 @@ def test_memstrata_watch_subprocess(project, tmp_path, run_cli, cli_env, memstra
             proc.wait()
         stderr.close()
     assert seen[-1] == "stopped", seen
+
+
+def test_sigterm_stops_memstrata_watch_during_its_first_index(tmp_path, run_cli, cli_env, memstrata_exe):
+    """A first index of a large project takes minutes: SIGTERM stops it as Ctrl-C does, and
+    the next run finishes the job."""
+    root = tmp_path / "big"
+    for d in range(80):
+        pkg = root / f"pkg{d}"
+        pkg.mkdir(parents=True)
+        for i in range(100):
+            (pkg / f"mod{i}.py").write_text("".join(
+                f"def f{d}_{i}_{k}(x):\n    return x + {k}\n\n\n" for k in range(40)))
+    proc = subprocess.Popen([memstrata_exe, "watch", str(root)], env=cli_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.0)  # the first index is under way (8,000 files: many seconds on two cores)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "watching" not in out and out.strip().endswith("stopped"), out
+    assert "Traceback" not in err, err
+    done = run_cli("index", str(root), "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["files"] == 8000, done.stderr
