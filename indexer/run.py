@@ -34,6 +34,11 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
+class IndexCancelled(Exception):
+    """Raised by a progress callback to stop an index run between batches (a server shutting
+    down): the files written so far stay, and the next run finishes the job."""
+
+
 @dataclass(slots=True)
 class Progress:
     done: int
@@ -179,7 +184,11 @@ class Indexer:
                 pending.extend(outcomes)
                 done += len(outcomes)
                 if progress is not None:
-                    progress(Progress(done, total, _outcome_path(outcomes[-1])))
+                    try:
+                        progress(Progress(done, total, _outcome_path(outcomes[-1])))
+                    except IndexCancelled:
+                        flush()  # what was parsed is kept: the next run does not parse it again
+                        raise
                 if len(pending) >= _COMMIT_FILES:
                     flush()
             flush()

@@ -33,7 +33,7 @@ from .project import (
     resolve_root,
     writer_active_elsewhere,
 )
-from .run import Indexer, IndexSummary, Progress
+from .run import IndexCancelled, Indexer, IndexSummary, Progress
 from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
 from .watcher import Changes, Watcher
 from .worker import content_hash, read_bytes
@@ -148,6 +148,8 @@ class Workspace:
         try:
             summary = self.indexer.index_all(progress=progress, on_wait=on_wait)
             self._error = self._held_back = None
+        except IndexCancelled:
+            raise  # stopped on purpose: the run is left as a killed one is, "interrupted"
         except (StoreFull, StoreReadOnly) as exc:
             # Nothing was written, and the index is as it was: it answers, stale, until the
             # changes fit (a watcher tries again by itself; see watcher.RETRY_FIRST_S).

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from memstrata.compressor.file_counts import start_counting
-from memstrata.indexer.run import Progress
+from memstrata.indexer.run import IndexCancelled, Progress
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreFull, StoreReadOnly
 
@@ -50,6 +50,7 @@ class IndexWarmup:
         self.seconds: float | None = None
         # Called between steps of the work that follows the catch-up (see quiet.py); the server sets it.
         self.pause: Callable[[], None] | None = None
+        self._cancelled = False
 
     def start(self) -> None:
         with self._start_lock:
@@ -70,6 +71,10 @@ class IndexWarmup:
         """True once the catch-up has finished (successfully or not)."""
         return self._done.wait(timeout)
 
+    def cancel(self) -> None:
+        """Stop the catch-up at its next batch (the server is shutting down)."""
+        self._cancelled = True
+
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the background thread itself; True when it has ended."""
         if self._thread is None:
@@ -84,6 +89,8 @@ class IndexWarmup:
         return f"{p.done:,} of {p.total:,} files parsed"
 
     def _on_progress(self, p: Progress) -> None:
+        if self._cancelled:
+            raise IndexCancelled
         self.progress = p
         if self._progress_cb is not None:
             self._progress_cb(p)
@@ -111,6 +118,8 @@ class IndexWarmup:
                      summary.files, summary.parsed, summary.unchanged, time.monotonic() - started)
             settle_heap()
             start_counting(self.ws, pause=self.pause)
+        except IndexCancelled:
+            log.info("index catch-up stopped: the server is shutting down")
         except (StoreFull, StoreReadOnly) as exc:
             # The index is as it was and answers, stale; the watcher tries again by itself.
             log.warning("the index could not take the changes made since it was last written: %s; "

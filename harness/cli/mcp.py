@@ -87,6 +87,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     log.info("serving MCP over stdio for %s", ws.root)
 
     def cleanup() -> None:
+        warmup.cancel()  # a first index still running stops at its next batch, its workers ended
         ws.stop_watching()
         # A catch-up still running owns the store; the process exit ends it
         # (SQLite rolls back the open transaction), so only close when done.

@@ -82,3 +82,54 @@ def test_oversized_line_is_refused_and_skipped(server: RawServer):
     # The id written before the params is answered under (its sender awaits it); the other cannot be.
     assert [(r["id"], r["error"]["code"]) for r in replies if "error" in r] == [("huge", -32600), (None, -32600)]
     assert all("larger than 4 MiB" in r["error"]["message"] for r in replies if "error" in r)
+
+
+def test_sigterm_during_the_first_index_stops_it_at_its_next_batch(tmp_path: Path):
+    """The catch-up stops with the server (its worker processes ended, no leaked semaphores
+    reported), and the next run finishes the job."""
+    import time
+
+    root = tmp_path / "big"
+    for d in range(80):
+        pkg = root / f"pkg{d}"
+        pkg.mkdir(parents=True)
+        for i in range(100):
+            (pkg / f"mod{i}.py").write_text("".join(
+                f"def f{d}_{i}_{k}(x):\n    return x + {k}\n\n\n" for k in range(40)))
+    stderr = tmp_path / "mcp.stderr"
+    srv = RawServer([*memstrata_command(), "mcp", "--project", str(root)], env=child_env(), cwd=str(root),
+                    stderr=stderr)
+    try:
+        srv.send(INIT)  # the first session starts the catch-up
+        srv.replies_until(0)
+        time.sleep(1.0)  # under way: 8,000 files take many seconds on two cores
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(timeout=60) == 0
+    finally:
+        srv.stop()
+    text = stderr.read_text()
+    assert "Traceback" not in text and "resource_tracker" not in text and "leaked" not in text, text
+    assert "indexed 8000 files" not in text  # stopped, not finished
+
+
+def test_a_cancelled_catch_up_stops_between_batches_and_is_left_interrupted(tmp_path: Path):
+    from memstrata.indexer.workspace import Workspace
+    from memstrata.mcp_server import IndexWarmup
+
+    root = tmp_path / "big"
+    for d in range(40):
+        pkg = root / f"pkg{d}"
+        pkg.mkdir(parents=True)
+        for i in range(100):
+            (pkg / f"mod{i}.py").write_text("".join(
+                f"def f{d}_{i}_{k}(x):\n    return x + {k}\n\n\n" for k in range(20)))
+    with Workspace.open(root) as ws:
+        warmup = IndexWarmup(ws, watch=False)
+        seen = []
+        warmup._progress_cb = lambda p: (seen.append(p.done), len(seen) == 2 and warmup.cancel())
+        warmup.start()
+        assert warmup.join(timeout=120)
+        assert warmup.error is None and 0 < ws.files_indexed() < 4000
+        st = ws.status()
+        assert st.status == "stale" and "interrupted" in st.message, st
+        assert ws.index().files == 4000
