@@ -25,7 +25,7 @@ from .schemas import (
     SavingsSummaryResult,
 )
 from .quiet import QuestionGate
-from .tools import DEFAULT_READY_TIMEOUT, MemStrataTools, SavingsProvider
+from .tools import DEFAULT_READY_TIMEOUT, MemStrataTools, SavingsProvider, UnavailableTools
 from .warmup import IndexWarmup
 
 TOOL_NAMES = ("context_query", "index_status", "savings_summary", "find_symbol", "find_references", "file_outline")
@@ -53,10 +53,11 @@ _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempo
                              open_world_hint=False)
 
 
-def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
+def build_server(ws: Workspace | None, *, savings: SavingsProvider | None = None,
                  warmup: IndexWarmup | None = None,
-                 ready_timeout: float = DEFAULT_READY_TIMEOUT) -> MCPServer:
-    """An ``MCPServer`` named ``memstrata`` serving ``ws``.
+                 ready_timeout: float = DEFAULT_READY_TIMEOUT, unavailable: str | None = None) -> MCPServer:
+    """An ``MCPServer`` named ``memstrata`` serving ``ws``; with ``unavailable`` (and no ``ws``),
+    one whose every tool call answers that sentence (an index that cannot be opened).
 
     ``savings`` supplies the ``savings_summary`` figures (without it the tool
     answers with an error).  ``warmup``, if given, is started when the first
@@ -68,10 +69,14 @@ def build_server(ws: Workspace, *, savings: SavingsProvider | None = None,
     # token counts) gives way while a question is answered; the graph it
     # builds is frozen out of the garbage collector's way as it grows.
     gate = QuestionGate()
-    ws.background_pause = gate.wait_quiet_and_settle
-    if warmup is not None:
-        warmup.pause = gate.wait_quiet
-    tools = MemStrataTools(ws, savings=savings, warmup=warmup, ready_timeout=ready_timeout, gate=gate)
+    tools: MemStrataTools | UnavailableTools
+    if unavailable is not None:
+        tools = UnavailableTools(unavailable)
+    else:
+        ws.background_pause = gate.wait_quiet_and_settle
+        if warmup is not None:
+            warmup.pause = gate.wait_quiet
+        tools = MemStrataTools(ws, savings=savings, warmup=warmup, ready_timeout=ready_timeout, gate=gate)
 
     @contextlib.asynccontextmanager
     async def lifespan(_server: MCPServer) -> AsyncIterator[dict[str, Any]]:

@@ -52,6 +52,20 @@ def failure(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
+class UnavailableTools:
+    """The tools of a server whose index cannot be opened (written by a newer MemStrata,
+    damaged): every call says why and what to do, so the client reads it instead of losing
+    its connection."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def _refuse(self, *_args: Any) -> CallToolResult:
+        return failure(self.message)
+
+    context_query = index_status = savings_summary = find_symbol = find_references = file_outline = _refuse
+
+
 class MemStrataTools:
     def __init__(self, ws: Workspace, *, savings: SavingsProvider | None = None,
                  warmup: IndexWarmup | None = None, ready_timeout: float = DEFAULT_READY_TIMEOUT,

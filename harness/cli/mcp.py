@@ -73,7 +73,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             return 2
         print("memstrata: the index is read-only: serving it as it is (changes to the project are "
               "not indexed until it and its folder are writable)", file=sys.stderr)
-    except (ProjectError, StoreError, NotIndexed) as exc:
+    except StoreError as exc:
+        # An index this MemStrata cannot open (a newer one's, a damaged file): the client is told
+        # on every call, instead of seeing its connection close before it could read why.
+        print(f"memstrata: {exc}", file=sys.stderr)
+        server = build_server(None, unavailable=f"MemStrata cannot open the index of this project: {exc}")
+        return run_stdio_server(server, lambda: None, stops, report=_report_error())
+    except (ProjectError, NotIndexed) as exc:
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2
 
@@ -94,6 +100,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if warmup.join(timeout=5):
             ws.close()
 
+    return run_stdio_server(server, cleanup, stops, report=_report_error())
+
+
+def _report_error():
     from . import report_error
 
-    return run_stdio_server(server, cleanup, stops, report=report_error)
+    return report_error

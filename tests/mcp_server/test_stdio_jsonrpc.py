@@ -133,3 +133,28 @@ def test_a_cancelled_catch_up_stops_between_batches_and_is_left_interrupted(tmp_
         st = ws.status()
         assert st.status == "stale" and "interrupted" in st.message, st
         assert ws.index().files == 4000
+
+
+def test_an_index_of_a_newer_memstrata_is_said_on_every_call(project: Path, tmp_path: Path):
+    import sqlite3
+    import subprocess
+
+    assert subprocess.run([*memstrata_command(), "index", str(project)], env=child_env(),
+                          capture_output=True).returncode == 0
+    with sqlite3.connect(project / ".memstrata" / "index.db") as db:
+        db.execute("PRAGMA user_version = 999")
+    srv = RawServer([*memstrata_command(), "mcp", "--project", str(project)], env=child_env(), cwd=str(project),
+                    stderr=tmp_path / "mcp.stderr")
+    try:
+        srv.send(INIT)
+        srv.replies_until(0)
+        srv.send(call(1, "index_status", {}))
+        replies = {r["id"]: r for r in srv.replies_until(1)}
+        srv.send(call(2, "context_query", {"query": LOGIN_QUERY}))
+        replies.update({r["id"]: r for r in srv.replies_until(2)})
+    finally:
+        srv.stop()
+    for ident in (1, 2):
+        result = replies[ident]["result"]
+        assert result["isError"] and "newer" in result["content"][0]["text"], result
+        assert str(tmp_path) not in result["content"][0]["text"].replace(str(project), "")
