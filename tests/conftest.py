@@ -137,6 +137,18 @@ def python_ws(tmp_path_factory):
     ws.close()
 
 
+def many_small_files(root: Path, packages: int, files: int = 100, functions: int = 40) -> Path:
+    """A project of ``packages * files`` small Python modules: a first index of it takes seconds,
+    long enough to stop one midway."""
+    for d in range(packages):
+        pkg = root / f"pkg{d}"
+        pkg.mkdir(parents=True)
+        for i in range(files):
+            (pkg / f"mod{i}.py").write_text("".join(
+                f"def f{d}_{i}_{k}(x):\n    return x + {k}\n\n\n" for k in range(functions)))
+    return root
+
+
 _PR_CAPBSET_DROP = 24
 _CAP_DAC_OVERRIDE, _CAP_DAC_READ_SEARCH = 1, 2
 

@@ -20,6 +20,7 @@ import pytest
 from memstrata.indexer.graph import CodeGraph
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
+from tests.conftest import many_small_files
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -294,13 +295,7 @@ def test_memstrata_watch_subprocess(project, tmp_path, run_cli, cli_env, memstra
 def test_sigterm_stops_memstrata_watch_during_its_first_index(tmp_path, run_cli, cli_env, memstrata_exe):
     """A first index of a large project takes minutes: SIGTERM stops it as Ctrl-C does, and
     the next run finishes the job."""
-    root = tmp_path / "big"
-    for d in range(80):
-        pkg = root / f"pkg{d}"
-        pkg.mkdir(parents=True)
-        for i in range(100):
-            (pkg / f"mod{i}.py").write_text("".join(
-                f"def f{d}_{i}_{k}(x):\n    return x + {k}\n\n\n" for k in range(40)))
+    root = many_small_files(tmp_path / "big", packages=80)
     proc = subprocess.Popen([memstrata_exe, "watch", str(root)], env=cli_env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     time.sleep(1.0)  # the first index is under way (8,000 files: many seconds on two cores)

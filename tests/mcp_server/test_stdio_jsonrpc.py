@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import many_small_files
+
 from .mcp_helpers import LOGIN_QUERY, child_env, memstrata_command
 from .raw_jsonrpc import INIT, RawServer, call, check_malformed_session, check_stops_on_signal
 
@@ -89,13 +91,7 @@ def test_sigterm_during_the_first_index_stops_it_at_its_next_batch(tmp_path: Pat
     reported), and the next run finishes the job."""
     import time
 
-    root = tmp_path / "big"
-    for d in range(80):
-        pkg = root / f"pkg{d}"
-        pkg.mkdir(parents=True)
-        for i in range(100):
-            (pkg / f"mod{i}.py").write_text("".join(
-                f"def f{d}_{i}_{k}(x):\n    return x + {k}\n\n\n" for k in range(40)))
+    root = many_small_files(tmp_path / "big", packages=80)
     stderr = tmp_path / "mcp.stderr"
     srv = RawServer([*memstrata_command(), "mcp", "--project", str(root)], env=child_env(), cwd=str(root),
                     stderr=stderr)
@@ -116,13 +112,7 @@ def test_a_cancelled_catch_up_stops_between_batches_and_is_left_interrupted(tmp_
     from memstrata.indexer.workspace import Workspace
     from memstrata.mcp_server import IndexWarmup
 
-    root = tmp_path / "big"
-    for d in range(40):
-        pkg = root / f"pkg{d}"
-        pkg.mkdir(parents=True)
-        for i in range(100):
-            (pkg / f"mod{i}.py").write_text("".join(
-                f"def f{d}_{i}_{k}(x):\n    return x + {k}\n\n\n" for k in range(20)))
+    root = many_small_files(tmp_path / "big", packages=40, functions=20)
     with Workspace.open(root) as ws:
         warmup = IndexWarmup(ws, watch=False)
         seen = []
