@@ -108,21 +108,27 @@ class Engine:
         return b
 
     def scope(self, args: dict) -> tuple[Branch, str]:
-        # The engine checks the object's names, then both scope names, before it looks the branch up.
+        # The engine checks the object's names, an as_of conflict, then both scope names, before it
+        # looks the branch up.
         check_object_names(args)
+        self.check_as_of(args)
         name = self.session_branch if args.get("branch") is None else args["branch"]
         check_branch_name(name)
         space = check_space(args.get("space"))
         return self.branch(name), space
 
-    def read_view(self, b: Branch, args: dict) -> View:
-        """The view a read sees: the head, or the state after the commit ``as_of`` names."""
-        as_of, as_of_time = args.get("as_of"), args.get("as_of_time")
-        if as_of is not None and as_of_time is not None:
+    @staticmethod
+    def check_as_of(args: dict) -> None:
+        if args.get("as_of") is not None and args.get("as_of_time") is not None:
             raise StrataError(
                 "invalid_argument.executor.as_of_conflict",
                 "as_of and as_of_time are mutually exclusive: pass a commit timestamp or a wall-clock "
                 "instant, not both")
+
+    def read_view(self, b: Branch, args: dict) -> View:
+        """The view a read sees: the head, or the state after the commit ``as_of`` names."""
+        self.check_as_of(args)
+        as_of, as_of_time = args.get("as_of"), args.get("as_of_time")
         if as_of_time is not None:
             version = self.store.timeline_version_at(b, as_of_time, by_time=True)
             if version is None:

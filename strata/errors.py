@@ -96,6 +96,7 @@ _CODES: dict[str, tuple[str, str, str]] = {
         "never", "not_started", "Use embeddings whose length matches the vector collection dimension."),
     "invalid_argument.engine.vector_metadata_patch": ("never", "not_started", _FIX_VECTOR),
     "invalid_argument.engine.vector_filter": ("never", "not_started", _FIX_VECTOR),
+    "invalid_argument.engine.vector_metadata_field": ("never", "not_started", _FIX_VECTOR),
     "already_exists.engine.json_index": (
         "never", "not_started", "Drop the existing index or choose a different index name."),
     "invalid_argument.engine.json_index_name": ("never", "not_started", _FIX_JSON_INDEX),

@@ -26,6 +26,7 @@ CONTROL_SETS = {
 }
 
 EMPTY, BLANK, LENGTH, CONTROL, RESERVED, SLASH = "empty", "blank", "length", "control", "reserved", "slash"
+NESTED = "nested"  # a `.` or `/` anywhere: a path into the value, not one field
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +49,11 @@ _ORDINARY = re.compile(r"[0-9A-Za-z.:@+\-][0-9A-Za-z_.:@+\-]{0,254}").fullmatch
 
 
 def check_name(rule: NameRule, text: str) -> None:
-    if _ORDINARY(text):
-        return
+    if not _ORDINARY(text):
+        _check_steps(rule, text)
+
+
+def _check_steps(rule: NameRule, text: str) -> None:
     for step in rule.order:
         if step == EMPTY and text == "":
             raise StrataError(rule.code, f"{rule.what} must not be empty")
@@ -63,6 +67,8 @@ def check_name(rule: NameRule, text: str) -> None:
             raise StrataError(rule.reserved, f"{rule.what} is reserved for {rule.reserved_for}")
         if step == SLASH and "/" in text:
             raise StrataError(rule.code, f"{rule.what} must not contain `/`")
+        if step == NESTED and ("." in text or "/" in text):
+            raise StrataError(rule.code, f"{rule.what} must be a top-level field name")
 
 
 _GRAPHISH = (BLANK, LENGTH, CONTROL)
@@ -93,6 +99,19 @@ EDGE_TYPE = NameRule("invalid_argument.engine.graph_edge_type", "graph edge type
 TYPE_NAME = NameRule("invalid_argument.engine.graph_type_name", "graph type name", (*_GRAPHISH, RESERVED), 256,
                      reserved="invalid_argument.engine.graph_type_name_reserved")
 PROPERTY_NAME = NameRule("invalid_argument.engine.graph_property_name", "graph property name", _GRAPHISH, 256)
+# A filter condition's field names one top-level metadata field; whitespace, other control bytes and
+# any other character are allowed.
+METADATA_FIELD = NameRule("invalid_argument.engine.vector_metadata_field", "vector metadata field",
+                          (EMPTY, LENGTH, CONTROL, NESTED), 1024, "is too long", "nul")
+# At most 256 characters are at most 1024 bytes, so such a field without NUL, `.` or `/` passes.
+_PLAIN_FIELD = re.compile("[^\x00./]{1,256}").fullmatch
+
+
+def check_filter_fields(conditions) -> None:
+    """The fields of a metadata filter's conditions, in order (the engine reports the first bad one)."""
+    for c in conditions or ():
+        if not _PLAIN_FIELD(c.field):  # an ordinary name may hold a `.`: no check_name fast path
+            _check_steps(METADATA_FIELD, c.field)
 
 # The fields that name the object a command works on, in the order the engine reads them: it turns
 # them into checked names when it reads the command, so they are judged before the branch and
@@ -106,3 +125,5 @@ def check_object_names(args: dict) -> None:
         value = args.get(field_name)
         if isinstance(value, str):
             check_name(rule, value)
+    # A metadata filter's fields come next (vector_query judges its as_of and input before them).
+    check_filter_fields(args.get("filter"))

@@ -30,7 +30,7 @@ from .batch import Batch, check_unique, sample_page
 from .commands import EFFECT_DELETED, EFFECT_NOT_FOUND, canonical, check_encoded, effect, found, handler, page, take
 from . import names
 from .errors import StrataError
-from .names import check_name
+from .names import check_filter_fields, check_name
 from .wire import Condition
 
 if TYPE_CHECKING:
@@ -369,7 +369,11 @@ def vector_upsert(e: Engine, a: dict) -> dict:
 
 @handler("vector_query")
 def vector_query(e: Engine, a: dict) -> dict:
+    # Here the collection name, an as_of conflict and the vector input come before the filter's fields.
+    check_name(names.VECTOR_COLLECTION, a["collection"])
+    e.check_as_of(a)
     values = _vector_input(a, "query")
+    check_filter_fields(a.get("filter"))
     b, space = e.scope(a)
     view = e.read_view(b, a)
     coll = require_collection(e, view, space, a["collection"])
@@ -836,6 +840,14 @@ def _diagnostics(coll: Collection, k: int) -> dict:
 
 @handler("vector_index_query")
 def vector_index_query(e: Engine, a: dict) -> dict:
+    # Its query is judged, then the filter's fields, before an as_of conflict and the scope.
+    check_name(names.VECTOR_COLLECTION, a["collection"])
+    values = a.get("query") or []
+    _f32(values)
+    if not 1 <= len(values) <= MAX_DIMENSION:
+        raise StrataError("invalid_argument.engine.vector_embedding",
+                          "vector embedding dimension is outside the supported range")
+    check_filter_fields(a.get("filter"))
     matches = vector_query(e, {**a, "text": None})["data"]
     b, space = e.scope(a)
     coll = require_collection(e, e.read_view(b, a), space, a["collection"])

@@ -299,3 +299,48 @@ SERDE = raw({"type": "graph_create", "graph": "g"}, {"type": "graph_add_node", "
             {"type": "vector_query", "collection": "c", "query": None},
             {"type": "vector_delete_by_filter", "collection": "c", "filter": []})
 SCRIPTS["serde"] = SERDE
+
+
+# -- vector metadata filter fields --------------------------------------------------------------
+
+# A filter condition's field must be a top-level metadata field: empty, past 1024 UTF-8 bytes, a NUL
+# (the only control byte refused), then a `.` or `/` anywhere, in that order, first bad condition
+# first.  Every command with a filter judges them after the collection name (and vector_query after
+# its as_of conflict and vector input), before the branch, space and collection lookups.
+def _metadata_field_script():
+    def cond(field):
+        return {"field": field, "op": "eq", "value": {"type": "number", "value": 1}}
+
+    commands = {"vector_query": {"query": [1.0], "k": 5}, "vector_index_query": {"query": [1.0], "k": 5},
+                "vector_delete_by_filter": {}}
+    fields = [chr(i) for i in range(128)] + [f"a{chr(i)}b" for i in range(128)]
+    fields += ["", "$.a", "$", "$a", "a.", ".a", "a/", "/a", "\u2024", "\uff0e", "\uff0f", "\u2215", "\x85", "\u3000",
+               "\u00e9", "\U0001f600", "a" * 1024, "a" * 1025, "\u00e9" * 512, "\u00e9" * 513, "a" * 1023 + "\u00e9",
+               "\u20ac" * 341 + "a", "a" * 1025 + "\x00", "a" * 1025 + ".", "\x00.", ".\x00", "/\x00", "a" * 2000 + "/"]
+    steps = [{"type": "vector_create_collection", "collection": "c", "dimension": 1, "metric": "cosine"}]
+    steps += [{"type": "vector_upsert", "collection": "c", "key": f"k{i}", "vector": [1.0 + i], "metadata": {f: 1}}
+              for i, f in enumerate(["a b", " ", "\u00e9", "$", "a\n", "\t"])]
+    for wire, extra in commands.items():
+        steps += [{"type": wire, "collection": "c", "filter": {"conditions": [cond(f)]}, **extra} for f in fields]
+        steps += [{"type": wire, "collection": "c", "filter": {"conditions": [cond(f) for f in pair]}, **extra}
+                  for pair in (("x", "."), (".", "\x00"), ("\x00", "."), ("/", ""), ("a b", "a" * 1025))]
+        for scope in ({"collection": ""}, {"collection": "_x"}, {"collection": "a/b"}, {"branch": "zz"},
+                      {"branch": ""}, {"space": ""}, {"space": "zz"}, {"space": "_x"}, {"collection": "missing"},
+                      {"as_of": 1, "as_of_time": 1}, {"as_of": 0}, {"query": [1.0, 2.0]}, {"k": 0},
+                      {"query": [1.0], "text": "hi"}, {"branch": "zz", "as_of": 1, "as_of_time": 1},
+                      {"query": [1e-50]}, {"query": [1e50]}, {"query": []}, {"collection": "", "query": [1e-50]},
+                      {"collection": "", "query": [1.0], "text": "hi"}, {"as_of": 1, "as_of_time": 1, "query": [1e-50]}):
+            steps.append({"type": wire, "collection": "c", "filter": {"conditions": [cond("a.b")]}, **extra, **scope})
+        steps += [{"type": "vector_count", "collection": "c"}]
+    # Any read judges an as_of conflict after its own names, before the branch and space names.
+    reads = [{"type": "kv_get", "key": B("k")}, {"type": "json_get", "key": "d", "path": "$"},
+             {"type": "vector_count", "collection": "c"}, {"type": "vector_get", "collection": "c", "key": "k"},
+             {"type": "graph_list_nodes", "graph": "g"}]
+    steps += [dict(r, as_of=1, as_of_time=1, **scope) for r in reads
+              for scope in ({"branch": "zz"}, {"branch": ""}, {"space": ""}, {"space": "_x"})]
+    steps += [{"type": "vector_count", "collection": "", "as_of": 1, "as_of_time": 1},
+              {"type": "graph_list_nodes", "graph": "", "as_of": 1, "as_of_time": 1}]
+    return raw(*steps)
+
+
+SCRIPTS["vector_metadata_fields"] = _metadata_field_script()
