@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import binascii
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -153,7 +154,9 @@ def f32_list(v: Any) -> list[float]:
 
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-_B64_INDEX = {c: i for i, c in enumerate(_B64)}
+_B64_INDEX = {c: i for i, c in enumerate(_B64.encode("ascii"))}  # by byte value
+_NOT_B64 = re.compile(rb"[^A-Za-z0-9+/]")
+_PAD = ord("=")
 
 
 def byte_string(v: Any) -> bytes:
@@ -179,20 +182,47 @@ def decode_base64(text: str) -> bytes:
 
 
 def _base64_problem(text: str) -> str:
-    body = text.rstrip("=")
-    pad = len(text) - len(body)
-    for offset, ch in enumerate(body):
-        if ch not in _B64_INDEX:
-            return f"Invalid symbol {ord(ch.encode('utf-8')[:1])}, offset {offset}."
-    rem = len(body) % 4
-    if rem == 1:
-        return f"Invalid input length: {len(body)}"
-    if pad != (4 - rem) % 4 or pad > 2:
+    """The base64 crate's sentence for text that is no canonical padded base64.
+
+    It reads the UTF-8 bytes: a lone last byte that is neither a symbol nor `=` first (a trailing
+    newline, or the last byte of a multi-byte character), then every quad but the last, where `=`
+    is no symbol, then the last quad, where `=` may not stand in the first two places nor before a
+    symbol; then that quad's length, its padding and the unused bits of its last symbol.
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    size, rem = len(data), len(data) % 4
+    if rem == 1 and data[-1] != _PAD and data[-1] not in _B64_INDEX:
+        return _bad_symbol(data[-1], size - 1)
+    start = max(size - rem - (4 if rem == 0 else 0), 0)  # the last quad, complete or not
+    bad = _NOT_B64.search(data, 0, start)
+    if bad:
+        return _bad_symbol(data[bad.start()], bad.start())
+    symbols, pads, first_pad = [], 0, 0
+    for offset, byte in enumerate(data[start:], start):
+        if byte == _PAD:
+            if offset - start < 2:
+                return _bad_symbol(byte, offset)
+            first_pad = first_pad or offset
+            pads += 1
+        elif pads:
+            return _bad_symbol(_PAD, first_pad)
+        elif byte not in _B64_INDEX:
+            return _bad_symbol(byte, offset)
+        else:
+            symbols.append(byte)
+    if len(symbols) < 2:
+        return f"Invalid input length: {start + len(symbols)}"
+    if (pads + len(symbols)) % 4:
         return "Invalid padding"
-    last = _B64_INDEX[body[-1]]
-    if (rem == 2 and last & 0x0F) or (rem == 3 and last & 0x03):
-        return f"Invalid last symbol {ord(body[-1])}, offset {len(body) - 1}."
-    return "Invalid padding"
+    unused = len(symbols) * 6 % 8
+    last = symbols[-1]
+    if _B64_INDEX[last] & ((1 << unused) - 1):
+        return f"Invalid last symbol {last}, offset {start + len(symbols) - 1}."
+    return "Invalid padding"  # not reached: such text decodes
+
+
+def _bad_symbol(byte: int, offset: int) -> str:
+    return f"Invalid symbol {byte}, offset {offset}."
 
 
 def enum(*names: str) -> Decoder:

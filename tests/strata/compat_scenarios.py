@@ -344,3 +344,29 @@ def _metadata_field_script():
 
 
 SCRIPTS["vector_metadata_fields"] = _metadata_field_script()
+
+
+# -- base64 sentences ---------------------------------------------------------------------------
+
+# KV bytes are decoded as the base64 crate decodes them, over the UTF-8 bytes of the text: a last
+# lone byte that is neither a symbol nor `=` first, then the quads before the last one in order
+# (`=` is no symbol there), then the last quad (`=` in its first two places, a symbol after `=`),
+# then its length, its padding and its unused bits.  The sentences name the offending byte and offset.
+def _base64_script():
+    import random
+
+    texts = ["\u00e9\u2603", "abc\u00e9", "YQ==\n", "YQ===", "a===", "====", "", "Y", "YQ", "YQ=", "YR==", "YQ=a",
+             "YQ==YQ==", "abcd=", "abcde", "abcd\n", "ab=c", "a=bc", "=abc", "YWI", "YWJ=", "YWK=", "Y\n==", "YQ\n=",
+             "  ", "YQ== ", "\nYQ==", "abcdabc=d", "abcdab==a", "abcdab=a=", "abcd====", "ab==ab==", "\u20ac", "a\u20ac",
+             "ab\u20ac", "abc\u20ac", "abcd\u20ac", "YQ=\u00e9", "YQ-_", "YQ.=", "QUJD" * 9 + "=", "QUJD" * 9 + "Q=",
+             "QUJD" * 8 + "Q\n" + "QUJD", "QUJD" * 10 + "\u00e9"]
+    rng = random.Random(7)
+    texts += ["".join(rng.choice("AQYa+/=\n \u00e9-") for _ in range(length)) for length in range(1, 10) for _ in range(12)]
+    steps = []
+    for t in texts:
+        steps += [{"type": "kv_put", "key": t, "value": B("v")}, {"type": "kv_put", "key": B("k"), "value": t},
+                  {"type": "kv_get", "key": t}, {"type": "kv_list", "prefix": t}]
+    return raw(*steps)
+
+
+SCRIPTS["base64_sentences"] = _base64_script()
