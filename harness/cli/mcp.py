@@ -78,7 +78,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         # on every call, instead of seeing its connection close before it could read why.
         print(f"memstrata: {exc}", file=sys.stderr)
         server = build_server(None, unavailable=f"MemStrata cannot open the index of this project: {exc}")
-        return run_stdio_server(server, lambda: None, stops, report=_report_error())
+        code = run_stdio_server(server, lambda: None, stops, report=_report_error())
+        return code or 2  # it served no index: a script sees the failure, as with every other command
     except (ProjectError, NotIndexed) as exc:
         print(f"memstrata: {exc}", file=sys.stderr)
         return 2

@@ -28,10 +28,12 @@ _SOURCE_SUFFIXES = (".py", ".scm")
 def build_id() -> str:
     """``0.1.0+<digest>``: equal in two processes exactly when they run the same code."""
     digest = hashlib.blake2b(digest_size=8)
-    # The interpreter as its path is written, `..` folded: `../../venv/bin/python` and
-    # `/work/venv/bin/python` are one interpreter; a venv's own link is kept (not resolved), so
-    # two venvs over one base Python stay apart.
-    digest.update(os.path.normpath(os.path.abspath(sys.executable)).encode("utf-8", "surrogateescape"))
+    # The interpreter and the environment it runs in, however the path to it was written
+    # (`../../venv/bin/python3`, `venv/bin/python`, `venv/bin/python3.11` are one): the binary
+    # the links lead to, and the environment's prefix, which keeps two venvs over one base
+    # Python apart.
+    for part in (os.path.realpath(sys.executable), os.path.normpath(sys.prefix)):
+        digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     digest.update(sys.version.encode())
     for folder in sorted(_package_folders()):
         for path, st in _source_files(folder):
