@@ -127,7 +127,8 @@ class Watcher(FileSystemEventHandler):
         failed for lack of space)."""
         with self._cv:
             self._full = True
-            self._hold_back()
+            if not self._busy:  # (a batch of this watcher that failed is held back by its loop)
+                self._hold_back()
             self._cv.notify_all()
 
     def _hold_back(self) -> None:
