@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -121,17 +122,35 @@ def test_disk_full_during_an_incremental_index(tmp_path, cli_env, memstrata_exe)
         assert files_table(db) != before
 
 
+def _exited(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] == "Z"  # a zombie has closed its files
+    except OSError:
+        return True
+
+
 def test_read_only_index(tmp_path, cli_env, memstrata_exe):
     with tmpfs(tmp_path / "disk", "16m") as disk:
         project = copy_project(disk / "proj")
         assert run(memstrata_exe, cli_env, "index", str(project)).returncode == 0
         # A daemon ran and left (its lock file stays behind, as it does).
         assert run(memstrata_exe, cli_env, "daemon", "start", str(project)).returncode == 0
-        assert run(memstrata_exe, cli_env, "daemon", "stop", str(project)).returncode == 0
+        stopped = run(memstrata_exe, cli_env, "daemon", "stop", str(project))
+        assert stopped.returncode == 0 and "stopped (pid " in stopped.stdout, stopped.stdout + stopped.stderr
+        pid = int(stopped.stdout.split("stopped (pid ", 1)[1].split(")", 1)[0])
+        for _ in range(300):  # gone, with every file it had open on this disk
+            if _exited(pid):
+                break
+            time.sleep(0.1)
         db = project / ".memstrata" / "index.db"
         digest = hashlib.sha256(db.read_bytes()).hexdigest()
         (project / "app" / "extra.py").write_text("def extra():\n    return 1\n")
-        res = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True, text=True)
+        for _ in range(100):  # the stopped daemon may hold its log open for a moment longer
+            res = subprocess.run(["mount", "-o", "remount,ro", str(disk)], capture_output=True, text=True)
+            if res.returncode == 0 or "busy" not in res.stderr:
+                break
+            time.sleep(0.1)
         if res.returncode != 0:
             pytest.skip(f"cannot remount the tmpfs read-only: {res.stderr.strip()[:200]}")
         res = run(memstrata_exe, cli_env, "index", str(project))
