@@ -40,11 +40,18 @@ def _path_error(message: str) -> StrataError:
     return StrataError("invalid_argument.engine.json_path", message)
 
 
+# `$.a.b_c`: ASCII names joined by dots, read at once (nearly every path a command carries;
+# any other spelling goes through the engine's whole grammar below).
+_PLAIN_PATH = re.compile(r"\$\.[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
 def parse_path(path: str) -> list[str | int]:
     if path in ("", "$", "$."):
         return []
     if not path.startswith("$"):
         path = "$." + path
+    if _PLAIN_PATH.fullmatch(path):
+        return path[2:].split(".")
     if path.startswith("$.."):
         raise _path_error("recursive descent is not supported in JSON path")
     segments: list[str | int] = []
