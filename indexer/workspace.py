@@ -40,8 +40,6 @@ from .worker import content_hash, read_bytes
 
 log = logging.getLogger(__name__)
 
-_GONE = "the index file was deleted or replaced"
-
 SNAPSHOT_DELAY = 5.0  # seconds of quiet after a graph refresh before it is saved
 HISTORY_META = "history"  # "<HEAD commit>:<working-tree digest>" of the saved recent history
 HEAD_CHECK_SECONDS = 30.0  # how often a long-lived process looks whether HEAD moved (a commit changes no file)
@@ -98,6 +96,7 @@ class Workspace:
         self._error: str | None = None
         self._held_back: str | None = None  # why the latest changes could not be written (a full disk)
         self._store_file = self._file_identity()  # the index file this process opened (see _store_gone)
+        self._store_gone_said = False
         self.listeners: list[Callable[[IndexSummary], None]] = []
         self._history: git_history.RecentChanges | None = None
         self._history_token: str | None = None
@@ -186,12 +185,13 @@ class Workspace:
     def _store_gone(self) -> bool:
         """Whether the index file this process opened was deleted or replaced (`rm -rf .memstrata`,
         a rebuild by another tool): what it would write then goes nowhere anyone reads."""
-        if self._store_file is None or self._error:
-            return bool(self._error) and self._error.startswith(_GONE)
-        if self._file_identity() == self._store_file:
+        if self._store_gone_said:
+            return True
+        if self._store_file is None or self._file_identity() == self._store_file:
             return False
-        self._error = (f"{_GONE} while this process ran; restart it to use the index that is there now "
-                       "(or run memstrata index to build one)")
+        self._store_gone_said = True
+        self._error = ("the index file was deleted or replaced while this process ran; restart it to use "
+                       "the index that is there now (or run memstrata index to build one)")
         log.error("%s", self._error)
         return True
 
@@ -326,10 +326,7 @@ class Workspace:
             graph = self.graph
             if graph.generation is None or ci.code_generation(self.store) == graph.generation:
                 return graph
-            generation, states = self._generation_and_states()
-            changed = [p for p, h in states.items() if self._known.get(p) != h]
-            removed = [p for p in self._known if p not in states]
-            self._refresh_graph(changed, removed, (generation, states))
+            self._take_store_changes()
             assert self._graph is not None
             return self._graph
 
@@ -408,12 +405,19 @@ class Workspace:
         if self._graph.generation is not None and ci.code_generation(self.store) == self._graph.generation:
             self._data_version = version
             return
-        generation, states = self._generation_and_states()
         self._data_version = version
+        self._take_store_changes()
+
+    def _take_store_changes(self) -> None:
+        """Apply to the graph whatever the index holds that the graph does not, read in one go."""
+        generation, states = self._generation_and_states()
         changed = [p for p, h in states.items() if self._known.get(p) != h]
         removed = [p for p in self._known if p not in states]
         if changed or removed:
             self._refresh_graph(changed, removed, (generation, states))
+        else:  # rows rewritten with the same bytes: the graph holds them already, only its label moves
+            assert self._graph is not None
+            self._graph.generation = generation
 
     def _generation_and_states(self) -> tuple[str | None, dict[str, str]]:
         with self.store.read():
