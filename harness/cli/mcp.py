@@ -55,6 +55,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     # Clients stop servers with SIGTERM: it unwinds like Ctrl-C, from here on, so the
     # watcher stops and the store closes cleanly.
     stops = StopSignals().install()
+    from . import report_error  # (here: the package imports this module)
     from .index import NotIndexed, open_indexed, open_workspace
 
     try:
@@ -78,7 +79,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         # on every call, instead of seeing its connection close before it could read why.
         print(f"memstrata: {exc}", file=sys.stderr)
         server = build_server(None, unavailable=f"MemStrata cannot open the index of this project: {exc}")
-        code = run_stdio_server(server, lambda: None, stops, report=_report_error())
+        code = run_stdio_server(server, lambda: None, stops, report=report_error)
         return code or 2  # it served no index: a script sees the failure, as with every other command
     except (ProjectError, NotIndexed) as exc:
         print(f"memstrata: {exc}", file=sys.stderr)
@@ -101,10 +102,5 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         if warmup.join(timeout=5):
             ws.close()
 
-    return run_stdio_server(server, cleanup, stops, report=_report_error())
+    return run_stdio_server(server, cleanup, stops, report=report_error)
 
-
-def _report_error():
-    from . import report_error
-
-    return report_error
