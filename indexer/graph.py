@@ -76,6 +76,43 @@ def _last_part(module: str) -> str:
     return re.split(r"::|[./\\]", module.rstrip("/"))[-1] if module else ""
 
 
+# The file that stands for its directory's module: Rust `mod.rs` / `lib.rs` / `main.rs`, Python
+# `__init__.py`, a JavaScript `index.js`.
+_MODULE_FILES = frozenset({"mod", "lib", "main", "__init__", "index"})
+# Path heads that name no module directory: Rust's `crate::`, `self::`, `super::`.
+_RELATIVE_HEADS = frozenset({"crate", "self", "super", ""})
+
+
+def _at_module_path(classes: list[str], module: str) -> list[str]:
+    """Of several types of one name, those the module path a call spells (`flavors::tick` in
+    `flavors::tick::Channel::new()`, `zapcore` in `zapcore.Entry{}`) points at most closely: most
+    trailing segments in common with the type's file (or its directory: a Go package is one)
+    and the modules it is nested in.  All of them when the path matches none."""
+    wanted = [p for p in module.split(".") if p not in _RELATIVE_HEADS]
+    if not wanted:
+        return classes
+    best, scored = 0, []
+    for cls in classes:
+        path, qualname = split_symbol_id(cls)
+        stem = path.rsplit(".", 1)[0].split("/")
+        if stem[-1] in _MODULE_FILES:
+            stem.pop()
+        nesting = qualname.split(".")[:-1]
+        score = max(_common_tail([*stem, *nesting], wanted), _common_tail([*stem[:-1], *nesting], wanted))
+        best = max(best, score)
+        scored.append((score, cls))
+    return [cls for score, cls in scored if score == best] if best else classes
+
+
+def _common_tail(have: list[str], wanted: list[str]) -> int:
+    """How many trailing segments ``have`` and ``wanted`` share (`-` and `_` alike: a crate
+    directory `crossbeam-channel` is `crossbeam_channel` in code)."""
+    n = 0
+    while n < len(have) and n < len(wanted) and have[-1 - n].replace("-", "_") == wanted[-1 - n].replace("-", "_"):
+        n += 1
+    return n
+
+
 def _qual_ends(qualname: str, suffix: str) -> bool:
     return qualname == suffix or qualname.endswith("." + suffix)
 
@@ -429,7 +466,31 @@ class CodeGraph(GraphQueries):
                 hit = self._member(target, name)
                 if hit:
                     return hit
-        return self._unique(candidates)
+        return self._unique_outside_tests(path, candidates)
+
+    def _outside_tests(self, path: str, candidates: Iterable[str]) -> list[str]:
+        """``candidates`` a reference from ``path`` can mean when its name alone picks the
+        definition: production code does not call into test code (a Rust `mod tests` is not even
+        compiled without it), so a test file's namesake is no candidate from outside the tests."""
+        if path in self.test_files:
+            return list(candidates)
+        return [c for c in candidates if not self._in_tests(c)]
+
+    def _in_tests(self, node: str) -> bool:
+        return node in self.test_symbols or node.split("::", 1)[0] in self.test_files
+
+    def _unique_outside_tests(self, path: str, candidates: set[str]) -> str | None:
+        """:meth:`_unique` of :meth:`_outside_tests`, without walking a common name's thousands of
+        definitions: it stops at the second one that counts."""
+        if path in self.test_files:
+            return self._unique(candidates)
+        found = None
+        for c in candidates:
+            if not self._in_tests(c):
+                if found is not None:
+                    return None
+                found = c
+        return found
 
     def _resolve_member(self, path, scope, name, receiver, candidates) -> str | None:
         if receiver in _SELF or receiver.startswith("super("):
@@ -464,22 +525,27 @@ class CodeGraph(GraphQueries):
                     hit = self._method_in_hierarchy(cls, name)
                     if hit:
                         return hit
-            # `res.send()` where exactly one definition is spelled `res.send`
-            # (JavaScript objects whose members are assigned: `res.send = ...`).
-            spelled = recv.rsplit(".", 1)[-1] + "." + name
-            hits = [c for c in candidates if _qual_ends(self.g.nodes[c]["qualname"], spelled)]
-            if len(hits) == 1:
-                return hits[0]
+            if _names_type(recv) or self.g.nodes[path].get("language") in _JS_LIKE:
+                # `res.send()` where exactly one definition is spelled `res.send`: JavaScript
+                # objects whose members are assigned (`res.send = ...`), and a call on a type
+                # (`i32::from`).  Elsewhere a value named like a type is a coincidence.
+                spelled = recv.rsplit(".", 1)[-1] + "." + name
+                hits = [c for c in self._outside_tests(path, candidates)
+                        if _qual_ends(self.g.nodes[c]["qualname"], spelled)]
+                if len(hits) == 1:
+                    return hits[0]
             if _names_type(recv):
                 # A call on a type (`Hasher.Hash(..)`, `PathBuf::from(..)`, `str.join(..)`): a
                 # method of that type when the project defines it, else nothing of the project's.
                 last = recv.rsplit(".", 1)[-1]
                 type_name = bindings.imported.get(last, last) if bindings is not None else last
-                hits = {hit for cls in self._by_name.get(type_name, ())
-                        if self.g.nodes[cls]["kind"] in _CLASSLIKE
-                        and (hit := self._method_in_hierarchy(cls, name)) is not None}
+                classes = [cls for cls in self._outside_tests(path, self._by_name.get(type_name, ()))
+                           if self.g.nodes[cls]["kind"] in _CLASSLIKE]
+                if len(classes) > 1 and "." in recv:
+                    classes = _at_module_path(classes, recv.rsplit(".", 1)[0])
+                hits = {hit for cls in classes if (hit := self._method_in_hierarchy(cls, name)) is not None}
                 return self._unique(hits)
-        return self._unique(candidates)
+        return self._unique_outside_tests(path, candidates)
 
     def _unique(self, candidates: set[str]) -> str | None:
         if len(candidates) == 1:

@@ -209,6 +209,24 @@ RESOLUTION_PROJECT = {
         "def use_value_receiver(s):\n    return s.keys()\n\n\n"
         "def use_foreign_type(d):\n    return Mapping.keys(d), str.join(',', d)\n"
     ),
+    # Several modules define a type of one name; the path a call spells says which.
+    "src/flavors/mod.rs": "pub mod tick;\npub mod array;\n",
+    "src/flavors/tick.rs": "pub struct Channel;\n\nimpl Channel {\n    pub fn new() -> Channel {\n        Channel\n    }\n}\n",
+    "src/flavors/array.rs": "pub struct Channel;\n\nimpl Channel {\n    pub fn new() -> Channel {\n        Channel\n    }\n}\n",
+    "src/channel.rs": (
+        "use crate::flavors;\n\n"
+        "pub fn tick() {\n    flavors::tick::Channel::new();\n}\n\n"
+        "pub fn array() {\n    crate::flavors::array::Channel::new();\n}\n\n"
+        "pub fn either() {\n    Channel::new();\n}\n\n"
+        "pub fn uses_test_helper() {\n    only_in_tests();\n    inline_helper();\n}\n\n"
+        "#[cfg(test)]\nmod tests {\n    fn inline_helper() {}\n}\n"
+    ),
+    # A name defined only by test code: the tests' own calls find it, production code's do not.
+    "tests/helpers.rs": "pub fn only_in_tests() {}\n",
+    "tests/it.rs": "fn calls_helper() {\n    only_in_tests();\n}\n",
+    # `res.send()` is a member spelled `res.send` only in JavaScript (`res.send = ...`).
+    "pkg/replies.py": "class res:\n    def send(self):\n        return 1\n\n\ndef send(x):\n    return x\n",
+    "pkg/reply.py": "def reply(res):\n    return res.send()\n",
     "src/code.rs": (
         "pub enum Code { Ok, Failed }\n\n"
         "impl From<Code> for i32 {\n    fn from(code: Code) -> Self {\n        0\n    }\n}\n\n"
@@ -272,6 +290,22 @@ def test_a_call_on_a_type_the_project_lacks_is_not_its_one_namesake(resolution):
     assert callees(resolution, "src/code.rs::as_path") == []
     # `impl From<Code> for i32` defines i32's `from`, and `i32::from` calls it.
     assert callees(resolution, "src/code.rs::as_number") == ["src/code.rs::i32.from"]
+
+
+def test_a_type_named_through_its_module_path_is_that_modules(resolution):
+    assert callees(resolution, "src/channel.rs::tick") == ["src/flavors/tick.rs::Channel.new"]
+    assert callees(resolution, "src/channel.rs::array") == ["src/flavors/array.rs::Channel.new"]
+    assert callees(resolution, "src/channel.rs::either") == []  # no path: still ambiguous
+
+
+def test_production_code_never_links_to_a_test_namesake_by_name(resolution):
+    assert callees(resolution, "src/channel.rs::uses_test_helper") == []
+    assert callees(resolution, "tests/it.rs::calls_helper") == ["tests/helpers.rs::only_in_tests"]
+
+
+def test_a_member_spelled_like_a_value_receiver_is_a_javascript_pattern_only(resolution):
+    # Python: `res` is a value here, and two definitions are named `send`.
+    assert callees(resolution, "pkg/reply.py::reply") == []
 
 
 def test_own_definition_beats_global_names(resolution):
