@@ -308,8 +308,8 @@ def _fill_candidates(graph: GraphView, seeds, adjusted: list[tuple[str, float]],
 
 
 # Code that is rarely what a question is about unless it says so.
-_PERIPHERAL_DIRS = frozenset({"examples", "example", "benchmarks", "benchmark", "bench", "docs", "doc",
-                              "tools", "scripts", "demo", "demos", "samples", "sample"})
+_PERIPHERAL_DIRS = frozenset({"examples", "example", "benchmarks", "benchmark", "bench", "benches", "docs",
+                              "doc", "tools", "scripts", "demo", "demos", "samples", "sample"})
 
 
 _RUST_TEST_MODULES = frozenset({"tests", "test"})

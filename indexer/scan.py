@@ -263,7 +263,14 @@ def _looks_binary(data: bytes) -> bool:
     return control * 20 > len(probe)
 
 
-_TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "testdata"}
+_TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "testdata",
+              # test scaffolding: helpers only the tests import, however a project spells them
+              "testutil", "testutils", "test_utils", "test-utils", "test_helpers", "test-helpers",
+              "testhelpers"}
+# The same scaffolding as one file beside the code (`src/test-utils.ts`, `testutil.go`); a
+# `test_utils.py` already is a test by its prefix.
+_TEST_STEMS = {"conftest", "tests", "test", "testutil", "testutils", "test-utils", "testUtils",
+               "test-helpers", "testHelpers", "testhelpers"}
 
 
 def is_test_path(path: str) -> bool:
@@ -275,7 +282,7 @@ def is_test_path(path: str) -> bool:
     return (
         stem.startswith("test_")
         or stem.endswith(("_test", "_spec", "Test", "Tests", ".test", ".spec"))
-        or stem in {"conftest", "tests", "test"}
+        or stem in _TEST_STEMS
     )
 
 

@@ -1,0 +1,26 @@
+"""Which files are test code: the ranking passes them over unless a question is about tests,
+and the proxy does not keep their functions by rank."""
+
+from __future__ import annotations
+
+import pytest
+
+from memstrata.indexer.scan import is_test_path
+
+
+@pytest.mark.parametrize("path", [
+    "tests/test_core.py", "src/pkg/core_test.go", "lib/router.spec.ts", "__tests__/a.js", "conftest.py",
+    # scaffolding only the tests use, in its own directory or as one file beside the code
+    "internal/testutil/filepath.go", "src/test_helpers/mod.rs", "test-helpers/context.js",
+    "packages/x/src/test-utils.ts", "src/testUtils.ts", "pkg/testutils/fixtures.go", "testhelpers.go",
+])
+def test_test_code_and_its_scaffolding_are_test_paths(path):
+    assert is_test_path(path)
+
+
+@pytest.mark.parametrize("path", [
+    "src/click/testing.py",  # a library's own testing API is what its users call
+    "src/utils.ts", "src/contest.py", "lib/attest.rs", "pkg/latest/util.go", "src/testimony/render.py",
+])
+def test_production_code_is_not(path):
+    assert not is_test_path(path)
