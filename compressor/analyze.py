@@ -662,12 +662,48 @@ def _seed_qualified(tok: _Token, graph: GraphView, names: NameIndex, seeds: Seed
             seeds.add_symbol(d, 10.0 / max(1.0, len(exact) ** 0.5))
         if len(exact) <= 3:
             seeds.named.update(exact)
+        impls = _implementations(exact, defs, graph)
+        for d in impls:
+            seeds.add_symbol(d, 5.0 / max(1.0, len(impls) ** 0.5))
+        if len(impls) <= 3:
+            seeds.named.update(impls)
         return True
     # `Class.method` where only the class part resolves: the class is a seed too.
     for d in graph.definitions(parts[-2]):
         if allowed(d):
             seeds.add_symbol(d, 4.0 * selectivity(len(graph.definitions(parts[-2]))))
     return False
+
+
+# Kinds whose methods are declarations that other types carry out (a Go interface, a Rust trait,
+# a TypeScript or Java interface).
+_ABSTRACT_KINDS = frozenset({"interface", "trait"})
+# More implementations than this and the method's name is a convention (`String`, `fmt`, `len`),
+# not a pointer to where the named behaviour lives.
+_MAX_IMPLEMENTATIONS = 6
+
+
+def _implementations(named: list[str], defs: list[str], graph: GraphView) -> list[str]:
+    """The methods that carry out a named interface or trait method (``Encoder.EncodeEntry``
+    names ``jsonEncoder.EncodeEntry`` and ``consoleEncoder.EncodeEntry`` too): the code a change
+    to the declared behaviour edits is in them, and a Go type satisfies an interface by its
+    method names alone, with no edge to follow.  Same-named methods of concrete types, among
+    ``defs`` (the name's allowed definitions); none when there are too many to be specific."""
+    abstract = [d for d in named if _owner_kind(graph, d) in _ABSTRACT_KINDS]
+    if not abstract:
+        return []
+    impls = [d for d in defs if d not in named and graph.node(d).get("kind") == "method"
+             and _owner_kind(graph, d) not in _ABSTRACT_KINDS]
+    return impls if len(impls) <= _MAX_IMPLEMENTATIONS else []
+
+
+def _owner_kind(graph: GraphView, node: str) -> str | None:
+    """The kind of the definition ``node`` is declared in (None at a file's top level)."""
+    path, qualname = node.split("::", 1)
+    if "." not in qualname:
+        return None
+    owner = f"{path}::{qualname.rsplit('.', 1)[0]}"
+    return graph.node(owner).get("kind") if owner in graph else None
 
 
 def _definition_at(graph: GraphView, path: str, line: int) -> str | None:

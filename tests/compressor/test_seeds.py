@@ -372,3 +372,29 @@ def test_a_traceback_s_own_lines_name_no_file(tmp_path):
         s = seeds(w, trace)
         assert s.path_boost("pkg/traceback.py") == 1.0, s.evidence
         assert context_query(w, trace, max_tokens=400).sources == ["pkg/segment.py"]
+
+
+def test_a_named_interface_method_names_the_methods_that_carry_it_out(tmp_path):
+    # Go satisfies an interface by method names alone: no edge leads from the declaration to the
+    # code a change to the declared behaviour edits.
+    enc = "package enc\n\ntype Encoder interface {\n\tEncodeEntry(e Entry) ([]byte, error)\n\tClone() Encoder\n}\n"
+    impl = ("package enc\n\ntype {t} struct{{}}\n\nfunc (e *{t}) EncodeEntry(x Entry) ([]byte, error) {{\n"
+            "\treturn nil, nil\n}}\n\nfunc (e *{t}) Clone() Encoder {{\n\treturn e\n}}\n")
+    files = {"enc/encoder.go": enc, "enc/json.go": impl.format(t="jsonEncoder"),
+             "enc/console.go": impl.format(t="consoleEncoder"), "enc/entry.go": "package enc\n\ntype Entry struct{}\n"}
+    with project_of(tmp_path / "enc", files) as w:
+        s = seeds(w, "Ignore a nil time in `Encoder.EncodeEntry`")
+        assert {"enc/encoder.go::Encoder.EncodeEntry", "enc/json.go::jsonEncoder.EncodeEntry",
+                "enc/console.go::consoleEncoder.EncodeEntry"} <= s.named
+        # A concrete type's method names itself only.
+        s = seeds(w, "Ignore a nil time in `jsonEncoder.EncodeEntry`")
+        assert "enc/console.go::consoleEncoder.EncodeEntry" not in s.named
+
+
+def test_a_named_trait_method_names_its_impls(tmp_path):
+    files = {"src/lib.rs": "pub mod codec;\npub mod text;\n",
+             "src/codec.rs": "pub trait Codec {\n    fn decode(&self, b: &[u8]) -> String;\n}\n",
+             "src/text.rs": ("use crate::codec::Codec;\n\npub struct Utf8;\n\nimpl Codec for Utf8 {\n"
+                             "    fn decode(&self, b: &[u8]) -> String {\n        String::new()\n    }\n}\n")}
+    with project_of(tmp_path / "codec", files) as w:
+        assert "src/text.rs::Utf8.decode" in seeds(w, "Reject bad input in `Codec::decode`").named
