@@ -709,8 +709,7 @@ def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", nam
     A full-text hit past the ranking still has its search evidence: code
     that spells the question's words, in a corner the graph walk did not
     reach (its score places it below every ranked one)."""
-    unnamed = [s for n, s in ranked
-               if n not in named and n not in sig_only and graph.node(n)["kind"] not in _CONTAINER_KINDS]
+    unnamed = [s for n, s in ranked if n not in named and n not in sig_only and not _holds_definitions(graph, n)]
     top = (unnamed[0] if unnamed else (ranked[0][1] if ranked else 1.0)) or 1.0
     seen: set[str] = set()
     n_ranked = len(ranked)
@@ -722,7 +721,18 @@ def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", nam
         if i >= n_ranked and node not in evidence.lexical:
             yield i, unit, None
         else:
-            yield i, unit, evidence.features(i, score / top, unit, node in named, node in sig_only)
+            yield i, unit, evidence.features(i, score / top, unit, node in named, node in sig_only,
+                                             _holds_definitions(graph, node))
+
+
+def _holds_definitions(graph: GraphView, node: str) -> bool:
+    """Whether ``node`` is a container with definitions of its own inside (a class with methods,
+    a type with an `impl`).  A TypeScript `interface` or `type` alias, a Go struct without methods,
+    a data class of fields only: of a container's kind, but the unit a change edits, like a
+    function."""
+    if graph.node(node)["kind"] not in _CONTAINER_KINDS:
+        return False
+    return any(kind == "contains" and out for _, kind, _, out, _ in graph.adjacency(node))
 
 
 def nested_worth(probability: dict[str, float], units: dict[str, Unit], graph: GraphView,
@@ -773,7 +783,8 @@ class _Evidence:
         return cls({n: i for i, n in enumerate(seeds.lexical)}, frozenset(personalization), seeds.path_boost, files,
                    history)
 
-    def features(self, rank: int, ratio: float, unit: Unit, named: bool, member_of_named: bool) -> tuple[float, ...]:
+    def features(self, rank: int, ratio: float, unit: Unit, named: bool, member_of_named: bool,
+                 container: bool) -> tuple[float, ...]:
         """The model's inputs for one candidate, in the order of FEATURES."""
         lexical_rank = self.lexical.get(unit.node)
         file_lexical_rank = self.file_lexical.get(unit.path)
@@ -787,7 +798,7 @@ class _Evidence:
             math.log(min(max(ratio, 1e-6), 4.0)),
             float(named),
             float(member_of_named),
-            float(unit.kind in _CONTAINER_KINDS),
+            float(container),
             math.log(max(unit.end - unit.start + 1, 1)),
             0.0 if lexical_rank is None else 1.0,
             0.0 if lexical_rank is None else math.log(lexical_rank + 1),

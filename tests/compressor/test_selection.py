@@ -9,7 +9,7 @@ import pytest
 from memstrata.compressor import context_query
 from memstrata.compressor.analyze import NameIndex, find_seeds, split_scope
 from memstrata.compressor.render import FULL, Unit
-from memstrata.compressor.slice import _Evidence, target_probability
+from memstrata.compressor.slice import _Evidence, _holds_definitions, target_probability
 from memstrata.indexer.history import RecentChanges
 from memstrata.indexer.workspace import Workspace
 
@@ -61,7 +61,7 @@ def test_the_budget_is_never_exceeded(ws):
 
 
 def _p(rank=3, ratio=0.5, named=False, member_of_named=False, kind="function", lines=20, lexical_rank=None,
-       file_lexical_rank=None, age=None, file_age=None) -> float:
+       file_lexical_rank=None, age=None, file_age=None, members=True) -> float:
     node = "pkg/mod.py::target"
     history = None
     if file_age is not None:
@@ -71,7 +71,8 @@ def _p(rank=3, ratio=0.5, named=False, member_of_named=False, kind="function", l
                          file_lexical={} if file_lexical_rank is None else {"pkg/mod.py": file_lexical_rank},
                          history=history)
     unit = Unit(node, "pkg/mod.py", 1.0, FULL, 5, 5 + lines - 1, kind, None)
-    return target_probability(evidence.features(rank, ratio, unit, named, member_of_named))
+    container = kind in ("class", "struct", "interface", "type") and members
+    return target_probability(evidence.features(rank, ratio, unit, named, member_of_named, container))
 
 
 def test_target_probability_follows_the_rankings_confidence():
@@ -84,6 +85,9 @@ def test_target_probability_follows_the_rankings_confidence():
     assert p(file_lexical_rank=0) > p(file_lexical_rank=1) > p(file_lexical_rank=3)
     assert p(file_lexical_rank=0) > p(file_lexical_rank=1) > p()
     assert p(kind="class") < p(kind="function")
+    # A type with nothing defined inside it (a TypeScript interface, a Go struct without methods)
+    # is the unit a change edits, as a function is.
+    assert p(kind="interface", members=False) == p(kind="function")
     assert p(member_of_named=True) > p()
     assert all(0.0 < p(rank=r, ratio=x) < 1.0 for r in (0, 10, 150) for x in (4.0, 1.0, 1e-9))
 
@@ -209,3 +213,19 @@ def test_a_large_likely_body_goes_first_when_small_offers_would_crowd_it_out():
     worth_of.update({(f"s{i}", FULL): 0.12 for i in range(5)})
     offers = named + sorted([(-(0.9 / 900), 0, "big", FULL)] + [(-(0.12 / 100), i + 1, f"s{i}", FULL) for i in range(5)])
     assert [o[2] for o in _large_body_first(offers, worth_of, body_estimate, 1000, 1000)[:2]] == ["named", "big"]
+
+
+def test_only_a_type_with_definitions_inside_counts_as_a_container(tmp_path):
+    root = tmp_path / "types"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "api.ts").write_text(
+        "export interface Options {\n  retries: number;\n}\n\n"
+        "export type Mode = 'fast' | 'safe';\n\n"
+        "export class Client {\n  send(): void {}\n}\n")
+    with Workspace.open(root) as w:
+        w.index()
+        g = w.graph
+        assert not _holds_definitions(g, "src/api.ts::Options")
+        assert not _holds_definitions(g, "src/api.ts::Mode")
+        assert _holds_definitions(g, "src/api.ts::Client")
+        assert not _holds_definitions(g, "src/api.ts::Client.send")
