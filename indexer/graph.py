@@ -94,7 +94,7 @@ def _at_module_path(classes: list[str], module: str) -> list[str]:
     best, scored = 0, []
     for cls in classes:
         path, qualname = split_symbol_id(cls)
-        stem = path.rsplit(".", 1)[0].split("/")
+        stem = posixpath.splitext(path)[0].split("/")
         if stem[-1] in _MODULE_FILES:
             stem.pop()
         nesting = qualname.split(".")[:-1]
@@ -466,23 +466,37 @@ class CodeGraph(GraphQueries):
                 hit = self._member(target, name)
                 if hit:
                     return hit
-        return self._unique_outside_tests(path, candidates)
+        return self._unique_outside_tests(path, scope, candidates)
 
-    def _outside_tests(self, path: str, candidates: Iterable[str]) -> list[str]:
-        """``candidates`` a reference from ``path`` can mean when its name alone picks the
-        definition: production code does not call into test code (a Rust `mod tests` is not even
-        compiled without it), so a test file's namesake is no candidate from outside the tests."""
+    def _from_tests(self, path: str, scope: str | None) -> bool:
+        """Whether a reference from ``scope`` of ``path`` is made by test code: a test file's, or
+        a source file's inline test module's (a Rust `mod tests`)."""
         if path in self.test_files:
-            return list(candidates)
-        return [c for c in candidates if not self._in_tests(c)]
+            return True
+        if not scope or not self.test_symbols:
+            return False
+        return (symbol_id(path, scope) in self.test_symbols
+                or symbol_id(path, scope.split(".", 1)[0]) in self.test_symbols)
 
     def _in_tests(self, node: str) -> bool:
         return node in self.test_symbols or node.split("::", 1)[0] in self.test_files
 
-    def _unique_outside_tests(self, path: str, candidates: set[str]) -> str | None:
+    def _outside_tests(self, path: str, scope: str | None, candidates: Iterable[str]) -> list[str]:
+        """``candidates`` a reference from ``scope`` of ``path`` can mean when its name alone
+        picks the definition: production code does not call into test code (a Rust `mod tests`
+        is not even compiled without it), so a test's namesake is no candidate from outside the
+        tests."""
+        if self._from_tests(path, scope):
+            return list(candidates)
+        return [c for c in candidates if not self._in_tests(c)]
+
+    def _unique_outside_tests(self, path: str, scope: str | None, candidates: set[str]) -> str | None:
         """:meth:`_unique` of :meth:`_outside_tests`, without walking a common name's thousands of
         definitions: it stops at the second one that counts."""
-        if path in self.test_files:
+        if len(candidates) == 1:
+            only = next(iter(candidates))
+            return only if not self._in_tests(only) or self._from_tests(path, scope) else None
+        if self._from_tests(path, scope):
             return self._unique(candidates)
         found = None
         for c in candidates:
@@ -525,27 +539,29 @@ class CodeGraph(GraphQueries):
                     hit = self._method_in_hierarchy(cls, name)
                     if hit:
                         return hit
-            if _names_type(recv) or self.g.nodes[path].get("language") in _JS_LIKE:
-                # `res.send()` where exactly one definition is spelled `res.send`: JavaScript
-                # objects whose members are assigned (`res.send = ...`), and a call on a type
-                # (`i32::from`).  Elsewhere a value named like a type is a coincidence.
-                spelled = recv.rsplit(".", 1)[-1] + "." + name
-                hits = [c for c in self._outside_tests(path, candidates)
-                        if _qual_ends(self.g.nodes[c]["qualname"], spelled)]
-                if len(hits) == 1:
-                    return hits[0]
+            # `res.send()` where exactly one definition is spelled `res.send` (JavaScript
+            # objects whose members are assigned: `res.send = ...`; a Go field named like its
+            # type: `s.conn.Write()`; a call on a type: `i32::from`).
+            spelled = recv.rsplit(".", 1)[-1] + "." + name
+            hits = self._outside_tests(path, scope, [c for c in candidates
+                                                     if _qual_ends(self.g.nodes[c]["qualname"], spelled)])
+            if len(hits) == 1:
+                return hits[0]
             if _names_type(recv):
                 # A call on a type (`Hasher.Hash(..)`, `PathBuf::from(..)`, `str.join(..)`): a
                 # method of that type when the project defines it, else nothing of the project's.
                 last = recv.rsplit(".", 1)[-1]
                 type_name = bindings.imported.get(last, last) if bindings is not None else last
-                classes = [cls for cls in self._outside_tests(path, self._by_name.get(type_name, ()))
-                           if self.g.nodes[cls]["kind"] in _CLASSLIKE]
-                if len(classes) > 1 and "." in recv:
-                    classes = _at_module_path(classes, recv.rsplit(".", 1)[0])
-                hits = {hit for cls in classes if (hit := self._method_in_hierarchy(cls, name)) is not None}
-                return self._unique(hits)
-        return self._unique_outside_tests(path, candidates)
+                methods = {cls: hit for cls in self._outside_tests(path, scope, self._by_name.get(type_name, ()))
+                           if self.g.nodes[cls]["kind"] in _CLASSLIKE
+                           and (hit := self._method_in_hierarchy(cls, name)) is not None}
+                if len(methods) > 1 and "." in recv:
+                    # Only types that have the method are told apart by path: which one a
+                    # call means then changes only when a definition of ``name`` does, as the
+                    # index's re-resolution by name assumes.
+                    methods = {cls: methods[cls] for cls in _at_module_path(list(methods), recv.rsplit(".", 1)[0])}
+                return self._unique(set(methods.values()))
+        return self._unique_outside_tests(path, scope, candidates)
 
     def _unique(self, candidates: set[str]) -> str | None:
         if len(candidates) == 1:

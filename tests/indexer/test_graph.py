@@ -151,6 +151,30 @@ def test_refresh_when_a_new_file_makes_a_name_ambiguous(ws, project):
     assert_same_as_fresh(ws, g)
 
 
+def test_refresh_when_a_type_of_the_same_name_appears_on_the_spelled_path(tmp_path):
+    # Which `Channel` a path-spelled call means is decided among the types that have the method,
+    # so a new namesake without it changes nothing, incrementally or from scratch.
+    root = tmp_path / "paths"
+    for rel, text in {
+        "src/lib.rs": "pub mod flavors;\npub mod x;\n",
+        "src/flavors/mod.rs": "pub mod tick;\npub mod array;\n",
+        "src/flavors/tick.rs": "pub struct Channel;\n\nimpl Channel {\n    pub fn new() -> Channel {\n        Channel\n    }\n}\n",
+        "src/flavors/array.rs": "pub struct Channel;\n\nimpl Channel {\n    pub fn new() -> Channel {\n        Channel\n    }\n}\n",
+        "src/user.rs": "pub fn make() {\n    crate::x::flavors::tick::Channel::new();\n}\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    with Workspace.open(root, workers=1) as w:
+        w.index()
+        g = CodeGraph.load(w.store)
+        assert g.callees("src/user.rs::make") == ["src/flavors/tick.rs::Channel.new"]
+        (root / "src/x/flavors").mkdir(parents=True)
+        (root / "src/x/flavors/tick.rs").write_text("pub struct Channel;\n")
+        apply(w, g, ["src/x/flavors/tick.rs"])
+        assert g.callees("src/user.rs::make") == ["src/flavors/tick.rs::Channel.new"]
+        assert_same_as_fresh(w, g)
+
+
 def test_refresh_when_a_missing_module_appears(ws, project):
     g = CodeGraph.load(ws.store)
     (project / "app/reports.py").write_text(
@@ -219,14 +243,16 @@ RESOLUTION_PROJECT = {
         "pub fn array() {\n    crate::flavors::array::Channel::new();\n}\n\n"
         "pub fn either() {\n    Channel::new();\n}\n\n"
         "pub fn uses_test_helper() {\n    only_in_tests();\n    inline_helper();\n}\n\n"
-        "#[cfg(test)]\nmod tests {\n    fn inline_helper() {}\n}\n"
+        "#[cfg(test)]\nmod tests {\n    fn inline_helper() {}\n\n    fn uses_fixture() {\n        make_fixture();\n    }\n}\n"
     ),
+    "src/testutil/mod.rs": "pub fn make_fixture() {}\n",
     # A name defined only by test code: the tests' own calls find it, production code's do not.
     "tests/helpers.rs": "pub fn only_in_tests() {}\n",
     "tests/it.rs": "fn calls_helper() {\n    only_in_tests();\n}\n",
-    # `res.send()` is a member spelled `res.send` only in JavaScript (`res.send = ...`).
-    "pkg/replies.py": "class res:\n    def send(self):\n        return 1\n\n\ndef send(x):\n    return x\n",
-    "pkg/reply.py": "def reply(res):\n    return res.send()\n",
+    # A Go field named like its type: `s.conn.Write()` is `conn`'s Write.
+    "srv/conn.go": "package srv\n\ntype conn struct{}\n\nfunc (c *conn) Write(b []byte) {}\n",
+    "srv/file.go": "package srv\n\ntype file struct{}\n\nfunc (f *file) Write(b []byte) {}\n",
+    "srv/server.go": "package srv\n\ntype Server struct {\n\tconn *conn\n}\n\nfunc (s *Server) Send(b []byte) {\n\ts.conn.Write(b)\n}\n",
     "src/code.rs": (
         "pub enum Code { Ok, Failed }\n\n"
         "impl From<Code> for i32 {\n    fn from(code: Code) -> Self {\n        0\n    }\n}\n\n"
@@ -300,12 +326,13 @@ def test_a_type_named_through_its_module_path_is_that_modules(resolution):
 
 def test_production_code_never_links_to_a_test_namesake_by_name(resolution):
     assert callees(resolution, "src/channel.rs::uses_test_helper") == []
+    # Test code does: a test file's, and a source file's inline test module's.
     assert callees(resolution, "tests/it.rs::calls_helper") == ["tests/helpers.rs::only_in_tests"]
+    assert callees(resolution, "src/channel.rs::tests.uses_fixture") == ["src/testutil/mod.rs::make_fixture"]
 
 
-def test_a_member_spelled_like_a_value_receiver_is_a_javascript_pattern_only(resolution):
-    # Python: `res` is a value here, and two definitions are named `send`.
-    assert callees(resolution, "pkg/reply.py::reply") == []
+def test_a_member_spelled_like_its_receiver(resolution):
+    assert callees(resolution, "srv/server.go::Server.Send") == ["srv/conn.go::conn.Write"]
 
 
 def test_own_definition_beats_global_names(resolution):
