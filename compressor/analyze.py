@@ -665,7 +665,7 @@ def _seed_qualified(tok: _Token, graph: GraphView, names: NameIndex, seeds: Seed
         impls = _implementations(exact, defs, graph)
         for d in impls:
             seeds.add_symbol(d, 5.0 / max(1.0, len(impls) ** 0.5))
-        if len(impls) <= 3:
+        if len(exact) <= 3 and len(impls) <= 3:
             seeds.named.update(impls)
         return True
     # `Class.method` where only the class part resolves: the class is a seed too.
@@ -692,8 +692,17 @@ def _implementations(named: list[str], defs: list[str], graph: GraphView) -> lis
     abstract = [d for d in named if _owner_kind(graph, d) in _ABSTRACT_KINDS]
     if not abstract:
         return []
-    impls = [d for d in defs if d not in named and graph.node(d).get("kind") == "method"
-             and _owner_kind(graph, d) not in _ABSTRACT_KINDS]
+    # Where the language says which methods implement it (Rust's `impl Trait for T`, a class
+    # that `implements` an interface) the graph links them to the declaration: those, and
+    # only those.  A Go interface has no such link, and is matched by the method's name.
+    allowed = set(defs)
+    linked = [n.node for d in abstract for n in graph.neighbors(d, kinds=["inherits"], direction="in")
+              if n.node in allowed and n.node not in named]
+    if linked:
+        impls = list(dict.fromkeys(linked))
+    else:
+        impls = [d for d in defs if d not in named and graph.node(d).get("kind") == "method"
+                 and _owner_kind(graph, d) not in _ABSTRACT_KINDS]
     return impls if len(impls) <= _MAX_IMPLEMENTATIONS else []
 
 

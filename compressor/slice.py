@@ -726,13 +726,19 @@ def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", nam
 
 
 def _holds_definitions(graph: GraphView, node: str) -> bool:
-    """Whether ``node`` is a container with definitions of its own inside (a class with methods,
-    a type with an `impl`).  A TypeScript `interface` or `type` alias, a Go struct without methods,
-    a data class of fields only: of a container's kind, but the unit a change edits, like a
-    function."""
+    """Whether ``node`` is a container with definitions of its own (a class with methods, a type
+    with an `impl` or Go methods).  A TypeScript interface of properties or a `type` alias, a Go
+    struct without methods, a data class of fields only: of a container's kind, but the unit a
+    change edits, like a function."""
     if graph.node(node)["kind"] not in _CONTAINER_KINDS:
         return False
-    return any(kind == "contains" and out for _, kind, _, out, _ in graph.adjacency(node))
+    if any(kind == "contains" and out for _, kind, _, out, _ in graph.adjacency(node)):
+        return True
+    # Methods written beside their type at a file's top level (Go's `func (t *T) m()`, a C++
+    # out-of-line definition) hang off the file, not the type: they are found by their names.
+    path, qualname = node.split("::", 1)
+    prefix = f"{path}::{qualname}."
+    return any(n.startswith(prefix) for n in graph.symbols_in_file(path))
 
 
 def nested_worth(probability: dict[str, float], units: dict[str, Unit], graph: GraphView,
@@ -816,8 +822,10 @@ class _Evidence:
 # A logistic model of "this candidate is what the question needs" over
 # features every ranking has (FEATURES): the candidate's place, its score
 # relative to the best unnamed function-like candidate, whether the question
-# names it or names the class holding it, whether it is a container, its
-# length (a longer body is likelier to hold the line a change touches),
+# names it or names the class holding it, whether it is a container with
+# definitions of its own (until 2026-12-05 a container's kind alone counted;
+# the weight was fitted then and is kept: a type that holds nothing is the
+# unit a change edits, and scores as a function now), its length (a longer body is likelier to hold the line a change touches),
 # whether and how high full-text search found it (words of the question in
 # its code), whether it was a seed itself, the path evidence for its file,
 # how high its file comes among the files of the full-text hits (the file

@@ -264,13 +264,14 @@ def _looks_binary(data: bytes) -> bool:
 
 
 _TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "testdata",
-              # test scaffolding: helpers only the tests import, however a project spells them
-              "testutil", "testutils", "test_utils", "test-utils", "test_helpers", "test-helpers",
-              "testhelpers"}
-# The same scaffolding as one file beside the code (`src/test-utils.ts`, `testutil.go`); a
-# `test_utils.py` already is a test by its prefix.
-_TEST_STEMS = {"conftest", "tests", "test", "testutil", "testutils", "test-utils", "testUtils",
-               "test-helpers", "testHelpers", "testhelpers"}
+              # test scaffolding: helpers only the tests import, in the common spellings
+              "testutil", "testutils", "test_util", "test_utils", "test-util", "test-utils",
+              "testhelper", "testhelpers", "test_helpers", "test-helpers"}
+# The same scaffolding as one file beside the code (`src/test-utils.ts`, `testutil.go`,
+# `TestUtils.java`); a `test_utils.py` already is a test by its prefix.
+_TEST_STEMS = {"conftest", "tests", "test",
+               *(f"{t}{s}" for t in ("test", "test-", "Test") for s in ("util", "utils", "helper", "helpers")),
+               *(f"{t}{s}" for t in ("test", "Test") for s in ("Util", "Utils", "Helper", "Helpers"))}
 
 
 def is_test_path(path: str) -> bool:

@@ -395,6 +395,11 @@ def test_a_named_trait_method_names_its_impls(tmp_path):
     files = {"src/lib.rs": "pub mod codec;\npub mod text;\n",
              "src/codec.rs": "pub trait Codec {\n    fn decode(&self, b: &[u8]) -> String;\n}\n",
              "src/text.rs": ("use crate::codec::Codec;\n\npub struct Utf8;\n\nimpl Codec for Utf8 {\n"
-                             "    fn decode(&self, b: &[u8]) -> String {\n        String::new()\n    }\n}\n")}
+                             "    fn decode(&self, b: &[u8]) -> String {\n        String::new()\n    }\n}\n"),
+             # a method of the same name that implements nothing
+             "src/base64.rs": ("pub struct Base64;\n\nimpl Base64 {\n"
+                               "    pub fn decode(&self, b: &[u8]) -> Vec<u8> {\n        Vec::new()\n    }\n}\n")}
     with project_of(tmp_path / "codec", files) as w:
-        assert "src/text.rs::Utf8.decode" in seeds(w, "Reject bad input in `Codec::decode`").named
+        named = seeds(w, "Reject bad input in `Codec::decode`").named
+        assert "src/text.rs::Utf8.decode" in named
+        assert "src/base64.rs::Base64.decode" not in named  # the impl says which types implement it

@@ -85,9 +85,9 @@ def test_target_probability_follows_the_rankings_confidence():
     assert p(file_lexical_rank=0) > p(file_lexical_rank=1) > p(file_lexical_rank=3)
     assert p(file_lexical_rank=0) > p(file_lexical_rank=1) > p()
     assert p(kind="class") < p(kind="function")
-    # A type with nothing defined inside it (a TypeScript interface, a Go struct without methods)
-    # is the unit a change edits, as a function is.
-    assert p(kind="interface", members=False) == p(kind="function")
+    # The model weighs what a candidate holds, not its kind: a type with nothing defined inside
+    # (see test_only_a_type_with_definitions_inside_counts_as_a_container) scores as a function.
+    assert p(kind="interface", members=False) == p(kind="function") > p(kind="interface")
     assert p(member_of_named=True) > p()
     assert all(0.0 < p(rank=r, ratio=x) < 1.0 for r in (0, 10, 150) for x in (4.0, 1.0, 1e-9))
 
@@ -222,9 +222,14 @@ def test_only_a_type_with_definitions_inside_counts_as_a_container(tmp_path):
         "export interface Options {\n  retries: number;\n}\n\n"
         "export type Mode = 'fast' | 'safe';\n\n"
         "export class Client {\n  send(): void {}\n}\n")
+    (root / "enc").mkdir()
+    (root / "enc" / "json.go").write_text(
+        "package enc\n\ntype jsonEncoder struct{}\n\nfunc (e *jsonEncoder) Encode() {}\n\ntype Entry struct{}\n")
     with Workspace.open(root) as w:
         w.index()
         g = w.graph
+        assert _holds_definitions(g, "enc/json.go::jsonEncoder")  # its methods are beside it, not in it
+        assert not _holds_definitions(g, "enc/json.go::Entry")
         assert not _holds_definitions(g, "src/api.ts::Options")
         assert not _holds_definitions(g, "src/api.ts::Mode")
         assert _holds_definitions(g, "src/api.ts::Client")

@@ -13,6 +13,7 @@ from memstrata.indexer.scan import is_test_path
     # scaffolding only the tests use, in its own directory or as one file beside the code
     "internal/testutil/filepath.go", "src/test_helpers/mod.rs", "test-helpers/context.js",
     "packages/x/src/test-utils.ts", "src/testUtils.ts", "pkg/testutils/fixtures.go", "testhelpers.go",
+    "src/main/java/x/TestUtils.java", "lib/TestHelper.kt", "internal/test_util/db.go",
 ])
 def test_test_code_and_its_scaffolding_are_test_paths(path):
     assert is_test_path(path)
