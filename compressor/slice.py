@@ -825,7 +825,8 @@ class _Evidence:
 # names it or names the class holding it, whether it is a container with
 # definitions of its own (until 2026-12-05 a container's kind alone counted;
 # the weight was fitted then and is kept: a type that holds nothing is the
-# unit a change edits, and scores as a function now), its length (a longer body is likelier to hold the line a change touches),
+# unit a change edits, and scores as a function now), its length (a longer
+# body is likelier to hold the line a change touches),
 # whether and how high full-text search found it (words of the question in
 # its code), whether it was a seed itself, the path evidence for its file,
 # how high its file comes among the files of the full-text hits (the file

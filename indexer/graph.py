@@ -85,9 +85,9 @@ _RELATIVE_HEADS = frozenset({"crate", "self", "super", ""})
 
 def _at_module_path(classes: list[str], module: str) -> list[str]:
     """Of several types of one name, those the module path a call spells (`flavors::tick` in
-    `flavors::tick::Channel::new()`, `zapcore` in `zapcore.Entry{}`) points at most closely: most
-    trailing segments in common with the type's file (or its directory: a Go package is one)
-    and the modules it is nested in.  All of them when the path matches none."""
+    `flavors::tick::Channel::new()`, `pkg.sub` in `pkg.sub.Reader.open()`) points at most
+    closely: most trailing segments in common with the type's file (or its directory: a Go
+    package is one) and the modules it is nested in.  All of them when the path matches none."""
     wanted = [p for p in module.split(".") if p not in _RELATIVE_HEADS]
     if not wanted:
         return classes
