@@ -137,6 +137,21 @@ def python_ws(tmp_path_factory):
     ws.close()
 
 
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """A project at ``root`` holding ``files`` (relative path -> text); ``root`` itself."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def indexed_workspace(root: Path, files: dict[str, str]) -> Workspace:
+    """An open, indexed workspace over a small project of ``files`` (the caller closes it)."""
+    w = Workspace.open(write_files(root, files))
+    w.index()
+    return w
+
+
 def many_small_files(root: Path, packages: int, files: int = 100, functions: int = 40) -> Path:
     """A project of ``packages * files`` small Python modules: a first index of it takes seconds,
     long enough to stop one midway."""

@@ -12,6 +12,8 @@ import pytest
 from memstrata.compressor.navigation import NavigationError, file_outline, find_references, find_symbol
 from memstrata.indexer.workspace import Workspace
 
+from ..conftest import indexed_workspace
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "fixtures"
 LANGUAGE_FIXTURES = ["c_project", "commonjs_project", "cpp_project", "csharp_project", "go_project", "java_project",
@@ -273,16 +275,13 @@ def test_repeated_uses_in_one_scope_each_get_their_line(tmp_path):
 
 
 def test_a_package_s_public_path_reaches_what_it_re_exports(tmp_path):
-    root = tmp_path / "p"
-    (root / "src" / "pkg" / "sub").mkdir(parents=True)
-    (root / "src" / "pkg" / "__init__.py").write_text("from .core import Engine\n")
-    (root / "src" / "pkg" / "core.py").write_text("class Engine:\n    pass\n\n\nclass Hidden:\n    pass\n")
-    (root / "src" / "pkg" / "sub" / "__init__.py").write_text("from ._impl import run_job\n")
-    (root / "src" / "pkg" / "sub" / "_impl.py").write_text("def run_job():\n    return 1\n")
-    (root / "src" / "other.py").write_text("def run_job():\n    return 2\n")
-    (root / "src" / "pkg" / "loose.py").write_text("class Loose:\n    pass\n")
-    with Workspace.open(root) as ws:
-        ws.index()
+    files = {"src/pkg/__init__.py": "from .core import Engine\n",
+             "src/pkg/core.py": "class Engine:\n    pass\n\n\nclass Hidden:\n    pass\n",
+             "src/pkg/sub/__init__.py": "from ._impl import run_job\n",
+             "src/pkg/sub/_impl.py": "def run_job():\n    return 1\n",
+             "src/other.py": "def run_job():\n    return 2\n",
+             "src/pkg/loose.py": "class Loose:\n    pass\n"}
+    with indexed_workspace(tmp_path / "p", files) as ws:
         assert [s["symbol"] for s in find_symbol(ws, "pkg.Engine")["symbols"]] == ["src/pkg/core.py::Engine"]
         assert [s["symbol"] for s in find_symbol(ws, "pkg.sub.run_job")["symbols"]] == [
             "src/pkg/sub/_impl.py::run_job"]
@@ -291,14 +290,10 @@ def test_a_package_s_public_path_reaches_what_it_re_exports(tmp_path):
 
 
 def test_a_name_in_an_import_over_several_lines_is_listed_on_its_own_line(tmp_path):
-    root = tmp_path / "p"
-    (root / "pkg").mkdir(parents=True)
-    (root / "pkg" / "__init__.py").write_text("")
-    (root / "pkg" / "gen.py").write_text("def make_fn():\n    return 1\n\n\ndef other():\n    return 2\n")
-    (root / "pkg" / "use.py").write_text(
-        "from pkg.gen import (\n    other,\n    make_fn,\n)\n\n\ndef run():\n    return make_fn()\n")
-    with Workspace.open(root) as ws:
-        ws.index()
+    files = {"pkg/__init__.py": "",
+             "pkg/gen.py": "def make_fn():\n    return 1\n\n\ndef other():\n    return 2\n",
+             "pkg/use.py": "from pkg.gen import (\n    other,\n    make_fn,\n)\n\n\ndef run():\n    return make_fn()\n"}
+    with indexed_workspace(tmp_path / "p", files) as ws:
         out = find_references(ws, "make_fn")
     assert [(r["line"], r["kind"], r["snippet"]) for r in out["references"]] == [
         (3, "import", "make_fn,"), (8, "call", "return make_fn()")]
@@ -307,14 +302,10 @@ def test_a_name_in_an_import_over_several_lines_is_listed_on_its_own_line(tmp_pa
 def test_a_library_trait_method_is_no_use_of_the_types_own_namesake(tmp_path):
     # `impl Display for Entry { fn path }` calls the inherent `Entry::path`: that call is a use,
     # the trait method's `inherit` of the library trait is not, whatever the index has resolved.
-    root = tmp_path / "p"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "entry.rs").write_text(
-        "use std::fmt::Display;\n\npub struct Entry { p: String }\n\n"
-        "impl Entry {\n    pub fn path(&self) -> &str {\n        &self.p\n    }\n}\n\n"
-        "impl Colorable for Entry {\n    fn path(&self) -> String {\n        self.path().to_owned()\n    }\n}\n")
-    with Workspace.open(root) as ws:
-        ws.index()
+    entry = ("use std::fmt::Display;\n\npub struct Entry { p: String }\n\n"
+             "impl Entry {\n    pub fn path(&self) -> &str {\n        &self.p\n    }\n}\n\n"
+             "impl Colorable for Entry {\n    fn path(&self) -> String {\n        self.path().to_owned()\n    }\n}\n")
+    with indexed_workspace(tmp_path / "p", {"src/entry.rs": entry}) as ws:
         for persisted in (True, False):
             if not persisted:  # the resolution not saved in the index yet: the graph's word is taken
                 with ws.store.write() as conn:

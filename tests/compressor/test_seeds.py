@@ -12,6 +12,8 @@ from memstrata.compressor import context_query
 from memstrata.compressor.analyze import NameIndex, clean_query, find_seeds
 from memstrata.indexer.workspace import Workspace
 
+from ..conftest import indexed_workspace
+
 
 def test_noise_is_removed_before_seeding():
     message = textwrap.dedent("""\
@@ -164,21 +166,10 @@ def test_the_class_the_question_mentions_picks_among_namesakes(ws):
     assert "pkg/dialects/mysql/compiler.py::MySQLCompiler.for_update_clause" not in s.named
 
 
-def project_of(root, files: dict[str, str]) -> Workspace:
-    """A small indexed project with ``files`` (relative path -> text)."""
-    root.mkdir()
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    w = Workspace.open(root)
-    w.index()
-    return w
-
-
 def test_a_file_stem_of_several_words_used_in_any_order(tmp_path):
     files = {f"{stem}.go": f"package shells\n\nfunc {stem.title().replace('_', '')}() {{}}\n"
              for stem in ("fish_completions", "bash_completionsV2", "command")}
-    with project_of(tmp_path / "shells", files) as w:
+    with indexed_workspace(tmp_path / "shells", files) as w:
         s = seeds(w, "quote args in fish shell completion")
         assert s.path_boost("fish_completions.go") > 1.0
         assert s.path_boost("bash_completionsV2.go") == 1.0
@@ -198,7 +189,7 @@ def test_a_named_class_too_large_to_show_brings_its_members(tmp_path):
                           for i in range(60))
     files = {"machine.py": f"class Machine:\n    \"\"\"A large class.\"\"\"\n\n{methods}",
              "users.py": f"from machine import Machine\n\n\n{callers}"}
-    with project_of(tmp_path / "big", files) as w:
+    with indexed_workspace(tmp_path / "big", files) as w:
         r = context_query(w, "a bug in `Machine` when counting", max_tokens=1200)
         assert "machine.py::Machine" in r.symbols
         assert sum(1 for s in r.symbols if s.startswith("machine.py::Machine.op_")) >= 15
@@ -206,7 +197,7 @@ def test_a_named_class_too_large_to_show_brings_its_members(tmp_path):
 
 def test_a_function_word_can_still_name_a_file(tmp_path):
     files = {f"{stem}.rs": f"pub struct {stem.title()};\n" for stem in ("once", "empty", "iter")}
-    with project_of(tmp_path / "streams", files) as w:
+    with indexed_workspace(tmp_path / "streams", files) as w:
         s = seeds(w, "stream: update coop handling for empty and once")
         assert s.path_boost("once.rs") > 1.0 and s.path_boost("empty.rs") > 1.0
         assert s.path_boost("iter.rs") == 1.0
@@ -214,7 +205,7 @@ def test_a_function_word_can_still_name_a_file(tmp_path):
 
 def test_a_prose_word_equal_to_a_name_seeds_it_but_does_not_name_it(tmp_path):
     files = {"rules.py": "def quotes(node):\n    return node\n\n\ndef spacing(node):\n    return node\n"}
-    with project_of(tmp_path / "prose", files) as w:
+    with indexed_workspace(tmp_path / "prose", files) as w:
         prose = seeds(w, "add quotes around the option")
         assert "rules.py::quotes" in prose.symbols
         assert "rules.py::quotes" not in prose.named
@@ -241,15 +232,6 @@ def test_a_file_name_with_several_dots_is_a_path(tmp_path, query, path):
         assert "types/rules.ts" not in s.files
 
 
-def _workspace_of(root, files: dict[str, str]) -> Workspace:
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    w = Workspace.open(root)
-    w.index()
-    return w
-
-
 _CRATES = {
     "engine/src/lib.rs": "pub mod runtime;\n",
     "engine/src/runtime.rs": "pub fn spawn() {}\n",
@@ -271,7 +253,7 @@ _CRATES = {
     ("runtime-core: draw nodes twice", "packages/runtime-core/src/render.ts", "packages/runtime-dom/src/patch.ts"),
 ])
 def test_a_commit_scope_naming_part_of_a_package_raises_the_package(tmp_path, query, inside, outside):
-    with _workspace_of(tmp_path / "ws", _CRATES) as w:
+    with indexed_workspace(tmp_path / "ws", _CRATES) as w:
         s = seeds(w, query)
         assert s.path_boost(inside) > 1.0, s.evidence
         assert s.path_boost(outside) == 1.0, s.evidence
@@ -293,7 +275,7 @@ def test_the_scoped_package_s_own_best_matches_seed_the_ranking(tmp_path):
                                       "pub fn describe() -> &'static str {\n    \"reflection\"\n}\n"),
         **{f"tool-{k}/src/lib.rs": f"pub fn tool_{k}() {{}}\n" for k in range(10)},
     }
-    with _workspace_of(tmp_path / "ws", files) as w:
+    with indexed_workspace(tmp_path / "ws", files) as w:
         query = "net-reflect: fix panic when the client drops the connection early"
         s = seeds(w, query)
         assert "net-reflect/src/server.rs::stream_replies" in s.fuzzy, s.packages
@@ -304,14 +286,14 @@ def test_the_scoped_package_s_own_best_matches_seed_the_ranking(tmp_path):
 
 
 def test_a_commit_type_is_not_a_package_scope(tmp_path):
-    with _workspace_of(tmp_path / "ws", _CRATES) as w:
+    with indexed_workspace(tmp_path / "ws", _CRATES) as w:
         assert seeds(w, "fix: render twice").path_boost("packages/fix-helpers/src/index.ts") == 1.0
 
 
 def test_a_commit_scope_naming_the_first_words_of_a_file_stem(tmp_path):
     files = {f"{stem}.go": f"package shells\n\nfunc {stem.title().replace('_', '')}() {{}}\n"
              for stem in ("bash_completions", "bash_completionsV2", "fish_completions", "command")}
-    with _workspace_of(tmp_path / "shells", files) as w:
+    with indexed_workspace(tmp_path / "shells", files) as w:
         for query in ("fix(bash): unbound variable on empty extension", "perf(bash-v2): loop over the variable"):
             s = seeds(w, query)
             assert s.path_boost("bash_completionsV2.go") > 1.0, query
@@ -326,7 +308,7 @@ def test_a_file_and_line_names_the_definition_holding_it(tmp_path):
     funcs = [f"def step_{i}(value):\n    \"\"\"Step {i}.\"\"\"\n{body}    return value\n" for i in range(40)]
     files = {"pkg/engine.py": "\n\n".join(funcs), "pkg/__init__.py": "", "utils.py": "\n\n".join(funcs)}
     starts = [1 + sum(f.count("\n") + 2 for f in funcs[:i]) for i in range(len(funcs))]
-    with project_of(tmp_path / "trace", files) as w:
+    with indexed_workspace(tmp_path / "trace", files) as w:
         for i in (7, 23, 39):
             line = starts[i] + 5
             r = context_query(w, f'File "/home/me/src/trace/pkg/engine.py", line {line}, in step_x', max_tokens=600)
@@ -351,7 +333,7 @@ def test_a_qualified_name_brings_its_dependencies_not_its_words_namesakes(tmp_pa
               "def split_path(path):\n    return [p for p in path.split('/') if p]\n\n\n"
               "def match_next(routes, parts):\n    for route in routes:\n        if route.parts == parts:\n"
               "            return route\n    return None\n")
-    with _workspace_of(tmp_path / "ws", {"router.py": source}) as w:
+    with indexed_workspace(tmp_path / "ws", {"router.py": source}) as w:
         s = seeds(w, "Router.find")
         assert s.named == {"router.py::Router.find"}
         assert not any("find_router" in node for node in s.fuzzy), sorted(s.fuzzy)[:5]
@@ -368,7 +350,7 @@ def test_a_traceback_s_own_lines_name_no_file(tmp_path):
              "pkg/__init__.py": ""}
     trace = ('Traceback (most recent call last):\n  File "/home/me/proj/pkg/segment.py", line 3, in split_cells\n'
              "    line = line.replace('1', '')\nAttributeError: 'int' object has no attribute 'replace'\n")
-    with _workspace_of(tmp_path / "ws", files) as w:
+    with indexed_workspace(tmp_path / "ws", files) as w:
         s = seeds(w, trace)
         assert s.path_boost("pkg/traceback.py") == 1.0, s.evidence
         assert context_query(w, trace, max_tokens=400).sources == ["pkg/segment.py"]
@@ -382,7 +364,7 @@ def test_a_named_interface_method_names_the_methods_that_carry_it_out(tmp_path):
             "\treturn nil, nil\n}}\n\nfunc (e *{t}) Clone() Encoder {{\n\treturn e\n}}\n")
     files = {"enc/encoder.go": enc, "enc/json.go": impl.format(t="jsonEncoder"),
              "enc/console.go": impl.format(t="consoleEncoder"), "enc/entry.go": "package enc\n\ntype Entry struct{}\n"}
-    with project_of(tmp_path / "enc", files) as w:
+    with indexed_workspace(tmp_path / "enc", files) as w:
         s = seeds(w, "Ignore a nil time in `Encoder.EncodeEntry`")
         assert {"enc/encoder.go::Encoder.EncodeEntry", "enc/json.go::jsonEncoder.EncodeEntry",
                 "enc/console.go::consoleEncoder.EncodeEntry"} <= s.named
@@ -399,7 +381,7 @@ def test_a_named_trait_method_names_its_impls(tmp_path):
              # a method of the same name that implements nothing
              "src/base64.rs": ("pub struct Base64;\n\nimpl Base64 {\n"
                                "    pub fn decode(&self, b: &[u8]) -> Vec<u8> {\n        Vec::new()\n    }\n}\n")}
-    with project_of(tmp_path / "codec", files) as w:
+    with indexed_workspace(tmp_path / "codec", files) as w:
         named = seeds(w, "Reject bad input in `Codec::decode`").named
         assert "src/text.rs::Utf8.decode" in named
         assert "src/base64.rs::Base64.decode" not in named  # the impl says which types implement it

@@ -13,6 +13,8 @@ from memstrata.compressor.slice import _Evidence, _holds_definitions, target_pro
 from memstrata.indexer.history import RecentChanges
 from memstrata.indexer.workspace import Workspace
 
+from ..conftest import indexed_workspace
+
 
 def write(root, rel, text):
     path = root / rel
@@ -216,17 +218,12 @@ def test_a_large_likely_body_goes_first_when_small_offers_would_crowd_it_out():
 
 
 def test_only_a_type_with_definitions_inside_counts_as_a_container(tmp_path):
-    root = tmp_path / "types"
-    (root / "src").mkdir(parents=True)
-    (root / "src" / "api.ts").write_text(
-        "export interface Options {\n  retries: number;\n}\n\n"
-        "export type Mode = 'fast' | 'safe';\n\n"
-        "export class Client {\n  send(): void {}\n}\n")
-    (root / "enc").mkdir()
-    (root / "enc" / "json.go").write_text(
-        "package enc\n\ntype jsonEncoder struct{}\n\nfunc (e *jsonEncoder) Encode() {}\n\ntype Entry struct{}\n")
-    with Workspace.open(root) as w:
-        w.index()
+    files = {"src/api.ts": ("export interface Options {\n  retries: number;\n}\n\n"
+                            "export type Mode = 'fast' | 'safe';\n\n"
+                            "export class Client {\n  send(): void {}\n}\n"),
+             "enc/json.go": ("package enc\n\ntype jsonEncoder struct{}\n\nfunc (e *jsonEncoder) Encode() {}\n\n"
+                             "type Entry struct{}\n")}
+    with indexed_workspace(tmp_path / "types", files) as w:
         g = w.graph
         assert _holds_definitions(g, "enc/json.go::jsonEncoder")  # its methods are beside it, not in it
         assert not _holds_definitions(g, "enc/json.go::Entry")

@@ -10,6 +10,8 @@ import pytest
 from memstrata.indexer.graph import CodeGraph, Neighbor
 from memstrata.indexer.workspace import Workspace
 
+from ..conftest import write_files
+
 LOGIN = "app/auth/service.py::AuthService.login"
 AUTH = "app/auth/service.py::AuthService"
 
@@ -154,22 +156,18 @@ def test_refresh_when_a_new_file_makes_a_name_ambiguous(ws, project):
 def test_refresh_when_a_type_of_the_same_name_appears_on_the_spelled_path(tmp_path):
     # Which `Channel` a path-spelled call means is decided among the types that have the method,
     # so a new namesake without it changes nothing, incrementally or from scratch.
-    root = tmp_path / "paths"
-    for rel, text in {
+    root = write_files(tmp_path / "paths", {
         "src/lib.rs": "pub mod flavors;\npub mod x;\n",
         "src/flavors/mod.rs": "pub mod tick;\npub mod array;\n",
         "src/flavors/tick.rs": "pub struct Channel;\n\nimpl Channel {\n    pub fn new() -> Channel {\n        Channel\n    }\n}\n",
         "src/flavors/array.rs": "pub struct Channel;\n\nimpl Channel {\n    pub fn new() -> Channel {\n        Channel\n    }\n}\n",
         "src/user.rs": "pub fn make() {\n    crate::x::flavors::tick::Channel::new();\n}\n",
-    }.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    })
     with Workspace.open(root, workers=1) as w:
         w.index()
         g = CodeGraph.load(w.store)
         assert g.callees("src/user.rs::make") == ["src/flavors/tick.rs::Channel.new"]
-        (root / "src/x/flavors").mkdir(parents=True)
-        (root / "src/x/flavors/tick.rs").write_text("pub struct Channel;\n")
+        write_files(root, {"src/x/flavors/tick.rs": "pub struct Channel;\n"})
         apply(w, g, ["src/x/flavors/tick.rs"])
         assert g.callees("src/user.rs::make") == ["src/flavors/tick.rs::Channel.new"]
         assert_same_as_fresh(w, g)
@@ -264,10 +262,7 @@ RESOLUTION_PROJECT = {
 
 @pytest.fixture(scope="module")
 def resolution(tmp_path_factory):
-    root: Path = tmp_path_factory.mktemp("resolution")
-    for rel, text in RESOLUTION_PROJECT.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    root: Path = write_files(tmp_path_factory.mktemp("resolution"), RESOLUTION_PROJECT)
     with Workspace.open(root, workers=1) as ws:
         ws.index()
         yield ws
