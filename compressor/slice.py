@@ -709,7 +709,14 @@ def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", nam
     A full-text hit past the ranking still has its search evidence: code
     that spells the question's words, in a corner the graph walk did not
     reach (its score places it below every ranked one)."""
-    unnamed = [s for n, s in ranked if n not in named and n not in sig_only and not _holds_definitions(graph, n)]
+    holds: dict[str, bool] = {}
+
+    def container(node: str) -> bool:
+        if node not in holds:
+            holds[node] = _holds_definitions(graph, node)
+        return holds[node]
+
+    unnamed = [s for n, s in ranked if n not in named and n not in sig_only and not container(n)]
     top = (unnamed[0] if unnamed else (ranked[0][1] if ranked else 1.0)) or 1.0
     seen: set[str] = set()
     n_ranked = len(ranked)
@@ -721,8 +728,7 @@ def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", nam
         if i >= n_ranked and node not in evidence.lexical:
             yield i, unit, None
         else:
-            yield i, unit, evidence.features(i, score / top, unit, node in named, node in sig_only,
-                                             _holds_definitions(graph, node))
+            yield i, unit, evidence.features(i, score / top, unit, node in named, node in sig_only, container(node))
 
 
 def _holds_definitions(graph: GraphView, node: str) -> bool:
