@@ -18,6 +18,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 
 import anyio
@@ -177,19 +178,21 @@ class Proxy:
                                            model=model, arrived=arrived)
         request.state.counting = counting
 
-        def finish(status: int | None, error: str | None, captured: bytes | None, completed: bool = False) -> None:
-            """Hand the request to the recorder; ``completed``: write its row now (blocking)."""
+        def finish(status: int | None, error: str | None, captured: bytes | None,
+                   completed: bool = False) -> Awaitable[None] | None:
+            """Hand the request to the recorder; ``completed``: returns what to await for its row
+            to be committed."""
             if self.recorder is None:
-                return
+                return None
             item = Finished(
                 time=arrived, endpoint=endpoint, api=api, provider=upstream.provider, model=model, stream=stream,
                 status=status, error=error, body=body, compression=comp, response=captured,
                 duration_ms=(time.perf_counter() - t0) * 1000, session_id=self.session_id, counting=counting,
             )
             if completed:
-                self.recorder.commit(item)
-            else:
-                self.recorder.submit(item)
+                return self.recorder.commit_completed(item)
+            self.recorder.submit(item)
+            return None
 
         return await self._forward(request, api, upstream.url(rest, request.url.query), content, endpoint, t0,
                                    finish, decoded=decoded)
@@ -314,7 +317,9 @@ class Proxy:
         async def record_completed() -> None:
             # Before the client can see the end of the answer, so a crash never loses a row it saw.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(finish, status, None, b"".join(captured), True)
+                committed = finish(status, None, b"".join(captured), True)
+                if committed is not None:
+                    await committed
 
         captured: list[bytes] = []
 

@@ -4,10 +4,16 @@ written before the client has its last byte.
 * :meth:`Recorder.begin` (when the request is forwarded) hands the token
   counting of the original and forwarded bodies to the recorder's thread, so
   it runs while the upstream works on the answer.
-* :meth:`Recorder.commit` (when the response is complete, just before its
-  last bytes go out) inserts the row in its own transaction, with the usage
-  the provider reported and the counts if they are ready (``counted = 0``
-  otherwise).  A crash after that point loses nothing the client has seen.
+* :meth:`Recorder.commit_completed` (when the response is complete, just
+  before its last bytes go out) inserts the row, with the usage the provider
+  reported and the counts if they are ready (``counted = 0`` otherwise), and
+  returns once it is committed.  A crash after that point loses nothing the
+  client has seen.  Rows of requests that complete together share one
+  transaction, as a database's group commit does: the committing thread
+  writes whatever completed while it wrote the last batch.  One transaction
+  a row cost every request a BEGIN/COMMIT, a worker thread and a turn on the
+  store's lock, which under many concurrent agents lengthened every answer's
+  end.  (:meth:`Recorder.commit` is the same write, blocking, one row.)
 * The recorder's thread then fills in what is still missing (counts, the
   answer's symbol overlap), moves the metrics and drains at shutdown.
 
@@ -25,6 +31,8 @@ a ``row`` (a request that did not complete) is not recorded.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import queue
@@ -147,6 +155,11 @@ class Finished:
     answer: Answer | None = field(default=None, repr=False)
 
 
+def _settle(done: asyncio.Future) -> None:
+    if not done.done():
+        done.set_result(None)
+
+
 def miss_split(invalidated: int, api: str, ans: Answer) -> tuple[int, int]:
     """(miss_write, miss_input): how the provider re-billed the ``invalidated`` prefix tokens.
 
@@ -190,6 +203,12 @@ class Recorder:
         self._dropped_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="memstrata-ledger", daemon=True)
         self._thread.start()
+        # Completed requests waiting for their row's transaction (see the module doc).
+        self._completed: list[tuple[Finished, asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self._completed_cv = threading.Condition()
+        self._closing = False
+        self._committer = threading.Thread(target=self._run_commits, name="memstrata-ledger-commit", daemon=True)
+        self._committer.start()
 
     # -- the request path's hand-offs -----------------------------------------------------
 
@@ -206,15 +225,53 @@ class Recorder:
 
     def commit(self, item: Finished) -> None:
         """Write a completed request's row now (blocking; run it off the event loop)."""
-        entry = self._entry(item)
+        self._commit_rows([item])
+
+    async def commit_completed(self, item: Finished) -> None:
+        """:meth:`commit` for the event loop: returns once the row is committed, in a transaction
+        shared with the other requests completing meanwhile."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        with self._completed_cv:
+            queued = not self._closing
+            if queued:
+                self._completed.append((item, loop, done))
+                self._completed_cv.notify()
+        if queued:
+            await done
+        else:  # shutting down: the committing thread may be gone
+            await loop.run_in_executor(None, self.commit, item)
+
+    def _commit_rows(self, items: list[Finished]) -> None:
+        entries = [self._entry(it) for it in items]
         try:
-            ledger.insert(self.store, entry)
-        except Exception as exc:  # the thread tries again with the rest of the row
-            log.warning("could not record a ledger row at completion: %s", type(exc).__name__)
-            entry.id = None
+            ledger.record(self.store, entries)
+        except Exception as exc:  # the thread tries again with the rest of the rows
+            log.warning("could not record %d ledger row(s) at completion: %s", len(entries), type(exc).__name__)
+            for entry in entries:
+                entry.id = None  # rolled back, whatever ids the inserts had handed out
         else:
-            item.entry = entry
-        self._hand_over(item, "completion")
+            for it, entry in zip(items, entries):
+                it.entry = entry
+        for it in items:
+            self._hand_over(it, "completion")
+
+    def _run_commits(self) -> None:
+        while True:
+            with self._completed_cv:
+                while not self._completed and not self._closing:
+                    self._completed_cv.wait()
+                batch, self._completed = self._completed, []
+                if not batch:  # closing, and nothing left to write
+                    return
+            try:
+                self._commit_rows([item for item, _loop, _done in batch])
+            except Exception as exc:  # a row that cannot even be built: its request must not hang
+                log.warning("could not record %d ledger row(s) at completion: %s", len(batch), type(exc).__name__)
+            finally:
+                for _item, loop, done in batch:
+                    with contextlib.suppress(RuntimeError):  # that request's loop has already closed
+                        loop.call_soon_threadsafe(_settle, done)
 
     def _hand_over(self, item: Counting | Finished, kind: str) -> None:
         """Queue ``item`` for the thread, never waiting: a full queue drops it (see the module doc)."""
@@ -238,6 +295,10 @@ class Recorder:
         self._q.join()
 
     def close(self) -> None:
+        with self._completed_cv:
+            self._closing = True
+            self._completed_cv.notify()
+        self._committer.join()  # writes what is still waiting, then hands it to the thread below
         self._q.put(_STOP)
         self._thread.join()
 
@@ -276,18 +337,19 @@ class Recorder:
             log.warning("could not count a request's tokens: %s", type(exc).__name__)
 
     def _write(self, items: list[Finished]) -> None:
-        fresh, updates = [], []
+        fresh, updates, unchanged = [], [], []
         for it in items:
             if it.counting is not None and not it.counting.done:
                 self._count(it.counting)  # begin() was skipped or failed: count now
             if it.entry is None:
                 fresh.append(self._entry(it))
-            else:
-                self._fill(it.entry, it)
+            elif self._fill(it.entry, it):
                 updates.append(it.entry)
+            else:  # written whole at completion: nothing to add
+                unchanged.append(it.entry)
         ledger.record(self.store, fresh)
         ledger.complete(self.store, updates)
-        self._count_metrics(fresh + updates)
+        self._count_metrics(fresh + updates + unchanged)
 
     # -- building rows ---------------------------------------------------------------------
 
@@ -321,18 +383,23 @@ class Recorder:
             _set_counterfactual(e, it.counting, ans)
         return e
 
-    def _fill(self, e: LedgerEntry, it: Finished) -> None:
-        """What the thread adds to a row: the counts if still missing, the answer's overlap."""
+    def _fill(self, e: LedgerEntry, it: Finished) -> bool:
+        """What the thread adds to a row: the counts if still missing, the answer's overlap.
+        Whether it added anything."""
+        added = False
         if not e.counted and it.counting is not None and it.counting.done:
             e.tokens_original, e.tokens_forwarded = it.counting.original, it.counting.forwarded
             e.counted = True
             _set_counterfactual(e, it.counting, self._answer(it))
+            added = True
         comp = it.compression
         ans = self._answer(it)
         if comp is not None and comp.changed and it.status is not None and 200 <= it.status < 300 and ans.text:
             graph = self.ws.graph
             e.answer_symbols, e.slice_symbols, e.symbol_hits = symbol_overlap(
                 ans.text, comp.slice_symbols, lambda name: bool(graph.definitions(name)))
+            added = True
+        return added
 
     # -- metrics -------------------------------------------------------------------------------
 
