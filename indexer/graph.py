@@ -25,6 +25,7 @@ guessed.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import posixpath
 import re
@@ -46,6 +47,13 @@ _SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", 
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
 _WILDCARD = "*"
 _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
+# Languages where a bare name reaches only what is in scope (a top-level definition, or one
+# of the caller's own enclosing scopes): a method needs a receiver (`self.`, `this.`, `$this->`,
+# `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
+# Python's builtin names: a bare call of one that nothing in its file defines or imports is
+# the builtin's.
+_PY_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
+_EXPLICIT_RECEIVER = frozenset({"python", "javascript", "typescript", "tsx", "rust", "go", "php", "c"})
 # Re-export hops followed from an import to a definition (see _member).
 _REEXPORT_HOPS = 8
 _MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
@@ -129,7 +137,7 @@ def split_symbol_id(node: str) -> tuple[str, str]:
 class _Bindings:
     """What names a file's imports bring into scope."""
 
-    __slots__ = ("names", "modules", "wildcards", "imported")
+    __slots__ = ("names", "modules", "wildcards", "imported", "external")
 
     def __init__(self) -> None:
         self.names: dict[str, tuple[str, str | None]] = {}  # local name -> (target file, member)
@@ -138,6 +146,9 @@ class _Bindings:
         # local name -> the name it imports (`use std::path::PathBuf`, `using H = Acme.Util.Hasher`),
         # whether or not a project file was found for it: what a type-named receiver stands for
         self.imported: dict[str, str] = {}
+        # local names bound only by imports that no project file answers (`import fmt`,
+        # `import pytest`, `import * as assert from "assert"`): a library's
+        self.external: set[str] = set()
 
 
 class CodeGraph(GraphQueries):
@@ -323,6 +334,9 @@ class CodeGraph(GraphQueries):
             if imported:
                 b.imported[alias or imported] = imported
             if target is None:
+                local = _bound_name(languages.get(path), module, name, alias)
+                if local:
+                    b.external.add(local)
                 continue
             if target != path:
                 self._inc_edge(path, target, "imports")
@@ -466,7 +480,16 @@ class CodeGraph(GraphQueries):
                 hit = self._member(target, name)
                 if hit:
                     return hit
-        return self._unique_outside_tests(path, scope, candidates)
+        language = self.g.nodes[path].get("language")
+        if bindings is not None and name in bindings.external:
+            return None  # imported from a library (`from html import escape`): not the project's namesake
+        if language == "python" and name in _PY_BUILTINS:
+            return None  # `open()`, `map()`: the builtin, not a project function of that name
+        if language in _EXPLICIT_RECEIVER:
+            # Elsewhere in the project a bare name can only mean a top-level definition (a
+            # parameter or a local called bare -- `fail(cxt)` -- is no method of some class).
+            candidates = {c for c in candidates if "." not in self.g.nodes[c]["qualname"]}
+        return self._unique_outside_tests(path, scope, candidates) if candidates else None
 
     def _from_tests(self, path: str, scope: str | None) -> bool:
         """Whether a reference from ``scope`` of ``path`` is made by test code: a test file's, or
@@ -516,6 +539,7 @@ class CodeGraph(GraphQueries):
         else:
             bindings = self._bindings.get(path)
             recv = receiver.replace("::", ".").replace("->", ".")
+            value = False  # the receiver is a project definition that is no type (`Q = Keys()`)
             if bindings is not None:
                 target = bindings.modules.get(recv)
                 if target is not None:
@@ -524,6 +548,12 @@ class CodeGraph(GraphQueries):
                         return hit
                 head = recv.split(".", 1)[0]
                 bound = bindings.names.get(head)
+                if (head in bindings.external and bound is None and recv not in bindings.modules
+                        and not self._local(path, scope, head)):
+                    # A module or name imported from outside the project (`fmt.Errorf`,
+                    # `pytest.fail`, `assert.fail`): the call is the library's, not the one
+                    # project definition that happens to share its name.
+                    return None
                 if bound is not None and "." not in recv:
                     target, member = bound
                     if member is None:  # a module alias: mod.f()
@@ -531,6 +561,7 @@ class CodeGraph(GraphQueries):
                     else:  # an imported class: Cls.method(), or a submodule: `from pkg import mod`
                         cls = self._member(target, member)
                         hit = self._method_in_hierarchy(cls, name) if cls else self._member(target, name)
+                        value = cls is not None and self.g.nodes[cls]["kind"] not in _CLASSLIKE
                     if hit:
                         return hit
             if "." not in recv:
@@ -539,6 +570,7 @@ class CodeGraph(GraphQueries):
                     hit = self._method_in_hierarchy(cls, name)
                     if hit:
                         return hit
+                value = value or (cls is not None and self.g.nodes[cls]["kind"] not in _CLASSLIKE)
             # `res.send()` where exactly one definition is spelled `res.send` (JavaScript
             # objects whose members are assigned: `res.send = ...`; a Go field named like its
             # type: `s.conn.Write()`; a call on a type: `i32::from`).
@@ -547,7 +579,7 @@ class CodeGraph(GraphQueries):
                                                      if _qual_ends(self.g.nodes[c]["qualname"], spelled)])
             if len(hits) == 1:
                 return hits[0]
-            if _names_type(recv):
+            if _names_type(recv) and not value:
                 # A call on a type (`Hasher.Hash(..)`, `PathBuf::from(..)`, `str.join(..)`): a
                 # method of that type when the project defines it, else nothing of the project's.
                 last = recv.rsplit(".", 1)[-1]
@@ -758,6 +790,21 @@ class CodeGraph(GraphQueries):
 
 if TYPE_CHECKING:  # a type checker confirms CodeGraph implements the read API
     _view: type[GraphView] = CodeGraph
+
+
+def _bound_name(language: str | None, module: str, name: str | None, alias: str | None) -> str | None:
+    """The local name an import binds, where that is plain: its alias, the name it imports, a
+    one-word module (`import pytest`), a Go package's last path element; None for spellings
+    whose binding the row does not say (`import os.path` binds `os`)."""
+    if alias:
+        return alias
+    if name and name != _WILDCARD:
+        return name
+    if module.isidentifier():
+        return module
+    if language == "go" and "/" in module:
+        return _last_part(module)
+    return None
 
 
 def _dotted(module: str) -> bool:

@@ -35,7 +35,8 @@ from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
 log = logging.getLogger(__name__)
 
 SNAPSHOT_FILE = "graph.snapshot"
-_MAGIC = b"MSGRAPH3"  # 2: inline test modules' symbols; 3: no name-only link into tests, type paths
+_MAGIC = b"MSGRAPH4"  # 2: inline test modules' symbols; 3: no name-only link into tests, type paths;
+# 4: no bare-name link to a method, no link from a call on a library module
 _KIND_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
 _LAYOUT = [sys.byteorder, array("I").itemsize, array("d").itemsize]
 

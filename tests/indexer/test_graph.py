@@ -251,6 +251,37 @@ RESOLUTION_PROJECT = {
     "srv/conn.go": "package srv\n\ntype conn struct{}\n\nfunc (c *conn) Write(b []byte) {}\n",
     "srv/file.go": "package srv\n\ntype file struct{}\n\nfunc (f *file) Write(b []byte) {}\n",
     "srv/server.go": "package srv\n\ntype Server struct {\n\tconn *conn\n}\n\nfunc (s *Server) Send(b []byte) {\n\ts.conn.Write(b)\n}\n",
+    # Calls a name alone cannot reach: a parameter called bare, a method called without a
+    # receiver, a call on a library's module (the project's one namesake is not it).
+    "lib/ctx.ts": "export class KeywordCtx {\n  fail(message: string): void {}\n}\n",
+    "lib/parse.ts": (
+        'import * as assert from "assert";\nimport { KeywordCtx } from "./ctx";\n\n'
+        'export function parseToken(fail: (m: string) => void) {\n  fail("bad token");\n}\n\n'
+        'export function report(cxt: KeywordCtx) {\n  cxt.fail("bad value");\n}\n\n'
+        'export function check() {\n  assert.fail("unreachable");\n}\n'
+    ),
+    "pkg/checks.py": (
+        "import pytest\n\n\n"
+        "class Checker:\n    def skip(self):\n        return None\n\n\n"
+        "def use_library():\n    pytest.skip()\n\n\n"
+        "def use_bare():\n    skip()\n\n\n"
+        "def use_value(c):\n    c.skip()\n"
+    ),
+    # An instance spelled like a type (`Q = AssumptionKeys()`): `Q.finite()` is a value's call.
+    "pkg/keys.py": "class AssumptionKeys:\n    def finite(self):\n        return 1\n\n\nQ = AssumptionKeys()\n",
+    "pkg/ask.py": "from pkg.keys import Q\n\n\ndef ask_finite():\n    return Q.finite()\n",
+    # One top-level `open` and one `escape` in the project: a builtin and a library's name.
+    "pkg/files.py": "def open(path):\n    return path\n\n\ndef escape(text):\n    return text\n",
+    "pkg/reader.py": (
+        "from html import escape\n\n\n"
+        "def read(p):\n    return open(p)\n\n\n"
+        "def quoted(t):\n    return escape(t)\n"
+    ),
+    "logx/errors.go": (
+        "package logx\n\nimport \"fmt\"\n\n"
+        "type wrapped struct{}\n\nfunc (w *wrapped) Errorf(format string) error { return nil }\n\n"
+        "func Wrap(err error) error {\n\treturn fmt.Errorf(\"wrap: %w\", err)\n}\n"
+    ),
     "src/code.rs": (
         "pub enum Code { Ok, Failed }\n\n"
         "impl From<Code> for i32 {\n    fn from(code: Code) -> Self {\n        0\n    }\n}\n\n"
@@ -324,6 +355,22 @@ def test_production_code_never_links_to_a_test_namesake_by_name(resolution):
     # Test code does: a test file's, and a source file's inline test module's.
     assert callees(resolution, "tests/it.rs::calls_helper") == ["tests/helpers.rs::only_in_tests"]
     assert callees(resolution, "src/channel.rs::tests.uses_fixture") == ["src/testutil/mod.rs::make_fixture"]
+
+
+def test_a_name_alone_does_not_reach_what_needs_a_receiver_or_an_import(resolution):
+    # A bare call in these languages reaches what is in scope, never another class's method.
+    assert callees(resolution, "lib/parse.ts::parseToken") == []
+    assert callees(resolution, "pkg/checks.py::use_bare") == []
+    # A call on a library's module is the library's, whatever the project defines by that name.
+    assert callees(resolution, "lib/parse.ts::check") == []
+    assert callees(resolution, "pkg/checks.py::use_library") == []
+    assert callees(resolution, "logx/errors.go::Wrap") == []
+    assert callees(resolution, "pkg/reader.py::read") == []  # the builtin open()
+    assert callees(resolution, "pkg/reader.py::quoted") == []  # html's escape
+    # A value whose type the index cannot know still means the one method of that name.
+    assert callees(resolution, "lib/parse.ts::report") == ["lib/ctx.ts::KeywordCtx.fail"]
+    assert callees(resolution, "pkg/checks.py::use_value") == ["pkg/checks.py::Checker.skip"]
+    assert callees(resolution, "pkg/ask.py::ask_finite") == ["pkg/keys.py::AssumptionKeys.finite"]
 
 
 def test_a_member_spelled_like_its_receiver(resolution):
