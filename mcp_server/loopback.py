@@ -20,11 +20,23 @@ ORIGIN = "origin"
 
 
 def host_name(value: str) -> str:
-    """A Host header (or an Origin's netloc) without its port and IPv6 brackets, lower-cased."""
+    """A Host header (or an Origin's netloc) without its port and IPv6 brackets, lower-cased.
+    Whatever follows the name must be a port (`:8080`): `127.0.0.1:80@evil.example` names no
+    loopback host, and is returned whole so that no allowed name matches it."""
     value = value.strip().lower()
     if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+        end = value.find("]")
+        if end < 0:
+            return value
+        name, rest = value[1:end], value[end + 1:]
+    elif value.count(":") == 1:
+        name, port = value.split(":", 1)
+        rest = ":" + port
+    else:
+        name, rest = value, ""
+    if rest and not (rest[0] == ":" and (rest[1:].isdigit() or rest == ":")):
+        return value
+    return name
 
 
 def allowed_names(extra: Iterable[str] = ()) -> frozenset[str]:
