@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # imported where used: a query answered by the daemon never l
     from memstrata.indexer.workspace import Workspace
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
-               "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+               "g": 1024**3, "gb": 1024**3, "gib": 1024**3, "t": 1024**4, "tb": 1024**4, "tib": 1024**4}
 
 
 def _size_text(n: int) -> str:
@@ -52,8 +52,10 @@ def parse_size(text: str) -> int:
         value = float(num)
     except ValueError:
         value = math.nan
-    if unit not in _SIZE_UNITS or not value > 0 or math.isnan(value):
+    if unit not in _SIZE_UNITS or math.isnan(value) or math.isinf(value):
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 1MiB, 512k or a byte count)")
+    if value * _SIZE_UNITS[unit] < 1:
+        raise argparse.ArgumentTypeError(f"too small: {text!r} (a cap of at least 1 byte; try 1MiB)")
     if value * _SIZE_UNITS[unit] > MAX_FILE_BYTES_LIMIT:
         raise argparse.ArgumentTypeError(
             f"over the limit: {text!r} (at most {_size_text(MAX_FILE_BYTES_LIMIT)}; "

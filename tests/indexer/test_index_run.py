@@ -273,16 +273,19 @@ def test_cli_max_file_size_is_honoured_and_remembered(project, run_cli):
 def test_cli_max_file_size_takes_gib_and_refuses_sizes_over_its_limit(project, run_cli):
     """A cap past 256MiB was read as `read(cap + 1)` by every worker (100000000000: a bare
     MemoryError, exit 1), while 1GiB was "not a size"."""
-    for too_big in ("100000000000", "3000000000", "1GiB", "2G", "4gib", "268435457"):
+    for too_big in ("100000000000", "3000000000", "1GiB", "2G", "4gib", "268435457", "1T", "1TB"):
         bad = run_cli("index", str(project), "--max-file-size", too_big, check=False)
         assert bad.returncode == 2, bad.stderr
         assert bad.stderr.splitlines()[-1] == (
             f"memstrata index: error: argument --max-file-size: over the limit: '{too_big}' "
             "(at most 256MiB; no source file worth indexing is larger)")
         assert not (project / ".memstrata").exists()
-    for bad_size in ("inf", "nan", "1T"):
+    for bad_size in ("inf", "nan", "1PB", "lots"):
         bad = run_cli("index", str(project), "--max-file-size", bad_size, check=False)
         assert bad.returncode == 2 and f"not a size: '{bad_size}'" in bad.stderr
+    for small in ("0", "0k", "-5", "0.5"):
+        bad = run_cli("index", str(project), "--max-file-size", small, check=False)
+        assert bad.returncode == 2 and f"too small: '{small}'" in bad.stderr, bad.stderr
     assert "at most 256MiB" in " ".join(run_cli("index", "--help").stdout.split())
     out = json.loads(run_cli("index", str(project), "--max-file-size", "0.25GiB", "--json").stdout)
     assert out["parsed"] == len(ALL_FILES)
