@@ -270,7 +270,9 @@ class Dialect:
         # json.loads is called right here, not in a helper, so that the nesting a
         # line may have before RecursionError stays where the servers had it.
         try:
-            text = line.decode("utf-8")
+            # Without its terminator: a message cut short is reported at its own line's end, not
+            # at "line 2, column 1".
+            text = line.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as exc:
             return self._unparsable(self.not_utf8.format(byte=exc.start))
         try:

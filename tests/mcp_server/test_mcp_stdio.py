@@ -210,6 +210,9 @@ def test_malformed_json_lines_are_answered_and_the_session_continues(project: Pa
             replies = [json.loads(proc.stdout.readline()) for _ in range(3)]
             assert sorted((r["id"], r["error"]["code"]) for r in replies if r["id"] is None) == [
                 (None, -32700), (None, -32700)]
+            # The message cut short is placed on its own line, not on the one after it.
+            assert replies[1]["error"]["message"] == (
+                "Parse error: Unterminated string starting at (line 1, column 39)")
             assert replies[-1]["id"] == 3 and replies[-1]["error"]["code"] == -32601
             _rpc(proc, {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
                         "params": {"name": "context_query", "arguments": {"query": LOGIN_QUERY}}})
