@@ -57,9 +57,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--anthropic-provider", default="anthropic", metavar="NAME",
                    help="providers.json entry whose rates price /anthropic traffic (default anthropic)")
     p.add_argument("--compress", choices=("safe", "aggressive", "off"), default="safe",
-                   help="safe (default): compress oversized pastes, older tool results (in rare steps that "
+                   help="safe (default): compress pastes where one file's code runs past 10,000 tokens, older tool "
+                   "results (in rare steps that "
                    "keep provider prompt caches working) and latest results over 16,000 tokens (around "
-                   "what the task names); aggressive: also the latest tool results (but a read of a file "
+                   "what the task names); aggressive: also every paste and latest tool result over --min-tokens "
+                   "(but a read of a file "
                    "the question is probably about), sooner; "
                    "off: forward every request unchanged (still counted in the ledger)")
     p.add_argument("--no-compress", dest="compress", action="store_const", const="off",
