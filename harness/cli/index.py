@@ -103,12 +103,24 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Build the token-budgeted context slice for QUERY. Plain output prints "
                        "the slice and a one-line summary; --json prints exactly context, tokens, "
                        "baseline_tokens and sources. Reads only: index the project first.")
-    p.add_argument("query", help='natural language or a symbol name, e.g. "AuthService.login and its callers"')
+    p.add_argument("query", type=_question,
+                   help='natural language or a symbol name, e.g. "AuthService.login and its callers"; '
+                   '"-" reads it from standard input (a long question, a pasted stack trace)')
     argtypes.add_project(p)
     p.add_argument("--max-tokens", default="4096", metavar="N", help="token budget of the slice (default 4096)")
     p.add_argument("--include-tests", action="store_true", help="let test code into the slice")
     p.add_argument("--json", action="store_true", help="print the four API fields as JSON")
     p.set_defaults(func=cmd_query)
+
+
+def _question(text: str) -> str:
+    """QUERY as given, or for "-" what standard input holds (read once, as UTF-8)."""
+    if text != "-":
+        return text
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"standard input is not UTF-8 text (byte {exc.start})") from None
 
 
 def open_workspace(path: str | None, store: StoreChoice | None = None, **kw) -> Workspace:

@@ -192,3 +192,20 @@ def test_a_question_during_the_first_index_run_says_it_is_under_way(run_cli, tmp
         for args in (("query", "login"), ("symbol", "login")):
             res = run_cli(*args, str(project), check=False)
             assert res.returncode == 2 and "the first index run is still under way in another process" in res.stderr
+
+
+
+def test_query_dash_reads_the_question_from_standard_input(run_cli, cli_env, memstrata_exe, tmp_path):
+    """A question too long for a command line (a stack trace, an issue's text) comes on stdin:
+    the same slice as the question given as an argument."""
+    project = copy_project(tmp_path / "p")
+    run_cli("index", str(project))
+    question = "AuthService.login and its callers"
+    direct = run_cli("query", question, str(project), "--json")
+    piped = run_cli("query", "-", str(project), "--json", input=question + "\n")
+    assert json.loads(piped.stdout) == json.loads(direct.stdout)
+    assert "def login" in json.loads(piped.stdout)["context"]
+    not_text = subprocess.run([memstrata_exe, "query", "-", str(project)], input=b"\xff\xfelogin",
+                              capture_output=True, env=cli_env, timeout=120)
+    assert not_text.returncode == 2
+    assert "standard input is not UTF-8 text (byte 0)" in not_text.stderr.decode()
