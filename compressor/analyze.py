@@ -753,5 +753,22 @@ def _def_evidence(node: str, graph: GraphView, seeds: Seeds, words: set[str]) ->
     return boost
 
 
+def names_not_defined(query: str, graph: GraphView) -> list[str]:
+    """The names ``query`` clearly writes as code (backticked, called, dotted, snake_case or
+    CamelCase; not a capitalised word of a sentence) that nothing in the project defines: a
+    misspelling, a library's name, a name from another project.  The slice still shows the
+    closest matches; this says that they are only that."""
+    out: list[str] = []
+    for tok in _tokens(_PATH_TOKEN.sub(" ", clean_query(query))):
+        name = tok.name
+        spelled = ".".join(tok.parts)
+        strong = (tok.quoted or tok.called or len(tok.parts) > 1 or "_" in name.strip("_")
+                  or any(c.isupper() for c in name[1:]))
+        if not strong or len(name) < 3 or spelled in out or graph.definitions(name):
+            continue
+        out.append(spelled)
+    return out
+
+
 def _looks_like_code(word: str) -> bool:
     return "_" in word or any(c.isupper() for c in word[1:]) or (word[:1].isupper() and len(word) > 1)

@@ -18,7 +18,9 @@ from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
-from .analyze import BASE_WEIGHTS, NameIndex, find_seeds, intent_of, names_in_tests_only, validate
+from .analyze import (
+    BASE_WEIGHTS, NameIndex, find_seeds, intent_of, names_in_tests_only, names_not_defined, validate,
+)
 from .rank import personalized_rank
 from .render import (
     CONTAINERS,
@@ -194,6 +196,9 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
             # Test code is left out unless asked for: say so when the question names some.
             notes.append(f"{', '.join(in_tests[:3])} {'is' if len(in_tests) == 1 else 'are'} defined in test "
                          "code only: ask again with include_tests (--include-tests) to see it")
+        if missing := names_not_defined(query, graph):
+            notes.append(f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not defined in this "
+                         "project: shown is the code closest to the rest of the question")
         if ranking is None:
             # A question of everyday words only ("Fix flaky test") names nothing; the plain
             # full-text matches of those words are still a better answer than none.

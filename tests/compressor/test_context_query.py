@@ -274,3 +274,15 @@ def test_a_batch_written_before_the_graph_takes_it_is_answered_in_step(tmp_path)
         assert "def accumulate_steps(value):\n    return value" in r.context
         assert "    return value + 1" in r.context
         assert "step_0" not in r.context
+
+
+def test_a_name_the_project_does_not_define_is_said_so(ws):
+    r = context_query(ws, "how does ZebraQuuxHandler hash passwords", max_tokens=2000)
+    assert "ZebraQuuxHandler is not defined in this project: shown is the code closest to the rest of the " \
+           "question" in r.notes, r.notes
+    # Names it does define, and capitalised words of a sentence, are no such names.
+    for question in ("AuthService.login and its callers", "How are passwords hashed", "`login` callers"):
+        assert not any("not defined" in n for n in context_query(ws, question, 2000).notes), question
+    r = context_query(ws, "why does `hash_pasword()` fail in os.path.join", max_tokens=2000)
+    assert "hash_pasword, os.path.join are not defined in this project: shown is the code closest to the " \
+           "rest of the question" in r.notes, r.notes
