@@ -272,7 +272,12 @@ def _print_skipped(rows: list[tuple[str, str, int | None]], as_json: bool) -> in
         return 0
     for path, reason, size in rows:
         print(f"{path}  {reason}" + (f"  ({size:,} bytes)" if size is not None else ""))
-    print(f"-- {len(rows)} file{'s' if len(rows) != 1 else ''} left out", file=sys.stderr)
+    folders = sum(1 for path, _reason, _size in rows if path.endswith("/"))
+    files = len(rows) - folders
+    parts = [f"{files} file{'s' if files != 1 else ''}"] if files or not folders else []
+    if folders:
+        parts.append(f"{folders} folder{'s' if folders != 1 else ''}")
+    print(f"-- {' and '.join(parts)} left out", file=sys.stderr)
     return 0
 
 

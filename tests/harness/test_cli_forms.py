@@ -160,9 +160,14 @@ def test_status_skipped_lists_what_the_index_left_out(run_cli, tmp_path):
     (project / "app" / "blob.bin").write_bytes(bytes(range(256)) * 8)
     (project / "app" / "big.py").write_text("x = 1\n" * 400_000)
     run_cli("index", str(project))
-    out = run_cli("status", "--skipped", str(project)).stdout.splitlines()
+    res = run_cli("status", "--skipped", str(project))
+    out = res.stdout.splitlines()
     assert "app/big.py  too_large  (2,400,000 bytes)" in out
     assert any(line.startswith("app/blob.bin  ") for line in out)
+    folders = sum(1 for line in out if line.split("  ")[0].endswith("/"))
+    assert folders >= 1  # .memstrata/ at least: folders are counted as folders, not files
+    assert res.stderr.splitlines()[-1] == f"-- {len(out) - folders} files and {folders} folder" \
+        f"{'s' if folders != 1 else ''} left out"
     rows = json.loads(run_cli("status", str(project), "--skipped", "--json").stdout)
     assert {"path": "app/big.py", "reason": "too_large", "size": 2_400_000} in rows
 
