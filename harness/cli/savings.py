@@ -143,6 +143,8 @@ def report_lines(report: SavingsReport, last: ledger.Session | None) -> list[str
         for s in report.sessions:
             where = f", {s.address}" if s.address else ""
             lines.append(f"memstrata serve: running since {iso(s.started)} (session {s.id}, pid {s.pid}{where})")
+        if len(report.sessions) > 1:
+            lines.append(f"these {len(report.sessions)} sessions together:")
         lines += _window_lines(report.session, answers=True)
     else:
         lines.append("memstrata serve: not running" + (f"; {_ended(last)}" if last is not None else

@@ -59,6 +59,9 @@ def test_the_running_session_is_reported_not_the_latest(project, env, upstream):
         # a short throwaway serve on the same project, started later and stopped
         with serve(project, env, upstream) as throwaway:
             traffic(throwaway, project, 1)
+            both = memstrata("savings", str(project), env=env).stdout
+            # Two sessions running: the figures under them are said to be the two together.
+            assert both.count("running since") == 2 and "these 2 sessions together:" in both, both
         assert throwaway.proc.returncode == 0
         res = memstrata("savings", str(project), "--json", "--detail", env=env)
         assert res.returncode == 0, res.stderr
