@@ -47,13 +47,16 @@ _SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", 
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
 _WILDCARD = "*"
 _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
-# Languages where a bare name reaches only what is in scope (a top-level definition, or one
-# of the caller's own enclosing scopes): a method needs a receiver (`self.`, `this.`, `$this->`,
-# `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
 # Python's builtin names: a bare call of one that nothing in its file defines or imports is
 # the builtin's.
 _PY_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
+# Languages where a bare name reaches only what is in scope (a top-level definition, or one
+# of the caller's own enclosing scopes): a method needs a receiver (`self.`, `this.`, `$this->`,
+# `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
 _EXPLICIT_RECEIVER = frozenset({"python", "javascript", "typescript", "tsx", "rust", "go", "php", "c"})
+# Import spellings that stay inside the project even when no file was found for them: relative
+# paths, path aliases (`@/x`, `~/x`, Node's `#x`) and Rust's `crate::`, `self::`, `super::`.
+_PROJECT_SPELLINGS = (".", "/", "~", "@/", "#", "crate::", "self::", "super::")
 # Re-export hops followed from an import to a definition (see _member).
 _REEXPORT_HOPS = 8
 _MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
@@ -793,9 +796,12 @@ if TYPE_CHECKING:  # a type checker confirms CodeGraph implements the read API
 
 
 def _bound_name(language: str | None, module: str, name: str | None, alias: str | None) -> str | None:
-    """The local name an import binds, where that is plain: its alias, the name it imports, a
-    one-word module (`import pytest`), a Go package's last path element; None for spellings
-    whose binding the row does not say (`import os.path` binds `os`)."""
+    """The local name an import of a library binds, where that is plain: its alias, the name it
+    imports, a one-word module (`import pytest`), a Go package's last path element.  None for an
+    import of the project's own (relative, aliased) and for spellings whose binding the row does
+    not say (`import os.path` binds `os`)."""
+    if module.startswith(_PROJECT_SPELLINGS) or module in ("crate", "self", "super"):
+        return None  # the project's own, whatever the resolver made of it
     if alias:
         return alias
     if name and name != _WILDCARD:

@@ -272,6 +272,9 @@ RESOLUTION_PROJECT = {
     "pkg/ask.py": "from pkg.keys import Q\n\n\ndef ask_finite():\n    return Q.finite()\n",
     # One top-level `open` and one `escape` in the project: a builtin and a library's name.
     "pkg/files.py": "def open(path):\n    return path\n\n\ndef escape(text):\n    return text\n",
+    # A relative import the resolver cannot place is still the project's: its name may be
+    # found by uniqueness as before.
+    "pkg/relative.py": "from .nowhere import only_one\n\n\ndef use_relative():\n    return only_one()\n",
     "pkg/reader.py": (
         "from html import escape\n\n\n"
         "def read(p):\n    return open(p)\n\n\n"
@@ -367,6 +370,7 @@ def test_a_name_alone_does_not_reach_what_needs_a_receiver_or_an_import(resoluti
     assert callees(resolution, "logx/errors.go::Wrap") == []
     assert callees(resolution, "pkg/reader.py::read") == []  # the builtin open()
     assert callees(resolution, "pkg/reader.py::quoted") == []  # html's escape
+    assert callees(resolution, "pkg/relative.py::use_relative") == ["pkg/c.py::only_one"]
     # A value whose type the index cannot know still means the one method of that name.
     assert callees(resolution, "lib/parse.ts::report") == ["lib/ctx.ts::KeywordCtx.fail"]
     assert callees(resolution, "pkg/checks.py::use_value") == ["pkg/checks.py::Checker.skip"]
