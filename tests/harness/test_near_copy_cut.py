@@ -121,3 +121,38 @@ def test_reread_of_a_cut_read_points_only_at_lines_the_cut_showed(billing_ws):
     later_body = agent.read("billing/__init__.py")
     later = forwarded(comp.compress(later_body, "anthropic"), later_body)
     assert result_text(later[2]) == first and result_text(later[4]) == form
+
+
+def test_a_likely_reread_under_the_likely_limit_is_not_cut_because_an_earlier_read_was(billing_ws):
+    """The file shrank between two reads: the first read was over every limit and was cut; the
+    re-read is over the whole-result limit but under the likely-file limit, and the question names
+    a function in it.  It is treated as it would be without the earlier read: whole (its runs
+    shared with what the cut showed may still become pointers), never cut at the whole-result
+    limit."""
+    original = ledger_text()
+    settings = CompressionSettings.for_mode("safe", likely_cap=30_000)
+    assert count_tokens(cat_n(original, arrow=True)) > settings.likely_cap
+    comp = Compressor(billing_ws, settings)
+    agent = Agent(billing_ws, TASK)
+    first_body = agent.read(LEDGER)
+    first = result_text(forwarded(comp.compress(first_body, "anthropic"), first_body)[2])
+    assert "elided" in first                                   # over the likely-file limit: cut
+
+    kept = 110
+    smaller = '"""Invoice settlement, one routine per invoice family."""\n\n\n' + "\n\n".join(
+        _settle(k) for k in range(kept))
+    smaller = smaller.replace("    due_70 = invoice.total - invoice.paid\n",
+                              "    due_70 = invoice.total - invoice.paid\n    seen = set()\n")
+    size = count_tokens(cat_n(smaller, arrow=True))
+    assert settings.result_cap < size < settings.likely_cap
+    body = agent.read(LEDGER, smaller)
+    form = result_text(forwarded(comp.compress(body, "anthropic"), body)[4])
+    assert "elided" not in form, form[:1500]
+    # Every function of the re-read is there: in the re-read itself or behind a pointer.
+    shown = set(numbered(form))
+    for m in (POINTER.match(ln) for ln in form.split("\n")):
+        if m:
+            shown.update(range(int(m.group(1)), int(m.group(2)) + 1))
+    lines = smaller.split("\n")
+    for k in range(kept):
+        assert lines.index(f"def settle_invoice_{k}(invoice, payments, rates, ledger):") + 1 in shown, k
