@@ -357,16 +357,38 @@ def _tokens(text: str) -> list[_Token]:
     return out
 
 
+def _question_tokens(query: str) -> list[_Token]:
+    """The identifier tokens of a question, paths left out: what the name notes look at."""
+    return _tokens(_PATH_TOKEN.sub(" ", clean_query(query)))
+
+
 def names_in_tests_only(query: str, graph: GraphView) -> list[str]:
     """The names ``query`` writes as code whose every definition is test code (left out of a
     slice unless tests are asked for)."""
     out: list[str] = []
-    for tok in _tokens(_PATH_TOKEN.sub(" ", clean_query(query))):
+    for tok in _question_tokens(query):
         if len(tok.parts) != 1 or not tok.is_code() or tok.name in out:
             continue
         defs = graph.definitions(tok.name)
         if defs and all(graph.is_test_node(d) for d in defs):
             out.append(tok.name)
+    return out
+
+
+def names_not_defined(query: str, graph: GraphView) -> list[str]:
+    """The names ``query`` clearly writes as code (backticked, called, dotted, snake_case or
+    CamelCase; not a capitalised word of a sentence) that nothing in the project defines: a
+    misspelling, a library's name, a name from another project.  The slice still shows the
+    closest matches; this says that they are only that."""
+    out: list[str] = []
+    for tok in _question_tokens(query):
+        name = tok.name
+        spelled = ".".join(tok.parts)
+        strong = (tok.quoted or tok.called or len(tok.parts) > 1 or "_" in name.strip("_")
+                  or any(c.isupper() for c in name[1:]))
+        if not strong or len(name) < 3 or spelled in out or graph.definitions(name):
+            continue
+        out.append(spelled)
     return out
 
 
@@ -751,23 +773,6 @@ def _def_evidence(node: str, graph: GraphView, seeds: Seeds, words: set[str]) ->
     if "." in qualname and qualname.rsplit(".", 2)[-2].lower() in words:
         boost += 1.0
     return boost
-
-
-def names_not_defined(query: str, graph: GraphView) -> list[str]:
-    """The names ``query`` clearly writes as code (backticked, called, dotted, snake_case or
-    CamelCase; not a capitalised word of a sentence) that nothing in the project defines: a
-    misspelling, a library's name, a name from another project.  The slice still shows the
-    closest matches; this says that they are only that."""
-    out: list[str] = []
-    for tok in _tokens(_PATH_TOKEN.sub(" ", clean_query(query))):
-        name = tok.name
-        spelled = ".".join(tok.parts)
-        strong = (tok.quoted or tok.called or len(tok.parts) > 1 or "_" in name.strip("_")
-                  or any(c.isupper() for c in name[1:]))
-        if not strong or len(name) < 3 or spelled in out or graph.definitions(name):
-            continue
-        out.append(spelled)
-    return out
 
 
 def _looks_like_code(word: str) -> bool:

@@ -194,11 +194,11 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
         ranking = rank_candidates(ws, graph, query, include_tests)
         if not include_tests and (in_tests := names_in_tests_only(query, graph)):
             # Test code is left out unless asked for: say so when the question names some.
-            notes.append(f"{', '.join(in_tests[:3])} {'is' if len(in_tests) == 1 else 'are'} defined in test "
-                         "code only: ask again with include_tests (--include-tests) to see it")
+            notes.append(_names_note(in_tests, "defined in test code only: ask again with include_tests "
+                                               "(--include-tests) to see it"))
         if missing := names_not_defined(query, graph):
-            notes.append(f"{', '.join(missing[:3])} {'is' if len(missing) == 1 else 'are'} not defined in this "
-                         "project: shown is the code closest to the rest of the question")
+            notes.append(_names_note(missing, "not defined in this project: shown is the code closest to the "
+                                              "rest of the question"))
         if ranking is None:
             # A question of everyday words only ("Fix flaky test") names nothing; the plain
             # full-text matches of those words are still a better answer than none.
@@ -210,6 +210,11 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
                          "closest full-text matches of its everyday words")
         return _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
                       ranking.sig_only, ranking.evidence, in_step=not last)
+
+
+def _names_note(names: list[str], what: str) -> str:
+    """``a, b are <what>``: a note about up to three names the question wrote."""
+    return f"{', '.join(names[:3])} {'is' if len(names) == 1 else 'are'} {what}"
 
 
 def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: bool,
