@@ -55,8 +55,9 @@ _PY_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 # `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
 _EXPLICIT_RECEIVER = frozenset({"python", "javascript", "typescript", "tsx", "rust", "go", "php", "c"})
 # Import spellings that stay inside the project even when no file was found for them: relative
-# paths, path aliases (`@/x`, `~/x`, Node's `#x`) and Rust's `crate::`, `self::`, `super::`.
-_PROJECT_SPELLINGS = (".", "/", "~", "@/", "#", "crate::", "self::", "super::")
+# paths and path aliases (`@/x`, `~/x`, Node's `#x`); Rust's `crate::`, `self::`, `super::` are
+# _RELATIVE_HEADS.
+_PROJECT_SPELLINGS = (".", "/", "~", "@/", "#")
 # Re-export hops followed from an import to a definition (see _member).
 _REEXPORT_HOPS = 8
 _MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
@@ -800,7 +801,7 @@ def _bound_name(language: str | None, module: str, name: str | None, alias: str 
     imports, a one-word module (`import pytest`), a Go package's last path element.  None for an
     import of the project's own (relative, aliased) and for spellings whose binding the row does
     not say (`import os.path` binds `os`)."""
-    if module.startswith(_PROJECT_SPELLINGS) or module in ("crate", "self", "super"):
+    if module.startswith(_PROJECT_SPELLINGS) or module.split("::", 1)[0] in _RELATIVE_HEADS:
         return None  # the project's own, whatever the resolver made of it
     if alias:
         return alias

@@ -316,9 +316,8 @@ class RequestPass:
                 visible = shown_in_form(earlier, q.form) if cut_earlier else None
                 # Cut as it would be on arrival without the pointers: past the whole-result limit,
                 # or past the likely-file limit for a file the question is probably about.
-                limit, settings = ((self.s.result_cap, self.current_settings)
-                                   if not cut_earlier or p.tokens < max(self.s.min_tokens, self.s.result_cap)
-                                   else self._arrival_limits(p))
+                limit, settings = (self._arrival_limits(p) if cut_earlier
+                                   else (self.s.result_cap, self.current_settings))
                 if cut_earlier and p.tokens >= max(self.s.min_tokens, limit):
                     plan = plan_block(block, self._asking(p.asked, p.path), settings, p.tokens)
                     cut = self.plans.cut(plan, settings, False) if plan is not None else None
