@@ -188,7 +188,7 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
         pieces.append((ln, ln, lines[ln - 1], "import"))
     nodes = {u.node for u in units}
     headers: set[str] = set()
-    impl_headers: set[int] = set()
+    block_headers: set[int] = set()
     for u in units:
         # A member shown without its enclosing class gets the class header.  Only a definition
         # that encloses the member's text frames it: a Go or Rust method is written outside its
@@ -206,10 +206,14 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
         # A Rust method's block is its `impl` (which trait, for which type), no definition of its
         # own.  Its first line says that; a where clause after it is left to the gap marker: a
         # slice of generic code shows a dozen impl blocks, and their bounds would add a third to
-        # what the headers cost.
-        header = None if compact or doc.language != "rust" else _impl_header(lines, outermost)
-        if header is not None and header[0] not in impl_headers:
-            impl_headers.add(header[0])
+        # what the headers cost.  A Go group's member is framed the same way by its `const (` line.
+        header = None
+        if not compact and doc.language == "rust":
+            header = _impl_header(lines, outermost)
+        elif not compact and doc.language == "go":
+            header = _group_header(lines, outermost)
+        if header is not None and header[0] not in block_headers:
+            block_headers.add(header[0])
             pieces.append((header[0], header[0], lines[header[0] - 1], "header"))
         # Members are told by their lines, not their names: a definition written inside a function
         # need not be named under it (`obj.method = function` in a JavaScript closure), and a
@@ -229,22 +233,48 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
         if end <= last:
             continue  # already inside a shown span
         if not compact and first > last + 1:
-            # Definitions are set apart by a blank line, as in the source;
-            # what lies between two shown spans is named by a marker.
-            if prev_kind != "header" and (kind != "import" or prev_kind != "import"):
-                out.append("")
-            if any(t.strip() for t in lines[last : first - 1]):
-                # (a span past the text's end: rows and text read at different moments)
-                indent = _indent_of(lines[first - 1]) if first <= len(lines) else ""
-                out.append(f"{indent}{c} ... lines {last + 1}-{first - 1} omitted")
+            gap = lines[last : first - 1]
+            # (a span past the text's end: rows and text read at different moments)
+            indent = _indent_of(lines[first - 1]) if first <= len(lines) else ""
+            marker = _marker(indent, c, last + 1, first - 1)
+            if _shown_instead(gap, marker):
+                out.extend(gap)
+            else:
+                # Definitions are set apart by a blank line, as in the source;
+                # what lies between two shown spans is named by a marker.
+                if prev_kind != "header" and (kind != "import" or prev_kind != "import"):
+                    out.append("")
+                if any(t.strip() for t in gap):
+                    out.append(marker)
         out.append(text)
         last = end
         prev_kind = kind
     if not compact and last < len(lines) and any(t.strip() for t in lines[last:]):
-        if prev_kind != "header":
-            out.append("")
-        out.append(f"{c} ... lines {last + 1}-{len(lines)} omitted")
+        marker = _marker("", c, last + 1, len(lines))
+        if _shown_instead(lines[last:], marker):
+            out.extend(lines[last:])
+        else:
+            if prev_kind != "header":
+                out.append("")
+            out.append(marker)
     return "\n".join(out)
+
+
+def _marker(indent: str, comment: str, first: int, last: int) -> str:
+    where = f"line {first}" if first == last else f"lines {first}-{last}"
+    return f"{indent}{comment} ... {where} omitted"
+
+
+GAP_SHOWN_LINES = 3  # a gap this short may be shown as it is (see _shown_instead)
+
+
+def _shown_instead(gap: list[str], marker: str) -> bool:
+    """Whether a gap's own lines are shown rather than its marker: when they say more for no
+    more tokens than the marker and the blank line before it (a member's short comment, a
+    closing brace between two shown definitions)."""
+    if len(gap) > GAP_SHOWN_LINES or not any(t.strip() for t in gap):
+        return False
+    return count_tokens_memo("\n".join(gap)) <= count_tokens_memo("\n" + marker)
 
 
 IMPL_HEADER_LINES = 12  # an impl header with a long where clause; past this it is not looked for
@@ -273,6 +303,26 @@ def _impl_header(lines: list[str], start: int) -> tuple[int, int] | None:
 
 
 _IMPL = re.compile(r"(?:unsafe\s+)?impl\b")
+
+
+def _group_header(lines: list[str], start: int) -> tuple[int, int] | None:
+    """The line (first, last; 1-based, the same line) of the Go ``const (``, ``var (`` or
+    ``type (`` that opens the group holding the declaration at line ``start``, or None when it is
+    in no group.  A member of a group is written without its keyword (``InfoLevel`` after
+    ``DebugLevel Level = iota``), so shown alone it reads as a stray name: the opening line says
+    what it is.  Read from the text like an impl header: the nearest line above indented less."""
+    indent = len(lines[start - 1]) - len(lines[start - 1].lstrip()) if 0 < start <= len(lines) else 0
+    if indent == 0:
+        return None
+    k = start - 2
+    while k >= 0 and (not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) >= indent):
+        k -= 1
+    if k >= 0 and _GROUP.match(lines[k]):
+        return k + 1, k + 1
+    return None
+
+
+_GROUP = re.compile(r"(?:const|var|type)\s*\(\s*(?://.*)?$")
 
 
 def _import_lines(doc: FileDoc, shown_files: set[str]) -> list[int]:

@@ -163,6 +163,16 @@ impl fmt::Display for Ledger {
 GO_SOURCE = '''
 package ledger
 
+// Kinds of row, in the order they are settled.
+const (
+	// Debit takes from the balance.
+	Debit Kind = iota
+	// Credit adds to it.
+	Credit
+	// Void changes nothing.
+	Void
+)
+
 type Ledger struct {
 \trows []uint64
 }
@@ -262,3 +272,35 @@ def test_a_definition_inside_an_elided_function_is_shown_though_not_named_under_
     assert "export function makeClient(base) {\n  // ... lines 2-32 omitted\n  client.json = function (path) {" in text
     assert "    return fetch(url).then((r) => r.json());\n  };" in text
     assert "lines elided" not in text
+
+
+def test_a_go_group_member_is_framed_by_its_groups_opening_line(typed_ws):
+    text = context_query(typed_ws, "`Void`", max_tokens=300).context
+    section = text.split("// ledger.go\n", 1)[1].split("\n\n// ledger.", 1)[0]
+    # Written without its keyword, `Void` alone would read as a stray name.
+    assert "const (\n" in section and section.index("const (") < section.index("\tVoid")
+    assert section.count("const (") == 1
+
+
+def test_a_group_header_is_the_opening_line_of_the_group_holding_the_line():
+    from memstrata.compressor.render import _group_header
+
+    lines = GO_SOURCE.lstrip("\n").split("\n")
+    void = next(i for i, ln in enumerate(lines, 1) if ln.strip() == "Void")
+    (first, last) = _group_header(lines, void)
+    assert first == last and lines[first - 1] == "const ("
+    assert _group_header(lines, first) is None  # the group itself is in none
+    field = next(i for i, ln in enumerate(lines, 1) if ln.strip() == "rows []uint64")
+    assert _group_header(lines, field) is None  # a struct's field is not a group's member
+
+
+def test_a_gap_shorter_than_its_marker_is_shown_as_it_is(typed_ws):
+    from memstrata.compressor.render import _shown_instead
+
+    assert _shown_instead(["}", ""], "// ... lines 9-10 omitted")
+    assert not _shown_instead(["", ""], "// ... lines 9-10 omitted")  # nothing to say: a blank line
+    long_comment = ["\t// Credit adds to the balance whatever the sign of the amount says."]
+    assert not _shown_instead(long_comment, "\t// ... line 8 omitted")
+    text = context_query(typed_ws, "`Debit` and `Credit`", max_tokens=300).context
+    assert "\t// Credit adds to it.\n\tCredit\n" in text  # cheaper than "// ... line 7 omitted"
+    assert "\t// ... line 5 omitted\n\tDebit" in text  # a longer comment keeps its marker, in the singular
