@@ -109,6 +109,13 @@ def check_message(obj: Any) -> SessionMessage | Reply:
             return _refusal(reply_id, INVALID_PARAMS, "Invalid params: params must be an object")
         if params is not None and not isinstance(params, dict):
             return _refusal(reply_id, INVALID_REQUEST, "Invalid Request: params must be an object")
+        if obj["method"] == "tools/call" and isinstance(params, dict):
+            # The SDK's own answer to these is "Invalid request parameters", which names neither.
+            if not isinstance(params.get("name"), str):
+                return _refusal(reply_id, INVALID_PARAMS, "Invalid params: tools/call needs the tool's name, a string")
+            if params.get("arguments") is not None and not isinstance(params["arguments"], dict):
+                return _refusal(reply_id, INVALID_PARAMS,
+                                "Invalid params: tools/call arguments must be an object of argument names to values")
     elif "id" not in obj or ("result" in obj) == ("error" in obj):
         return _refusal(reply_id, INVALID_REQUEST,
                         "Invalid Request: a message needs a method, or an id with a result or an error")

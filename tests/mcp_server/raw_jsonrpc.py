@@ -46,6 +46,9 @@ MALFORMED: list[tuple[bytes, list[tuple[Any, int]]]] = [
     (b'{"jsonrpc": "2.0", "id": "unknown", "method": "no/such/method"}', [("unknown", -32601)]),
     (b'{"jsonrpc": "2.0", "id": "bad-call", "method": "tools/call", "params": {"arguments": {}}}',
      [("bad-call", -32602)]),
+    (b'{"jsonrpc": "2.0", "id": "str-args", "method": "tools/call", "params": {"name": "x", "arguments": "q"}}',
+     [("str-args", -32602)]),
+    (b'{"jsonrpc": "2.0", "id": "num-name", "method": "tools/call", "params": {"name": 5}}', [("num-name", -32602)]),
     (b"   ", []),  # a blank line is not a message
 ]
 # A batch: one answer per element that expects one, as one array.

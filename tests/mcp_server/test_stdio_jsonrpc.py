@@ -71,6 +71,21 @@ def test_wrong_argument_types_get_one_sentence(server: RawServer):
     assert json.loads(server.raw_lines[-1])  # the wire stayed clean JSON
 
 
+def test_a_call_whose_arguments_are_no_object_is_told_so(server: RawServer):
+    server.send(INIT)
+    server.replies_until(0)
+    server.send({"jsonrpc": "2.0", "id": "a", "method": "tools/call",
+                 "params": {"name": "context_query", "arguments": ["login"]}},
+                {"jsonrpc": "2.0", "id": "n", "method": "tools/call", "params": {"name": ["context_query"]}})
+    got = {}
+    while len(got) < 2:
+        r = server.reply()
+        got[r["id"]] = r["error"]
+    assert got["a"] == {"code": -32602, "message":
+                        "Invalid params: tools/call arguments must be an object of argument names to values"}
+    assert got["n"] == {"code": -32602, "message": "Invalid params: tools/call needs the tool's name, a string"}
+
+
 def test_oversized_line_is_refused_and_skipped(server: RawServer):
     server.send(INIT)
     server.replies_until(0)
