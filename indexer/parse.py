@@ -38,7 +38,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "14"
+EXTRACTOR_VERSION = "15"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -184,7 +184,8 @@ def _symbols(defs: list[_Def], language: str, source: bytes) -> list[SymbolFact]
             end_byte=d.end,
             start_line=d.span.start_point[0] + 1,
             end_line=d.span.end_point[0] + 1,
-            signature=_signature(d.node, source, d.span.start_byte if js_like else None),
+            signature=_signature(d.node, source, d.span.start_byte if js_like
+                                 else _go_keyword(d.node) if language == "go" else None),
             docstring=_docstring(d, language),
             parent=_symbol_parent(d),
         )
@@ -567,6 +568,17 @@ def _scope_steps(defs: list[_Def]):
         while stack and stack[-1].end <= pos:
             stack.pop()
         yield stack[-1].qualname if stack else None, bounds[k + 1] if k < last else None
+
+
+def _go_keyword(node: ts.Node) -> int | None:
+    """Where a Go type's declaration begins when it declares that type alone: its signature then
+    reads ``type Level int8`` as written, not ``Level int8``.  A member of a ``type (...)`` group
+    is written without the keyword, and its signature is its own line."""
+    parent = node.parent
+    if node.type in ("type_spec", "type_alias") and parent is not None and parent.type == "type_declaration":
+        if parent.named_child_count == 1 and parent.start_point[0] == node.start_point[0]:
+            return parent.start_byte
+    return None
 
 
 def _signature(node: ts.Node, source: bytes, start: int | None = None) -> str:

@@ -46,3 +46,13 @@ def test_broken_code_gives_the_same_symbols():
     src = b"def ok(a):\n    return a\n\nclass Half(:\n    def m(self):\n        pass\n\ndef tail(:\n"
     assert parse_definitions("x.py", "python", src) == parse_source("x.py", "python", src).symbols
     assert [s.name for s in parse_definitions("x.py", "python", src)][:1] == ["ok"]
+
+
+def test_a_go_type_declared_alone_keeps_its_keyword_in_its_signature():
+    src = b"package p\n\ntype Level int8\n\ntype Alias = int\n\ntype I interface {\n\tM()\n}\n\n" \
+          b"type (\n\tA int\n\tB struct {\n\t\tx int\n\t}\n)\n"
+    sigs = {s.qualname: s.signature for s in parse_source("p.go", "go", src).symbols}
+    assert sigs["Level"] == "type Level int8" and sigs["Alias"] == "type Alias = int"
+    assert sigs["I"] == "type I interface {"
+    # A group's members are written without the keyword: their signature is their own line.
+    assert sigs["A"] == "A int" and sigs["B"] == "B struct {"
