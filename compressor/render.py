@@ -59,9 +59,17 @@ def comment_prefix(language: str) -> str:
     return "#" if language in _HASH_COMMENT else "//"
 
 
-def signature_end(lines: list[str], start: int, end: int, signature: str) -> int:
-    """Last line (1-based) of the declaration that ``signature`` summarises."""
-    target = _WS.sub("", signature.rstrip(". "))[:120]
+# How much of a signature (in non-blank characters) a definition shown as its signature shows:
+# the rest of a long parameter list costs more than it tells an agent deciding what to read, and
+# the elision marker says it is there (see render_unit).
+SIGNATURE_SHOWN = 120
+
+
+def signature_end(lines: list[str], start: int, end: int, signature: str,
+                  limit: int | None = SIGNATURE_SHOWN) -> int:
+    """Last line (1-based) of the declaration that ``signature`` summarises, or of its first
+    ``limit`` non-blank characters."""
+    target = _WS.sub("", signature.rstrip(". "))[:limit]
     # A span past the text's end (rows and text read at different moments of
     # a concurrent rewrite) must not index out of it.
     end = min(end, len(lines))
@@ -100,6 +108,8 @@ def render_unit(doc: FileDoc, unit: Unit, graph: GraphView, with_doc: bool = Tru
     indent = _body_indent(lines, sig_end, unit.end, shown[-1] if shown else "")
     doc_line = _first_doc_line(data.get("doc")) if with_doc and unit.hint else ""
     what = f"{hidden} line{'s' if hidden != 1 else ''} elided"
+    if signature_end(lines, unit.start, unit.end, data["signature"], limit=None) > sig_end:
+        what += ", the signature's end among them"  # else a cut parameter list reads as the whole
     note = f"{indent}{comment_prefix(doc.language)} ... {what}" + (f": {doc_line}" if doc_line else "")
     return "\n".join([*shown, note])
 

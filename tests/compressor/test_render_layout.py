@@ -304,3 +304,32 @@ def test_a_gap_shorter_than_its_marker_is_shown_as_it_is(typed_ws):
     text = context_query(typed_ws, "`Debit` and `Credit`", max_tokens=300).context
     assert "\t// Credit adds to it.\n\tCredit\n" in text  # cheaper than "// ... line 7 omitted"
     assert "\t// ... line 5 omitted\n\tDebit" in text  # a longer comment keeps its marker, in the singular
+
+
+def test_a_long_signature_is_shown_to_its_end_not_cut_mid_list():
+    from memstrata.compressor.render import signature_end
+
+    lines = ["public static IEnumerable<Error> Validate(",
+             "    this IEnumerable<SpecificationProperty> specProps,",
+             "    IEnumerable<Func<IEnumerable<SpecificationProperty>,",
+             "    IEnumerable<Error>>> rules)",
+             "{",
+             "    return rules.SelectMany(rule => rule(specProps));",
+             "}"]
+    signature = " ".join(ln.strip() for ln in lines[:4])
+    assert len(signature.replace(" ", "")) > 120
+    assert signature_end(lines, 1, 7, signature, limit=None) == 4
+    assert signature_end(lines, 1, 7, signature) == 3  # as much as a signature unit shows
+
+
+def test_a_signature_shown_in_part_says_so(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    params = ",\n".join(f"    option_number_{k}: int = {k}" for k in range(12))
+    (root / "opts.py").write_text(f"def configure(\n{params},\n) -> dict:\n" + "    x = 1\n" * 30 + "    return {{}}\n"
+                                  + "".join(f"\n\ndef spare_{k}(x):\n    return x + {k}\n" for k in range(40)))
+    with Workspace.open(root) as w:
+        w.index()
+        text = context_query(w, "`spare_3` and `configure`", max_tokens=200).context
+    assert "def configure(" in text and "lines elided, the signature's end among them" in text
+    assert "def spare_3(x):\n    return x + 3" in text
