@@ -251,7 +251,11 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
         target_path = graph.file_of(node)
         attrs = graph.node(node)
         short, qual = attrs["name"], attrs["qualname"]
-        used_by = {(n.node, n.kind) for n in graph.neighbors(node, _USE_EDGES, "in")}
+        # A constructor (Java, C#, C++) is used where its class is made: `new Builder(...)` is
+        # resolved to the class, whose name it spells; its imports are the class's, not its own.
+        made = _class_constructed(graph, node, short, qual)
+        used = made or node
+        used_by = {(n.node, n.kind) for n in graph.neighbors(used, ("calls",) if made else _USE_EDGES, "in")}
         sources = {src for src, _kind in used_by}
         paths = {target_path}
         for s in sources:
@@ -270,12 +274,14 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     for fid, scope, kind, receiver, line, count, target in code_nav.file_refs(ws.store, list(id_path), short):
         rows_by_file[id_path[fid]].append((scope, kind, receiver, line, count, target))
     imports_by_file: dict[str, list[tuple]] = defaultdict(list)
-    for path, module, alias, line in code_nav.member_imports(ws.store, target_path, short):
+    for path, module, alias, line in () if made else code_nav.member_imports(ws.store, target_path, short):
         imports_by_file[path].append((module, line))
 
     def is_use(path: str, scope: str | None, kind: str, target: str | None) -> bool:
+        if made and kind != "call":
+            return False  # a type named in a declaration makes nothing
         if target is not None:
-            return target == node
+            return target == used
         # Not resolved in the index yet (a read-only index, a file parsed a moment ago): trust
         # the graph's edge of the same kind from the same scope (a trait method's `inherit` of
         # a library trait is not its call of a namesake).
@@ -318,6 +324,16 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     unattributed = max(_unattributed(ws).get(short, 0) - listed, 0)
     return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit,
             "unattributed": unattributed}
+
+
+def _class_constructed(graph: GraphView, node: str, short: str, qual: str) -> str | None:
+    """The class ``node`` constructs when it is a constructor named as its class, else None."""
+    if "." not in qual:
+        return None
+    owner = f"{graph.file_of(node)}::{qual.rsplit('.', 1)[0]}"
+    if owner in graph and graph.node(owner).get("kind") in _CLASSLIKE and graph.node(owner)["name"] == short:
+        return owner
+    return None
 
 
 _IMPORT_SPAN = 200  # lines an import statement may run over (`from x import (` one name a line)

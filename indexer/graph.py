@@ -53,6 +53,8 @@ _PY_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 # Languages where a bare name reaches only what is in scope (a top-level definition, or one
 # of the caller's own enclosing scopes): a method needs a receiver (`self.`, `this.`, `$this->`,
 # `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
+# Languages whose package is a directory: its files see each other's top-level names unimported.
+_PACKAGE_IS_DIRECTORY = {"go": ".go", "java": ".java"}
 _EXPLICIT_RECEIVER = frozenset({"python", "javascript", "typescript", "tsx", "rust", "go", "php", "c"})
 # Import spellings that stay inside the project even when no file was found for them: relative
 # paths and path aliases (`@/x`, `~/x`, Node's `#x`); Rust's `crate::`, `self::`, `super::` are
@@ -493,7 +495,18 @@ class CodeGraph(GraphQueries):
             # Elsewhere in the project a bare name can only mean a top-level definition (a
             # parameter or a local called bare -- `fail(cxt)` -- is no method of some class).
             candidates = {c for c in candidates if "." not in self.g.nodes[c]["qualname"]}
+        if len(candidates) > 1:
+            candidates = self._without_constructors(candidates)
         return self._unique_outside_tests(path, scope, candidates) if candidates else None
+
+    def _without_constructors(self, candidates: set[str]) -> set[str]:
+        """``candidates`` less the constructors of a class among them: a class's name names its
+        constructors too (Java, C#, C++), and a use of the name (`new Builder()`, a `Builder`
+        parameter) is a use of the class."""
+        types = {c for c in candidates if self.g.nodes[c].get("kind") in _CLASSLIKE}
+        if not types:
+            return candidates
+        return {c for c in candidates if c in types or _owner(c) not in types}
 
     def _from_tests(self, path: str, scope: str | None) -> bool:
         """Whether a reference from ``scope`` of ``path`` is made by test code: a test file's, or
@@ -660,10 +673,13 @@ class CodeGraph(GraphQueries):
         return None
 
     def _package_files(self, path: str) -> list[str]:
+        """The files whose top-level names ``path`` sees unimported: a Go package's or a Java
+        package's other files (both are one directory), else ``path`` alone."""
         node = self.g.nodes.get(path)
-        if node is not None and node.get("language") == "go":
+        suffix = _PACKAGE_IS_DIRECTORY.get(node.get("language")) if node is not None else None
+        if suffix is not None:
             d = posixpath.dirname(path)
-            return [path] + sorted(p for p in self._dir_files.get(d, ()) if p != path and p.endswith(".go"))
+            return [path] + sorted(p for p in self._dir_files.get(d, ()) if p != path and p.endswith(suffix))
         return [path]
 
     def _local(self, path: str, scope: str | None, name: str) -> str | None:
@@ -671,6 +687,12 @@ class CodeGraph(GraphQueries):
         if scope:
             parts = scope.split(".")
             for i in range(len(parts), 0, -1):
+                if parts[i - 1] == name:
+                    # A class's own name inside it is the class, not its constructor
+                    # (`new Builder(this)`, a `Builder` parameter in Java, C#, C++).
+                    own = symbol_id(path, ".".join(parts[:i]))
+                    if self.g.nodes.get(own, {}).get("kind") in _CLASSLIKE:
+                        return own
                 node = symbol_id(path, ".".join(parts[:i]) + "." + name)
                 if node in self.g:
                     return node
@@ -794,6 +816,12 @@ class CodeGraph(GraphQueries):
 
 if TYPE_CHECKING:  # a type checker confirms CodeGraph implements the read API
     _view: type[GraphView] = CodeGraph
+
+
+def _owner(node: str) -> str | None:
+    """The definition ``node`` is a member of (by its qualified name), or None at top level."""
+    path, qual = split_symbol_id(node)
+    return symbol_id(path, qual.rsplit(".", 1)[0]) if "." in qual else None
 
 
 def _bound_name(language: str | None, module: str, name: str | None, alias: str | None) -> str | None:
