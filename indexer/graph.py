@@ -170,6 +170,10 @@ class CodeGraph(GraphQueries):
         self._bindings: dict[str, _Bindings] = {}
         self._refs: dict[str, list[tuple]] = {}  # path -> [(id, scope, name, kind, receiver, count)]
         self._ref_edges: dict[str, list[tuple[str, str, str, float] | None]] = {}
+        # node -> files whose reference edges start or end at it (some may since point elsewhere):
+        # when a node goes, the edges it takes with it are found in those files alone.  Built at
+        # the first refresh (a graph that is only read never needs it), kept up to date after.
+        self._edge_files: defaultdict[str, set[str]] | None = None
         self._name_users: dict[str, set[str]] = defaultdict(set)
         self._dir_files: dict[str, set[str]] = defaultdict(set)
         self._pending_targets: dict[int, str | None] = {}
@@ -218,6 +222,7 @@ class CodeGraph(GraphQueries):
                     for u, _, k, w in self.g.in_edges(v, keys=True, data="weight")
                     if k == "imports" and u not in keep]
         old_names: set[str] = set()
+        cut = self._cut_edges(keep)
         for path in [*changed, *removed]:
             old_names |= self._defined_names(path)
             self._drop_file(path)
@@ -243,12 +248,44 @@ class CodeGraph(GraphQueries):
         dependents: set[str] = set()
         for name in old_names | new_names:
             dependents |= self._name_users.get(name, set())
+        dependents |= cut.keys()
         dependents -= set(present)
         dependents &= self._refs.keys()
         self._resolve_files(present)
         if dependents:
-            self._resolve_files(sorted(dependents), only_names=old_names | new_names)
+            self._resolve_files(sorted(dependents), only_names=old_names | new_names, cut=cut)
         return touched | dependents
+
+    def _cut_edges(self, paths: set[str]) -> dict[str, dict[int, str | None]]:
+        """Forget the reference edges of other files that start or end at a node of ``paths``:
+        dropping those nodes takes the edges with them, so nothing is to be subtracted from them
+        later (several references share one weighted edge, and subtracting one reference's
+        count from an edge another has already re-added lost the difference).  Returns, per
+        file, the references cut and the target each had, to be resolved again whatever their
+        name: a reference spelled by an alias (`import x as y`) carries no name that changed."""
+        if self._edge_files is None:
+            self._edge_files = defaultdict(set)
+            for path, edges in self._ref_edges.items():
+                for edge in edges:
+                    if edge is not None:
+                        self._edge_files[edge[0]].add(path)
+                        self._edge_files[edge[1]].add(path)
+        dropped: set[str] = set()
+        for path in paths:
+            if path in self.g:
+                dropped.add(path)
+                dropped.update(self._file_symbols.get(path, ()))
+        files: set[str] = set()
+        for node in dropped:
+            files |= self._edge_files.pop(node, set())
+        cut: dict[str, dict[int, str | None]] = {}
+        for path in files - paths:
+            edges = self._ref_edges.get(path)
+            for i, edge in enumerate(edges or ()):
+                if edge is not None and (edge[0] in dropped or edge[1] in dropped):
+                    edges[i] = None
+                    cut.setdefault(path, {})[i] = edge[1]
+        return cut
 
     def _rebound_files(self, store, skip: set[str]) -> set[str]:
         """Files whose stored import targets differ from their import edges here
@@ -373,25 +410,32 @@ class CodeGraph(GraphQueries):
             self._refs[path].append((None, split_symbol_id(node)[1], name, _MEMBER, None, 1.0))
             self._name_users[name].add(path)
 
-    def _resolve_files(self, paths: Iterable[str], only_names: set[str] | None = None) -> None:
+    def _resolve_files(self, paths: Iterable[str], only_names: set[str] | None = None,
+                       cut: dict[str, dict[int, str | None]] | None = None) -> None:
+        users = self._edge_files
         for path in paths:
             refs = self._refs.get(path)
             if refs is None:
                 continue
             edges = self._ref_edges.get(path)
+            was = (cut or {}).get(path, {})  # references whose edges went with their nodes: target before
             if edges is None or len(edges) != len(refs):
                 edges = self._ref_edges[path] = [None] * len(refs)
                 only = None
             else:
                 only = only_names
             for i, (rid, scope, name, kind, receiver, count) in enumerate(refs):
-                if only is not None and name not in only and (not scope or scope.split(".", 1)[0] not in only):
+                if (only is not None and i not in was and name not in only
+                        and (not scope or scope.split(".", 1)[0] not in only)):
                     continue
                 old = edges[i]
                 if old is not None:
                     self._dec_edge(*old)
                 if kind == _MEMBER:
                     edges[i] = self._link_member(path, scope, name)
+                    if edges[i] is not None and users is not None:
+                        users[edges[i][0]].add(path)
+                        users[edges[i][1]].add(path)
                     continue
                 target = self._resolve(path, scope, name, kind, receiver)
                 if target is None:
@@ -404,7 +448,11 @@ class CodeGraph(GraphQueries):
                     else:
                         self._inc_edge(src, target, edge_kind, count)
                         edges[i] = (src, target, edge_kind, count)
-                if (old[1] if old else None) != target:
+                        if users is not None:
+                            users[src].add(path)
+                            users[target].add(path)
+                before = old[1] if old else was.get(i)
+                if before != target:
                     self._pending_targets[rid] = target
 
     def _scope_source(self, path: str, scope: str | None) -> str:

@@ -186,6 +186,32 @@ def test_refresh_when_a_missing_module_appears(ws, project):
     assert_same_as_fresh(ws, g)
 
 
+def test_refresh_of_a_file_many_calls_reach_through_receivers_and_aliases(tmp_path):
+    # One caller reaches `Table.add_row` through several references (receivers, counts), and
+    # another through an import alias that spells no name the file defines.  Editing the file
+    # that defines them must leave every weight and edge as a fresh build has them.
+    root = write_files(tmp_path / "weights", {
+        "lib/__init__.py": "",
+        "lib/table.py": "class Table:\n    def add_row(self, *cells):\n        return cells\n\n\n"
+                        "def install():\n    return Table()\n",
+        "app.py": "from lib.table import Table\nfrom lib.table import install as setup\n\n\n"
+                  "def card():\n    a = Table()\n    b = Table()\n    a.add_row(1)\n"
+                  + "    b.add_row(2)\n" * 9 + "    a.add_row(3)\n    setup()\n",
+    })
+    with Workspace.open(root, workers=1) as w:
+        w.index()
+        g = CodeGraph.load(w.store)
+        before = edges(g)
+        assert ("app.py::card", "lib/table.py::install", "calls", 1.0) in before
+        table = root / "lib/table.py"
+        table.write_text("# an edit above everything\n" + table.read_text())
+        apply(w, g, ["lib/table.py"])
+        assert_same_as_fresh(w, g)
+        assert edges(g) == before
+        apply(w, g, ["lib/table.py"])  # again, with the reverse index built by the first refresh
+        assert_same_as_fresh(w, g)
+
+
 # -- resolution order -----------------------------------------------------------------------
 
 RESOLUTION_PROJECT = {
