@@ -271,8 +271,11 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     ids = code_nav.file_ids(ws.store, sorted(paths))
     rows_by_file: dict[str, list[tuple]] = defaultdict(list)
     id_path = {fid: p for p, fid in ids.items()}
-    for fid, scope, kind, receiver, line, count, target in code_nav.file_refs(ws.store, list(id_path), short):
-        rows_by_file[id_path[fid]].append((scope, kind, receiver, line, count, target))
+    # Its own name, and whatever name the index resolved to it (`from .cells import cell_len as
+    # measure`: the call is spelled `measure`).
+    for fid, scope, kind, receiver, line, count, target, spelled in code_nav.file_refs(
+            ws.store, list(id_path), short, used):
+        rows_by_file[id_path[fid]].append((scope, spelled, kind, receiver, line, count, target))
     imports_by_file: dict[str, list[tuple]] = defaultdict(list)
     for path, module, alias, line in () if made else code_nav.member_imports(ws.store, target_path, short):
         imports_by_file[path].append((module, line))
@@ -300,16 +303,16 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
         found: dict[tuple[int, str], str | None] = {}
         rows = rows_by_file.get(path, [])
         if facts.reread:
-            kept = {(scope, kind, receiver) for scope, kind, receiver, _l, _c, target in rows
+            kept = {(scope, spelled, kind, receiver) for scope, spelled, kind, receiver, _l, _c, target in rows
                     if is_use(path, scope, kind, target)}
-            uses = [(s, k, r, ln, c) for s, n, k, r, ln, c in facts.refs if n == short and (s, k, r) in kept]
+            uses = [(s, n, k, r, ln, c) for s, n, k, r, ln, c in facts.refs if (s, n, k, r) in kept]
             modules = {m for m, _ in imports_by_file.get(path, [])}
             import_lines = [ln for m, n, _a, ln in facts.imports if n == short and m in modules]
         else:
-            uses = [(s, k, r, ln, c) for s, k, r, ln, c, target in rows if is_use(path, s, k, target)]
+            uses = [(s, n, k, r, ln, c) for s, n, k, r, ln, c, target in rows if is_use(path, s, k, target)]
             import_lines = [ln for _m, ln in imports_by_file.get(path, [])]
-        for scope, kind, receiver, line, count in uses:
-            for ln in use_lines(facts, scope, short, receiver, line, count):
+        for scope, spelled, kind, receiver, line, count in uses:
+            for ln in use_lines(facts, scope, spelled, receiver, line, count):
                 found.setdefault((ln, _REF_KIND.get(kind, "other")), f"{path}::{scope}" if scope else None)
         for ln in import_lines:
             ln = _name_line(facts, ln, short)
@@ -319,8 +322,8 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
                          "snippet": facts.line(ln).strip()[:MAX_SNIPPET_CHARS]})
     # Uses the index could not attribute are not guessed; their number tells the agent to look
     # for them by name (less those listed above on the graph's word, not yet resolved in the index).
-    listed = sum(c for path, rows in rows_by_file.items() for s, k, _r, _l, c, target in rows
-                 if target is None and is_use(path, s, k, target))
+    listed = sum(c for path, rows in rows_by_file.items() for s, n, k, _r, _l, c, target in rows
+                 if target is None and n == short and is_use(path, s, k, target))
     unattributed = max(_unattributed(ws).get(short, 0) - listed, 0)
     return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit,
             "unattributed": unattributed}

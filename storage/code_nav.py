@@ -47,15 +47,17 @@ def file_symbols(store: Store, file_id: int) -> list[tuple]:
         " WHERE file_id = ? ORDER BY id", (file_id,))
 
 
-def file_refs(store: Store, file_ids: Sequence[int], name: str) -> list[tuple]:
-    """Rows of (file_id, scope, kind, receiver, line, count, target) of the uses of ``name``."""
+def file_refs(store: Store, file_ids: Sequence[int], name: str, target: str) -> list[tuple]:
+    """Rows of (file_id, scope, kind, receiver, line, count, target, name) of the references
+    spelled ``name`` or resolved to ``target`` (under another name: an import's alias)."""
     out: list[tuple] = []
     ids = list(file_ids)
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         out += store.execute(
-            "SELECT file_id, scope, kind, receiver, line, count, target FROM refs"
-            f" WHERE file_id IN ({','.join('?' * len(chunk))}) AND name = ?", (*chunk, name))
+            "SELECT file_id, scope, kind, receiver, line, count, target, name FROM refs"
+            f" WHERE file_id IN ({','.join('?' * len(chunk))}) AND (name = ? OR target = ?)",
+            (*chunk, name, target))
     return out
 
 

@@ -443,3 +443,23 @@ def test_uses_no_definition_is_credited_with_are_counted_not_listed(tmp_path):
     # self.run() in Job is Job.run's; thing.run() could be either class's: counted, not guessed.
     assert [(r["path"], r["line"], r["symbol"]) for r in out["references"]] == [("jobs.py", 6, "jobs.py::Job.twice")]
     assert out["unattributed"] == 3
+
+
+def test_a_call_through_an_import_alias_is_a_use(tmp_path):
+    from ..conftest import indexed_workspace
+
+    ws = indexed_workspace(tmp_path / "alias", {
+        "pkg/__init__.py": "",
+        "pkg/cells.py": "def cell_len(text):\n    return len(text)\n",
+        "pkg/measure.py": "from .cells import cell_len as measure\n\n\ndef width(t):\n    return measure(t) + 1\n",
+    })
+    try:
+        got = {(r["path"], r["line"], r["kind"]) for r in find_references(ws, "cell_len")["references"]}
+        assert got == {("pkg/measure.py", 1, "import"), ("pkg/measure.py", 5, "call")}
+        # The same once the file changed after indexing (its uses read from the new text).
+        edited = tmp_path / "alias/pkg/measure.py"
+        edited.write_text("# moved down a line\n" + edited.read_text())
+        got = {(r["path"], r["line"], r["kind"]) for r in find_references(ws, "cell_len")["references"]}
+        assert ("pkg/measure.py", 6, "call") in got
+    finally:
+        ws.close()
