@@ -247,16 +247,26 @@ class Indexer:
             states = ci.file_states(self.store)
             outcomes: list[Parsed | Skipped] = []
             gone: list[str] = []
+            # The skipped list kept as a full scan would list it: what a path now is, and no
+            # entry for a path (or a folder's paths) that is no more.
             excluded: list[tuple[str, str]] = []
+            vanished: list[str] = []
             for rel in paths:
-                reason = self.filter.excluded_reason(rel)
                 abs_path = self.root / rel
-                if reason is not None or not abs_path.is_file():
+                if abs_path.is_dir() and not abs_path.is_symlink():
+                    entry = self.filter.folder_entry(rel)
+                    if entry is not None:
+                        vanished.append(rel)  # a folder left out is listed alone, not its files
+                else:
+                    entry = self.filter.excluded_entry(rel)
+                    if not os.path.lexists(abs_path):
+                        vanished.append(rel)
+                        entry = None
+                if entry is not None or not abs_path.is_file():
                     if rel in states:
                         gone.append(rel)
-                    if reason is not None and reason != "unsupported_language":
-                        # A folder (a symlinked one leading outside) is listed as the full scan lists it.
-                        excluded.append((printable_path(rel) + ("/" if abs_path.is_dir() else ""), reason))
+                    if entry is not None and entry[0] is not None:
+                        excluded.append((entry[0], entry[1]))
                     continue
                 try:
                     st = abs_path.stat()
@@ -290,8 +300,9 @@ class Indexer:
             skipped: list = []
             if outcomes:
                 self._write_outcomes(outcomes, summary, skipped)
-            if excluded:
+            if excluded or vanished:
                 with self.store.write() as conn:
+                    ci.forget_skipped(conn, [printable_path(p) for p in vanished])  # as they were listed
                     for rel, reason in excluded:
                         ci.set_skipped(conn, rel, reason, None)
             if new_paths or gone:

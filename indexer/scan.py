@@ -341,21 +341,41 @@ class PathFilter:
 
     def excluded_reason(self, rel: str) -> str | None:
         """Why ``rel`` (a file path) is outside the index, or None if it belongs in it."""
+        entry = self.excluded_entry(rel)
+        return None if entry is None else entry[1]
+
+    def excluded_entry(self, rel: str) -> tuple[str | None, str] | None:
+        """(what a full scan lists for it, or None when it lists nothing; why) when ``rel`` (a
+        file path) is outside the index, or None if it belongs in it.  As the walk lists them:
+        a file in an excluded or ignored folder as the folder (``build/``, never entered), an
+        ignored file only when its language is one the index reads."""
         if not is_utf8_path(rel):
-            return NAME_NOT_UTF8
+            return printable_path(rel), NAME_NOT_UTF8
         parts = rel.split("/")
-        for i, part in enumerate(parts[:-1]):
-            if is_excluded_dir(part):
-                return EXCLUDED
-            if self._ignored("/".join(parts[: i + 1]), is_dir=True):
-                return IGNORED
+        held = self.folder_entry("/".join(parts[:-1])) if len(parts) > 1 else None
+        if held is not None:
+            return held
         path = os.path.join(self.root, rel)
         if os.path.islink(path) and os.path.isdir(path):  # a folder link, never walked (see _walk)
-            return None if _inside(self.root, path) else OUTSIDE
-        if language_for_path(parts[-1]) is None:
-            return UNSUPPORTED
+            return None if _inside(self.root, path) else (rel + "/", OUTSIDE)
+        language = language_for_path(parts[-1])
         if self._ignored(rel, is_dir=False):
-            return IGNORED
+            return (rel if language else None), IGNORED
+        if language is None:
+            return rel, UNSUPPORTED
         if not _inside(self.root, path):  # a file link, or a path through a folder link, leading outside
-            return OUTSIDE
+            return rel, OUTSIDE
+        return None
+
+    def folder_entry(self, rel: str) -> tuple[str, str] | None:
+        """(what a full scan lists, why) for the folder ``rel`` when the walk does not enter it."""
+        if not is_utf8_path(rel):
+            return printable_path(rel), NAME_NOT_UTF8
+        parts = rel.split("/")
+        for i, part in enumerate(parts):
+            folder = "/".join(parts[: i + 1])
+            if is_excluded_dir(part):
+                return folder + "/", EXCLUDED
+            if self._ignored(folder, is_dir=True):
+                return folder + "/", IGNORED
         return None

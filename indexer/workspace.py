@@ -205,6 +205,7 @@ class Workspace:
         if changes.dirs:
             indexed = ci.file_paths(self.store)
             for d in changes.dirs:
+                paths.add(d)  # itself: a folder gone or now left out changes the skipped list
                 prefix = d + "/"
                 paths.update(p for p in indexed if p.startswith(prefix))
                 abs_dir = self.root / d

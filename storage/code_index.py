@@ -234,6 +234,13 @@ def set_skipped(conn: sqlite3.Connection, path: str, reason: str, size: int | No
     )
 
 
+def forget_skipped(conn: sqlite3.Connection, paths: Iterable[str]) -> None:
+    """Drop the skipped-list entries of ``paths`` and of everything under them as folders."""
+    for path in paths:
+        conn.execute("DELETE FROM skipped WHERE path = ? OR substr(path, 1, ?) = ?",
+                     (path, len(path) + 1, path + "/"))
+
+
 def replace_skipped(conn: sqlite3.Connection, skipped: Iterable[tuple[str, str, int | None]]) -> None:
     """Replace the whole skipped-files list (after a full scan)."""
     conn.execute("DELETE FROM skipped")
