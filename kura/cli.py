@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import fcntl
 import io
 import logging
 import shutil
@@ -161,8 +162,13 @@ def cmd_add(home: Home, args) -> int:
         if home.find(name) is not None:
             raise KuraError(f'database "{name}" already exists')
         if folder.exists():
-            raise KuraError(f"{folder} already exists; remove it or choose another name")
+            if not _abandoned(folder, name):
+                raise KuraError(f"{folder} already exists; remove it or choose another name")
+            shutil.rmtree(folder)
+            print(f'removed what an interrupted `kura add {name}` left', file=sys.stderr)
         folder.mkdir(parents=True)
+        marker = open(folder / ADDING, "a+")  # held until the database is registered
+        fcntl.flock(marker, fcntl.LOCK_EX)
     try:
         with KuraDatabase(home.db_path(name)) as store:
             if root is not None:
@@ -176,9 +182,12 @@ def cmd_add(home: Home, args) -> int:
             if home.find(name) is not None:  # lost a race with another `kura add`
                 raise KuraError(f'database "{name}" already exists')
             home.save_entries([*home.entries(), Entry(name, now_rfc3339())])
+            (folder / ADDING).unlink()
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+    finally:
+        marker.close()
     notify_reload(home)
     if root is None:
         print(f'added "{name}": drop files into {home.inbox(name)}')
@@ -186,6 +195,24 @@ def cmd_add(home: Home, args) -> int:
         print(f'added "{name}": {root} ({stats.sources} files, {stats.chunks} chunks'
               f'{skipped_suffix(report.skipped_counts())})')
     return 0
+
+
+# A database folder being filled by `kura add` holds this file, locked while the add runs: one
+# found unlocked is what an add killed before it could clean up left (a SIGKILL, a lost session).
+ADDING = ".adding"
+
+
+def _abandoned(folder: Path, name: str) -> bool:
+    """Whether ``folder`` is an unregistered database folder that an interrupted add left."""
+    marker = folder / ADDING
+    if not marker.is_file():
+        return False
+    with open(marker, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise KuraError(f'another `kura add {name}` is adding this database now') from None
+    return True
 
 
 def skipped_suffix(counts: dict[str, int]) -> str:
@@ -252,9 +279,14 @@ def cmd_remove(home: Home, args) -> int:
     from .daemon import notify_reload
 
     name = normalize_name(args.name)
-    if home.find(name) is None:
-        raise KuraError(f'database "{name}" not exist')
     folder = home.db_dir(name)
+    if home.find(name) is None:
+        with home.locked():
+            if home.find(name) is None and folder.is_dir() and _abandoned(folder, name):
+                shutil.rmtree(folder)
+                print(f'removed what an interrupted `kura add {name}` left')
+                return 0
+        raise KuraError(f'database "{name}" not exist')
     if not args.yes:
         inbox = home.inbox(name)
         extra = f" and the files in {inbox}" if inbox.is_dir() and any(inbox.iterdir()) else ""

@@ -138,3 +138,36 @@ def test_a_failed_rewrite_leaves_the_old_file_and_no_temp_file(tmp_path):
     write_text_atomic(tmp_path / "db.json", '[{"db": "x"}]\n')
     assert (tmp_path / "db.json").read_text() == '[{"db": "x"}]\n'
     assert sorted(p.name for p in tmp_path.iterdir()) == ["db.json", "endpoint"]
+
+
+def test_an_add_killed_midway_leaves_nothing_in_the_way(kura, tmp_path):
+    import fcntl
+    import signal
+
+    many = tmp_path / "many"
+    many.mkdir()
+    for k in range(3000):
+        (many / f"note_{k}.md").write_text(f"# Note {k}\n\n" + "words about the topic at hand " * 40 + "\n")
+    proc = kura.popen("add", "big", str(many))
+    assert "indexing" in proc.stderr.readline()  # killed while it indexes, before it could clean up
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert (kura.home / "big").is_dir() and not (kura.home / "db.json").exists()  # never registered
+
+    # Running the same add again takes the folder back; so would `kura remove`.
+    out = kura.run("add", "big", str(many), timeout=300)
+    assert out.returncode == 0 and 'added "big"' in out.stdout and "interrupted" in out.stderr, out.stderr
+    assert not (kura.home / "big" / ".adding").exists()
+    kura.ok("remove", "big", "--yes")
+
+    # An unregistered folder whose add still runs (its marker locked) is not taken.
+    (kura.home / "busy").mkdir()
+    with open(kura.home / "busy" / ".adding", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        busy = kura.run("add", "busy")
+        assert busy.returncode != 0 and "another `kura add busy` is adding this database now" in busy.stderr
+    assert 'removed what an interrupted `kura add busy` left' in kura.ok("remove", "busy", "--yes")
+    assert not (kura.home / "busy").exists()
+    # A folder Kura did not make stays where it is.
+    (kura.home / "mine").mkdir()
+    assert "already exists; remove it or choose another name" in kura.run("add", "mine").stderr
