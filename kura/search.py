@@ -120,8 +120,8 @@ def parse_mode(value: Any) -> str:
             return "keyword"
         if mode in MODES:
             return mode
-    shown = json.dumps(value) if isinstance(value, str) else json.dumps(str(value))
-    raise InvalidArgument(f'invalid argument: mode {shown} not supported (only "keyword")')
+        raise InvalidArgument(f'invalid argument: mode {json.dumps(value)} not supported (only "keyword")')
+    raise InvalidArgument("invalid argument: mode must be a string")  # as the other fields say it
 
 
 def group_hits(hits: list[kura_store.Hit]) -> dict[str, Any]:
