@@ -38,7 +38,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "15"
+EXTRACTOR_VERSION = "16"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -377,6 +377,9 @@ def _nest(defs: list[_Def]) -> None:
         while stack and stack[-1].end <= d.start:
             stack.pop()
         parent = stack[-1] if stack and stack[-1].end >= d.end else None
+        if parent is not None and d.kind == parent.kind == "constant" and (parent.start, parent.end) == (d.start, d.end):
+            # Two names of one declaration (`static final int A = 1, B = 2;`) are siblings.
+            parent = parent.parent
         d.parent = parent
         if d.receiver:
             d.qualname = f"{_strip_receiver(d.receiver)}.{d.name}"

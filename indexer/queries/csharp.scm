@@ -11,6 +11,12 @@
 (delegate_declaration name: (identifier) @name) @definition.type
 (method_declaration name: (identifier) @name) @definition.method
 (constructor_declaration name: (identifier) @name) @definition.method
+; A property is its accessors, methods by another spelling.
+(property_declaration name: (identifier) @name) @definition.method
+; Constants: const fields and enum members.
+((field_declaration (modifier) @_const (variable_declaration (variable_declarator name: (identifier) @name))) @definition.constant
+  (#eq? @_const "const"))
+(enum_member_declaration name: (identifier) @name) @definition.constant
 
 ; ---- references ----------------------------------------------------------
 

@@ -9,6 +9,14 @@
 (enum_declaration name: (identifier) @name) @definition.enum
 (method_declaration name: (identifier) @name) @definition.method
 (constructor_declaration name: (identifier) @name) @definition.method
+(annotation_type_element_declaration name: (identifier) @name) @definition.method
+; Constants: static final fields (an anonymous class in one holds its methods: `INET_ADDRESS.read`),
+; an interface's fields, enum constants (a constant's own body holds its methods).
+((field_declaration (modifiers) @_mods declarator: (variable_declarator name: (identifier) @name)) @definition.constant
+  (#match? @_mods "(^|\\s)static(\\s|$)")
+  (#match? @_mods "(^|\\s)final(\\s|$)"))
+(constant_declaration declarator: (variable_declarator name: (identifier) @name)) @definition.constant
+(enum_constant name: (identifier) @name) @definition.constant
 
 ; ---- references ----------------------------------------------------------
 

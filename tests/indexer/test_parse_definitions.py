@@ -56,3 +56,41 @@ def test_a_go_type_declared_alone_keeps_its_keyword_in_its_signature():
     assert sigs["I"] == "type I interface {"
     # A group's members are written without the keyword: their signature is their own line.
     assert sigs["A"] == "A int" and sigs["B"] == "B struct {"
+
+
+def test_java_constants_and_what_their_bodies_hold():
+    src = b"""class Adapters {
+    public static final Adapter<Boolean> BOOLEAN = new Adapter<Boolean>() {
+        @Override public Boolean read(Reader in) { return null; }
+    };
+    private static final int A = 1, B = 2;
+    private int count = 3;
+    @Note("final") static int plain = 4;
+}
+enum Policy { UPPER { @Override String tr(String s) { return s; } }, LOWER; abstract String tr(String s); }
+interface Limits { int MAX = 4; }
+@interface Named { String value() default ""; }
+"""
+    got = {(s.qualname, s.kind) for s in parse_source("Adapters.java", "java", src).symbols}
+    assert {("Adapters.BOOLEAN", "constant"), ("Adapters.BOOLEAN.read", "method"), ("Adapters.A", "constant"),
+            ("Adapters.B", "constant"), ("Policy.UPPER", "constant"), ("Policy.UPPER.tr", "method"),
+            ("Policy.LOWER", "constant"), ("Policy.tr", "method"), ("Limits.MAX", "constant"),
+            ("Named.value", "method")} <= got
+    assert not {q for q, _k in got if q.endswith((".count", ".plain"))}  # fields that are no constants
+
+
+def test_csharp_properties_and_constants_are_definitions():
+    src = b"""namespace N {
+public class Options {
+    public const int Max = 3;
+    private static readonly string Fallback = "x";
+    public string SetName { get { return name; } set { name = value; } }
+    public int Age => 3;
+}
+public enum Color { Red, Green = 2 }
+}
+"""
+    got = {(s.qualname, s.kind) for s in parse_source("Options.cs", "csharp", src).symbols}
+    assert {("Options.Max", "constant"), ("Options.SetName", "method"), ("Options.Age", "method"),
+            ("Color.Red", "constant"), ("Color.Green", "constant")} <= got
+    assert ("Options.Fallback", "constant") not in got  # readonly, not const: a field

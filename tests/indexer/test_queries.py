@@ -166,6 +166,8 @@ SYMBOLS = {
         },
         'src/main/java/com/acme/auth/Role.java': {
             ('Role', 'enum'),
+            ('Role.ADMIN', 'constant'),
+            ('Role.MEMBER', 'constant'),
             ('Role.isAdmin', 'method'),
         },
         'src/main/java/com/acme/auth/Session.java': {
@@ -238,6 +240,8 @@ SYMBOLS = {
             ('IAuthenticator', 'interface'),
             ('IAuthenticator.Login', 'method'),
             ('Role', 'enum'),
+            ('Role.Admin', 'constant'),
+            ('Role.Member', 'constant'),
             ('Session', 'class'),
         },
         'src/Util/Hasher.cs': {
