@@ -53,6 +53,9 @@ _PY_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 # Languages where a bare name reaches only what is in scope (a top-level definition, or one
 # of the caller's own enclosing scopes): a method needs a receiver (`self.`, `this.`, `$this->`,
 # `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
+_BIND = "bind"  # a reference row that says what a variable is declared as (indexer/model.py)
+# Where a class's fields are also declared: its constructor's parameters of the same name.
+_INITIALISERS = ("__init__", "constructor")
 # Languages whose package is a directory: its files see each other's top-level names unimported.
 _PACKAGE_IS_DIRECTORY = {"go": ".go", "java": ".java"}
 _EXPLICIT_RECEIVER = frozenset({"python", "javascript", "typescript", "tsx", "rust", "go", "php", "c"})
@@ -169,6 +172,9 @@ class CodeGraph(GraphQueries):
         self._file_symbols: dict[str, list[str]] = {}
         self._bindings: dict[str, _Bindings] = {}
         self._refs: dict[str, list[tuple]] = {}  # path -> [(id, scope, name, kind, receiver, count)]
+        # path -> {(scope, variable): type name}: what a parameter, variable or field is declared
+        # as (`bind` rows), for the calls made on it
+        self._declared: dict[str, dict[tuple[str | None, str], str]] = {}
         self._ref_edges: dict[str, list[tuple[str, str, str, float] | None]] = {}
         # node -> files whose reference edges start or end at it (some may since point elsewhere):
         # when a node goes, the edges it takes with it are found in those files alone.  Built at
@@ -324,6 +330,7 @@ class CodeGraph(GraphQueries):
                 self._by_db_id.pop(self.g.nodes[node].get("db_id"), None)
                 self._remove_node(node)
         self._bindings.pop(path, None)
+        self._declared.pop(path, None)
         self.test_files.discard(path)
         if path in self.g:
             self._remove_node(path)
@@ -343,6 +350,7 @@ class CodeGraph(GraphQueries):
             self._file_symbols[path] = []
             self._bindings[path] = _Bindings()
             self._refs[path] = []
+            self._declared[path] = {}
             self._dir_files[posixpath.dirname(path)].add(path)
         if pause is not None:
             pause()
@@ -398,6 +406,13 @@ class CodeGraph(GraphQueries):
             pause()
         for row in refs:
             path, scope = row[1], row[2]
+            if row[4] == _BIND:
+                var = row[5]
+                if scope and scope.rsplit(".", 1)[-1] == var:  # a field that is a definition itself
+                    scope = scope.rsplit(".", 1)[0] if "." in scope else None
+                self._declared[path].setdefault((scope, var), row[3])
+                self._name_users[row[3]].add(path)
+                continue
             self._refs[path].append((row[0], scope, row[3], row[4], row[5], float(row[7])))
             self._name_users[row[3]].add(path)
             if scope and symbol_id(path, scope) not in g:
@@ -602,6 +617,11 @@ class CodeGraph(GraphQueries):
                 if hit:
                     return hit
         else:
+            declared = self._declared_class(path, scope, receiver)
+            if declared is not None:
+                hit = self._method_in_hierarchy(declared, name)
+                if hit:
+                    return hit
             bindings = self._bindings.get(path)
             recv = receiver.replace("::", ".").replace("->", ".")
             value = False  # the receiver is a project definition that is no type (`Q = Keys()`)
@@ -659,6 +679,36 @@ class CodeGraph(GraphQueries):
                     methods = {cls: methods[cls] for cls in _at_module_path(list(methods), recv.rsplit(".", 1)[0])}
                 return self._unique(set(methods.values()))
         return self._unique_outside_tests(path, scope, candidates)
+
+    def _declared_class(self, path: str, scope: str | None, receiver: str) -> str | None:
+        """The project class a receiver variable is declared as: a parameter, variable or field
+        of an enclosing scope (`writer` with `JsonWriter writer`), or one of the class's own
+        fields (`this.db`, `self.client`: declared on the class, or as the constructor's
+        parameter of the same name, `self.client = client`)."""
+        declared = self._declared.get(path)
+        if not declared:
+            return None
+        type_name = None
+        head, _, var = receiver.partition(".")
+        if var and head in _SELF and "." not in var:
+            cls = self._enclosing_class(path, scope)
+            if cls is None:
+                return None
+            owner = split_symbol_id(cls)[1]
+            for where in (owner, *(f"{owner}.{init}" for init in _INITIALISERS)):
+                type_name = declared.get((where, var))
+                if type_name:
+                    break
+        elif not var:
+            parts = scope.split(".") if scope else []
+            for i in range(len(parts), -1, -1):
+                type_name = declared.get((".".join(parts[:i]) or None, receiver))
+                if type_name:
+                    break
+        if not type_name:
+            return None
+        cls = self._resolve(path, scope, type_name, "type", None)
+        return cls if cls is not None and self.g.nodes[cls].get("kind") in _CLASSLIKE else None
 
     def _unique(self, candidates: set[str]) -> str | None:
         if len(candidates) == 1:

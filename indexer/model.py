@@ -22,7 +22,7 @@ SYMBOL_KINDS = (
 )
 
 # Reference kinds a query file may declare with ``@reference.<kind>``.
-REF_KINDS = ("call", "type", "inherit")
+REF_KINDS = ("call", "type", "inherit", "bind")  # bind: a variable's declared type (no edge)
 # The graph edge a resolved reference of each kind becomes.
 REF_EDGE = {"call": "calls", "type": "references", "inherit": "inherits"}
 

@@ -38,7 +38,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "16"
+EXTRACTOR_VERSION = "17"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -252,8 +252,8 @@ def _uses(uses: list[tuple], builtin_types: frozenset[str] | None, source: bytes
     kinds = list(map(_second, uses))
     receivers = [_receiver(r, source) if r else None for r in map(_third, uses)]
     keep = None
-    if "" in names or (builtin_types is not None and "type" in kinds):
-        keep = [bool(n) and not (k == "type" and builtin_types is not None and n in builtin_types)
+    if "" in names or (builtin_types is not None and ("type" in kinds or "bind" in kinds)):
+        keep = [bool(n) and not (builtin_types is not None and n in builtin_types and k in ("type", "bind"))
                 for n, k in zip(names, kinds)]
     keys = list(zip(starts, kinds))
     if keep is not None or len(set(keys)) != len(keys):

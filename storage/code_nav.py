@@ -49,14 +49,15 @@ def file_symbols(store: Store, file_id: int) -> list[tuple]:
 
 def file_refs(store: Store, file_ids: Sequence[int], name: str, target: str) -> list[tuple]:
     """Rows of (file_id, scope, kind, receiver, line, count, target, name) of the references
-    spelled ``name`` or resolved to ``target`` (under another name: an import's alias)."""
+    spelled ``name`` or resolved to ``target`` (under another name: an import's alias); a
+    variable's declared type (a ``bind`` row) is no use of its own: its type reference is."""
     out: list[tuple] = []
     ids = list(file_ids)
     for i in range(0, len(ids), 500):
         chunk = ids[i : i + 500]
         out += store.execute(
             "SELECT file_id, scope, kind, receiver, line, count, target, name FROM refs"
-            f" WHERE file_id IN ({','.join('?' * len(chunk))}) AND (name = ? OR target = ?)",
+            f" WHERE file_id IN ({','.join('?' * len(chunk))}) AND (name = ? OR target = ?) AND kind != 'bind'",
             (*chunk, name, target))
     return out
 
@@ -66,7 +67,7 @@ def unattributed_counts(store: Store) -> dict[str, int]:
     receiver of unknown type whose name several classes define, a name defined nowhere here):
     one pass over the references (they are not indexed by name)."""
     return {name: int(n) for name, n in store.execute(
-        "SELECT name, sum(count) FROM refs WHERE target IS NULL GROUP BY name")}
+        "SELECT name, sum(count) FROM refs WHERE target IS NULL AND kind != 'bind' GROUP BY name")}
 
 
 def file_ids(store: Store, paths: Sequence[str]) -> dict[str, int]:

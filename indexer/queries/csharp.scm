@@ -42,6 +42,18 @@
  (property_declaration type: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)])] @reference.type
 (type_argument_list (identifier) @name) @reference.type
 
+; ---- declared types: `bind` rows say which type a variable, parameter or field is declared
+; with, for the calls made on it (`writer.value()` with `JsonWriter writer`); they make no edge.
+(parameter
+  type: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)]
+  name: (identifier) @receiver) @reference.bind
+(variable_declaration
+  type: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)]
+  (variable_declarator name: (identifier) @receiver)) @reference.bind
+(property_declaration
+  type: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)]
+  name: (identifier) @receiver) @reference.bind
+
 ; ---- imports ---------------------------------------------------------------
 
 (using_directive) @import

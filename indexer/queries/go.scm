@@ -81,6 +81,15 @@
     type: [(qualified_type package: (package_identifier) @receiver name: (type_identifier) @name)
            (pointer_type (qualified_type package: (package_identifier) @receiver name: (type_identifier) @name))])]) @reference.type
 
+; ---- declared types: `bind` rows say which type a variable, parameter or field is declared
+; with, for the calls made on it (`writer.value()` with `JsonWriter writer`); they make no edge.
+(parameter_declaration
+  name: (identifier) @receiver
+  type: [(type_identifier) @name (pointer_type (type_identifier) @name)]) @reference.bind
+(var_spec
+  name: (identifier) @receiver
+  type: [(type_identifier) @name (pointer_type (type_identifier) @name)]) @reference.bind
+
 ; ---- imports ---------------------------------------------------------------
 
 (import_spec) @import

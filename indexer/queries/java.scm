@@ -61,6 +61,18 @@
   (#not-eq? @name "var"))
 (type_arguments (type_identifier) @name) @reference.type
 
+; ---- declared types: `bind` rows say which type a variable, parameter or field is declared
+; with, for the calls made on it (`writer.value()` with `JsonWriter writer`); they make no edge.
+(formal_parameter
+  type: [(type_identifier) @name (generic_type (type_identifier) @name)]
+  name: (identifier) @receiver) @reference.bind
+(local_variable_declaration
+  type: [(type_identifier) @name (generic_type (type_identifier) @name)]
+  declarator: (variable_declarator name: (identifier) @receiver)) @reference.bind
+(field_declaration
+  type: [(type_identifier) @name (generic_type (type_identifier) @name)]
+  declarator: (variable_declarator name: (identifier) @receiver)) @reference.bind
+
 ; ---- imports ---------------------------------------------------------------
 
 (import_declaration) @import

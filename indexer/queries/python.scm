@@ -69,6 +69,18 @@
 (type (generic_type (identifier) @reference.type))
 (type (subscript value: (identifier) @reference.type))
 
+; Declared types: `bind` rows say which type a parameter or variable is annotated with, for
+; the calls made on it (`request.send()` with `request: Request`); they make no edge.
+(typed_parameter (identifier) @receiver
+  type: (type [(identifier) @name (generic_type (identifier) @name)])) @reference.bind
+(typed_default_parameter name: (identifier) @receiver
+  type: (type [(identifier) @name (generic_type (identifier) @name)])) @reference.bind
+(assignment left: (identifier) @receiver
+  type: (type [(identifier) @name (generic_type (identifier) @name)])) @reference.bind
+(assignment left: (attribute object: (identifier) @_self attribute: (identifier) @receiver)
+  type: (type [(identifier) @name (generic_type (identifier) @name)])
+  (#eq? @_self "self")) @reference.bind
+
 ; Imports
 (import_statement) @import
 (import_from_statement) @import

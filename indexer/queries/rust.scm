@@ -57,6 +57,18 @@
 ((_ return_type: (scoped_type_identifier path: (_) @receiver name: (type_identifier) @name)) @reference.type)
 ((_ return_type: (generic_type type: (type_identifier) @name)) @reference.type (#not-eq? @name "Self"))
 
+; ---- declared types: `bind` rows say which type a variable, parameter or field is declared
+; with, for the calls made on it (`writer.value()` with `JsonWriter writer`); they make no edge.
+(parameter
+  pattern: (identifier) @receiver
+  type: [(type_identifier) @name
+         (reference_type type: (type_identifier) @name)
+         (generic_type type: (type_identifier) @name)
+         (reference_type type: (generic_type type: (type_identifier) @name))]) @reference.bind
+(let_declaration
+  pattern: (identifier) @receiver
+  type: [(type_identifier) @name (generic_type type: (type_identifier) @name)]) @reference.bind
+
 ; ---- imports ---------------------------------------------------------------
 
 (use_declaration) @import

@@ -133,6 +133,17 @@
 (type_alias_declaration value: (type_identifier) @name) @reference.type
 (type_alias_declaration value: (generic_type name: (type_identifier) @name)) @reference.type
 
+; ---- declared types: `bind` rows say which type a variable, parameter or field is declared
+; with, for the calls made on it (`writer.value()` with `JsonWriter writer`); they make no edge.
+([(required_parameter pattern: (identifier) @receiver
+    type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))
+  (optional_parameter pattern: (identifier) @receiver
+    type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))
+  (variable_declarator name: (identifier) @receiver
+    type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))
+  (public_field_definition name: (property_identifier) @receiver
+    type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))]) @reference.bind
+
 ; ---- imports ---------------------------------------------------------------
 
 (import_statement) @import

@@ -44,6 +44,7 @@ def test_python_rows_exactly():
     result, rows = parse_rows("m.py", "python", PY)
     assert rows == [
         (None, "helper", "call", None, 3, 2),
+        ("outer", "Path", "bind", "x", 6, 1),  # `x: Path`: what x is declared as (no edge)
         ("outer", "Path", "type", None, 6, 2),
         ("outer", "helper", "call", None, 7, 2),
         ("outer", "join", "call", "os.path", 8, 1),

@@ -1,0 +1,100 @@
+"""A call on a variable reaches the method of the type the variable is declared with: a
+parameter, a local, a field, or a field set from the constructor's parameter of the same name
+(`self.client = client`).  Where nothing says the type, nothing is guessed."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..conftest import indexed_workspace
+
+PROJECTS = {
+    "java": ({
+        "src/io/Writer.java": "package io;\n\npublic class Writer {\n    public void value(int v) { }\n}\n",
+        "src/io/Other.java": "package io;\n\npublic class Other {\n    public void value(int v) { }\n}\n",
+        "src/app/Main.java": """package app;
+
+import io.Writer;
+
+public class Main {
+    private Writer out;
+
+    void param(Writer w) { w.value(1); }
+    void local() { Writer v = make(); v.value(2); }
+    void field() { this.out.value(3); out.value(4); }
+    void unknown(Object o) { o.value(5); }
+}
+""",
+    }, "src/app/Main.java::Main", "src/io/Writer.java::Writer.value"),
+    "typescript": ({
+        "src/writer.ts": "export class Writer {\n  value(v: number) {}\n}\nexport class Other {\n  value(v: number) {}\n}\n",
+        "src/main.ts": """import { Writer } from "./writer";
+
+export class Main {
+  out: Writer;
+  constructor(private readonly db: Writer) {}
+  param(w: Writer) { w.value(1); }
+  local() { const v: Writer = make(); v.value(2); }
+  field() { this.out.value(3); this.db.value(4); }
+  unknown(o: any) { o.value(5); }
+}
+""",
+    }, "src/main.ts::Main", "src/writer.ts::Writer.value"),
+    "python": ({
+        "pkg/__init__.py": "",
+        "pkg/writer.py": "class Writer:\n    def value(self, v):\n        pass\n\n\nclass Other:\n    def value(self, v):\n        pass\n",
+        "pkg/main.py": """from pkg.writer import Writer
+
+
+class Main:
+    def __init__(self, out: Writer):
+        self.out = out
+
+    def param(self, w: Writer):
+        w.value(1)
+
+    def local(self):
+        v: Writer = make()
+        v.value(2)
+
+    def field(self):
+        self.out.value(3)
+
+    def unknown(self, o):
+        o.value(5)
+""",
+    }, "pkg/main.py::Main", "pkg/writer.py::Writer.value"),
+    "go": ({
+        "go.mod": "module example.com/m\n",
+        "w/writer.go": "package w\n\ntype Writer struct{}\n\nfunc (x *Writer) Value(v int) {}\n\ntype Other struct{}\n\nfunc (x *Other) Value(v int) {}\n",
+        "w/main.go": """package w
+
+type Main struct{}
+
+func (m *Main) Param(wr *Writer) { wr.Value(1) }
+
+func (m *Main) Local() {
+	var v Writer
+	v.Value(2)
+}
+
+func (m *Main) Unknown(o interface{}) { o.Value(5) }
+""",
+    }, "w/main.go::Main", "w/writer.go::Writer.Value"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(PROJECTS))
+def test_a_call_on_a_declared_variable_reaches_its_types_method(tmp_path, language):
+    files, main, value = PROJECTS[language]
+    ws = indexed_workspace(tmp_path / language, files)
+    try:
+        callers = {n.node for n in ws.graph.neighbors(value, ("calls",), "in")}
+        expected = {f"{main}.{m}" for m in ("param", "local", "field")}
+        if language == "go":
+            expected = {f"{main}.{m}" for m in ("Param", "Local")}
+        assert callers == expected
+        other = value.replace("Writer", "Other").replace("writer.", "writer.")
+        assert not list(ws.graph.neighbors(other, ("calls",), "in"))  # `o.value()`: no type, no guess
+    finally:
+        ws.close()
