@@ -60,6 +60,10 @@
            (array_type element: (type_identifier) @name)])]) @reference.type
   (#not-eq? @name "var"))
 (type_arguments (type_identifier) @name) @reference.type
+; An annotation (`@SerializedName("id")`) and a class literal (`Foo.class`) use their type.
+(marker_annotation name: (identifier) @name) @reference.type
+(annotation name: (identifier) @name) @reference.type
+(class_literal (type_identifier) @name) @reference.type
 
 ; ---- declared types: `bind` rows say which type a variable, parameter or field is declared
 ; with, for the calls made on it (`writer.value()` with `JsonWriter writer`); they make no edge.

@@ -94,3 +94,9 @@ public enum Color { Red, Green = 2 }
     assert {("Options.Max", "constant"), ("Options.SetName", "method"), ("Options.Age", "method"),
             ("Color.Red", "constant"), ("Color.Green", "constant")} <= got
     assert ("Options.Fallback", "constant") not in got  # readonly, not const: a field
+
+
+def test_java_annotations_and_class_literals_use_their_types():
+    src = b'class A { @SerializedName("id") @Expose String id; Object t() { return adapter(Foo.class); } }'
+    refs = {(r.name, r.kind) for r in parse_source("A.java", "java", src).refs}
+    assert {("SerializedName", "type"), ("Expose", "type"), ("Foo", "type")} <= refs
