@@ -295,13 +295,8 @@ def _impl_header(lines: list[str], start: int) -> tuple[int, int] | None:
     starting at line ``start``, or None when it is not inside one.  Read from the text: the
     nearest line above indented less than the definition closes the header (``impl X {`` or the
     ``{`` after a where clause); the header starts at the ``impl`` line at or above it."""
-    indent = len(lines[start - 1]) - len(lines[start - 1].lstrip()) if 0 < start <= len(lines) else 0
-    if indent == 0:
-        return None
-    k = start - 2
-    while k >= 0 and (not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) >= indent):
-        k -= 1
-    if k < 0 or not lines[k].rstrip().endswith("{"):
+    k = _block_opener(lines, start)
+    if k is None or not lines[k].rstrip().endswith("{"):
         return None
     for first in range(k, max(k - IMPL_HEADER_LINES, -1), -1):
         head = lines[first].strip()
@@ -321,18 +316,25 @@ def _group_header(lines: list[str], start: int) -> tuple[int, int] | None:
     in no group.  A member of a group is written without its keyword (``InfoLevel`` after
     ``DebugLevel Level = iota``), so shown alone it reads as a stray name: the opening line says
     what it is.  Read from the text like an impl header: the nearest line above indented less."""
+    k = _block_opener(lines, start)
+    if k is not None and _GROUP.match(lines[k]):
+        return k + 1, k + 1
+    return None
+
+
+_GROUP = re.compile(r"(?:const|var|type)\s*\(\s*(?://.*)?$")
+
+
+def _block_opener(lines: list[str], start: int) -> int | None:
+    """The index (0-based) of the nearest non-blank line above line ``start`` indented less than
+    it: the line that opens the block holding it; None at the left margin or when none is."""
     indent = len(lines[start - 1]) - len(lines[start - 1].lstrip()) if 0 < start <= len(lines) else 0
     if indent == 0:
         return None
     k = start - 2
     while k >= 0 and (not lines[k].strip() or len(lines[k]) - len(lines[k].lstrip()) >= indent):
         k -= 1
-    if k >= 0 and _GROUP.match(lines[k]):
-        return k + 1, k + 1
-    return None
-
-
-_GROUP = re.compile(r"(?:const|var|type)\s*\(\s*(?://.*)?$")
+    return k if k >= 0 else None
 
 
 def _import_lines(doc: FileDoc, shown_files: set[str]) -> list[int]:
