@@ -50,14 +50,14 @@ _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
 # Python's builtin names: a bare call of one that nothing in its file defines or imports is
 # the builtin's.
 _PY_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
-# Languages where a bare name reaches only what is in scope (a top-level definition, or one
-# of the caller's own enclosing scopes): a method needs a receiver (`self.`, `this.`, `$this->`,
-# `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
 _BIND = "bind"  # a reference row that says what a variable is declared as (indexer/model.py)
 # Where a class's fields are also declared: its constructor's parameters of the same name.
 _INITIALISERS = ("__init__", "constructor")
 # Languages whose package is a directory: its files see each other's top-level names unimported.
 _PACKAGE_IS_DIRECTORY = {"go": ".go", "java": ".java"}
+# Languages where a bare name reaches only what is in scope (a top-level definition, or one
+# of the caller's own enclosing scopes): a method needs a receiver (`self.`, `this.`, `$this->`,
+# `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
 _EXPLICIT_RECEIVER = frozenset({"python", "javascript", "typescript", "tsx", "rust", "go", "php", "c"})
 # Import spellings that stay inside the project even when no file was found for them: relative
 # paths and path aliases (`@/x`, `~/x`, Node's `#x`); Rust's `crate::`, `self::`, `super::` are
