@@ -460,6 +460,7 @@ def file_outline(ws: Workspace, path: object, depth: object = 2) -> dict:
     # where it is written, so the outline reads in source order.
     seen: set[str] = set()
     roots: list[dict] = []
+    deeper = 0  # definitions nested below ``depth``: counted, so the reader knows to look
     open_: list[tuple[dict, int]] = []  # enclosing entries with their level, outermost first
     for d in sorted(facts.definitions, key=lambda d: (d.start_line, -d.end_line)):
         if d.qualname in seen:
@@ -472,8 +473,10 @@ def file_outline(ws: Workspace, path: object, depth: object = 2) -> dict:
                  "end_line": d.end_line, "signature": d.signature, "children": []}
         if level <= depth:
             (open_[-1][0]["children"] if open_ else roots).append(entry)
+        else:
+            deeper += 1
         open_.append((entry, level))
-    return {"path": rel, "language": facts.language, "symbols": roots}
+    return {"path": rel, "language": facts.language, "symbols": roots, "deeper": deeper}
 
 
 __all__ = ["NavigationError", "find_symbol", "find_references", "file_outline", "MAX_RESULTS_LIMIT"]

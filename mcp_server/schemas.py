@@ -86,3 +86,4 @@ class FileOutlineResult(NestedTypedDict):
     path: str
     language: str | None
     symbols: list[OutlineEntry]
+    deeper: int  # definitions nested below ``depth``, not listed

@@ -155,6 +155,10 @@ def _outline(ws, args) -> int:
 
     print(f"{out['path']} ({out['language'] or 'unknown language'})")
     show(out["symbols"], 1)
+    if out.get("deeper"):
+        n = out["deeper"]
+        print(f"-- and {n} definition{'s' if n != 1 else ''} nested deeper than --depth {args.depth}: "
+              f"not listed (raise --depth to see them)", file=sys.stderr)
     return 0
 
 

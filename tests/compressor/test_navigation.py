@@ -188,8 +188,10 @@ def test_outline_of_a_python_file(python_ws):
              for e in out["symbols"]]
     assert shape == [("MAX_ATTEMPTS", "constant", []), ("InvalidCredentials", "class", []),
                      ("AuthService", "class", ["AuthService.__init__", "AuthService.login", "AuthService.logout"])]
+    assert out["deeper"] == 0
     top = file_outline(python_ws, "app/auth/service.py", depth=1)
     assert [e["children"] for e in top["symbols"]] == [[], [], []]
+    assert top["deeper"] == 3  # the three methods, counted so the reader knows to look
 
 
 def test_name_forms(python_ws):

@@ -86,7 +86,10 @@ def test_outline(project: Path):
         "    31-32  method    AuthService.logout",
     ]
     out = json.loads(memstrata("outline", "app/auth/service.py", "--depth", "1", "--json", cwd=project).stdout)
-    assert [e["children"] for e in out["symbols"]] == [[], [], []]
+    assert [e["children"] for e in out["symbols"]] == [[], [], []] and out["deeper"] == 3
+    shallow = memstrata("outline", "app/auth/service.py", "--depth", "1", cwd=project)
+    assert shallow.stderr.strip() == ("-- and 3 definitions nested deeper than --depth 1: not listed "
+                                      "(raise --depth to see them)")
 
 
 @pytest.mark.parametrize("args, message", [
