@@ -38,7 +38,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "18"
+EXTRACTOR_VERSION = "19"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -216,6 +216,8 @@ def _read_matches(matches, query_pass: QueryPass, plans: dict[int, tuple], langu
             continue
         name_node = names[0]
         name = _text(name_node)
+        if name_node.type == "simple_symbol":  # Ruby's `attr_reader :size` defines `size`
+            name = name.lstrip(":")
         if not name:
             continue
         receiver_nodes = caps.get("receiver")
@@ -377,8 +379,9 @@ def _nest(defs: list[_Def]) -> None:
         while stack and stack[-1].end <= d.start:
             stack.pop()
         parent = stack[-1] if stack and stack[-1].end >= d.end else None
-        if parent is not None and d.kind == parent.kind == "constant" and (parent.start, parent.end) == (d.start, d.end):
-            # Two names of one declaration (`static final int A = 1, B = 2;`) are siblings.
+        if parent is not None and d.kind == parent.kind and (parent.start, parent.end) == (d.start, d.end):
+            # Two names of one declaration (`static final int A = 1, B = 2;`,
+            # `attr_reader :a, :b`) are siblings.
             parent = parent.parent
         d.parent = parent
         if d.receiver:

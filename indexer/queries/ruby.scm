@@ -10,6 +10,19 @@
 (singleton_method name: (_) @name) @definition.method
 ; constant assignment (illegal inside methods, so always class/module/file level)
 (assignment left: (constant) @name) @definition.constant
+; Methods a class body makes by a call: `attr_accessor :name` (each symbol one method) and the
+; new name of an alias (`alias_method :new, :old`, `alias new old`).
+((call
+   !receiver
+   method: (identifier) @_attr
+   arguments: (argument_list (simple_symbol) @name)) @definition.method
+  (#match? @_attr "^attr_(reader|writer|accessor)$"))
+((call
+   !receiver
+   method: (identifier) @_alias
+   arguments: (argument_list . (simple_symbol) @name)) @definition.method
+  (#eq? @_alias "alias_method"))
+(alias name: (_) @name) @definition.method
 
 ; ---- references ----------------------------------------------------------
 

@@ -100,3 +100,17 @@ def test_java_annotations_and_class_literals_use_their_types():
     src = b'class A { @SerializedName("id") @Expose String id; Object t() { return adapter(Foo.class); } }'
     refs = {(r.name, r.kind) for r in parse_source("A.java", "java", src).refs}
     assert {("SerializedName", "type"), ("Expose", "type"), ("Foo", "type")} <= refs
+
+
+def test_ruby_methods_made_by_attr_and_alias_calls():
+    src = b"""class Base
+  attr_accessor :options, :parent_options
+  attr_reader :size
+  def inject_into_file(dest); end
+  alias_method :insert_into_file, :inject_into_file
+  alias prepend_to_file inject_into_file
+end
+"""
+    got = {s.qualname for s in parse_source("base.rb", "ruby", src).symbols if s.kind == "method"}
+    assert got == {"Base.options", "Base.parent_options", "Base.size", "Base.inject_into_file",
+                   "Base.insert_into_file", "Base.prepend_to_file"}
