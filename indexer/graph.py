@@ -528,6 +528,14 @@ class CodeGraph(GraphQueries):
 
     def _resolve(self, path: str, scope: str | None, name: str, kind: str, receiver: str | None) -> str | None:
         candidates = self._by_name.get(name, set())
+        if kind == "type" and self.g.nodes[path].get("language") == "csharp":
+            # In C# a type's name is a type's (not an enum member's or a property's), and an
+            # attribute is written without its class's `Attribute` suffix (`[Option]`).
+            types = {c for c in candidates if self.g.nodes[c].get("kind") in _CLASSLIKE}
+            if not types and not receiver:
+                name += "Attribute"
+                types = {c for c in self._by_name.get(name, ()) if self.g.nodes[c].get("kind") in _CLASSLIKE}
+            candidates = types
         if receiver:
             return self._resolve_member(path, scope, name, receiver, candidates) if candidates else None
         bindings = self._bindings.get(path)

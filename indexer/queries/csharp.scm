@@ -41,6 +41,10 @@
  (method_declaration returns: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)])
  (property_declaration type: [(identifier) @name (generic_name (identifier) @name) (nullable_type (identifier) @name)])] @reference.type
 (type_argument_list (identifier) @name) @reference.type
+; An attribute (`[Option(...)]`, whose class is `OptionAttribute`: see indexer/graph.py) and
+; `typeof(Parser)` use their type.
+(attribute name: [(identifier) @name (qualified_name name: (identifier) @name)]) @reference.type
+(typeof_expression type: [(identifier) @name (generic_name (identifier) @name)]) @reference.type
 
 ; ---- declared types: `bind` rows say which type a variable, parameter or field is declared
 ; with, for the calls made on it (`writer.value()` with `JsonWriter writer`); they make no edge.

@@ -124,3 +124,18 @@ def test_a_csharp_class_with_constructors_is_what_its_name_means(tmp_path):
         assert _into(ws, "src/Options/Option.cs::Option.Option:2") == set()
     finally:
         ws.close()
+
+
+def test_a_csharp_attribute_is_a_use_of_its_attribute_class(tmp_path):
+    ws = indexed_workspace(tmp_path / "attr", {
+        "src/OptionAttribute.cs": "namespace Tool\n{\n    public class OptionAttribute : System.Attribute\n"
+                                  "    {\n        public OptionAttribute(string name) { }\n    }\n}\n",
+        "src/Kinds.cs": "namespace Tool\n{\n    public enum Kind { Option, Value }\n}\n",
+        "src/Settings.cs": "namespace Tool\n{\n    public class Settings\n    {\n"
+                           "        [Option(\"verbose\")]\n        public bool Verbose { get; set; }\n    }\n}\n",
+    })
+    try:
+        into = {n.node for n in ws.graph.neighbors("src/OptionAttribute.cs::OptionAttribute", ("references",), "in")}
+        assert into == {"src/Settings.cs::Settings.Verbose"}  # not the enum member spelled `Option`
+    finally:
+        ws.close()
