@@ -23,7 +23,9 @@ is caught up first (``memstrata index CORPUS`` builds it ahead of time).
    needs a receiver), of a builtin's namesake (``open``) only in its own
    file, and a call on a module or name imported from outside the project
    (``np.array(...)``, ``sqrt(...)`` after ``from math import sqrt``) is the
-   library's; find_references' ``call`` entries are the answer.  Recall
+   library's, and a call spelled by an import's alias (``dp(...)`` after
+   ``from .delta import deltaproduct as dp``) is a use of what it imports;
+   find_references' ``call`` entries are the answer.  Recall
    >= 0.95 and precision >= 0.90 are the targets.  Functions with more than
    200 uses (one answer's cap) are left out and counted.  Names that are
    also methods of Python's built-in types (``append``, ``get``) are
@@ -106,6 +108,16 @@ def _library_names(tree: ast.AST, project_roots: set[str]) -> set[str]:
     return out
 
 
+def _project_aliases(tree: ast.AST, project_roots: set[str]) -> dict[str, str]:
+    """What each alias of a project name a file imports stands for (`from .delta import
+    deltaproduct as dp`: `dp(...)` is a call of `deltaproduct`)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".", 1)[0] in project_roots):
+            out.update((a.asname, a.name) for a in node.names if a.asname and a.name != "*")
+    return out
+
+
 def read_truth(root: Path, paths: list[str]) -> Truth:
     t = Truth()
     # The project's importable top-level names: its packages and top-level modules.
@@ -120,6 +132,7 @@ def read_truth(root: Path, paths: list[str]) -> Truth:
         t.texts[path] = text
         t.lines += text.count("\n") + 1
         library = _library_names(tree, project_roots)
+        aliases = _project_aliases(tree, project_roots)
         seen: set[str] = set()
         stubs: dict[str, int] = {}  # qualname -> index in t.defs of its pending @overload signature
 
@@ -158,7 +171,7 @@ def read_truth(root: Path, paths: list[str]) -> Truth:
                         f = child.func
                         if isinstance(f, ast.Name):
                             if f.id not in library:
-                                t.bare_calls[f.id].add((path, f.lineno))
+                                t.bare_calls[aliases.get(f.id, f.id)].add((path, f.lineno))
                         elif isinstance(f, ast.Attribute):
                             if not (isinstance(f.value, ast.Name) and f.value.id in library):
                                 t.calls[f.attr].add((path, f.end_lineno))
