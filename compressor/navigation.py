@@ -25,6 +25,7 @@ from memstrata.storage import code_index as ci
 from memstrata.storage import code_nav
 
 from .errors import QueryError, json_type, printable
+from .render import comment_prefix
 from .symbol_names import Match, near_names, resolve
 
 MAX_RESULTS_LIMIT = 200
@@ -385,13 +386,17 @@ def use_lines(facts: FileFacts, scope: str | None, name: str, receiver: str | No
         return [first]
     region, nested = _scope_region(facts, scope)
     pattern = _use_pattern(name, receiver)
+    comment = comment_prefix(facts.language or "")
     out: list[int] = []
     seen = 0
     last = region[1] if region else len(facts.lines())
     for ln in range(first, last + 1):
         if any(a <= ln <= b for a, b in nested):
             continue
-        hits = len(pattern.findall(facts.line(ln)))
+        text = facts.line(ln)
+        if ln != first and text.lstrip().startswith(comment):
+            continue  # `# apply _reduce to ...`: the name in a comment is no use
+        hits = len(pattern.findall(text))
         if hits or ln == first:
             out.append(ln)
             seen += max(hits, 1)

@@ -465,3 +465,17 @@ def test_a_call_through_an_import_alias_is_a_use(tmp_path):
         assert ("pkg/measure.py", 6, "call") in got
     finally:
         ws.close()
+
+
+def test_a_name_in_a_comment_is_no_use(tmp_path):
+    from ..conftest import indexed_workspace
+
+    ws = indexed_workspace(tmp_path / "comment", {
+        "tool.py": "def reduce_all(x):\n    return x\n\n\ndef run(x):\n    y = reduce_all(x)\n"
+                   "    # apply reduce_all to what is left\n    return reduce_all(y)\n",
+    })
+    try:
+        got = [(r["line"], r["kind"]) for r in find_references(ws, "reduce_all")["references"]]
+        assert got == [(6, "call"), (8, "call")]
+    finally:
+        ws.close()
