@@ -51,6 +51,12 @@ _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
 # the builtin's.
 _PY_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 _BIND = "bind"  # a reference row that says what a variable is declared as (indexer/model.py)
+_MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
+# What a method is found through: base classes, and methods defined away from their type.  They
+# are resolved for every file before the rest, so a call reaching an inherited method does not
+# depend on the order files are resolved in.
+_LINKS = frozenset({"inherit", _MEMBER})
+_PHASES = ("links", "uses")
 # Where a class's fields are also declared: its constructor's parameters of the same name.
 _INITIALISERS = ("__init__", "constructor")
 # Languages whose package is a directory: its files see each other's top-level names unimported.
@@ -65,7 +71,6 @@ _EXPLICIT_RECEIVER = frozenset({"python", "javascript", "typescript", "tsx", "ru
 _PROJECT_SPELLINGS = (".", "/", "~", "@/", "#")
 # Re-export hops followed from an import to a definition (see _member).
 _REEXPORT_HOPS = 8
-_MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
 # Versions are unique across graph instances, so a cache keyed by version
 # can never mistake a new graph for an old one that happened to share an id.
 _VERSIONS = itertools.count(1)
@@ -210,10 +215,12 @@ class CodeGraph(GraphQueries):
         graph._add_files(files, symbols, imports, refs, pause)
         paths = [f[0] for f in files]
         step = 32 if pause is not None else len(paths) or 1
-        for i in range(0, len(paths), step):
-            if pause is not None:
-                pause()
-            graph._resolve_files(paths[i:i + step])
+        reset: set[str] = set()
+        for phase in _PHASES:  # every file's links first: a method found through a base needs them
+            for i in range(0, len(paths), step):
+                if pause is not None:
+                    pause()
+                graph._resolve_files(paths[i:i + step], phase=phase, reset=reset)
         return graph
 
     def refresh(self, store: Store, changed: Iterable[str] = (), removed: Iterable[str] = ()) -> set[str]:
@@ -221,9 +228,16 @@ class CodeGraph(GraphQueries):
         changed = sorted(set(changed))
         removed = sorted(set(removed) - set(changed))
         added = [p for p in changed if p not in self.g]
+        rebound: set[str] = set()
         if added or removed:
-            changed = sorted(set(changed) | self._rebound_files(store, set(changed) | set(removed)))
+            rebound = self._rebound_files(store, set(changed) | set(removed))
+            changed = sorted(set(changed) | rebound)
         keep = set(changed) | set(removed)
+        # A re-pointed file's references are resolved afresh: what each resolved to before, by
+        # ref id, says which stored targets to write (only its own ids: a rewritten file's are new).
+        prior = {ref[0]: edge[1] for path in rebound
+                 for ref, edge in zip(self._refs.get(path, ()), self._ref_edges.get(path, ()))
+                 if edge is not None and ref[0] is not None}
         incoming = [(u, v, w) for v in changed if v in self.g
                     for u, _, k, w in self.g.in_edges(v, keys=True, data="weight")
                     if k == "imports" and u not in keep]
@@ -257,9 +271,12 @@ class CodeGraph(GraphQueries):
         dependents |= cut.keys()
         dependents -= set(present)
         dependents &= self._refs.keys()
-        self._resolve_files(present)
-        if dependents:
-            self._resolve_files(sorted(dependents), only_names=old_names | new_names, cut=cut)
+        reset: set[str] = set()
+        for phase in _PHASES:
+            self._resolve_files(present, phase=phase, reset=reset, prior=prior)
+            if dependents:
+                self._resolve_files(sorted(dependents), only_names=old_names | new_names, cut=cut,
+                                    phase=phase, reset=reset)
         return touched | dependents
 
     def _cut_edges(self, paths: set[str]) -> dict[str, dict[int, str | None]]:
@@ -384,6 +401,8 @@ class CodeGraph(GraphQueries):
             imported = name if name and name != _WILDCARD else _last_part(module)
             if imported:
                 b.imported[alias or imported] = imported
+                if alias:  # `import x as y`: the file uses the name x under another spelling
+                    self._name_users[imported].add(path)
             if target is None:
                 local = _bound_name(languages.get(path), module, name, alias)
                 if local:
@@ -426,8 +445,14 @@ class CodeGraph(GraphQueries):
             self._name_users[name].add(path)
 
     def _resolve_files(self, paths: Iterable[str], only_names: set[str] | None = None,
-                       cut: dict[str, dict[int, str | None]] | None = None) -> None:
+                       cut: dict[str, dict[int, str | None]] | None = None, phase: str | None = None,
+                       reset: set[str] | None = None, prior: dict[int, str | None] | None = None) -> None:
+        """Resolve the references of ``paths`` (all of them, or with ``only_names`` those a change
+        to these names can move, plus those ``cut`` lists).  ``phase``: the links a method is
+        found through (base classes, methods defined away from their type) or the rest; None
+        both.  ``reset`` collects the files resolved afresh in the first phase, for the second."""
         users = self._edge_files
+        reset = set() if reset is None else reset
         for path in paths:
             refs = self._refs.get(path)
             if refs is None:
@@ -436,11 +461,22 @@ class CodeGraph(GraphQueries):
             was = (cut or {}).get(path, {})  # references whose edges went with their nodes: target before
             if edges is None or len(edges) != len(refs):
                 edges = self._ref_edges[path] = [None] * len(refs)
-                only = None
-            else:
-                only = only_names
+                reset.add(path)
+            only = None if path in reset else only_names
+            aliased: set[str] = set()
+            typed = False
+            if only is not None:
+                # A call spelled by an alias of a changed name, or made on a variable declared
+                # with a changed type, carries no changed name of its own.
+                b = self._bindings.get(path)
+                aliased = {a for a, n in b.imported.items() if n in only and a != n} if b else set()
+                typed = not only.isdisjoint((self._declared.get(path) or {}).values())
             for i, (rid, scope, name, kind, receiver, count) in enumerate(refs):
-                if (only is not None and i not in was and name not in only
+                if phase is not None and (kind in _LINKS) != (phase == _PHASES[0]):
+                    continue
+                if (only is not None and i not in was and name not in only and name not in aliased
+                        and not (typed and receiver)
+                        and not (receiver and receiver.replace("::", ".").rsplit(".", 1)[-1] in only)
                         and (not scope or scope.split(".", 1)[0] not in only)):
                     continue
                 old = edges[i]
@@ -466,7 +502,7 @@ class CodeGraph(GraphQueries):
                         if users is not None:
                             users[src].add(path)
                             users[target].add(path)
-                before = old[1] if old else was.get(i)
+                before = old[1] if old else was.get(i, (prior or {}).get(rid))
                 if before != target:
                     self._pending_targets[rid] = target
 
@@ -550,8 +586,8 @@ class CodeGraph(GraphQueries):
         if not candidates:
             return None
         local = self._local(path, scope, name)
-        if local:
-            return local
+        if local and (local in candidates or kind != "type" or self.g.nodes[path].get("language") != "csharp"):
+            return local  # (a C# type's name is a type's: not a property `Color Color`)
         if bindings is not None:
             for target in bindings.wildcards:
                 hit = self._member(target, name)

@@ -212,6 +212,81 @@ def test_refresh_of_a_file_many_calls_reach_through_receivers_and_aliases(tmp_pa
         assert_same_as_fresh(w, g)
 
 
+def _edit(w, g, root, files: dict[str, str | None]) -> None:
+    for rel, text in files.items():
+        if text is None:
+            (root / rel).unlink()
+        else:
+            write_files(root, {rel: text})
+    apply(w, g, list(files))
+
+
+def test_refresh_when_what_a_declared_type_means_changes(tmp_path):
+    # `x: Writer; x.send()` carries the name `send`, not `Writer`: a second `Writer` appearing,
+    # then going, must still move the call, as a fresh build does.
+    root = write_files(tmp_path / "typed", {
+        "a.py": "class Writer:\n    def send(self):\n        pass\n",
+        "other.py": "class Other:\n    def send(self):\n        pass\n",
+        "use.py": "def go(x: Writer):\n    x.send()\n",
+    })
+    with Workspace.open(root, workers=1) as w:
+        w.index()
+        g = CodeGraph.load(w.store)
+        assert g.callees("use.py::go") == ["a.py::Writer.send"]
+        _edit(w, g, root, {"b.py": "class Writer:\n    pass\n"})
+        assert g.callees("use.py::go") == []
+        assert_same_as_fresh(w, g)
+        _edit(w, g, root, {"b.py": None})
+        assert g.callees("use.py::go") == ["a.py::Writer.send"]
+        assert_same_as_fresh(w, g)
+
+
+def test_refresh_keeps_a_call_reached_through_a_base_class_whatever_the_order(tmp_path):
+    # Editing base.py takes both w.py's `inherits` edge and a_use.py's call with it; the call is
+    # found through the inheritance, so links are resolved before uses, in a refresh as in a load.
+    root = write_files(tmp_path / "order", {
+        "base.py": "class Base:\n    def send(self):\n        pass\n",
+        "other.py": "class Other:\n    def send(self):\n        pass\n",
+        "w.py": "from base import Base\n\nclass Writer(Base):\n    pass\n",
+        "a_use.py": "from w import Writer\n\ndef go(x: Writer):\n    x.send()\n",
+    })
+    with Workspace.open(root, workers=1) as w:
+        w.index()
+        g = CodeGraph.load(w.store)
+        assert g.callees("a_use.py::go") == ["base.py::Base.send"]
+        _edit(w, g, root, {"base.py": "class Base:\n    def send(self):\n        pass\n# comment\n"})
+        assert g.callees("a_use.py::go") == ["base.py::Base.send"]
+        assert_same_as_fresh(w, g)
+
+
+def test_refresh_when_an_aliased_import_gains_its_definition(tmp_path):
+    root = write_files(tmp_path / "alias", {
+        "w.py": "class Writer:\n    pass\n",
+        "use.py": "from w import Writer as W\n\n\ndef go():\n    return W()\n",
+    })
+    with Workspace.open(root, workers=1) as w:
+        w.index()
+        g = CodeGraph.load(w.store)
+        assert g.callees("use.py::go") == ["w.py::Writer"]
+        _edit(w, g, root, {"w.py": "def other():\n    pass\n"})
+        assert g.callees("use.py::go") == []
+        _edit(w, g, root, {"w.py": "class Writer:\n    pass\n"})
+        assert g.callees("use.py::go") == ["w.py::Writer"]
+        assert_same_as_fresh(w, g)
+
+
+def test_a_csharp_type_named_like_a_property_of_that_type_is_the_type(tmp_path):
+    root = write_files(tmp_path / "color", {
+        "Color.cs": "public enum Color { Red, Blue }\n",
+        "Car.cs": "public class Car\n{\n    public Color Color { get; set; }\n"
+                  "    public void Paint(Color c) { }\n}\n",
+    })
+    with Workspace.open(root, workers=1) as w:
+        w.index()
+        users = {n.node for n in w.graph.neighbors("Color.cs::Color", ("references",), "in")}
+        assert users == {"Car.cs::Car.Color", "Car.cs::Car.Paint"}
+
+
 # -- resolution order -----------------------------------------------------------------------
 
 RESOLUTION_PROJECT = {
