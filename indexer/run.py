@@ -20,7 +20,7 @@ from .languages import language_for_path
 from .model import ImportFact
 from .parse import EXTRACTOR_VERSION
 from .project import writer_lock
-from .scan import DEFAULT_MAX_FILE_BYTES, PARSE_TIMEOUT, PathFilter, printable_path, scan_project
+from .scan import DEFAULT_MAX_FILE_BYTES, PARSE_TIMEOUT, UNREADABLE, PathFilter, printable_path, scan_project
 from .worker import (
     Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
 )
@@ -262,6 +262,8 @@ class Indexer:
                     if not os.path.lexists(abs_path):
                         vanished.append(rel)
                         entry = None
+                    elif entry is None and abs_path.is_symlink() and not abs_path.exists():
+                        entry = (rel, UNREADABLE)  # a dangling link or a loop, as the walk lists it
                 if entry is not None or not abs_path.is_file():
                     if rel in states:
                         gone.append(rel)

@@ -185,6 +185,16 @@ def is_utf8_path(path: str) -> bool:
     return True
 
 
+def _first_not_utf8(rel: str) -> str:
+    """The path down to the first name in ``rel`` that is not UTF-8, as the walk lists it (it
+    enters nothing under such a folder)."""
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
+        if not is_utf8_path(part):
+            return printable_path("/".join(parts[: i + 1]))
+    return printable_path(rel)
+
+
 def printable_path(path: str) -> str:
     """``path`` with each undecodable byte of its name shown as U+FFFD."""
     return os.fsencode(path).decode("utf-8", "replace")
@@ -350,7 +360,7 @@ class PathFilter:
         a file in an excluded or ignored folder as the folder (``build/``, never entered), an
         ignored file only when its language is one the index reads."""
         if not is_utf8_path(rel):
-            return printable_path(rel), NAME_NOT_UTF8
+            return _first_not_utf8(rel), NAME_NOT_UTF8
         parts = rel.split("/")
         held = self.folder_entry("/".join(parts[:-1])) if len(parts) > 1 else None
         if held is not None:
@@ -370,7 +380,7 @@ class PathFilter:
     def folder_entry(self, rel: str) -> tuple[str, str] | None:
         """(what a full scan lists, why) for the folder ``rel`` when the walk does not enter it."""
         if not is_utf8_path(rel):
-            return printable_path(rel), NAME_NOT_UTF8
+            return _first_not_utf8(rel), NAME_NOT_UTF8
         parts = rel.split("/")
         for i, part in enumerate(parts):
             folder = "/".join(parts[: i + 1])

@@ -3,6 +3,7 @@ files added and removed, a folder moved, a folder that is left out appearing."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -56,4 +57,13 @@ def test_the_skipped_list_follows_the_tree(tmp_path):
         write_files(root, {"build/gen.py": "x = 1\n"})
         ws.apply_changes(Changes(set(), {"build"}))
         assert ("build/", "excluded_dir", None) in ci.skipped_files(ws.store)
+        assert ci.skipped_files(ws.store) == _fresh(root, tmp_path)
+
+        (root / "gone.py").symlink_to(root / "nowhere.py")  # a dangling link
+        bad = os.fsdecode(b"src/caf\xe9")  # a folder whose name is not UTF-8
+        os.makedirs(root / bad)
+        (root / bad / "k.py").write_text("x = 1\n")
+        ws.apply_changes(Changes({"gone.py", f"{bad}/k.py"}, set()))
+        listed = {p: r for p, r, _s in ci.skipped_files(ws.store)}
+        assert listed["gone.py"] == "unreadable" and listed["src/caf\ufffd"] == "name_not_utf8"
         assert ci.skipped_files(ws.store) == _fresh(root, tmp_path)
