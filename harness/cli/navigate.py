@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "index the project first.")
     p.add_argument("file", metavar="FILE", help="the file to outline")
     argtypes.add_project(p)
-    p.add_argument("--depth", default="2", metavar="N", help="nesting levels to show (default 2; 1 = top level)")
+    p.add_argument("--depth", default="2", metavar="N", help="nesting levels to show (default 2; 1 = top level); how many definitions lie deeper is said on stderr")
     p.add_argument("--json", action="store_true", help="print the file_outline JSON")
     p.set_defaults(func=cmd_outline)
 
