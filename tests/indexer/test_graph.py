@@ -3,6 +3,7 @@ the order in which references are resolved."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,24 @@ def apply(ws, graph: CodeGraph, paths: list[str]) -> None:
     graph.refresh(ws.store, summary.changed_paths, summary.removed_paths)
 
 
+@contextmanager
+def indexed_graph(root: Path):
+    """An indexed workspace over ``root`` and a full graph loaded from it, to refresh and compare."""
+    with Workspace.open(root, workers=1) as w:
+        w.index()
+        yield w, CodeGraph.load(w.store)
+
+
+def _edit(w, g, root, files: dict[str, str | None]) -> None:
+    """Write (or, for None, delete) ``files`` under ``root`` and refresh ``g`` with them."""
+    for rel, text in files.items():
+        if text is None:
+            (root / rel).unlink()
+        else:
+            write_files(root, {rel: text})
+    apply(w, g, list(files))
+
+
 def assert_same_as_fresh(ws, graph: CodeGraph) -> None:
     fresh = CodeGraph.load(ws.store)
     mine, theirs = edges(graph), edges(fresh)
@@ -163,9 +182,7 @@ def test_refresh_when_a_type_of_the_same_name_appears_on_the_spelled_path(tmp_pa
         "src/flavors/array.rs": "pub struct Channel;\n\nimpl Channel {\n    pub fn new() -> Channel {\n        Channel\n    }\n}\n",
         "src/user.rs": "pub fn make() {\n    crate::x::flavors::tick::Channel::new();\n}\n",
     })
-    with Workspace.open(root, workers=1) as w:
-        w.index()
-        g = CodeGraph.load(w.store)
+    with indexed_graph(root) as (w, g):
         assert g.callees("src/user.rs::make") == ["src/flavors/tick.rs::Channel.new"]
         write_files(root, {"src/x/flavors/tick.rs": "pub struct Channel;\n"})
         apply(w, g, ["src/x/flavors/tick.rs"])
@@ -198,27 +215,14 @@ def test_refresh_of_a_file_many_calls_reach_through_receivers_and_aliases(tmp_pa
                   "def card():\n    a = Table()\n    b = Table()\n    a.add_row(1)\n"
                   + "    b.add_row(2)\n" * 9 + "    a.add_row(3)\n    setup()\n",
     })
-    with Workspace.open(root, workers=1) as w:
-        w.index()
-        g = CodeGraph.load(w.store)
+    with indexed_graph(root) as (w, g):
         before = edges(g)
         assert ("app.py::card", "lib/table.py::install", "calls", 1.0) in before
-        table = root / "lib/table.py"
-        table.write_text("# an edit above everything\n" + table.read_text())
-        apply(w, g, ["lib/table.py"])
+        _edit(w, g, root, {"lib/table.py": "# an edit above everything\n" + (root / "lib/table.py").read_text()})
         assert_same_as_fresh(w, g)
         assert edges(g) == before
         apply(w, g, ["lib/table.py"])  # again, with the reverse index built by the first refresh
         assert_same_as_fresh(w, g)
-
-
-def _edit(w, g, root, files: dict[str, str | None]) -> None:
-    for rel, text in files.items():
-        if text is None:
-            (root / rel).unlink()
-        else:
-            write_files(root, {rel: text})
-    apply(w, g, list(files))
 
 
 def test_refresh_when_what_a_declared_type_means_changes(tmp_path):
@@ -229,9 +233,7 @@ def test_refresh_when_what_a_declared_type_means_changes(tmp_path):
         "other.py": "class Other:\n    def send(self):\n        pass\n",
         "use.py": "def go(x: Writer):\n    x.send()\n",
     })
-    with Workspace.open(root, workers=1) as w:
-        w.index()
-        g = CodeGraph.load(w.store)
+    with indexed_graph(root) as (w, g):
         assert g.callees("use.py::go") == ["a.py::Writer.send"]
         _edit(w, g, root, {"b.py": "class Writer:\n    pass\n"})
         assert g.callees("use.py::go") == []
@@ -250,9 +252,7 @@ def test_refresh_keeps_a_call_reached_through_a_base_class_whatever_the_order(tm
         "w.py": "from base import Base\n\nclass Writer(Base):\n    pass\n",
         "a_use.py": "from w import Writer\n\ndef go(x: Writer):\n    x.send()\n",
     })
-    with Workspace.open(root, workers=1) as w:
-        w.index()
-        g = CodeGraph.load(w.store)
+    with indexed_graph(root) as (w, g):
         assert g.callees("a_use.py::go") == ["base.py::Base.send"]
         _edit(w, g, root, {"base.py": "class Base:\n    def send(self):\n        pass\n# comment\n"})
         assert g.callees("a_use.py::go") == ["base.py::Base.send"]
@@ -264,9 +264,7 @@ def test_refresh_when_an_aliased_import_gains_its_definition(tmp_path):
         "w.py": "class Writer:\n    pass\n",
         "use.py": "from w import Writer as W\n\n\ndef go():\n    return W()\n",
     })
-    with Workspace.open(root, workers=1) as w:
-        w.index()
-        g = CodeGraph.load(w.store)
+    with indexed_graph(root) as (w, g):
         assert g.callees("use.py::go") == ["w.py::Writer"]
         _edit(w, g, root, {"w.py": "def other():\n    pass\n"})
         assert g.callees("use.py::go") == []
