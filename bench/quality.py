@@ -225,7 +225,13 @@ def content_words(message: str) -> int:
 def source_changes(repo: Path, parent: str, sha: str) -> tuple[list[str] | None, str | None]:
     """The modified non-test source files, or (None, skip reason)."""
     sources: list[str] = []
-    for line in git(repo, "diff-tree", "-r", "-M", "--no-commit-id", "--name-status", parent, sha).splitlines():
+    try:
+        # Rename detection reads the blobs; a clone made from a partial
+        # snapshot can lack some (large binaries), and then the commit is skipped.
+        status_lines = git(repo, "diff-tree", "-r", "-M", "--no-commit-id", "--name-status", parent, sha).splitlines()
+    except subprocess.CalledProcessError:
+        return None, "objects_missing"
+    for line in status_lines:
         parts = line.split("\t")
         status, paths = parts[0], parts[1:]
         if not any(language_for_path(p) and not is_test_path(p) for p in paths):
