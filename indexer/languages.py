@@ -77,6 +77,22 @@ def language_for_path(path: str) -> str | None:
     return EXTENSIONS.get(path[dot:].lower())
 
 
+# A `.h` header is C++ when its text says so: C++ libraries name their headers
+# `.h` as often as `.hpp`, and read as C a namespace, a template or a class
+# is a syntax error that loses the definitions in it.
+_CPP_HEADER = re.compile(
+    rb"^[ \t]*(?:namespace(?:[ \t]+\w+)?\s*\{|template\s*<|class[ \t]+\w+[^;(){}]*\{|"
+    rb"(?:public|private|protected)[ \t]*:|using[ \t]+namespace[ \t]|extern[ \t]+\"C\+\+\")",
+    re.M)
+
+
+def language_of(path: str, language: str | None, source: bytes) -> str | None:
+    """``language`` (by the path's extension), or C++ for a ``.h`` header written in C++."""
+    if language == "c" and path[-2:].lower() == ".h" and _CPP_HEADER.search(source):
+        return "cpp"
+    return language
+
+
 @lru_cache(maxsize=None)
 def get_language(name: str) -> ts.Language:
     try:

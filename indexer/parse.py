@@ -38,7 +38,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "20"
+EXTRACTOR_VERSION = "21"
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -57,13 +57,20 @@ _BUILTIN_TYPES = {
 
 
 class _Def:
-    __slots__ = ("start", "end", "kind", "name", "node", "span", "receiver", "qualname", "parent")
+    __slots__ = ("start", "end", "end_line", "kind", "name", "node", "span", "receiver", "qualname", "parent")
 
     def __init__(self, node, span, kind, name, receiver):
         self.node = node
         self.span = span
         self.start = span.start_byte
         self.end = span.end_byte
+        row, column = span.end_point
+        self.end_line = row + 1
+        if column == 0 and row > span.start_point[0]:
+            # A node that takes its line's newline with it (a C `#define`, a
+            # preprocessor block) ends on the line before: the next line is not its own.
+            self.end -= 1
+            self.end_line = row
         self.kind = kind
         self.name = name
         self.receiver = receiver
@@ -99,8 +106,29 @@ class ParseTimeout(Exception):
     """The parse of one input went past its deadline (see GUARD_BYTES)."""
 
 
+# The guard nearly every C header carries so that C++ can include it:
+#     #ifdef __cplusplus / extern "C" { / #endif   ...   #ifdef __cplusplus / } / #endif
+# A grammar sees the brace opened in one #if and closed in another, which it
+# cannot pair: the header reads as a syntax error and what lies between is lost.
+_IF_CPLUSPLUS = rb"^[ \t]*#[ \t]*if(?:def[ \t]+__cplusplus|[ \t]+defined[ \t]*\(?[ \t]*__cplusplus[ \t]*\)?)[^\n]*\n"
+_ENDIF = rb"[ \t]*#[ \t]*endif[^\n]*"
+_EXTERN_C_GUARD = re.compile(
+    _IF_CPLUSPLUS + rb"(?:[ \t]*extern[ \t]+\"C\"[ \t]*\{|[ \t]*\})[ \t]*(?://[^\n]*|/\*[^\n]*\*/)?[ \t]*\r?\n" + _ENDIF,
+    re.M)
+
+
+def _grammar_source(language: str, source: bytes) -> bytes:
+    """``source`` as the grammar is given it: in C and C++, the ``extern "C"``
+    guard's lines blanked (spaces, newlines kept), so every byte offset and
+    line stays that of the file."""
+    if language in ("c", "cpp") and b"__cplusplus" in source:
+        return _EXTERN_C_GUARD.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), source)
+    return source
+
+
 def parse_tree(language: str, source: bytes) -> ts.Tree:
     """The tree of ``source``; raises :class:`ParseTimeout` past the deadline."""
+    source = _grammar_source(language, source)
     parser = get_parser(language)
     if len(source) < GUARD_BYTES:
         return parser.parse(source)
@@ -183,7 +211,7 @@ def _symbols(defs: list[_Def], language: str, source: bytes) -> list[SymbolFact]
             start_byte=d.start,
             end_byte=d.end,
             start_line=d.span.start_point[0] + 1,
-            end_line=d.span.end_point[0] + 1,
+            end_line=d.end_line,
             signature=_signature(d.node, source, d.span.start_byte if js_like
                                  else _go_keyword(d.node) if language == "go" else None),
             docstring=_docstring(d, language),

@@ -20,6 +20,7 @@ from memstrata.storage.code_index import FileRecord
 from memstrata.storage.text import expand_identifiers
 
 from .imports import ResolveContext, resolve_import
+from .languages import language_of
 from .model import ParseResult
 from .parse import ParseTimeout, parse_rows
 from .scan import PARSE_TIMEOUT, UNREADABLE, VANISHED, SkipFile, decode_source, is_test_path
@@ -165,6 +166,7 @@ def parse_bytes(path: str, language: str, data: bytes, mtime_ns: int) -> Parsed 
     except SkipFile as skip:
         return Skipped(path, skip.reason, len(data))
     source = data if encoding == "utf-8" else text.encode("utf-8")
+    language = language_of(path, language, source)
     try:
         result, refs = parse_rows(path, language, source)
     except ParseTimeout:

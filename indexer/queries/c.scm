@@ -27,10 +27,11 @@
   declarator: [(type_identifier) @name
                (pointer_declarator declarator: (type_identifier) @name)]) @definition.type
 
-; object-like macros with a value, at file level or inside include guards
-(translation_unit (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
-[(preproc_ifdef (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
- (preproc_if (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)]
+; macros wherever they sit: file level, include guards, either branch of an
+; #if / #else, inside an `extern "C"` block.  A function-like macro is called
+; like a function, so it is one.
+(preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant
+(preproc_function_def name: (identifier) @name) @definition.function
 ; file-level `const` objects
 ((translation_unit
    (declaration

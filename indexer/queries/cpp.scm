@@ -56,10 +56,11 @@
         scope: [(namespace_identifier) @receiver (template_type name: (type_identifier) @receiver)]
         name: [(identifier) (destructor_name)] @name)))) @definition.function
 
-; object-like macros with a value
-(translation_unit (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
-[(preproc_ifdef (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)
- (preproc_if (preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant)]
+; macros wherever they sit: file level, include guards, either branch of an
+; #if / #else, inside an `extern "C"` block.  A function-like macro is called
+; like a function, so it is one.
+(preproc_def name: (identifier) @name value: (preproc_arg)) @definition.constant
+(preproc_function_def name: (identifier) @name) @definition.function
 ; namespace-level const / constexpr objects
 ((translation_unit
    (declaration

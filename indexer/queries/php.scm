@@ -10,6 +10,9 @@
 (enum_declaration name: (name) @name) @definition.enum
 (method_declaration name: (name) @name) @definition.method
 (function_definition name: (name) @name) @definition.function
+; a class's or an interface's constants, an enum's cases (`Status::Active`)
+(declaration_list (const_declaration (const_element (name) @name) @definition.constant))
+(enum_declaration_list (enum_case (name) @name) @definition.constant)
 
 ; file / namespace level `const X = ...;`
 (program (const_declaration (const_element (name) @name) @definition.constant))
@@ -27,6 +30,10 @@
 ((object_creation_expression (name) @name) @reference.call
   (#not-match? @name "^(static|self|parent)$"))
 (object_creation_expression (qualified_name (name) @name .)) @reference.call
+
+; `Foo::class`, `Foo::BAR`, `Foo::$bar` use the class Foo (`self::`, `static::` are no name)
+(class_constant_access_expression . [(name) @name (qualified_name (name) @name .)]) @reference.type
+(scoped_property_access_expression . [(name) @name (qualified_name (name) @name .)]) @reference.type
 
 (base_clause [(name) @name (qualified_name (name) @name .)]) @reference.inherit
 (class_interface_clause [(name) @name (qualified_name (name) @name .)]) @reference.inherit

@@ -114,3 +114,64 @@ end
     got = {s.qualname for s in parse_source("base.rb", "ruby", src).symbols if s.kind == "method"}
     assert got == {"Base.options", "Base.parent_options", "Base.size", "Base.inject_into_file",
                    "Base.insert_into_file", "Base.prepend_to_file"}
+
+
+def _spans(path, language, src):
+    return [(s.qualname, s.kind, s.start_line, s.end_line) for s in parse_source(path, language, src).symbols]
+
+
+def test_a_c_macro_spans_its_own_line_only():
+    src = b"#define CODE_OK 0\n#define CODE_RETRY 1\n#define CODE_FAIL 2\n"
+    result = parse_source("codes.h", "c", src)
+    assert [(s.name, s.start_line, s.end_line) for s in result.symbols] == [
+        ("CODE_OK", 1, 1), ("CODE_RETRY", 2, 2), ("CODE_FAIL", 3, 3)]
+    retry = result.symbols[1]
+    assert src[retry.start_byte:retry.end_byte] == b"#define CODE_RETRY 1"
+
+
+def test_c_macros_in_every_branch_and_function_like_ones():
+    src = (b"#ifndef P_H\n#define P_H\n#ifdef _WIN32\n#define SEP '\\\\'\n#else\n#define SEP '/'\n#endif\n"
+           b"#define P_MAX(a, b) ((a) > (b) ? (a) : (b))\ntypedef int p_fd;\n#endif\n")
+    assert _spans("p.h", "c", src) == [("SEP", "constant", 4, 4), ("SEP:2", "constant", 6, 6),
+                                       ("P_MAX", "function", 8, 8), ("p_fd", "type", 9, 9)]
+
+
+def test_the_extern_c_guard_of_a_c_header_parses():
+    src = (b'#ifndef LIB_H\n#define LIB_H\n#ifdef __cplusplus\nextern "C" {\n#endif\n\n#define LIB_FLAG 1\n'
+           b"typedef struct lib_ctx {\n    int flags;\n} lib_ctx;\n"
+           b"static inline int lib_flags(const lib_ctx *c) {\n    return c->flags;\n}\n\n"
+           b"#if defined(__cplusplus)\n}  /* extern C */\n#endif\n#endif\n")
+    for language in ("c", "cpp"):
+        result = parse_source("lib.h", language, src)
+        assert result.syntax_error is None, language
+        assert [(s.name, s.start_line, s.end_line) for s in result.symbols] == [
+            ("LIB_FLAG", 7, 7), ("lib_ctx", 8, 10), ("lib_flags", 11, 13)], language
+
+
+def test_a_header_written_in_cpp_is_parsed_as_cpp():
+    from memstrata.indexer.languages import language_of
+
+    cpp = b"#pragma once\nnamespace ui {\ntemplate <typename T>\nclass Widget {\npublic:\n    T get() const;\n};\n}\n"
+    assert language_of("include/ui/widget.h", "c", cpp) == "cpp"
+    assert language_of("include/ui/widget.h", "c", b"class Plain : public Base\n{\n};\n") == "cpp"
+    plain_c = b"#ifndef W_H\n#define W_H\nstruct widget { int class_id; };\nint widget_get(struct widget *w);\n#endif\n"
+    assert language_of("widget.h", "c", plain_c) == "c"
+    assert language_of("widget.c", "c", cpp) == "c"  # a .c file is C whatever it holds
+
+
+def test_php_class_constants_enum_cases_and_class_scoped_uses():
+    src = b"""<?php
+namespace Acme;
+class User {
+    const TABLE = 'users';
+    public static $count = 0;
+}
+enum Status { case Active; case Banned; }
+function f() { return [User::class, User::TABLE, User::$count, \\Acme\\Other::KEY, self::X, Status::Active]; }
+"""
+    result = parse_source("u.php", "php", src)
+    assert {(s.qualname, s.kind) for s in result.symbols} >= {
+        ("User.TABLE", "constant"), ("Status.Active", "constant"), ("Status.Banned", "constant")}
+    types = sorted((r.name, r.line) for r in result.refs if r.kind == "type")
+    assert types == [("Other", 8), ("Status", 8), ("User", 8)]
+    assert next(r.count for r in result.refs if r.name == "User" and r.kind == "type") == 3

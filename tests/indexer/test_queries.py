@@ -298,6 +298,8 @@ SYMBOLS = {
             ('Loggable', 'interface'),
             ('Loggable.log', 'method'),
             ('Role', 'enum'),
+            ('Role.Admin', 'constant'),
+            ('Role.Member', 'constant'),
         },
         'src/Models/User.php': {
             ('User', 'class'),
