@@ -58,9 +58,11 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
         files, qual = pid
         qual = ".".join(_QUAL_SPLIT.split(qual))
         return [Match(f"{f}::{qual}", 0) for f in files if f"{f}::{qual}" in graph]
-    parts = [p for p in _QUAL_SPLIT.split(name) if p]
+    # A PHP name as a stack trace or a `use` line spells it: `\Vendor\Pkg\Class::method`.
+    parts = [p for p in _QUAL_SPLIT.split(name.replace("\\", ".")) if p]
     if not parts:
         return []
+    name = ".".join(parts) if "\\" in name else name
     if not parts[-1].startswith("#") and not graph.definitions(parts[-1]) and graph.definitions("#" + parts[-1]):
         # A private member written without its "#" (``Ky.retry`` for ``Ky.#retry``).
         parts[-1] = "#" + parts[-1]
@@ -75,7 +77,7 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
         return [Match(d, 0 if graph.node(d)["qualname"] == parts[0] else 1) for d in graph.definitions(parts[0])]
     seeds = Seeds()
     if not _seed_qualified(_Token(name, parts, True, False), graph, None, seeds, lambda _node: True):
-        return _module_level(graph, parts)
+        return _module_level(graph, parts) or _under_namespace(graph, parts)
     written = ".".join(parts)
     out = []
     for n in seeds.symbols:
@@ -102,6 +104,26 @@ def _module_level(graph: GraphView, parts: list[str]) -> list[Match]:
     # A package's public path (`pkg.sub.func`, `pkg.Class`): the package's own module
     # (__init__.py, index.ts, mod.rs, lib.rs) imports the name from the file that defines it.
     return found or [Match(d, 0) for d in defs if _reexported_by(graph, graph.file_of(d), module)]
+
+
+# Languages whose namespaces are not symbols of the index: `ui::Widget`,
+# `Slim\Routing\Route`, `MyApp.Services.Mailer` name a class by a namespace
+# that only its file's declaration spells.
+_NAMESPACED = frozenset({"cpp", "php", "csharp"})
+
+
+def _under_namespace(graph: GraphView, parts: list[str]) -> list[Match]:
+    """A namespace-qualified name: the definitions, in a language whose
+    namespaces are not symbols, that the longest tail of ``parts`` names
+    exactly.  Looser matches: the namespace itself is not checked."""
+    for keep in range(len(parts) - 1, 0, -1):
+        qual = ".".join(parts[-keep:])
+        found = [Match(d, 1) for d in graph.definitions(parts[-1].split(":", 1)[0])
+                 if graph.node(d)["qualname"] == qual
+                 and graph.node(graph.file_of(d)).get("language") in _NAMESPACED]
+        if found:
+            return found
+    return []
 
 
 def _reexported_by(graph: GraphView, path: str, module: list[str]) -> bool:

@@ -88,7 +88,7 @@ Find definitions by name and, with include_body=true, return their exact source.
 Use it instead of reading a whole file when you know the symbol you need.
 
 `name` is a plain name ("login"), a qualified name ("AuthService.login", \
-"pkg.mod.func", "a::b::C"), a project id ("app/auth/service.py::AuthService.login"), \
+"pkg.mod.func", "a::b::C", "Vendor\\\\Pkg\\\\Class::method"), a project id ("app/auth/service.py::AuthService.login"), \
 or a substring search when it ends with "*" ("Auth*"). `kind` keeps one kind of \
 definition (function, method, class, interface, struct, enum, type, constant, module); \
 `path` keeps those in one file or folder.

@@ -21,7 +21,7 @@ _KINDS = "function, method, class, interface, struct, enum, type, constant, modu
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("symbol", help="find definitions by name and print their location (or source)",
                        description="Find the definitions NAME designates: a plain name (login), a qualified "
-                       "name (AuthService.login, pkg.mod.func, a::b::C), a project id "
+                       "name (AuthService.login, pkg.mod.func, a::b::C, Vendor\\Pkg\\Class::method), a project id "
                        "(app/auth/service.py::AuthService.login) or a substring ending in '*' (Auth*); a setter or a "
                        "later overload of a name has a suffix (Account.balance:set, Printer.print:2), "
                        "which Account.balance also finds. "

@@ -479,3 +479,18 @@ def test_a_name_in_a_comment_is_no_use(tmp_path):
         assert got == [(6, "call"), (8, "call")]
     finally:
         ws.close()
+
+
+def test_a_name_qualified_by_a_namespace_that_is_no_symbol(tmp_path):
+    files = {"src/Routing/Route.php": "<?php\nnamespace Slim\\Routing;\nclass Route {\n    public function run() {}\n}\n",
+             "include/ui/widget.hpp": "namespace ui {\nclass Widget {\npublic:\n    int get() const { return 1; }\n};\n}\n",
+             "pkg/tools.py": "def run():\n    return 1\n"}
+    with indexed_workspace(tmp_path / "p", files) as ws:
+        for name in ("Slim\\Routing\\Route", "\\Slim\\Routing\\Route", "Slim\\Routing\\Route::run"):
+            got = [s["symbol"] for s in find_symbol(ws, name)["symbols"]]
+            assert got == ["src/Routing/Route.php::Route" + (".run" if name.endswith("run") else "")], name
+        assert [s["symbol"] for s in find_symbol(ws, "ui::Widget::get")["symbols"]] == [
+            "include/ui/widget.hpp::Widget.get"]
+        # Python's modules are symbols' paths: a module that is not there names nothing.
+        with pytest.raises(NavigationError):
+            find_symbol(ws, "elsewhere.run")
