@@ -572,6 +572,9 @@ class CodeGraph(GraphQueries):
                 name += "Attribute"
                 types = {c for c in self._by_name.get(name, ()) if self.g.nodes[c].get("kind") in _CLASSLIKE}
             candidates = types
+        elif kind == "type" and len(candidates) > 1 and self.g.nodes[path].get("language") == "cpp":
+            # A C++ class and its constructors share a name; a type names the class.
+            candidates = {c for c in candidates if self.g.nodes[c].get("kind") in _CLASSLIKE} or candidates
         if receiver:
             return self._resolve_member(path, scope, name, receiver, candidates) if candidates else None
         bindings = self._bindings.get(path)

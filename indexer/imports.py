@@ -865,7 +865,15 @@ def _resolve_rust(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str |
 def _resolve_c(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str | None:
     header = imp.module
     if header.startswith("<"):
-        return None
+        # `#include <lib.h>` searches the include path, not the including file's
+        # folder: the project's own headers there (its root, `include/`, or a
+        # path with a folder, `<fmt/core.h>`) -- a bare `<string.h>` found
+        # deeper is a system header's namesake.
+        header = header.strip("<>").strip()
+        for candidate in (_join(header), _join("include", header)):
+            if candidate in ctx.files:
+                return candidate
+        return _unique_suffix(ctx, posixpath.normpath(header)) if "/" in header else None
     for candidate in (_join(_dirname(from_path), header), _join(header), _join("include", header)):
         if candidate in ctx.files:
             return candidate

@@ -123,6 +123,15 @@
    type: (qualified_identifier scope: (_) @receiver name: (type_identifier) @name))
  (function_definition
    type: (qualified_identifier scope: (_) @receiver name: (type_identifier) @name))] @reference.type
+; a namespaced template, `ui::Widget<int> w;`
+[(parameter_declaration
+   type: (qualified_identifier scope: (_) @receiver name: (template_type name: (type_identifier) @name)))
+ (field_declaration
+   type: (qualified_identifier scope: (_) @receiver name: (template_type name: (type_identifier) @name)))
+ (declaration
+   type: (qualified_identifier scope: (_) @receiver name: (template_type name: (type_identifier) @name)))
+ (function_definition
+   type: (qualified_identifier scope: (_) @receiver name: (template_type name: (type_identifier) @name)))] @reference.type
 
 ; ---- imports ---------------------------------------------------------------
 

@@ -494,3 +494,12 @@ def test_a_name_qualified_by_a_namespace_that_is_no_symbol(tmp_path):
         # Python's modules are symbols' paths: a module that is not there names nothing.
         with pytest.raises(NavigationError):
             find_symbol(ws, "elsewhere.run")
+
+
+def test_a_cpp_type_use_means_the_class_not_its_constructor(tmp_path):
+    files = {"widget.h": "#pragma once\nnamespace ui {\ntemplate <typename T>\nclass Widget {\npublic:\n"
+                         "    Widget(T v) : v_(v) {}\n    T get() const { return v_; }\nprivate:\n    T v_;\n};\n}\n",
+             "main.cpp": '#include "widget.h"\nint main() {\n    ui::Widget<int> w(3);\n    return w.get();\n}\n'}
+    with indexed_workspace(tmp_path / "p", files) as ws:
+        out = find_references(ws, "widget.h::Widget")
+    assert [(r["path"], r["line"], r["kind"]) for r in out["references"]] == [("main.cpp", 3, "type")]

@@ -392,6 +392,20 @@ def test_c_include_falls_back_to_unique_suffix(tmp_path):
     assert resolve_import("c", ImportFact("util.h", None, None, 1), "app/main.c", ctx) is None  # ambiguous
 
 
+def test_an_angle_include_of_the_projects_own_header(tmp_path):
+    files = ["hiredis.h", "examples/example.c", "include/fmt/core.h", "compat/string.h", "src/x/net/sock.h"]
+    ctx = build_resolve_context(tmp_path, files)
+
+    def resolve(header):
+        return resolve_import("c", ImportFact(f"<{header}>", None, None, 1), "examples/example.c", ctx)
+
+    assert resolve("hiredis.h") == "hiredis.h"
+    assert resolve("fmt/core.h") == "include/fmt/core.h"
+    assert resolve("net/sock.h") == "src/x/net/sock.h"
+    assert resolve("string.h") is None  # the system header, not the project's namesake
+    assert resolve("stdio.h") is None
+
+
 def test_js_directory_index_and_no_bare_packages(tmp_path):
     files = ["src/a.ts", "src/lib/index.tsx", "src/types.d.ts"]
     ctx = build_resolve_context(tmp_path, files)

@@ -175,3 +175,8 @@ function f() { return [User::class, User::TABLE, User::$count, \\Acme\\Other::KE
     types = sorted((r.name, r.line) for r in result.refs if r.kind == "type")
     assert types == [("Other", 8), ("Status", 8), ("User", 8)]
     assert next(r.count for r in result.refs if r.name == "User" and r.kind == "type") == 3
+
+
+def test_a_namespaced_cpp_template_type_is_a_use_of_its_class():
+    src = b"namespace ui { template <typename T> class Widget {}; }\nint main() { ui::Widget<int> w(3); return 0; }\n"
+    assert ("Widget", "type", 2) in {(r.name, r.kind, r.line) for r in parse_source("main.cpp", "cpp", src).refs}
