@@ -211,6 +211,27 @@ def git(cwd: Path, *args: str) -> str:
     return out.stdout.decode("utf-8", errors="replace")
 
 
+_UNREADABLE = re.compile(r"unable to read sha1 file of (.+?) \([0-9a-f]{40}\)")
+
+
+def checkout(clone: Path, rev: str) -> None:
+    """Check ``rev`` out in a scratch clone.  A clone of a partial snapshot
+    may lack some blobs (large binaries); their paths are left out of the work
+    tree (a sparse checkout) and the checkout is tried again."""
+    missing: list[str] = []
+    for _ in range(5):
+        try:
+            git(clone, "checkout", "--quiet", "--force", "--detach", rev)
+            return
+        except subprocess.CalledProcessError as exc:
+            found = [m for m in _UNREADABLE.findall(exc.stderr.decode("utf-8", "replace")) if m not in missing]
+            if not found:
+                raise
+            missing += found
+            git(clone, "sparse-checkout", "set", "--no-cone", "/*", *(f"!/{m}" for m in missing))
+    git(clone, "checkout", "--quiet", "--force", "--detach", rev)
+
+
 def commit_message(repo: Path, sha: str) -> str:
     lines = git(repo, "log", "-1", "--format=%B", sha).splitlines()
     kept = [ln for ln in lines if not _TRAILER.match(ln)]
@@ -573,7 +594,7 @@ def run_repo(repo: Path, args, log, half: str = "development") -> RepoRun:
     repo = repo.resolve()
     head = git(repo, "rev-parse", "HEAD").strip()
     run = RepoRun(name, head, half=half)
-    checkout = prepare_checkout(repo, name, Path(args.scratch), args.fresh)
+    clone = prepare_checkout(repo, name, Path(args.scratch), args.fresh)
     ws: Workspace | None = None
     max_cases, max_scan = repo_limits(name, args)
     try:
@@ -595,9 +616,9 @@ def run_repo(repo: Path, args, log, half: str = "development") -> RepoRun:
                 run.skip("message_too_short")  # "Fix typo", "Tweaks": nothing to retrieve by
                 continue
             try:
-                git(checkout, "checkout", "--quiet", "--force", "--detach", parent)
+                checkout(clone, parent)
                 if ws is None:
-                    ws = Workspace.open(checkout)
+                    ws = Workspace.open(clone)
                 ws.index()
                 graph = ws.graph  # refreshed here, so the timed call below is the query alone
             except Exception as exc:  # noqa: BLE001 - any failure to index skips the case
@@ -635,7 +656,7 @@ def run_repo(repo: Path, args, log, half: str = "development") -> RepoRun:
         if ws is not None:
             run.source_lines = source_lines(ws)
         if args.english_per_repo > 0:
-            ws = run_english(run, checkout, ws, args, log)
+            ws = run_english(run, clone, ws, args, log)
     finally:
         if ws is not None:
             ws.close()
@@ -644,12 +665,12 @@ def run_repo(repo: Path, args, log, half: str = "development") -> RepoRun:
     return run
 
 
-def run_english(run: RepoRun, checkout: Path, ws: Workspace | None, args, log) -> Workspace | None:
+def run_english(run: RepoRun, clone: Path, ws: Workspace | None, args, log) -> Workspace | None:
     """The plain-English questions of one repository, at its HEAD."""
     try:
-        git(checkout, "checkout", "--quiet", "--force", "--detach", run.head)
+        checkout(clone, run.head)
         if ws is None:
-            ws = Workspace.open(checkout)
+            ws = Workspace.open(clone)
         ws.index()
         ws.graph  # noqa: B018 - refreshed here, outside the timed calls
     except Exception as exc:  # noqa: BLE001
