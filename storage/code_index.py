@@ -350,10 +350,11 @@ def skipped_files(store: Store) -> list[tuple[str, str, int | None]]:
     return list(store.execute("SELECT path, reason, size FROM skipped ORDER BY path"))
 
 
-def syntax_error_files(store: Store, limit: int = 5) -> list[tuple[str, str | None]]:
-    """(path, the parser's account) of up to ``limit`` files indexed with syntax errors, by path."""
+def syntax_error_files(store: Store, limit: int | None = 5) -> list[tuple[str, str | None]]:
+    """(path, the parser's account) of up to ``limit`` (None: all) files indexed with syntax errors, by path."""
     return [(p, e) for p, e in store.execute(
-        "SELECT path, error FROM files WHERE status = 'syntax_error' ORDER BY path LIMIT ?", (limit,))]
+        "SELECT path, error FROM files WHERE status = 'syntax_error' ORDER BY path LIMIT ?",
+        (1 << 62 if limit is None else limit,))]  # a number both SQLite and PostgreSQL take
 
 
 def status_counts(store: Store) -> dict[str, int]:

@@ -97,6 +97,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--skipped", action="store_true",
                    help="list the files left out of the index, one per line with the reason (too_large, "
                         "binary, unsupported_language, ...) and, where it was read, size")
+    p.add_argument("--syntax-errors", action="store_true",
+                   help="list every file indexed with syntax errors (indexed as far as it parses), one per line "
+                        "with where the parse failed")
     p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("query", help="print the context slice for a question",
@@ -240,6 +243,8 @@ def cmd_status(args) -> int:
         with open_indexed(argtypes.project_of(args), argtypes.store_of(args)) as ws:
             if args.skipped:
                 return _print_skipped(ci.skipped_files(ws.store), args.json)
+            if args.syntax_errors:
+                return _print_syntax_errors(ci.syntax_error_files(ws.store, limit=None), args.json)
             st = ws.status()
             broken = ci.syntax_error_files(ws.store) if st.syntax_errors and not args.json else []
     except NotIndexed as exc:
@@ -263,6 +268,15 @@ def cmd_status(args) -> int:
         more = st.syntax_errors - len(broken)
         print("syntax errors: " + ", ".join(f"{p} ({err})" if err else p for p, err in broken)
               + (f" and {more} more" if more > 0 else ""))
+    return 0
+
+
+def _print_syntax_errors(rows: list[tuple[str, str | None]], as_json: bool) -> int:
+    if as_json:
+        print(json.dumps([{"path": p, "error": e} for p, e in rows], indent=2))
+        return 0
+    for path, error in rows:
+        print(f"{path}  {error}" if error else path)
     return 0
 
 

@@ -172,6 +172,18 @@ def test_status_skipped_lists_what_the_index_left_out(run_cli, tmp_path):
     assert {"path": "app/big.py", "reason": "too_large", "size": 2_400_000} in rows
 
 
+def test_status_syntax_errors_lists_every_broken_file(run_cli, tmp_path):
+    project = copy_project(tmp_path / "p")
+    for i in range(7):  # more than the plain status names
+        (project / "app" / f"broken{i}.py").write_text("def ok():\n    return 1\n\ndef bad(:\n    pass\n")
+    run_cli("index", str(project))
+    out = run_cli("status", "--syntax-errors", str(project)).stdout.splitlines()
+    assert [line.split("  ")[0] for line in out] == [f"app/broken{i}.py" for i in range(7)]
+    assert all("line 4" in line for line in out)
+    rows = json.loads(run_cli("status", str(project), "--syntax-errors", "--json").stdout)
+    assert [r["path"] for r in rows] == [f"app/broken{i}.py" for i in range(7)] and "line 4" in rows[0]["error"]
+
+
 def test_index_of_a_folder_inside_an_indexed_project_says_which_project(run_cli, tmp_path):
     project = copy_project(tmp_path / "p")
     run_cli("index", str(project))
