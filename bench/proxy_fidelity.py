@@ -138,7 +138,7 @@ def build_cases(repo: Path, args, log):
             query = quality.commit_message(repo, sha)
             if quality.content_words(query) < args.min_query_words:
                 continue
-            quality.git(checkout, "checkout", "--quiet", "--force", "--detach", parent)
+            quality.checkout(checkout, parent)
             if ws is None:
                 ws = Workspace.open(checkout)
             ws.index()

@@ -98,7 +98,7 @@ def bank(results: Path, repos: Path, out: Path, only: set[str] | None) -> None:
                 dest = repo_dir / f"c{i:03d}"
                 if (dest / CASE_FILE).exists():
                     continue
-                Q.git(checkout, "checkout", "--quiet", "--force", "--detach", result["case"]["parent"])
+                Q.checkout(checkout, result["case"]["parent"])
                 ws = ws or Workspace.open(checkout)
                 ws.index()
                 case = _case(result["case"])
@@ -108,7 +108,7 @@ def bank(results: Path, repos: Path, out: Path, only: set[str] | None) -> None:
             english = entry.get("english", {}).get("cases", [])
             dest = repo_dir / "english"
             if english and not (dest / CASE_FILE).exists():
-                Q.git(checkout, "checkout", "--quiet", "--force", "--detach", entry["head"])
+                Q.checkout(checkout, entry["head"])
                 ws = ws or Workspace.open(checkout)
                 ws.index()
                 items = [{"case": r["case"], "rag": r["rag"], **_scoring_inputs(ws, _case(r["case"]))}
