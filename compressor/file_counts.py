@@ -52,7 +52,13 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
             return saved
         if not todo:
             return saved
-        rows = [(file_tokens(path, text), path, digest) for path, digest, text in todo]
+        rows = []
+        for path, digest, text in todo:
+            if pause is not None and rows:
+                # Each file gives way on its own: a batch of large files is a
+                # tenth of a second or more of a core that requests would wait for.
+                pause()
+            rows.append((file_tokens(path, text), path, digest))
         while True:
             try:
                 with store.write(wait=False) as conn:

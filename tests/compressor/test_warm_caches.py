@@ -60,6 +60,20 @@ def test_missing_file_counts_are_saved_exact(project_copy):
         assert ci.uncounted_texts(ws.store, 10) == []
 
 
+def test_counting_gives_way_before_every_file(project_copy):
+    root = project_copy("python_project")
+    with Workspace.open(root) as ws:
+        ws.index()
+        with ws.store.write() as conn:
+            conn.execute("UPDATE files SET tokens = NULL")
+        n_files = ws.store.execute("SELECT count(*) FROM files")[0][0]
+        pauses = []
+        assert count_missing(ws, pause=lambda: pauses.append(1)) == n_files
+        # One pause before each file (the batch's first is the batch's own), and one more
+        # before the look that finds nothing left: a server's requests never wait a batch out.
+        assert n_files > 1 and len(pauses) == n_files + 1
+
+
 def test_counting_leaves_a_read_only_index_alone(project_copy):
     root = project_copy("python_project")
     with Workspace.open(root) as ws:
