@@ -32,7 +32,7 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
     """Count and save every indexed file's whole-text tokens that the index
     lacks; returns how many were saved.  Stops early on ``stop``, and for
     good when the store cannot be written (read-only, a reader's role).
-    ``pause`` is called before each batch (a server's: wait while a question
+    ``pause`` is called before each file (a server's: wait while a question
     is answered)."""
     store = ws.store
     try:
@@ -54,6 +54,8 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
             return saved
         rows = []
         for path, digest, text in todo:
+            if stop is not None and stop.is_set():
+                break
             if pause is not None and rows:
                 # Each file gives way on its own: a batch of large files is a
                 # tenth of a second or more of a core that requests would wait for.

@@ -58,6 +58,7 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
         files, qual = pid
         qual = ".".join(_QUAL_SPLIT.split(qual))
         return [Match(f"{f}::{qual}", 0) for f in files if f"{f}::{qual}" in graph]
+    namespaced = _namespaced_languages(name)
     # A PHP name as a stack trace or a `use` line spells it: `\Vendor\Pkg\Class::method`.
     parts = [p for p in _QUAL_SPLIT.split(name.replace("\\", ".")) if p]
     if not parts:
@@ -77,7 +78,7 @@ def resolve(graph: GraphView, name: str) -> list[Match]:
         return [Match(d, 0 if graph.node(d)["qualname"] == parts[0] else 1) for d in graph.definitions(parts[0])]
     seeds = Seeds()
     if not _seed_qualified(_Token(name, parts, True, False), graph, None, seeds, lambda _node: True):
-        return _module_level(graph, parts) or _under_namespace(graph, parts)
+        return _module_level(graph, parts) or _under_namespace(graph, parts, namespaced)
     written = ".".join(parts)
     out = []
     for n in seeds.symbols:
@@ -106,21 +107,27 @@ def _module_level(graph: GraphView, parts: list[str]) -> list[Match]:
     return found or [Match(d, 0) for d in defs if _reexported_by(graph, graph.file_of(d), module)]
 
 
-# Languages whose namespaces are not symbols of the index: `ui::Widget`,
-# `Slim\Routing\Route`, `MyApp.Services.Mailer` name a class by a namespace
-# that only its file's declaration spells.
-_NAMESPACED = frozenset({"cpp", "php", "csharp"})
+def _namespaced_languages(name: str) -> frozenset[str]:
+    r"""The languages whose namespaces (not symbols of the index) a name is
+    spelled in: `ui::Widget` (C++, PHP), `Slim\Routing\Route` (PHP),
+    `MyApp.Services.Mailer` (C#).  A dotted name is no C++ or PHP name, so a
+    Python module path never lands on a C++ definition of the same last name."""
+    if "\\" in name:
+        return frozenset({"php"})
+    if "::" in name:
+        return frozenset({"cpp", "php"})
+    return frozenset({"csharp"})
 
 
-def _under_namespace(graph: GraphView, parts: list[str]) -> list[Match]:
-    """A namespace-qualified name: the definitions, in a language whose
-    namespaces are not symbols, that the longest tail of ``parts`` names
-    exactly.  Looser matches: the namespace itself is not checked."""
+def _under_namespace(graph: GraphView, parts: list[str], languages: frozenset[str]) -> list[Match]:
+    """A namespace-qualified name: the definitions, in ``languages``, that the
+    longest tail of ``parts`` names exactly.  Looser matches: the namespace
+    itself is not checked."""
     for keep in range(len(parts) - 1, 0, -1):
         qual = ".".join(parts[-keep:])
         found = [Match(d, 1) for d in graph.definitions(parts[-1].split(":", 1)[0])
                  if graph.node(d)["qualname"] == qual
-                 and graph.node(graph.file_of(d)).get("language") in _NAMESPACED]
+                 and graph.node(graph.file_of(d)).get("language") in languages]
         if found:
             return found
     return []

@@ -79,9 +79,11 @@ def language_for_path(path: str) -> str | None:
 
 # A `.h` header is C++ when its text says so: C++ libraries name their headers
 # `.h` as often as `.hpp`, and read as C a namespace, a template or a class
-# is a syntax error that loses the definitions in it.
+# is a syntax error that loses the definitions in it.  (A class head is
+# looked for within 200 characters: unbounded, a file of `class x` lines
+# without a brace would be scanned to its end from every one of them.)
 _CPP_HEADER = re.compile(
-    rb"^[ \t]*(?:namespace(?:[ \t]+\w+)?\s*\{|template\s*<|class[ \t]+\w+[^;(){}]*\{|"
+    rb"^[ \t]*(?:namespace(?:[ \t]+\w+)?\s*\{|template\s*<|class[ \t]+\w+[^;(){}]{0,200}\{|"
     rb"(?:public|private|protected)[ \t]*:|using[ \t]+namespace[ \t]|extern[ \t]+\"C\+\+\")",
     re.M)
 

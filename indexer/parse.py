@@ -113,7 +113,9 @@ class ParseTimeout(Exception):
 _IF_CPLUSPLUS = rb"^[ \t]*#[ \t]*if(?:def[ \t]+__cplusplus|[ \t]+defined[ \t]*\(?[ \t]*__cplusplus[ \t]*\)?)[^\n]*\n"
 _ENDIF = rb"[ \t]*#[ \t]*endif[^\n]*"
 _EXTERN_C_GUARD = re.compile(
-    _IF_CPLUSPLUS + rb"(?:[ \t]*extern[ \t]+\"C\"[ \t]*\{|[ \t]*\})[ \t]*(?://[^\n]*|/\*[^\n]*\*/)?[ \t]*\r?\n" + _ENDIF,
+    # One run of blanks, then a comment or the line's end (two runs side by
+    # side would try every split of a long run of blanks).
+    _IF_CPLUSPLUS + rb"(?:[ \t]*extern[ \t]+\"C\"[ \t]*\{|[ \t]*\})[ \t]*(?://[^\n]*|/\*[^\n]*\*/[ \t]*)?\r?\n" + _ENDIF,
     re.M)
 
 
@@ -399,11 +401,19 @@ def _role_info(caps: dict) -> tuple[str, str | None, str]:
     return role, None, ""
 
 
+_PREPROCESSOR_DEFINITIONS = frozenset({"preproc_def", "preproc_function_def"})
+
+
 def _nest(defs: list[_Def]) -> None:
     """Assign parents and qualified names by span containment."""
     defs.sort(key=lambda d: (d.start, -d.end))
     stack: list[_Def] = []
     for d in defs:
+        if d.node.type in _PREPROCESSOR_DEFINITIONS:
+            # A C macro belongs to no scope, wherever it is written (flags
+            # defined beside the struct field they go with, a helper inside
+            # a function): the preprocessor knows no braces.
+            continue
         while stack and stack[-1].end <= d.start:
             stack.pop()
         parent = stack[-1] if stack and stack[-1].end >= d.end else None

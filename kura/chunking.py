@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from memstrata.indexer.languages import language_for_path
+from memstrata.indexer.languages import language_for_path, language_of
 from memstrata.indexer.parse import parse_source
 from memstrata.indexer.scan import (EXCLUDED, IGNORED, NAME_NOT_UTF8, OUTSIDE, UNREADABLE, PathFilter, is_excluded_dir,
                                     is_utf8_path, printable_path)
@@ -230,6 +230,7 @@ def chunk_document(path: str, text: str) -> Chunked:
         return Chunked("table", table_chunks(text, "\t" if ext == "tsv" else ","))
     language = language_for_path(path)
     if language is not None:
+        language = language_of(path, language, text.encode("utf-8", "replace"))
         return Chunked(f"code:{language}", code_chunks(path, language, text))
     return Chunked("prose", prose_chunks(text, markdown=ext in ("md", "markdown", "mdx", "rst")))
 

@@ -94,10 +94,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        "indexed is reported as such and nothing is created.")
     argtypes.add_project(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--skipped", action="store_true",
+    listing = p.add_mutually_exclusive_group()
+    listing.add_argument("--skipped", action="store_true",
                    help="list the files left out of the index, one per line with the reason (too_large, "
                         "binary, unsupported_language, ...) and, where it was read, size")
-    p.add_argument("--syntax-errors", action="store_true",
+    listing.add_argument("--syntax-errors", action="store_true",
                    help="list every file indexed with syntax errors (indexed as far as it parses), one per line "
                         "with where the parse failed")
     p.set_defaults(func=cmd_status)
@@ -267,7 +268,7 @@ def cmd_status(args) -> int:
         # Indexed as far as they parse; which ones, so they can be fixed or told apart.
         more = st.syntax_errors - len(broken)
         print("syntax errors: " + ", ".join(f"{p} ({err})" if err else p for p, err in broken)
-              + (f" and {more} more" if more > 0 else ""))
+              + (f" and {more} more (memstrata status --syntax-errors lists them all)" if more > 0 else ""))
     return 0
 
 

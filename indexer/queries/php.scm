@@ -13,6 +13,7 @@
 ; a class's or an interface's constants, an enum's cases (`Status::Active`)
 (declaration_list (const_declaration (const_element (name) @name) @definition.constant))
 (enum_declaration_list (enum_case (name) @name) @definition.constant)
+(enum_declaration_list (const_declaration (const_element (name) @name) @definition.constant))
 
 ; file / namespace level `const X = ...;`
 (program (const_declaration (const_element (name) @name) @definition.constant))

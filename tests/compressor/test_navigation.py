@@ -494,6 +494,11 @@ def test_a_name_qualified_by_a_namespace_that_is_no_symbol(tmp_path):
         # Python's modules are symbols' paths: a module that is not there names nothing.
         with pytest.raises(NavigationError):
             find_symbol(ws, "elsewhere.run")
+        # A dotted name is no C++ or PHP spelling: it does not land on their definitions.
+        with pytest.raises(NavigationError):
+            find_symbol(ws, "os.path.Widget")
+        with pytest.raises(NavigationError):
+            find_symbol(ws, "Other\\Ns\\Widget")  # a PHP spelling, and Widget is C++'s
 
 
 def test_a_cpp_type_use_means_the_class_not_its_constructor(tmp_path):

@@ -180,3 +180,18 @@ function f() { return [User::class, User::TABLE, User::$count, \\Acme\\Other::KE
 def test_a_namespaced_cpp_template_type_is_a_use_of_its_class():
     src = b"namespace ui { template <typename T> class Widget {}; }\nint main() { ui::Widget<int> w(3); return 0; }\n"
     assert ("Widget", "type", 2) in {(r.name, r.kind, r.line) for r in parse_source("main.cpp", "cpp", src).refs}
+
+
+def test_a_c_macro_written_inside_a_struct_or_function_is_a_top_level_name():
+    src = (b"struct conn {\n    unsigned flags;\n#define CONN_F_OPEN 0x1\n"
+           b"#define conn_is_open(c) (((c)->flags & CONN_F_OPEN) != 0)\n};\n"
+           b"int sum(int a) {\n#define AT(i) (a + (i))\n    return AT(1);\n}\n")
+    assert sorted(_spans("flags.c", "c", src)) == [
+        ("AT", "function", 7, 7), ("CONN_F_OPEN", "constant", 3, 3), ("conn", "struct", 1, 5),
+        ("conn_is_open", "function", 4, 4), ("sum", "function", 6, 9)]
+
+
+def test_php_constants_of_an_enum():
+    src = b"<?php\nenum Status: string { case On = 'on'; const DEFAULT = self::On; }\n"
+    assert {("Status.On", "constant"), ("Status.DEFAULT", "constant")} <= {
+        (s.qualname, s.kind) for s in parse_source("s.php", "php", src).symbols}
