@@ -636,6 +636,8 @@ def _signature(node: ts.Node, source: bytes, start: int | None = None) -> str:
     else:
         raw = source[start : node.end_byte].split(b"\n", 1)[0]
     sig = _WS.sub(" ", raw.decode("utf-8", "replace")).strip()
+    if sig.endswith("\\") and node.type in _PREPROCESSOR_DEFINITIONS:
+        sig = sig[:-1].rstrip()  # a macro continued on the next line: the backslash is no part of it
     if len(sig) > _MAX_SIGNATURE:
         sig = sig[: _MAX_SIGNATURE - 3] + "..."
     return sig

@@ -195,3 +195,9 @@ def test_php_constants_of_an_enum():
     src = b"<?php\nenum Status: string { case On = 'on'; const DEFAULT = self::On; }\n"
     assert {("Status.On", "constant"), ("Status.DEFAULT", "constant")} <= {
         (s.qualname, s.kind) for s in parse_source("s.php", "php", src).symbols}
+
+
+def test_a_macro_continued_on_the_next_line_has_no_backslash_in_its_signature():
+    src = b"#define SWAP(a, b) \\\n    do { int t = (a); (a) = (b); (b) = t; } while (0)\n"
+    [macro] = parse_source("m.h", "c", src).symbols
+    assert (macro.name, macro.signature, macro.start_line, macro.end_line) == ("SWAP", "#define SWAP(a, b)", 1, 2)
