@@ -4,6 +4,8 @@ counts worked out in the background.  None of it may ever show stale code."""
 
 from __future__ import annotations
 
+import contextlib
+
 from memstrata.compressor import context_query, count_tokens
 from memstrata.compressor.file_counts import count_missing
 from memstrata.indexer.workspace import Workspace
@@ -46,13 +48,18 @@ def test_a_write_by_another_process_is_shown_too(project_copy):
         reader.close()
 
 
-def test_missing_file_counts_are_saved_exact(project_copy):
-    root = project_copy("python_project")
-    with Workspace.open(root) as ws:
+@contextlib.contextmanager
+def _uncounted(project_copy):
+    """An indexed fixture project whose files have no token counts yet, and how many files it has."""
+    with Workspace.open(project_copy("python_project")) as ws:
         ws.index()
         with ws.store.write() as conn:
             conn.execute("UPDATE files SET tokens = NULL")
-        n_files = ws.store.execute("SELECT count(*) FROM files")[0][0]
+        yield ws, ws.store.execute("SELECT count(*) FROM files")[0][0]
+
+
+def test_missing_file_counts_are_saved_exact(project_copy):
+    with _uncounted(project_copy) as (ws, n_files):
         assert count_missing(ws) == n_files
         rows = ws.store.execute("SELECT f.path, f.tokens, t.text FROM files f JOIN file_text t ON t.file_id = f.id")
         assert rows and all(tokens == count_tokens(text) for _, tokens, text in rows)
@@ -61,12 +68,7 @@ def test_missing_file_counts_are_saved_exact(project_copy):
 
 
 def test_counting_gives_way_before_every_file(project_copy):
-    root = project_copy("python_project")
-    with Workspace.open(root) as ws:
-        ws.index()
-        with ws.store.write() as conn:
-            conn.execute("UPDATE files SET tokens = NULL")
-        n_files = ws.store.execute("SELECT count(*) FROM files")[0][0]
+    with _uncounted(project_copy) as (ws, n_files):
         pauses = []
         assert count_missing(ws, pause=lambda: pauses.append(1)) == n_files
         # One pause before each file (the batch's first is the batch's own), and one more
