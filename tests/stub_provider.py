@@ -414,6 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
+    # Listening before the port is told: a client that connects at once waits in the
+    # backlog until the server accepts, instead of being refused while it starts up.
+    sock.listen(2048)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     uvicorn.Server(uvicorn.Config(stub.app, log_level="critical", access_log=False)).run(sockets=[sock])
     return 0
