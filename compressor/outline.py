@@ -70,7 +70,7 @@ class Outline:
 def build_outline(lines: list[str], language: str, path: str = "block") -> Outline:
     source = "\n".join(lines).encode("utf-8", "replace")
     n = len(lines)
-    language = language_of(path, language, source) or language
+    language = language_of(path, language, source)
     symbols = sorted((s for s in parse_definitions(path, language, source) if 1 <= s.start_line <= n),
                      key=lambda s: (s.start_line, -s.end_line))
     owner = [-1] * n
