@@ -72,9 +72,13 @@ def _cache_path() -> Path | None:
 
 
 def count_tokens(text: str) -> int:
+    """Tokens of ``text``, special-token strings such as ``<|endoftext|>``
+    counted as the ordinary text they are in code.  ``encode_ordinary`` gives
+    exactly what ``encode(text, disallowed_special=())`` gives, about a third
+    faster: it skips the search for special tokens none of which is allowed."""
     if not text:
         return 0
-    return len(encoding().encode(text, disallowed_special=()))
+    return len(encoding().encode_ordinary(text))
 
 
 _MEMO_CHARS = 16_000_000  # text held by the memo below before it starts afresh
@@ -104,7 +108,7 @@ def count_tokens_memo(text: str) -> int:
 def truncate_to_tokens(text: str, limit: int) -> str:
     """The longest prefix of ``text`` within ``limit`` tokens (whole tokens)."""
     enc = encoding()
-    tokens = enc.encode(text, disallowed_special=())
+    tokens = enc.encode_ordinary(text)
     if len(tokens) <= limit:
         return text
     return enc.decode(tokens[:limit])
