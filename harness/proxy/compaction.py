@@ -65,6 +65,7 @@ from .request_blocks import (
     message_slots,
     message_texts,
     tool_uses,
+    unpad_gutter,
 )
 from .token_counts import TextCounts
 
@@ -241,9 +242,12 @@ class RequestPass:
             use = self._tool_use_record(f.tool_use_id)
             if use:
                 asked = (question + "\n" + use)[-QUESTION_CHARS:]
-        return PieceState(f.slot, f.start, f.end, f.kind, b.path, hash(text), (b.numbers[0], b.numbers[-1]),
-                          self.tokens.count(text), f.tool_use_id, asked, language=b.language, is_test=b.is_test,
-                          numbered=b.display != b.code)
+        p = PieceState(f.slot, f.start, f.end, f.kind, b.path, hash(text), (b.numbers[0], b.numbers[-1]),
+                       self.tokens.count(text), f.tool_use_id, asked, language=b.language, is_test=b.is_test,
+                       numbered=b.display != b.code)
+        # A read kept whole still goes without its line numbers' padding: every line and number as
+        # the tool gave them, about a sixth fewer tokens (see request_blocks.unpad_gutter).
+        return self._form(p, text, "whole", p.tokens) if p.numbered else p
 
     def _arrival_forms(self, pieces: list[PieceState], found: list[Found]) -> list[PieceState]:
         out = list(pieces)
@@ -292,7 +296,21 @@ class RequestPass:
         cut = self.plans.cut(plan, settings or self.block_settings, elide_unpointed)
         if cut is None:
             return p
-        return _with_form(p, cut.text, "compressed", cut.tokens_after, tuple(cut.kept))
+        return self._form(p, cut.text, "compressed", cut.tokens_after, tuple(cut.kept))
+
+    def _form(self, p: PieceState, form: str, status: str, tokens: int, kept: tuple = ()) -> PieceState:
+        """``p`` forwarded as ``form`` (``tokens`` of it); a numbered read's numbered lines without
+        their padding.  Every decision is taken on the read as it was sent; only what is forwarded
+        is unpadded, so a read kept whole forwards exactly the lines it would without this."""
+        if p.numbered and self.s.unpad_gutter:
+            bare = unpad_gutter(form)
+            if bare != form:
+                form, tokens = bare, self.tokens.count(bare)
+            elif status == "whole":  # nothing to unpad: forwarded as sent
+                return p
+        elif status == "whole":
+            return p
+        return _with_form(p, form, status, tokens, kept)
 
     def _near_copy_form(self, p: PieceState, block: Block) -> PieceState | None:
         """A re-read of a file whose earlier read is still in the context -- whole, or cut on arrival
@@ -333,7 +351,7 @@ class RequestPass:
                 tokens = self.tokens.count(form)
                 if tokens > (1 - self.block_settings.min_saving) * otherwise:
                     return None
-                return dataclasses.replace(_with_form(p, form, "pointer", tokens, kept), same_as=q.tool_use_id)
+                return dataclasses.replace(self._form(p, form, "pointer", tokens, kept), same_as=q.tool_use_id)
         return None
 
     def _same_text_pointer(self, p: PieceState) -> PieceState | None:
@@ -347,7 +365,7 @@ class RequestPass:
         tokens = self.tokens.count(form)
         if tokens >= p.tokens:
             return None
-        return dataclasses.replace(_with_form(p, form, "pointer", tokens), same_as=same.tool_use_id)
+        return dataclasses.replace(self._form(p, form, "pointer", tokens), same_as=same.tool_use_id)
 
     def _earlier_whole_copy(self, p: PieceState) -> PieceState | None:
         for rec in reversed(self.records):
@@ -622,7 +640,7 @@ class RequestPass:
             elif later.status == "whole" and later.lines[0] <= p.lines[0] and p.lines[1] <= later.lines[1]:
                 form = (f"[memstrata: {p.path} lines {p.lines[0]}-{p.lines[1]} omitted here: read again later "
                         f"(tool use {later.tool_use_id}); that copy is current]")
-                plan[(ri, pi)] = _with_form(p, form, "pointer", self.tokens.count(form))
+                plan[(ri, pi)] = self._form(p, form, "pointer", self.tokens.count(form))
         return plan
 
     def _asked_for(self, ri: int, p: PieceState, question: str, later: list[tuple], earlier: bool = False) -> Asked:
@@ -905,15 +923,15 @@ def _longest_chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def shown_in_form(block: Block, form: str) -> set[int]:
-    """Indexes of ``block``'s lines that ``form`` (its forwarded form, cut with numbered lines kept
-    as they were sent) shows verbatim."""
+    """Indexes of ``block``'s lines that ``form`` (its forwarded form, cut with numbered lines kept,
+    their numbers' padding perhaps gone) shows verbatim: the same number, the same code."""
     at = {number: k for k, number in enumerate(block.numbers)}
     shown: set[int] = set()
     for line in form.split("\n"):
         m = _NUMBERED.match(line)
         if m is not None:
             k = at.get(int(m.group(1)))
-            if k is not None and block.display[k] == line:
+            if k is not None and block.code[k] == m.group(2):
                 shown.add(k)
     return shown
 

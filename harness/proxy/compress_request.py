@@ -85,6 +85,7 @@ class CompressionSettings:
     min_run_lines: int = 4          # unfenced pasted project code needs this many lines
     likely_file: float = 0.3        # a new result whose file the project ranking gives this chance of holding
     likely_cap: int = 32_000        # what the question needs is cut only past this size (likely_file 0: never)
+    unpad_gutter: bool = True       # numbered reads go without the padding before their line numbers
 
     @classmethod
     def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
@@ -200,9 +201,11 @@ class Compressor:
             for p in records[i].pieces:
                 if p.form is None:
                     continue
-                runs += 1
                 replaced += p.tokens
                 replacement += p.form_tokens
+                if p.status == "whole":  # all its code, only the line numbers' padding gone: no cut piece
+                    continue
+                runs += 1
                 # The ledger names files as the index does: an agent's absolute path (Claude Code
                 # writes them) would count one file twice and store where the project lives.
                 path = self._project_path(p.path)

@@ -394,7 +394,8 @@ class Recorder:
             added = True
         comp = it.compression
         ans = self._answer(it)
-        if comp is not None and comp.changed and it.status is not None and 200 <= it.status < 300 and ans.text:
+        # Measured where code was cut (a read forwarded whole without its numbers' padding is not).
+        if comp is not None and comp.runs and it.status is not None and 200 <= it.status < 300 and ans.text:
             graph = self.ws.graph
             e.answer_symbols, e.slice_symbols, e.symbol_hits = symbol_overlap(
                 ans.text, comp.slice_symbols, lambda name: bool(graph.definitions(name)))

@@ -36,6 +36,9 @@ _NUMBERED = re.compile(r"^( *)(\d{1,7})(→|\t)(.*)$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")  # CommonMark: a tab-indented ``` is not a fence
 _PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "absolute_path", "relative_path", "uri")
 MIN_NUMBERED_LINES = 3
+# The padding before a line number of a numbered read (``     12→code``): cat -n and Claude Code's
+# Read right-align numbers to six columns, and that alignment is about a sixth of a read's tokens.
+_GUTTER_PADDING = re.compile(r"^ +(?=\d{1,7}(?:→|\t))", re.MULTILINE)
 _BARE_PATH = re.compile(r"^\s*[~.]?[\w.\-]*[/\\][^\s]*\s*$")
 _LABEL_LINE = re.compile(r"^\s*(?:#|//|--|/\*)?\s*[\w.\-/]+\.\w{1,6}\s*:?\s*(?:\*/)?\s*$")
 
@@ -307,6 +310,13 @@ def _files_in_one_fence(body: list[str], segments: list[tuple[int, int, str, int
         if k not in covered and line.strip() and not _LABEL_LINE.match(line):
             return []
     return segments
+
+
+def unpad_gutter(text: str) -> str:
+    """``text`` with the padding before each line number removed (``     12→code`` becomes
+    ``12→code``): every line, its number and its code as the tool gave them, in fewer tokens.
+    Lines that carry no number (an elision marker, a pointer to an earlier read) stay as they are."""
+    return _GUTTER_PADDING.sub("", text)
 
 
 def _numbered_run(lines: list[str]):

@@ -14,6 +14,7 @@ import pytest
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
 from memstrata.harness.proxy.compaction import matching_runs, real_text
 from memstrata.harness.proxy.conversation import ConversationStore
+from memstrata.harness.proxy.request_blocks import unpad_gutter
 
 # Thresholds scaled to the fixture's files (the defaults are for real projects).
 CUT = CompressionSettings.for_mode("safe", paste_cap=0, min_tokens=400)
@@ -228,6 +229,15 @@ def result_text(msg):
     return msg["content"][0]["content"]
 
 
+def whole(msg):
+    """``msg`` as the proxy forwards it when it cuts nothing: numbered reads without their numbers' padding."""
+    if not isinstance(msg.get("content"), list):
+        return msg
+    return {**msg, "content": [{**part, "content": unpad_gutter(part["content"])}
+                               if part.get("type") == "tool_result" and isinstance(part.get("content"), str) else part
+                               for part in msg["content"]]}
+
+
 @pytest.mark.parametrize("settings", [CUT, AGENT], ids=["no-compaction", "compaction"])
 def test_repeated_read_is_deduplicated(shop_ws, settings):
     comp = Compressor(shop_ws, settings)
@@ -237,15 +247,15 @@ def test_repeated_read_is_deduplicated(shop_ws, settings):
     body = agent.read("shop/orders.py")  # the same file again, unchanged
     res = comp.compress(body, "anthropic")
     msgs = forwarded(res, body)
-    # the first copy stays as sent: the pointer stands for it (even when older results are compacted)
-    assert result_text(msgs[2]) == result_text(body["messages"][2])
+    # the first copy stays whole: the pointer stands for it (even when older results are compacted)
+    assert result_text(msgs[2]) == unpad_gutter(result_text(body["messages"][2]))
     pointer = result_text(msgs[6])
     assert pointer.startswith("[memstrata: the same text as the earlier read of ") and "toolu_01" in pointer
     assert msgs[6]["content"][0]["tool_use_id"] == "toolu_03"
 
 
 @pytest.mark.parametrize("settings", [CUT, AGENT], ids=["no-compaction", "compaction"])
-def test_a_reread_shorter_than_its_pointer_goes_as_sent(shop_ws, settings):
+def test_a_reread_shorter_than_its_pointer_goes_whole(shop_ws, settings):
     # A four-line file read twice: the pointer that would stand for it is longer than the file.
     comp = Compressor(shop_ws, settings)
     agent = Agent(shop_ws, QUESTION)
@@ -254,7 +264,7 @@ def test_a_reread_shorter_than_its_pointer_goes_as_sent(shop_ws, settings):
     agent.read("shop/pricing.py")
     body = agent.read("shop/__main__.py", main)
     res = comp.compress(body, "anthropic")
-    assert result_text(forwarded(res, body)[6]) == result_text(body["messages"][6])
+    assert result_text(forwarded(res, body)[6]) == unpad_gutter(result_text(body["messages"][6]))
 
 
 def test_a_rewritten_reread_makes_the_earlier_copy_a_pointer_at_compaction(shop_ws):
@@ -285,7 +295,7 @@ def expand_pointers(form: str, earlier: str) -> str:
             continue
         a, b, c, d = map(int, m.groups())
         assert b - a == d - c
-        out.extend(f"{a + k:>6}→{numbered[c + k]}" for k in range(b - a + 1))
+        out.extend(f"{a + k}→{numbered[c + k]}" for k in range(b - a + 1))
     return "\n".join(out)
 
 
@@ -305,10 +315,10 @@ def test_an_edited_reread_points_at_the_lines_the_earlier_read_holds(shop_ws, se
     res = comp.compress(body, "anthropic")
     msgs = forwarded(res, body)
     earlier = result_text(msgs[2])
-    assert earlier == result_text(body["messages"][2])  # the earlier read stays whole: the pointers need it
+    assert earlier == unpad_gutter(result_text(body["messages"][2]))  # whole: the pointers need it
     form = result_text(msgs[6])
     assert len(form) < 0.5 * len(cat_n(edited, arrow=True))
-    assert expand_pointers(form, earlier) == cat_n(edited, arrow=True)  # lossless
+    assert expand_pointers(form, earlier) == unpad_gutter(cat_n(edited, arrow=True))  # lossless
     refund = edited.split("\n")[140:150]  # Order.refund as edited, every line in the re-read itself
     shown = [ln.split("→", 1)[1] for ln in form.split("\n") if "→" in ln]
     assert all(ln in shown for ln in refund if ln.strip())
@@ -489,7 +499,9 @@ def test_cat_n_prefixes_stay_on_kept_lines(shop_ws, arrow):
     text = result_text(forwarded(res, body)[-1])
     numbered = cat_n(read(shop_ws, "shop/orders.py"), arrow).split("\n")
     refund = next(i for i, ln in enumerate(numbered) if "def refund(" in ln)
-    assert "\n".join(numbered[refund:refund + 8]) in text  # kept lines keep their numbers
+    # kept lines keep their numbers and code (the numbers' padding goes)
+    assert "\n".join(ln.lstrip(" ") for ln in numbered[refund:refund + 8]) in text
+    assert "   141" not in text and "\n141" + ("→" if arrow else "\t") in text
 
 
 def test_aggressive_keeps_a_read_of_the_file_the_question_is_probably_about(shop_ws):
@@ -508,7 +520,7 @@ def test_aggressive_keeps_a_read_of_the_file_the_question_is_probably_about(shop
         sent = forwarded(res, body)
         shipping_sent, orders_sent = sent[2]["content"][0]["content"], sent[4]["content"][0]["content"]
         assert "[memstrata:" in shipping_sent and len(shipping_sent) < len(shipping)
-        assert (orders_sent == orders) is orders_whole
+        assert (orders_sent == unpad_gutter(orders)) is orders_whole
 
 
 def test_safe_keeps_a_likely_read_over_the_whole_result_limit(shop_ws):
@@ -525,7 +537,7 @@ def test_safe_keeps_a_likely_read_over_the_whole_result_limit(shop_ws):
                                                 likely_file=likely_file)
         res = Compressor(shop_ws, settings).compress(body, "anthropic")
         sent = forwarded(res, body)[-1]["content"][0]["content"]
-        assert (sent == orders) is whole
+        assert (sent == unpad_gutter(orders)) is whole
         if not whole:
             assert "[memstrata:" in sent and "def refund(" in sent
 
@@ -541,7 +553,7 @@ def test_aggressive_keeps_the_likely_read_through_a_follow_up(shop_ws):
     first = agent.read("shop/orders.py")
     sent = forwarded(comp.compress(first, "anthropic"), first)
     for k, path in ((2, "shop/shipping.py"), (4, "shop/orders.py")):  # both files are named: both likely
-        assert sent[k]["content"][0]["content"] == cat_n(read(shop_ws, path), arrow=True)
+        assert sent[k]["content"][0]["content"] == unpad_gutter(cat_n(read(shop_ws, path), arrow=True))
     second = agent.say("The window check compares dates in the wrong zone.", "Thanks. Now write the fix as a diff.")
     res = comp.compress(second, "anthropic")
     assert not res.compaction and forwarded(res, second)[:len(sent)] == sent

@@ -20,7 +20,9 @@ from memstrata.harness.proxy.forward import ProxyConfig
 from memstrata.indexer.workspace import Workspace
 from tests.stub_provider import ServerThread, StubUpstream
 
-from .test_compress_request import Agent, cat_n, result_text
+from memstrata.harness.proxy.request_blocks import unpad_gutter
+
+from .test_compress_request import Agent, cat_n, result_text, whole
 
 KEY = "sk-test-current-task"
 BIG = "records/normalize.py"
@@ -68,9 +70,10 @@ def source(ws, k: int) -> str:
 
 
 def numbered_lines(ws, k: int) -> str:
-    """The function's lines as the cat -n read shows them (numbers and arrows included)."""
+    """The function's lines as the proxy forwards a cat -n read of them (numbers and arrows, without
+    the numbers' padding)."""
     text = (ws.root / BIG).read_text()
-    numbered = cat_n(text, arrow=True).split("\n")
+    numbered = unpad_gutter(cat_n(text, arrow=True)).split("\n")
     first = text.split("\n").index(f"def normalize_record_{k}(record, schema, strict=False):")
     return "\n".join(numbered[first:first + _function(k).count("\n")])
 
@@ -160,7 +163,7 @@ def test_the_current_tasks_results_are_not_compacted(big_ws):
     sent = (res.body or body)["messages"]
     assert res.compaction or any(m != b for m, b in zip(sent, body["messages"]))
     assert sent[2] != body["messages"][2] and "[memstrata:" in sent[2]["content"][0]["content"]
-    assert sent[4:] == body["messages"][4:]  # the current task: its words and all three reads, as sent
+    assert sent[4:] == [whole(m) for m in body["messages"][4:]]  # the current task: its words, its reads whole
 
 
 def test_an_earlier_tasks_read_cut_on_arrival_is_compacted_once_that_task_is_over(big_ws):
@@ -180,7 +183,7 @@ def test_an_earlier_tasks_read_cut_on_arrival_is_compacted_once_that_task_is_ove
     sent = (res.body or body)["messages"]
     later = result_text(sent[2])
     assert "[memstrata: lines " in later and count_tokens(later) < count_tokens(cut) / 2
-    assert sent[4:] == body["messages"][4:]  # the current task: its words and its reads, as sent
+    assert sent[4:] == [whole(m) for m in body["messages"][4:]]  # the current task: its words, its reads whole
 
 
 def test_a_follow_up_keeps_the_read_cut_on_arrival_as_it_was_forwarded(big_ws):
@@ -242,7 +245,7 @@ def test_an_earlier_tasks_single_class_read_keeps_its_marker_unless_named(tmp_pa
             res = comp.compress(body, "anthropic")
         sent = result_text((res.body or body)["messages"][2])
         if kept:
-            assert sent == result_text(body["messages"][2])
+            assert sent == unpad_gutter(result_text(body["messages"][2]))
         else:
             # one marker line naming the lines and what they hold (a comment in the file's language)
             assert "\n" not in sent and "[memstrata: lines 1-" in sent and path in sent

@@ -11,6 +11,7 @@ import pytest
 
 from memstrata.compressor.tokens import count_tokens
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
+from memstrata.harness.proxy.request_blocks import unpad_gutter
 from memstrata.indexer.workspace import Workspace
 
 from .test_compress_request import Agent, cat_n, forwarded, result_text
@@ -91,7 +92,7 @@ def test_reread_of_a_cut_read_points_only_at_lines_the_cut_showed(billing_ws):
 
     # Every pointed-at line is in the first forwarded form, verbatim, and is the re-read's line.
     shown_first = numbered(first)
-    now = cat_n(edited, arrow=True).split("\n")
+    now = unpad_gutter(cat_n(edited, arrow=True)).split("\n")
     expanded = []
     for ln, m in zip(form.split("\n"), pointers):
         if m is None:
@@ -103,7 +104,7 @@ def test_reread_of_a_cut_read_points_only_at_lines_the_cut_showed(billing_ws):
             assert c + k in shown_first                        # never a line behind the cut's markers
             earlier_line = shown_first[c + k].split("→", 1)[1]
             assert earlier_line == now[a + k - 1].split("→", 1)[1]
-            expanded.append(f"{a + k:>6}→{earlier_line}")
+            expanded.append(f"{a + k}→{earlier_line}")
     # Expanded, the re-read shows each of its lines with its number, in order, as the file has it now.
     shown_now = numbered("\n".join(expanded))
     assert list(shown_now) == sorted(shown_now)

@@ -8,6 +8,7 @@ import openai
 import pytest
 
 from memstrata.harness.proxy.analysis import prompt_tokens
+from memstrata.harness.proxy.request_blocks import unpad_gutter
 from memstrata.storage import ledger
 from tests.harness.test_proxy import ANSWER, SENTINEL, make_app, pasted_request
 from tests.harness.test_proxy import project  # noqa: F401 - the indexed fixture project, a fixture
@@ -97,10 +98,11 @@ def test_tool_outputs_are_pieces_and_calls_stay(project, proxy, stub):  # noqa: 
     assert "def tax_cents" in out
     row = last_row(proxy, project)
     assert row.endpoint == "openai.responses" and row.status == 200
-    if row.compressed:  # over the fixture's result cap: cut down around what the question names
-        assert "[memstrata:" in out and len(out) < len(numbered)
+    if "[memstrata:" in out:  # over the fixture's result cap: cut down around what the question names
+        assert len(out) < len(numbered)
     else:
-        assert out == numbered
+        assert out == unpad_gutter(numbered)  # whole: every line and number, without the numbers' padding
+    assert row.compressed
 
 
 def test_upstream_error_passes_through(proxy, stub):
