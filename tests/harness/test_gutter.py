@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import anthropic
-import pytest
 
 from memstrata.compressor.tokens import count_tokens
 from memstrata.harness.proxy.app import HarnessConfig, build_app
@@ -11,9 +10,10 @@ from memstrata.harness.proxy.compress_request import CompressionSettings, Compre
 from memstrata.harness.proxy.forward import ProxyConfig
 from memstrata.harness.proxy.request_blocks import unpad_gutter
 from memstrata.storage import ledger
-from tests.stub_provider import ServerThread, StubUpstream
+from tests.stub_provider import ServerThread
 
 from .test_compress_request import QUESTION, Agent, cat_n, forwarded, read, result_text
+from .test_proxy_compression import stub  # noqa: F401 - the stand-in provider, a fixture
 
 
 def test_unpad_gutter_removes_only_the_padding_before_line_numbers():
@@ -73,15 +73,7 @@ def test_a_cut_read_and_a_pointer_to_it_both_go_unpadded(shop_ws):
     assert "[memstrata: lines 1-12 are lines 1-12 of the earlier read of " in reread and len(reread) < len(cut)
 
 
-@pytest.fixture(scope="module")
-def stub():
-    s = StubUpstream(answer="Prices come from the catalogue.")
-    with ServerThread(s.app) as server:
-        s.url = server.url
-        yield s
-
-
-def test_through_the_proxy_the_ledger_counts_the_padding_saved(shop_ws, stub):
+def test_through_the_proxy_the_ledger_counts_the_padding_saved(shop_ws, stub):  # noqa: F811
     cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False,
                       compression=CompressionSettings.for_mode("safe"))
     app = build_app(shop_ws, HarnessConfig(proxy=cfg, mount_mcp=False))
