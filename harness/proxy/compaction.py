@@ -64,6 +64,7 @@ from .request_blocks import (
     find_in_user_text,
     message_slots,
     message_texts,
+    gutter_padding_tokens,
     tool_uses,
     unpad_gutter,
 )
@@ -96,6 +97,10 @@ class TokenCache:
 
     def count(self, text: str) -> int:
         return self.counts.count(text)
+
+    def remember(self, text: str, tokens: int) -> None:
+        """``text`` has ``tokens`` tokens, exactly (worked out without encoding it)."""
+        self.counts.remember(text, tokens)
 
 
 class PlanCache:
@@ -305,7 +310,10 @@ class RequestPass:
         if p.numbered and self.s.unpad_gutter:
             bare = unpad_gutter(form)
             if bare != form:
-                form, tokens = bare, self.tokens.count(bare)
+                # ``tokens`` is the exact count of ``form``: the padding's share comes off it, so a
+                # new read is not encoded a second time (the message count below finds it remembered).
+                form, tokens = bare, tokens - gutter_padding_tokens(form)
+                self.tokens.remember(form, tokens)
             elif status == "whole":  # nothing to unpad: forwarded as sent
                 return p
         elif status == "whole":

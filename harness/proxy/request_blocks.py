@@ -38,7 +38,7 @@ _PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "absolute_
 MIN_NUMBERED_LINES = 3
 # The padding before a line number of a numbered read (``     12→code``): cat -n and Claude Code's
 # Read right-align numbers to six columns, and that alignment is about a sixth of a read's tokens.
-_GUTTER_PADDING = re.compile(r"^ +(?=\d{1,7}(?:→|\t))", re.MULTILINE)
+_GUTTER_PADDING = re.compile(r"^( +)(?=\d{1,7}(?:→|\t))", re.MULTILINE)
 _BARE_PATH = re.compile(r"^\s*[~.]?[\w.\-]*[/\\][^\s]*\s*$")
 _LABEL_LINE = re.compile(r"^\s*(?:#|//|--|/\*)?\s*[\w.\-/]+\.\w{1,6}\s*:?\s*(?:\*/)?\s*$")
 
@@ -317,6 +317,16 @@ def unpad_gutter(text: str) -> str:
     ``12→code``): every line, its number and its code as the tool gave them, in fewer tokens.
     Lines that carry no number (an elision marker, a pointer to an earlier read) stay as they are."""
     return _GUTTER_PADDING.sub("", text)
+
+
+def gutter_padding_tokens(text: str) -> int:
+    """How many cl100k tokens fewer :func:`unpad_gutter` leaves of ``text``, exactly, without
+    encoding it again.  cl100k's pre-tokenizer cuts a line break off on its own and splits the
+    run of spaces after it, before a digit, into its own pieces (all but its last space, then
+    that space: one token each); BPE never merges across pieces, so removing the run removes
+    one token per padded line of one space and two per longer padding, and changes no other
+    token.  (tests/harness/test_gutter.py holds this against the encoder on real files.)"""
+    return sum(min(len(m.group(1)), 2) for m in _GUTTER_PADDING.finditer(text))
 
 
 def _numbered_run(lines: list[str]):

@@ -44,6 +44,12 @@ class TextCounts:
             self._d.put(text, n, len(text))
         return n
 
+    def remember(self, text: str, n: int) -> None:
+        """Keep ``n`` as the count of ``text``: for a count worked out exactly without encoding
+        (harness/proxy/request_blocks.gutter_padding_tokens)."""
+        if text and self._d.get(text) is None:
+            self._d.put(text, n, len(text))
+
     def __len__(self) -> int:
         return len(self._d)
 

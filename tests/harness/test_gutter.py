@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anthropic
 
 from memstrata.compressor.tokens import count_tokens
 from memstrata.harness.proxy.app import HarnessConfig, build_app
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
 from memstrata.harness.proxy.forward import ProxyConfig
-from memstrata.harness.proxy.request_blocks import unpad_gutter
+from memstrata.harness.proxy.request_blocks import gutter_padding_tokens, unpad_gutter
 from memstrata.storage import ledger
 from tests.stub_provider import ServerThread
 
@@ -27,6 +29,27 @@ def test_unpad_gutter_removes_only_the_padding_before_line_numbers():
                  "    return 12 + x\n  12 apples")
     assert unpad_gutter(untouched) == untouched
     assert unpad_gutter("") == ""
+
+
+def _numbered(text: str, sep: str, first: int = 1, width: int = 6) -> str:
+    return "\n".join(f"{n:>{width}}{sep}{line}" for n, line in enumerate(text.split("\n"), first))
+
+
+def test_the_paddings_tokens_are_what_the_encoder_counts():
+    """The unpadded read's count is worked out from the padded one's, without encoding it again:
+    it must be the encoder's own count, on real files and on lines made to tempt the tokenizer
+    into merging across the padding (trailing spaces, carriage returns, empty lines, digits and
+    tabs in the code, a text that starts with a padded number, numbers of one to seven digits)."""
+    repo = Path(__file__).resolve().parents[2]
+    texts = []
+    for path in sorted((repo / "harness" / "proxy").glob("*.py"))[:12] + sorted((repo / "fixtures").rglob("*.py"))[:20]:
+        code = path.read_text(encoding="utf-8")
+        texts += [_numbered(code, "\t"), _numbered(code, "→"), _numbered(code, "→", first=995, width=5)]
+    odd = ["x  ", "", "\r", "  12\tnot a number of ours", "\t\tindented", "日本語 ", "    ", "9", "→", "a\r"]
+    texts += ["\n".join(f"{n:>{w}}{sep}{line}" for n, line in enumerate(odd * 3, start))
+              for w in (1, 6, 7) for sep in ("\t", "→") for start in (1, 98, 99_990)]
+    for text in texts:
+        assert count_tokens(unpad_gutter(text)) == count_tokens(text) - gutter_padding_tokens(text)
 
 
 def test_a_read_kept_whole_goes_without_its_numbers_padding(shop_ws):
