@@ -62,9 +62,9 @@ from .request_blocks import (
     assistant_text,
     find_in_result,
     find_in_user_text,
+    gutter_padding_tokens,
     message_slots,
     message_texts,
-    gutter_padding_tokens,
     tool_uses,
     unpad_gutter,
 )

@@ -4,8 +4,9 @@ A conversation is recognised by its system prompt and first message.  For
 each message it has forwarded, the proxy keeps a :class:`Record`: a digest of
 the message as the client sent it (``cache_control`` markers left out, since
 clients move them every turn), its token count, and the pieces of code in it
-with the form they were forwarded in.  Only replacement texts are stored;
-a message forwarded unchanged costs a few numbers.
+with the form they were forwarded in.  Only replacement texts are stored (a
+numbered read kept whole is one: its text without the padding before its line
+numbers); a message forwarded unchanged costs a few numbers.
 
 The next request of the conversation resends those messages; the proxy
 matches the longest prefix of digests and forwards that prefix exactly as
