@@ -252,7 +252,7 @@ class RequestPass:
                        numbered=b.display != b.code)
         # A read kept whole still goes without its line numbers' padding: every line and number as
         # the tool gave them, about a sixth fewer tokens (see request_blocks.unpad_gutter).
-        return self._form(p, text, "whole", p.tokens) if p.numbered else p
+        return self._form(p, text, "whole", p.tokens)
 
     def _arrival_forms(self, pieces: list[PieceState], found: list[Found]) -> list[PieceState]:
         out = list(pieces)
@@ -307,16 +307,12 @@ class RequestPass:
         """``p`` forwarded as ``form`` (``tokens`` of it); a numbered read's numbered lines without
         their padding.  Every decision is taken on the read as it was sent; only what is forwarded
         is unpadded, so a read kept whole forwards exactly the lines it would without this."""
-        if p.numbered and self.s.unpad_gutter:
-            bare = unpad_gutter(form)
-            if bare != form:
-                # ``tokens`` is the exact count of ``form``: the padding's share comes off it, so a
-                # new read is not encoded a second time (the message count below finds it remembered).
-                form, tokens = bare, tokens - gutter_padding_tokens(form)
-                self.tokens.remember(form, tokens)
-            elif status == "whole":  # nothing to unpad: forwarded as sent
-                return p
-        elif status == "whole":
+        if p.numbered and self.s.unpad_gutter and (bare := unpad_gutter(form)) != form:
+            # ``tokens`` is the exact count of ``form``: the padding's share comes off it, so a
+            # new read is not encoded a second time (the message count below finds it remembered).
+            form, tokens = bare, tokens - gutter_padding_tokens(form)
+            self.tokens.remember(form, tokens)
+        elif status == "whole":  # nothing to unpad: forwarded as sent
             return p
         return _with_form(p, form, status, tokens, kept)
 
