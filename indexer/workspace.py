@@ -83,7 +83,7 @@ class Workspace:
         self.indexer = Indexer(root, store, max_file_bytes=max_file_bytes, workers=workers)
         self.lock = threading.RLock()  # guards the graph
         self._graph: GraphView | None = None  # a CodeGraph, or a SnapshotGraph until the first change
-        self._known: dict[str, str] = {}  # path -> hash the graph reflects
+        self._known: dict[str, tuple[str, float]] = {}  # path -> (hash, written at) the graph reflects
         self._data_version: int | None = None
         self._snapshot_timer: threading.Timer | None = None
         self._upgrading: threading.Thread | None = None
@@ -338,7 +338,7 @@ class Workspace:
         with self.store.read():
             self._data_version = self._current_data_version()
             generation = ci.code_generation(self.store)
-            self._known = {p: s.hash for p, s in ci.file_states(self.store).items()}
+            self._known = ci.file_versions(self.store)
         graph: GraphView | None = graph_snapshot.load(self.store, generation)
         if graph is None:
             graph = self._graph = CodeGraph.load(self.store)
@@ -416,17 +416,18 @@ class Workspace:
         removed = [p for p in self._known if p not in states]
         if changed or removed:
             self._refresh_graph(changed, removed, (generation, states))
-        else:  # rows rewritten with the same bytes: the graph holds them already, only its label moves
+        else:  # no file was written anew (imports re-pointed to what graphs resolve alike): only the label moves
             assert self._graph is not None
             self._graph.generation = generation
 
-    def _generation_and_states(self) -> tuple[str | None, dict[str, str]]:
+    def _generation_and_states(self) -> tuple[str | None, dict[str, tuple[str, float]]]:
         with self.store.read():
-            return ci.code_generation(self.store), {p: s.hash for p, s in ci.file_states(self.store).items()}
+            return ci.code_generation(self.store), ci.file_versions(self.store)
 
-    def _refresh_graph(self, changed, removed, seen: tuple[str | None, dict[str, str]] | None = None) -> None:
+    def _refresh_graph(self, changed, removed,
+                       seen: tuple[str | None, dict[str, tuple[str, float]]] | None = None) -> None:
         """Refresh the graph for ``changed``/``removed`` files; ``seen`` is the
-        (generation, file hashes) those were worked out from, read before."""
+        (generation, file versions) those were worked out from, read before."""
         assert self._graph is not None
         if not isinstance(self._graph, CodeGraph) and not self._take_standby():
             self._load_graph()  # a snapshot is read-only: the first change needs the full graph

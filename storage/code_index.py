@@ -273,6 +273,14 @@ def file_states(store: Store) -> dict[str, FileState]:
     return {p: FileState(s, m, h) for p, s, m, h in rows}
 
 
+def file_versions(store: Store) -> dict[str, tuple[str, float]]:
+    """Each indexed file's (hash, time its rows were written).  A file whose
+    bytes did not change may still have been written anew (dropped and
+    indexed again, re-parsed): its symbols then have new ids, which full-text
+    hits are read by, so a graph that follows the index must take it again."""
+    return {p: (h, t) for p, h, t in store.execute("SELECT path, hash, indexed_at FROM files")}
+
+
 def file_states_of(store: Store, paths: Iterable[str]) -> dict[str, FileState]:
     """:func:`file_states` of ``paths`` only (those indexed)."""
     paths = list(dict.fromkeys(paths))

@@ -48,6 +48,40 @@ def test_a_write_by_another_process_is_shown_too(project_copy):
         reader.close()
 
 
+
+def test_a_file_dropped_and_indexed_again_by_another_process_is_found_again(project_copy, tmp_path):
+    """Dropping a file and indexing it again leaves its bytes as they were but
+    writes its rows anew (new symbol ids, which full-text hits are read by): a
+    reader that saw neither write must still find its definitions, as a fresh
+    process does (a daemon kept answering without them until restarted)."""
+    root = project_copy("python_project")
+    with Workspace.open(root) as writer:
+        writer.index()
+    reader = Workspace(root, Store(root / ".memstrata" / "index.db", readonly=True))
+    try:
+        question = "verify the stored password hash on login"
+        before = context_query(reader, question, max_tokens=2000)
+        assert "app/auth/service.py" in before.sources
+        service = root / "app" / "auth" / "service.py"
+        kept = service.read_bytes()
+        service.unlink()
+        with Workspace.open(root) as writer:
+            writer.index()
+            # Another file is indexed between the two runs: symbol ids then move on
+            # rather than come back to the same numbers.
+            (root / "app" / "extra.py").write_text("def unrelated_helper():\n    return 1\n")
+            writer.index()
+        service.write_bytes(kept)
+        with Workspace.open(root) as writer:
+            writer.index()
+        after = context_query(reader, question, max_tokens=2000)
+        with Workspace.open(root) as fresh:
+            expected = context_query(fresh, question, max_tokens=2000)
+        assert after.api_fields() == expected.api_fields()
+        assert "app/auth/service.py" in after.sources
+    finally:
+        reader.close()
+
 @contextlib.contextmanager
 def _uncounted(project_copy):
     """An indexed fixture project whose files have no token counts yet, and how many files it has."""
