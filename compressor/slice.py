@@ -538,8 +538,9 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
     probability: dict[str, float] = {}
     candidates: list[tuple[int, str, Unit, bool]] = []
     fullable: set[str] = set()
+    unreached: list[tuple[int, str, float]] = []
     for i, unit, features in scored_candidates(graph, ranked, fill, evidence, named, sig_only,
-                                               lambda path: docs.get(path) is not None):
+                                               lambda path: docs.get(path) is not None, unreached=unreached):
         node = unit.node
         units[node] = unit
         is_container = unit.kind in CONTAINERS
@@ -592,6 +593,13 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
             value += FILE_VALUE * (1.0 - file_miss[unit.path])
         offers.append((-(value / (SIG_ESTIMATE + UNIT_FRAMING)), i, node, SIG))
         worth_of[(node, SIG)] = value
+    # Fill nothing reached has no chance of being the target (p = 0 above): its signature is worth
+    # orientation alone (its file's chance, the product of 1 - p, adds nothing either).
+    unreached_at: dict[str, tuple[int, float]] = {}
+    for i, node, score in unreached:
+        unreached_at[node] = (i, score)
+        offers.append((-(ORIENTATION / (SIG_ESTIMATE + UNIT_FRAMING)), i, node, SIG))
+        worth_of[(node, SIG)] = ORIENTATION
     offers.sort()
     offers = _large_body_first(offers, worth_of, body_estimate, budget, full_cap)
 
@@ -610,7 +618,12 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
     for _density, _i, node, mode in offers:
         if used >= budget * 0.98:
             break
-        unit = units[node]
+        unit = units.get(node)
+        if unit is None:  # unreached fill, made a unit now that selection got this far
+            if docs.get(graph.file_of(node)) is None:
+                continue
+            unit = units[node] = unit_for(node, graph, unreached_at[node][1])
+            unit.hint = False
         current = chosen.get(node)
         if current is not None and (current.mode == FULL or mode == SIG):
             continue
@@ -713,12 +726,18 @@ def _plan_value(offers, worth_of, body_estimate, budget: int, full_cap: int, fir
 
 
 def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", named: set[str], sig_only: set[str],
-                      has_file=lambda path: True):
+                      has_file=lambda path: True, unreached: list | None = None):
     """Each candidate once, best first: (place, unit, the model's features),
     features None for fill that neither the ranking nor search reached.
     A full-text hit past the ranking still has its search evidence: code
     that spells the question's words, in a corner the graph walk did not
-    reach (its score places it below every ranked one)."""
+    reach (its score places it below every ranked one).
+
+    With ``unreached`` given, such fill (unless the question names it) is
+    not yielded but appended there as (place, node, score), its file not
+    looked at: it can only ever be a signature for orientation, taken last,
+    and most of it never is, so its units are made only when selection
+    gets that far (two thirds of the candidates of a typical question)."""
     holds: dict[str, bool] = {}
 
     def container(node: str) -> bool:
@@ -731,7 +750,13 @@ def scored_candidates(graph: GraphView, ranked, fill, evidence: "_Evidence", nam
     seen: set[str] = set()
     n_ranked = len(ranked)
     for i, (node, score) in enumerate(itertools.chain(ranked, fill)):
-        if node in seen or not has_file(graph.file_of(node)):
+        if node in seen:
+            continue
+        if unreached is not None and i >= n_ranked and node not in evidence.lexical and node not in named:
+            seen.add(node)  # its file is looked at when (if) selection reaches it
+            unreached.append((i, node, score))
+            continue
+        if not has_file(graph.file_of(node)):
             continue
         seen.add(node)
         unit = unit_for(node, graph, score)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from dataclasses import asdict
 
 import pytest
 
@@ -231,3 +232,42 @@ def test_only_a_type_with_definitions_inside_counts_as_a_container(tmp_path):
         assert not _holds_definitions(g, "src/api.ts::Mode")
         assert _holds_definitions(g, "src/api.ts::Client")
         assert not _holds_definitions(g, "src/api.ts::Client.send")
+
+
+def test_fill_nothing_reached_is_offered_as_when_every_unit_was_made_up_front(tmp_path, monkeypatch):
+    """Fill that neither the ranking nor search reached becomes a unit only when selection gets
+    to it (most of it never does): the slices are byte for byte those of making them all first."""
+    import memstrata.compressor.slice as slice_module
+
+    # 240 small functions calling across four modules: the ranking reaches more of them than
+    # it keeps (MAX_CANDIDATES), and the rest is fill that search did not find either.
+    files = {}
+    for k in range(4):
+        imports = "".join(f"from shop.part{o} import *\n" for o in range(4) if o != k)
+        files[f"shop/part{k}.py"] = imports + "\n\n" + "".join(
+            f"def fn{k}x{j}(value):\n    \"\"\"Sum of the neighbours' results.\"\"\"\n"
+            f"    return fn{(k + 1) % 4}x{(j * 7 + 1) % 60}(value)"
+            f" + fn{(k + 2) % 4}x{(j * 3 + 2) % 60}(value) + fn{k}x{(j + 1) % 60}(value)\n\n\n" for j in range(60))
+    workspace = indexed_workspace(tmp_path, files)
+    questions = ["fn0x3 and its callers", "shop/part1.py", "what does fn2x7 return"]
+    budgets = [300, 1200, 4096, 12000]
+    unreached_nodes: set[str] = set()
+    real = slice_module.scored_candidates
+
+    def counting(*args, unreached=None, **kwargs):
+        yield from real(*args, unreached=unreached, **kwargs)
+        unreached_nodes.update(node for _i, node, _score in unreached or ())
+
+    def eager(*args, unreached=None, **kwargs):
+        return real(*args, **kwargs)
+
+    try:
+        monkeypatch.setattr(slice_module, "scored_candidates", counting)
+        lazy = {(q, b): asdict(context_query(workspace, q, max_tokens=b)) for q in questions for b in budgets}
+        # The lazy path was taken, and selection got far enough to make some of those units.
+        assert any(unreached_nodes & set(fields["symbols"]) for fields in lazy.values())
+        monkeypatch.setattr(slice_module, "scored_candidates", eager)
+        for (q, b), fields in lazy.items():
+            assert asdict(context_query(workspace, q, max_tokens=b)) == fields, (q, b)
+    finally:
+        workspace.close()
