@@ -75,12 +75,7 @@ def signature_end(lines: list[str], start: int, end: int, signature: str,
     end = min(end, len(lines))
     if not target or start > end:
         return min(start, max(end, 1))
-    head = target[:12]
-    i = start
-    # Skip decorators/annotations before the line where the signature begins
-    # (which may be shorter than the head: `def attrib(` then one argument a line).
-    while i < end and not _begins_signature(_WS.sub("", lines[i - 1]), head):
-        i += 1
+    i = _declaration_line(lines, start, end, target)
     acc = ""
     j = i
     while j <= end:
@@ -89,6 +84,39 @@ def signature_end(lines: list[str], start: int, end: int, signature: str,
             return j
         j += 1
     return i
+
+
+def _declaration_line(lines: list[str], start: int, end: int, target: str) -> int:
+    """The line (1-based) where the declaration itself begins, past the decorators (attributes,
+    annotations) above it; ``target`` is the signature without whitespace."""
+    head = target[:12]
+    i = start
+    # The line may be shorter than the head: `def attrib(` then one argument a line.
+    while i < end and not _begins_signature(_WS.sub("", lines[i - 1]), head):
+        i += 1
+    return i
+
+
+# A definition shown by its signature keeps this many lines of a longer run of decorators
+# (attributes, annotations) above it, then a marker: a command-line entry point with forty
+# `@option(...)` decorators would otherwise spend hundreds of lines on its "signature".
+DECORATOR_LINES_SHOWN = 3
+
+
+def signature_lines(lines: list[str], start: int, end: int, signature: str, comment: str) -> tuple[list[str], int]:
+    """The lines that show a definition by its signature (a long run of decorators cut short,
+    with an exact marker), and the last line of the declaration they show."""
+    sig_end = signature_end(lines, start, end, signature)
+    target = _WS.sub("", signature.rstrip(". "))[:SIGNATURE_SHOWN]
+    first = _declaration_line(lines, start, min(end, len(lines)), target) if target else start
+    # Elide only what costs more than the marker: at least two lines.
+    if first - start <= DECORATOR_LINES_SHOWN + 1 or first > sig_end:
+        return lines[start - 1 : sig_end], sig_end
+    kept = lines[start - 1 : start - 1 + DECORATOR_LINES_SHOWN]
+    hidden = first - start - DECORATOR_LINES_SHOWN
+    indent = _indent_of(lines[start - 1])
+    marker = f"{indent}{comment} ... {hidden} lines of decorators elided"
+    return [*kept, marker, *lines[first - 1 : sig_end]], sig_end
 
 
 def _begins_signature(line: str, head: str) -> bool:
@@ -100,8 +128,7 @@ def render_unit(doc: FileDoc, unit: Unit, graph: GraphView, with_doc: bool = Tru
     if unit.mode == FULL:
         return "\n".join(lines[unit.start - 1 : unit.end])
     data = graph.node(unit.node)
-    sig_end = signature_end(lines, unit.start, unit.end, data["signature"])
-    shown = lines[unit.start - 1 : sig_end]
+    shown, sig_end = signature_lines(lines, unit.start, unit.end, data["signature"], comment_prefix(doc.language))
     hidden = unit.end - sig_end
     if hidden <= 0:
         return "\n".join(shown)
@@ -209,8 +236,8 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
             headers.add(p)
             pd = graph.node(p)
             if pd["start_line"] <= u.start and u.end <= pd["end_line"]:
-                p_end = signature_end(lines, pd["start_line"], pd["end_line"], pd["signature"])
-                pieces.append((pd["start_line"], p_end, "\n".join(lines[pd["start_line"] - 1 : p_end]), "header"))
+                shown, p_end = signature_lines(lines, pd["start_line"], pd["end_line"], pd["signature"], c)
+                pieces.append((pd["start_line"], p_end, "\n".join(shown), "header"))
                 outermost = pd["start_line"]
             p = _parent_of(p, graph)
         # A Rust method's block is its `impl` (which trait, for which type), no definition of its
@@ -231,8 +258,8 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
         if u.mode == SIG and any(v is not u and u.start <= v.start and v.end <= u.end
                                  and (v.start, v.end) != (u.start, u.end) for v in units):
             d = graph.node(u.node)
-            sig_end = signature_end(lines, u.start, u.end, d["signature"])
-            pieces.append((u.start, sig_end, "\n".join(lines[u.start - 1 : sig_end]), "header"))
+            shown, sig_end = signature_lines(lines, u.start, u.end, d["signature"], c)
+            pieces.append((u.start, sig_end, "\n".join(shown), "header"))
         else:
             pieces.append((u.start, u.end, render_unit(doc, u, graph, with_doc=not compact), "unit"))
     pieces.sort(key=lambda piece: (piece[0], -piece[1]))

@@ -333,3 +333,27 @@ def test_a_signature_shown_in_part_says_so(tmp_path):
         text = context_query(w, "`spare_3` and `configure`", max_tokens=200).context
     assert "def configure(" in text and "lines elided, the signature's end among them" in text
     assert "def spare_3(x):\n    return x + 3" in text
+
+
+def test_a_long_run_of_decorators_above_a_signature_is_cut_short(tmp_path):
+    root = tmp_path / "proj"
+    root.mkdir()
+    options = "".join(f'@option("--flag-{k}", default={k}, help="Flag number {k} of the command.")\n'
+                      for k in range(30))
+    (root / "cli.py").write_text(
+        "def option(*a, **k):\n    return lambda f: f\n\n\n"
+        "def command(f):\n    return f\n\n\n"
+        f"@command\n{options}def run_tool(**flags):\n" + "    total = 0\n" * 40 + "    return total\n\n\n"
+        "@command\n@option('--one')\n@option('--two')\n@option('--three')\n"
+        "def small_tool(**flags):\n" + "    total = 1\n" * 40 + "    return total\n\n\n"
+        + "".join(f"def spare_{k}(x):\n    return x + {k}\n\n\n" for k in range(40)))
+    with Workspace.open(root) as w:
+        w.index()
+        text = context_query(w, "`spare_3`, `run_tool` and `small_tool`", max_tokens=400).context
+    # The first three decorator lines, an exact count of the rest, then the declaration.
+    assert ('@command\n@option("--flag-0"' in text and '@option("--flag-1"' in text
+            and "# ... 28 lines of decorators elided\ndef run_tool(**flags):\n" in text)
+    assert "--flag-2" not in text
+    # Four lines of decorators are shown as they are: a marker would cost about as much.
+    assert "@command\n@option('--one')\n@option('--two')\n@option('--three')\ndef small_tool(**flags):" in text
+    assert "def spare_3(x):\n    return x + 3" in text
