@@ -377,15 +377,16 @@ def names_in_tests_only(query: str, graph: GraphView) -> list[str]:
 
 def names_not_defined(query: str, graph: GraphView) -> list[str]:
     """The names ``query`` clearly writes as code (backticked, called, dotted, snake_case or
-    CamelCase; not a capitalised word of a sentence) that nothing in the project defines: a
-    misspelling, a library's name, a name from another project.  The slice still shows the
-    closest matches; this says that they are only that."""
+    CamelCase; not a capitalised word of a sentence, nor an acronym in capitals, HTTP or SSL,
+    which a question uses as a word) that nothing in the project defines: a misspelling, a
+    library's name, a name from another project.  The slice still shows the closest matches;
+    this says that they are only that."""
     out: list[str] = []
     for tok in _question_tokens(query):
         name = tok.name
         spelled = ".".join(tok.parts)
         strong = (tok.quoted or tok.called or len(tok.parts) > 1 or "_" in name.strip("_")
-                  or any(c.isupper() for c in name[1:]))
+                  or (any(c.isupper() for c in name[1:]) and any(c.islower() for c in name)))
         if not strong or len(name) < 3 or spelled in out or graph.definitions(name):
             continue
         out.append(spelled)

@@ -281,7 +281,9 @@ def test_a_name_the_project_does_not_define_is_said_so(ws):
     assert "ZebraQuuxHandler is not defined in this project: shown is the code closest to the rest of the " \
            "question" in r.notes, r.notes
     # Names it does define, and capitalised words of a sentence, are no such names.
-    for question in ("AuthService.login and its callers", "How are passwords hashed", "`login` callers"):
+    # Nor are acronyms in capitals, which questions use as words.
+    for question in ("AuthService.login and its callers", "How are passwords hashed", "`login` callers",
+                     "how are HTTP passwords hashed over SSL"):
         assert not any("not defined" in n for n in context_query(ws, question, 2000).notes), question
     r = context_query(ws, "why does `hash_pasword()` fail in os.path.join", max_tokens=2000)
     assert "hash_pasword, os.path.join are not defined in this project: shown is the code closest to the " \
