@@ -382,7 +382,7 @@ def cmd_mcp(home: Home) -> int:
 
     from .library import Library
 
-    library = Library(home, live=False)
+    library = Library(home, live=False, follow=True)
     library.reload()  # a database that cannot be opened is logged to stderr and skipped
     server = build_kura_server(KuraSearch(library), version=__version__)
     return run_stdio_server(server, library.close, interrupted="kura: interrupted")

@@ -66,9 +66,13 @@ def database_root(home: Home, name: str, store: Store) -> Path:
 
 
 class Library:
-    def __init__(self, home: Home, *, live: bool):
+    def __init__(self, home: Home, *, live: bool, follow: bool = False):
         self.home = home
         self.live = live
+        # A server with no monitor thread (stdio MCP, which a host keeps running for a whole
+        # session) looks at the registry on every call instead: `kura add` and `kura remove`
+        # take effect at once there too, and a removed database is never served again.
+        self.follow = follow
         self._lock = threading.RLock()
         self._dbs: dict[str, Database] = {}
         self._problems: dict[str, str] = {}
@@ -80,19 +84,23 @@ class Library:
     # -- KuraCatalog -----------------------------------------------------------------
 
     def registered(self) -> list[dict[str, str]]:
+        self._follow()
         with self._lock:
             return [e.as_dict() for e in self._entries]
 
     def loaded(self) -> list[str]:
+        self._follow()
         with self._lock:
             return [e.db for e in self._entries if e.db in self._dbs]
 
     def reader(self, name: str) -> Store | None:
+        self._follow()
         with self._lock:
             db = self._dbs.get(name)
             return db.reader if db is not None and not db.closed else None
 
     def problem(self, name: str) -> str | None:
+        self._follow()
         with self._lock:
             return self._problems.get(name)
 
@@ -104,6 +112,13 @@ class Library:
         with self._lock:
             db = self._dbs.get(name)
             return db.root if db is not None else None
+
+    def _follow(self) -> None:
+        if self.follow:
+            try:
+                self.check()
+            except Exception:  # noqa: BLE001 - a registry that cannot be read now: serve what is open
+                log.exception("checking the kura home failed")
 
     # -- loading -----------------------------------------------------------------------
 

@@ -51,8 +51,12 @@ DbArg = Annotated[str, Field(description="Database name (see list_rag).")]
 QArg = Annotated[str, Field(description="Space-separated keywords.")]
 LimitArg = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
                                           "description": "Most matches to return (1-100, default 10)."})]
-ModeArg = Annotated[Any, WithJsonSchema({"type": "string", "enum": list(MODES),
-                                         "description": "Search mode; only \"keyword\"."})]
+# The mode is case-insensitive ("Keyword" is valid): an enum would have a host that checks
+# arguments against the schema refuse it, so a pattern spells every casing of each mode.
+ModeArg = Annotated[Any, WithJsonSchema({
+    "type": "string",
+    "pattern": "^(" + "|".join("".join(f"[{c.lower()}{c.upper()}]" for c in m) for m in MODES) + ")$",
+    "description": "Search mode; only \"keyword\" (any casing)."})]
 
 
 def _result(payload: dict[str, Any]) -> CallToolResult:

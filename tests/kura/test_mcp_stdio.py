@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import anyio
+import jsonschema
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -59,6 +60,11 @@ def test_kura_mcp_over_stdio(kura, docs, tmp_path):
     assert {name: prop.get("default") for name, prop in schema["properties"].items()} == {
         "db": None, "q": None, "limit": 10, "mode": "keyword"}
     assert all("default" not in schema["properties"][name] for name in ("db", "q"))
+    # Every casing the server takes passes a host's check against the schema; other modes do not.
+    for mode, valid in (("keyword", True), ("KEYWORD", True), ("Keyword", True), ("semantic", False),
+                        ("keywords", False)):
+        errors = list(jsonschema.Draft202012Validator(schema).iter_errors({"db": "d", "q": "x", "mode": mode}))
+        assert (not errors) == valid, mode
 
     registry = json.loads((kura.home / "db.json").read_text())
     assert r[0].structured_content == {"loaded": ["notes", "empty"], "registered": registry}
@@ -82,6 +88,31 @@ def test_kura_mcp_over_stdio(kura, docs, tmp_path):
     assert not r[14].is_error  # a 12 KB query is answered, not refused
     stderr = errlog_path.read_text()
     assert "broken" in stderr  # skipped, and said so on stderr (never on the protocol stream)
+
+
+def test_kura_mcp_follows_add_and_remove_while_it_runs(kura, docs, tmp_path):
+    """A host keeps one stdio server for a whole session: a database added meanwhile is served,
+    and one removed is never served again."""
+    kura.ok("add", "old", str(docs))
+
+    async def run():
+        params = StdioServerParameters(command=KURA, args=["mcp"], env=kura.env)
+        with open(tmp_path / "err", "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+                await s.initialize()
+                before = await s.call_tool("search_rag", {"db": "old", "q": "backoff"})
+                await anyio.to_thread.run_sync(kura.ok, "add", "new", str(docs))
+                await anyio.to_thread.run_sync(kura.ok, "remove", "old", "--yes")
+                listed = await s.call_tool("list_rag", {})
+                added = await s.call_tool("search_rag", {"db": "new", "q": "backoff"})
+                removed = await s.call_tool("search_rag", {"db": "old", "q": "backoff"})
+                return before, listed, added, removed
+
+    before, listed, added, removed = anyio.run(run)
+    assert before.structured_content["keyword"]
+    assert listed.structured_content["loaded"] == ["new"]
+    assert added.structured_content["keyword"] == before.structured_content["keyword"]
+    assert removed.is_error and removed.content[0].text == 'invalid argument: "old" not exist'
 
 
 def test_kura_mcp_runs_no_watcher(kura, tmp_path):
