@@ -17,6 +17,7 @@ import weakref
 from collections import defaultdict
 from pathlib import Path
 
+from memstrata.indexer import scan
 from memstrata.indexer.file_facts import Definition, FileFacts, StaleFile, current_facts
 from memstrata.indexer.graph_view import GraphView
 from memstrata.indexer.model import REF_EDGE, SYMBOL_KINDS
@@ -164,7 +165,7 @@ def find_symbol(ws: Workspace, name: object, include_body: object = False, kind:
     with ws.lock:
         graph = ws.graph
         if rel is not None:
-            _check_indexed(graph, rel, allow_dir=True)
+            _check_indexed(graph, rel, allow_dir=True, store=ws.store)
         matches = resolve(graph, name)
         if not matches:
             raise _unknown(graph, name)
@@ -214,13 +215,31 @@ def _current_definition(files: _Files, path: str, qual: str,
     return facts, d
 
 
-def _check_indexed(graph: GraphView, rel: str, allow_dir: bool) -> None:
+# What to say of a file the index saw and left out, by the reason it keeps (indexer/scan.py):
+# running `memstrata index` again would not change most of these.
+_SKIPPED_BECAUSE = {
+    scan.UNSUPPORTED: "it is no source file of a language MemStrata parses",
+    scan.TOO_LARGE: "it is over the file-size cap (memstrata index --max-file-size)",
+    scan.BINARY: "it is binary",
+    scan.IGNORED: "a .gitignore leaves it out",
+    scan.EXCLUDED: "it is in a folder the index leaves out (dependencies, builds, caches)",
+    scan.OUTSIDE: "it is a symlink to a place outside the project",
+    scan.PARSE_TIMEOUT: "the parser could not finish it in time",
+    scan.NAME_NOT_UTF8: "its name is not UTF-8",
+}
+
+
+def _check_indexed(graph: GraphView, rel: str, allow_dir: bool, store=None) -> None:
     if rel in graph and graph.node(rel).get("type") == "file":
         return
     if allow_dir:
         prefix = rel.rstrip("/") + "/"
         if rel == "" or any(f.startswith(prefix) for f in graph.files()):
             return
+    reason = ci.skip_reason(store, rel) if store is not None and rel else None
+    if reason is not None:
+        why = _SKIPPED_BECAUSE.get(reason, f"it was skipped ({reason.replace('_', ' ')})")
+        raise NavigationError(f"{printable(rel)} is not indexed: {why}")
     raise NavigationError(f"{printable(rel) or '.'} is not an indexed {'file or folder' if allow_dir else 'file'} "
                           "of this project (check the path, or run memstrata index)")
 
@@ -457,7 +476,7 @@ def file_outline(ws: Workspace, path: object, depth: object = 2) -> dict:
     if facts is None:
         with ws.lock:
             graph = ws.graph
-        _check_indexed(graph, rel, allow_dir=False)
+        _check_indexed(graph, rel, allow_dir=False, store=ws.store)
         raise NavigationError(f"{printable(rel)} is not an indexed file of this project")
     # Nesting follows the text: a definition sits inside the innermost one
     # whose lines hold it.  A method defined apart from its type (a Rust

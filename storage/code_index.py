@@ -353,6 +353,12 @@ def skipped_counts(store: Store) -> dict[str, int]:
     return {reason: n for reason, n in rows}
 
 
+def skip_reason(store: Store, path: str) -> str | None:
+    """Why ``path`` was seen but not indexed, if it was."""
+    rows = store.execute("SELECT reason FROM skipped WHERE path = ?", (path,))
+    return rows[0][0] if rows else None
+
+
 def skipped_files(store: Store) -> list[tuple[str, str, int | None]]:
     """(path, reason, size) of every file the index left out, by path."""
     return list(store.execute("SELECT path, reason, size FROM skipped ORDER BY path"))

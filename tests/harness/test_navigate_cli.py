@@ -108,6 +108,23 @@ def test_bad_input_is_one_line(project: Path, args, message):
     assert r.stderr.startswith(message) and r.stderr.count("\n") == 1, r.stderr
 
 
+def test_a_file_the_index_left_out_is_said_why(tmp_path: Path):
+    """Running `memstrata index` again would not outline a file no parser reads: the error says
+    why the file is left out, not to index again."""
+    dest = tmp_path / "proj"
+    shutil.copytree(REPO / "fixtures" / "python_project", dest,
+                    ignore=shutil.ignore_patterns(".memstrata", "__pycache__"))
+    (dest / "NOTES.txt").write_text("plain notes\n")
+    (dest / "blob.py").write_bytes(b"\x00\x01\x02" * 100)
+    assert memstrata("index", cwd=dest).returncode == 0
+    for path, why in (("NOTES.txt", "it is no source file of a language MemStrata parses"),
+                      ("blob.py", "it is binary")):
+        r = memstrata("outline", path, cwd=dest)
+        assert r.returncode == 2 and r.stderr == f"memstrata: {path} is not indexed: {why}\n", r.stderr
+    r = memstrata("symbol", "login", "--in", "NOTES.txt", cwd=dest)
+    assert r.returncode == 2 and "NOTES.txt is not indexed: it is no source file" in r.stderr, r.stderr
+
+
 def test_never_indexed_folder_is_left_alone(tmp_path: Path):
     folder = tmp_path / "plain"
     folder.mkdir()
