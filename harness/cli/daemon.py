@@ -110,7 +110,8 @@ def cmd_status(args, found) -> int:
         print(f"not used: {state.refused}")
     elif state.info:
         info = state.info
-        print(f"running: pid {state.pid}, up {_duration(info['uptime'])}, {info['served']} requests served, "
+        served = f"{info['served']} request{'' if info['served'] == 1 else 's'} served"
+        print(f"running: pid {state.pid}, up {_duration(info['uptime'])}, {served}, "
               f"leaves after {_duration(info['idle_timeout'])} idle")
     elif state.pid and state.stopped:
         print(f"running: pid {state.pid}, but stopped (not answering); the next query replaces it")
