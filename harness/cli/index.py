@@ -248,6 +248,7 @@ def cmd_status(args) -> int:
                 return _print_syntax_errors(ci.syntax_error_files(ws.store, limit=None), args.json)
             st = ws.status()
             broken = ci.syntax_error_files(ws.store) if st.syntax_errors and not args.json else []
+            cap = ws.indexer.max_file_bytes
     except NotIndexed as exc:
         return _print_not_indexed(exc.root, args.json)
     except (ProjectError, StoreError) as exc:
@@ -264,6 +265,9 @@ def cmd_status(args) -> int:
         print("languages:     " + ", ".join(f"{lang} {n}" for lang, n in st.languages.items()))
     if st.skipped:
         print("skipped:       " + ", ".join(f"{reason} {n}" for reason, n in st.skipped.items()))
+    if st.skipped.get("too_large"):
+        # The cap is remembered from the last --max-file-size: say which it is and how to move it.
+        print(f"size cap:      {_size_text(cap)} per file (memstrata index --max-file-size SIZE changes it)")
     if broken:
         # Indexed as far as they parse; which ones, so they can be fixed or told apart.
         more = st.syntax_errors - len(broken)

@@ -263,9 +263,13 @@ def test_cli_max_file_size_is_honoured_and_remembered(project, run_cli):
     # Remembered for the project: a later run without the flag keeps the cap...
     out = json.loads(run_cli("index", str(project), "--json").stdout)
     assert out["skipped"].get("too_large") == 1 and out["parsed"] == 0
+    # ...and status says which cap left files out, and how to move it.
+    assert "size cap:      2KiB per file (memstrata index --max-file-size SIZE changes it)" in \
+        run_cli("status", str(project)).stdout
     # ...and a larger cap brings the file in.
     out = json.loads(run_cli("index", str(project), "--max-file-size", "1MiB", "--json").stdout)
     assert out["parsed"] == 1 and "too_large" not in out["skipped"]
+    assert "size cap" not in run_cli("status", str(project)).stdout  # nothing it left out
     bad = run_cli("index", str(project), "--max-file-size", "lots", check=False)
     assert bad.returncode == 2 and "not a size" in bad.stderr
 
