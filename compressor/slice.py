@@ -595,9 +595,9 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         worth_of[(node, SIG)] = value
     # Fill nothing reached has no chance of being the target (p = 0 above): its signature is worth
     # orientation alone (its file's chance, the product of 1 - p, adds nothing either).
-    unreached_at: dict[str, tuple[int, float]] = {}
+    unreached_score: dict[str, float] = {}
     for i, node, score in unreached:
-        unreached_at[node] = (i, score)
+        unreached_score[node] = score
         offers.append((-(ORIENTATION / (SIG_ESTIMATE + UNIT_FRAMING)), i, node, SIG))
         worth_of[(node, SIG)] = ORIENTATION
     offers.sort()
@@ -622,7 +622,7 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
         if unit is None:  # unreached fill, made a unit now that selection got this far
             if docs.get(graph.file_of(node)) is None:
                 continue
-            unit = units[node] = unit_for(node, graph, unreached_at[node][1])
+            unit = units[node] = unit_for(node, graph, unreached_score[node])
             unit.hint = False
         current = chosen.get(node)
         if current is not None and (current.mode == FULL or mode == SIG):
