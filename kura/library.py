@@ -117,8 +117,8 @@ class Library:
         if self.follow:
             try:
                 self.check()
-            except Exception:  # noqa: BLE001 - a registry that cannot be read now: serve what is open
-                log.exception("checking the kura home failed")
+            except Exception as exc:  # noqa: BLE001 - a registry that cannot be read now: serve what is open
+                log.error("checking the kura home failed: %s", exc)  # a sentence, never a stack trace
 
     # -- loading -----------------------------------------------------------------------
 
