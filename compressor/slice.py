@@ -649,6 +649,14 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
                 continue
         unit.cost_sig = cost_of(doc, unit, graph, SIG)
         if used + unit.cost_sig + extra <= budget:
+            # A body that costs no more than its elision marker is shown instead of it: the same
+            # tokens, and the code itself rather than a note that it is there.
+            if unit.kind not in CONTAINERS and unit.end - unit.start < SMALL_BODY_LINES:
+                whole = cost_of(doc, unit, graph, FULL)
+                if whole <= unit.cost_sig:
+                    unit.cost_full = whole
+                    take(unit, FULL, whole)
+                    continue
             unit.cost_full = 0
             take(unit, SIG, unit.cost_sig)
     return list(chosen.values()), used
@@ -805,6 +813,7 @@ def nested_worth(probability: dict[str, float], units: dict[str, Unit], graph: G
 
 
 SIG_ESTIMATE = 24  # tokens of a typical signature line with its elision note
+SMALL_BODY_LINES = 8  # a definition this short may cost no more whole than as its signature
 FULL_ESTIMATE_SLACK = 1.4  # how far a body's character-based estimate may overshoot its count
 MAX_EV_CONTAINER_LINES = 200  # an unnamed class shown whole must pay for its lines; past this it never does
 

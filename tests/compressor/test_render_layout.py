@@ -357,3 +357,24 @@ def test_a_long_run_of_decorators_above_a_signature_is_cut_short(tmp_path):
     # Four lines of decorators are shown as they are: a marker would cost about as much.
     assert "@command\n@option('--one')\n@option('--two')\n@option('--three')\ndef small_tool(**flags):" in text
     assert "def spare_3(x):\n    return x + 3" in text
+
+
+def test_a_body_no_dearer_than_its_elision_marker_is_shown_whole(tmp_path):
+    """A three-line function costs about what its signature and the "... 1 line elided" note
+    cost: where the slice would show its signature, it shows its code, and counts it among the
+    definitions shown whole."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "lib.rs").write_text(
+        "pub fn long_one(x: u32) -> u32 {\n" + "".join(f"    let v{k} = step_{k}(x) + {k};\n" for k in range(12))
+        + "".join(f"    let w{k} = x * {k} + {k};\n" for k in range(40)) + "    x\n}\n\n"
+        + "".join(f"pub fn step_{k}(x: u32) -> u32 {{\n    x + {k}\n}}\n\n" for k in range(12)))
+    with Workspace.open(root) as w:
+        w.index()
+        r = context_query(w, "what does long_one compute", max_tokens=300)
+    shown = [k for k in range(12) if f"pub fn step_{k}(x: u32) -> u32 {{\n" in r.context]
+    assert shown, r.context
+    for k in shown:  # each callee shown is shown whole, never as "... 1 line elided"
+        assert f"pub fn step_{k}(x: u32) -> u32 {{\n    x + {k}\n}}" in r.context
+        assert f"lib.rs::step_{k}" in r.full_symbols
+    assert "elided" in r.context.split("pub fn long_one")[1].split("\n")[1]  # a long body still is
