@@ -229,14 +229,14 @@ _SKIPPED_BECAUSE = {
 }
 
 
-def _check_indexed(graph: GraphView, rel: str, allow_dir: bool, store=None) -> None:
+def _check_indexed(graph: GraphView, rel: str, allow_dir: bool, store) -> None:
     if rel in graph and graph.node(rel).get("type") == "file":
         return
     if allow_dir:
         prefix = rel.rstrip("/") + "/"
         if rel == "" or any(f.startswith(prefix) for f in graph.files()):
             return
-    reason = ci.skip_reason(store, rel) if store is not None and rel else None
+    reason = ci.skip_reason(store, rel) if rel else None
     if reason is not None:
         why = _SKIPPED_BECAUSE.get(reason, f"it was skipped ({reason.replace('_', ' ')})")
         raise NavigationError(f"{printable(rel)} is not indexed: {why}")

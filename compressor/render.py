@@ -69,21 +69,28 @@ def signature_end(lines: list[str], start: int, end: int, signature: str,
                   limit: int | None = SIGNATURE_SHOWN) -> int:
     """Last line (1-based) of the declaration that ``signature`` summarises, or of its first
     ``limit`` non-blank characters."""
+    return _declaration_span(lines, start, end, signature, limit)[1]
+
+
+def _declaration_span(lines: list[str], start: int, end: int, signature: str,
+                      limit: int | None) -> tuple[int, int]:
+    """(first, last) line (1-based) of the declaration itself: past the decorators above it, to
+    the end of ``signature`` or of its first ``limit`` non-blank characters."""
     target = _WS.sub("", signature.rstrip(". "))[:limit]
     # A span past the text's end (rows and text read at different moments of
     # a concurrent rewrite) must not index out of it.
     end = min(end, len(lines))
     if not target or start > end:
-        return min(start, max(end, 1))
+        return start, min(start, max(end, 1))
     i = _declaration_line(lines, start, end, target)
     acc = ""
     j = i
     while j <= end:
         acc += _WS.sub("", lines[j - 1])
         if len(acc) >= len(target) or acc.endswith(("{", ":")) and j > i:
-            return j
+            return i, j
         j += 1
-    return i
+    return i, i
 
 
 def _declaration_line(lines: list[str], start: int, end: int, target: str) -> int:
@@ -106,9 +113,7 @@ DECORATOR_LINES_SHOWN = 3
 def signature_lines(lines: list[str], start: int, end: int, signature: str, comment: str) -> tuple[list[str], int]:
     """The lines that show a definition by its signature (a long run of decorators cut short,
     with an exact marker), and the last line of the declaration they show."""
-    sig_end = signature_end(lines, start, end, signature)
-    target = _WS.sub("", signature.rstrip(". "))[:SIGNATURE_SHOWN]
-    first = _declaration_line(lines, start, min(end, len(lines)), target) if target else start
+    first, sig_end = _declaration_span(lines, start, end, signature, SIGNATURE_SHOWN)
     # Elide only what costs more than the marker: at least two lines.
     if first - start <= DECORATOR_LINES_SHOWN + 1 or first > sig_end:
         return lines[start - 1 : sig_end], sig_end
