@@ -177,6 +177,25 @@ def join_sections(chunks: list[str]) -> str:
     return "\n\n".join(chunks) + ("\n" if chunks else "")
 
 
+def joined_tokens(chunks: list[str], count=count_tokens) -> int:
+    """Exactly ``count(join_sections(chunks))``, from the counts of its parts.
+
+    cl100k splits text into pieces before it merges bytes into tokens, and
+    no piece holds a newline followed by a character that is not whitespace
+    (newlines only ever end a piece).  A section starts with its header
+    comment, so the text splits where each section starts and a joined slice
+    costs the sum of its sections, each counted with the newlines after it.
+    Fitting a slice compares many joins of the same sections: counted this
+    way, each section is encoded once instead of every join again.
+    """
+    if not chunks:
+        return 0
+    if any(not c or c[0].isspace() for c in chunks[1:]):
+        return count(join_sections(chunks))  # no split point: count the text whole
+    last = len(chunks) - 1
+    return sum(count(c + ("\n" if i == last else "\n\n")) for i, c in enumerate(chunks))
+
+
 def render_sections(docs: dict[str, FileDoc], units: list[Unit], graph: GraphView, file_order: list[str],
                     compact: bool = False, count=count_tokens, memo: dict | None = None) -> list[str]:
     """One text per file of ``file_order`` that has units; ``count`` counts tokens

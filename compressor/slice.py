@@ -31,6 +31,7 @@ from .render import (
     Unit,
     cost_of,
     join_sections,
+    joined_tokens,
     render_sections,
     unit_for,
 )
@@ -357,8 +358,7 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
     shown = docs.shown(units)
     sections: dict = {}
     counted: dict[str, int] = {}
-    context, fitted, file_order = _fit(graph, shown, units, budget, sections, counted)
-    tokens = counted.get(context) if context in counted else count_tokens(context)
+    context, fitted, file_order, tokens = _fit(graph, shown, units, budget, sections, counted)
     if tokens < budget * REFILL_BELOW and estimate >= budget * 0.9 and tokens > 0:
         # The per-unit framing estimates were pessimistic (small units, few
         # gap markers): select again for the budget the text really has left.
@@ -366,8 +366,7 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
         units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget, sig_only=sig_only,
                            evidence=evidence)
         shown = docs.shown(units)
-        context2, fitted2, order2 = _fit(graph, shown, units, budget, sections, counted)
-        tokens2 = counted.get(context2) if context2 in counted else count_tokens(context2)
+        context2, fitted2, order2, tokens2 = _fit(graph, shown, units, budget, sections, counted)
         if tokens2 > tokens:
             context, fitted, file_order, tokens = context2, fitted2, order2, tokens2
     units = fitted
@@ -938,15 +937,16 @@ def _covered(node: str, chosen: dict[str, Unit], graph: GraphView) -> bool:
 
 
 def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict | None = None,
-         memo: dict[str, int] | None = None) -> tuple[str, list[Unit], list[str]]:
+         memo: dict[str, int] | None = None) -> tuple[str, list[Unit], list[str], int]:
     """Render within ``budget``, giving up what selection valued least first
     (full -> signature -> drop; by score when the units carry no selection order).
+    Returns the text, the units and files it shows, and its exact token count.
 
-    Selection already estimated the costs, so the first render usually fits;
+    Selection already estimated the costs, so the first render often fits;
     otherwise a binary search finds the longest ranked prefix that fits, and
-    the first unit left out gets a chance as a signature.  The search counts
-    each file's section once (sections repeat across attempts) and adds the
-    joins; the text returned is always counted whole.
+    the first unit left out gets a chance as a signature.  Every attempt is
+    counted exactly, from its files' sections (see ``joined_tokens``): a
+    section is rendered and encoded once however many attempts show it.
     """
     if all(u.taken for u in units):
         # Selection took units best value per token first, so what it took
@@ -965,33 +965,27 @@ def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict 
             n = memo[text] = count_tokens_memo(text)
         return n
 
-    def estimate(chosen: list[Unit], compact: bool = False) -> int:
+    def attempt(chosen: list[Unit], compact: bool = False) -> tuple[list[str], int]:
         texts = render_sections(docs, chosen, graph, _order(chosen), compact, count, sections)
-        # Sections joined by a blank line rarely merge tokens across the join;
-        # the margin keeps the final exact count from failing by a hair.
-        return sum(count(t) for t in texts) + 2 * len(texts) + 2
+        return texts, joined_tokens(texts, count)
 
-    def exact(chosen: list[Unit], compact: bool = False) -> str | None:
-        text = join_sections(render_sections(docs, chosen, graph, _order(chosen), compact, count, sections))
-        return text if count(text) <= budget else None
-
-    text = join_sections(render_sections(docs, units, graph, _order(units), False, count, sections))
-    over = count(text) - budget
-    if over <= 0:
-        return text, units, _order(units)
+    texts, n = attempt(units)
+    if n <= budget:
+        return join_sections(texts), units, _order(units), n
     # Drop the lowest-ranked units worth the overshoot (by their estimated
     # cost), then search the prefixes between that and what was dropped.
+    over = n - budget
     hi = len(units)
     lo, removed = hi, 0
     while lo > 0 and removed < over:
         lo -= 1
         u = units[lo]
         removed += (u.cost_full if u.mode == FULL else u.cost_sig) + UNIT_FRAMING // 2
-    if estimate(units[:lo]) > budget:
+    if attempt(units[:lo])[1] > budget:
         hi, lo = lo, 0
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if estimate(units[:mid]) <= budget:
+        if attempt(units[:mid])[1] <= budget:
             lo = mid
         else:
             hi = mid
@@ -999,24 +993,19 @@ def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict 
     nxt = units[lo] if lo < len(units) else None
     if nxt is not None and nxt.mode == FULL:
         nxt.mode = SIG
-        if estimate(kept + [nxt]) <= budget:
+        if attempt(kept + [nxt])[1] <= budget:
             kept.append(nxt)
-    while kept:
-        text = join_sections(render_sections(docs, kept, graph, _order(kept), False, count, sections))
-        over = count(text) - budget
-        if over <= 0:
-            return text, kept, _order(kept)
-        while kept and over > 0:  # the joins merged fewer tokens than estimated
-            u = kept.pop()
-            over -= (u.cost_full if u.mode == FULL else u.cost_sig) or 1
+    if kept:
+        texts, n = attempt(kept)
+        return join_sections(texts), kept, _order(kept), n
     # Not even the best unit fits with its framing: show it bare, then as a signature.
     best = units[0]
     for mode in (best.mode, SIG):
         best.mode = mode
-        text = exact([best], compact=True)
-        if text is not None:
-            return text, [best], [best.path]
-    return "", [], []
+        texts, n = attempt([best], compact=True)
+        if n <= budget:
+            return join_sections(texts), [best], [best.path], n
+    return "", [], [], 0
 
 
 def _order(units: list[Unit]) -> list[str]:

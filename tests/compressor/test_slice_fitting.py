@@ -102,9 +102,10 @@ def test_fitting_gives_up_what_selection_took_last(ws):
         u.cost_full = u.cost_sig = 60
         units.append(u)
     shown = docs.shown(units)
-    text, kept, _files = slice_mod._fit(graph, shown, units, 10_000)
+    text, kept, _files, full = slice_mod._fit(graph, shown, units, 10_000)
     assert len(kept) == 4
+    assert full == slice_mod.count_tokens(text)
     # Just too small for all four: the one taken last goes first, although it scores highest.
-    full = slice_mod.count_tokens(text)
-    text, kept, _files = slice_mod._fit(graph, shown, units, full - 5)
+    text, kept, _files, tokens = slice_mod._fit(graph, shown, units, full - 5)
     assert [u.node for u in kept] == nodes[:3]
+    assert tokens == slice_mod.count_tokens(text) <= full - 5

@@ -1,10 +1,15 @@
-"""Token counts: what the faster ordinary encoding gives is the full encoder's count."""
+"""Token counts: what the faster ordinary encoding gives is the full encoder's count, and a
+joined slice costs exactly the sum of its sections."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from memstrata.compressor import tokens
+from memstrata.compressor.render import join_sections, joined_tokens
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,3 +43,37 @@ def test_truncation_keeps_whole_tokens_of_the_full_encoding():
         for limit in (0, 1, 7, len(full) // 2, len(full), len(full) + 3):
             expected = text if len(full) <= limit else enc.decode(full[:limit])
             assert tokens.truncate_to_tokens(text, limit) == expected
+
+
+# Characters that decide where cl100k splits text into pieces: every kind of
+# whitespace it knows (newlines, Unicode spaces), punctuation that absorbs the
+# newlines after it, digits it groups by three, letters, contractions.
+_PIECES = st.sampled_from(
+    ["\n", "\r", "\r\n", "\n\n", " ", "  ", "\t", "\x0b", "\x0c", "\x85", "\u00a0", "\u2028", "\u3000",
+     ")", "):", "{", "}", ";", "#", "//", "->", "'s", "'ll", "\"", "0", "1234", "x", "def", "naïve", "日本", "🚀"]
+)
+_TEXT = st.lists(_PIECES, max_size=40).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["#", "//", "x", "1", ")", "日"]), _TEXT), min_size=1, max_size=5))
+def test_a_join_of_sections_costs_exactly_the_sum_of_its_parts(parts):
+    chunks = [first + rest for first, rest in parts]
+    assert joined_tokens(chunks, tokens.count_tokens) == tokens.count_tokens(join_sections(chunks))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=4))
+def test_sections_that_start_with_whitespace_or_nothing_are_counted_whole(chunks):
+    assert joined_tokens(chunks, tokens.count_tokens) == tokens.count_tokens(join_sections(chunks))
+
+
+def test_real_sections_cut_anywhere_count_exactly():
+    code = [p.read_text(encoding="utf-8") for p in sorted((REPO / "compressor").glob("*.py"))]
+    for text in code:
+        lines = text.splitlines()
+        # Cuts that end sections on code, on punctuation, on blank lines, on indentation.
+        for step in (3, 7, 40):
+            chunks = [f"# part {i}\n" + "\n".join(lines[i:i + step]) for i in range(0, len(lines), step)]
+            assert joined_tokens(chunks) == tokens.count_tokens(join_sections(chunks))
+    assert joined_tokens([]) == 0 == tokens.count_tokens(join_sections([]))
