@@ -29,6 +29,7 @@ import builtins
 import itertools
 import posixpath
 import re
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
@@ -57,6 +58,41 @@ _MEMBER = "member"  # a method linked to its type in another file (graph-interna
 # depend on the order files are resolved in.
 _LINKS = frozenset({"inherit", _MEMBER})
 _PHASES = ("links", "uses")
+
+STEP_S = 0.002  # how long a background build runs between two calls of its pause
+
+
+class _Paced:
+    """A background build's pause, called after every row or reference but
+    passed on only once ``STEP_S`` has gone by: steps of the same length
+    whatever a row costs (one reference may take a millisecond to resolve
+    through a deep class hierarchy, a thousand others no more than that)."""
+
+    __slots__ = ("pause", "since")
+
+    def __init__(self, pause: Callable[[], None]):
+        self.pause = pause
+        self.since = time.perf_counter()
+
+    def __call__(self) -> None:
+        if time.perf_counter() - self.since >= STEP_S:
+            self.pause()
+            self.since = time.perf_counter()
+
+
+def _in_steps(rows: list, pause: Callable[[], None] | None) -> Iterable:
+    """``rows``, with ``pause`` called before each (when there is one)."""
+    if pause is None:
+        return rows
+    return _paced(rows, pause)
+
+
+def _paced(rows: list, pause: Callable[[], None]) -> Iterator:
+    for row in rows:
+        pause()
+        yield row
+
+
 # Where a class's fields are also declared: its constructor's parameters of the same name.
 _INITIALISERS = ("__init__", "constructor")
 # Languages whose package is a directory: its files see each other's top-level names unimported.
@@ -200,27 +236,36 @@ class CodeGraph(GraphQueries):
     @classmethod
     def load(cls, store: Store, pause: Callable[[], None] | None = None) -> "CodeGraph":
         """The whole graph from the index rows.  ``pause``, when given, is called
-        between steps of a few tenths of a second at most: a build in the
-        background of a server passes one that waits while a question is
-        answered, since both would otherwise share one interpreter lock."""
-        graph = cls()
-        with store.read():
-            graph.generation = ci.code_generation(store)
-            files = ci.load_files(store)
-            symbols = ci.load_symbols(store)
-            imports = ci.load_imports(store)
-            refs = ci.load_refs(store)
+        between steps of a few milliseconds: a build in the background of a
+        server passes one that waits while a question is answered, since both
+        share one interpreter lock (and the store).  A step that runs on when a
+        question arrives slows that question down for as long as it lasts.
+        Raises :class:`storage.code_index.RowsMoved` when, with ``pause``, the
+        index changed while its rows were read."""
         if pause is not None:
-            pause()
+            pause()  # the first graph of a process imports networkx, a step of its own
+            pause = _Paced(pause)
+        graph = cls()
+        if pause is None:
+            with store.read():
+                graph.generation = ci.code_generation(store)
+                files = ci.load_files(store)
+                symbols = ci.load_symbols(store)
+                imports = ci.load_imports(store)
+                refs = ci.load_refs(store)
+        else:
+            graph.generation, files, symbols, imports, refs = ci.load_graph_rows_in_pages(store, pause)
         graph._add_files(files, symbols, imports, refs, pause)
         paths = [f[0] for f in files]
-        step = 32 if pause is not None else len(paths) or 1
         reset: set[str] = set()
         for phase in _PHASES:  # every file's links first: a method found through a base needs them
-            for i in range(0, len(paths), step):
-                if pause is not None:
+            graph._resolve_files(paths, phase=phase, reset=reset, pause=pause)
+        if pause is not None:
+            # A million rows freed at once is a step of tens of milliseconds: free them in steps.
+            for rows in (refs, symbols, imports, files):
+                while rows:
+                    del rows[-500:]
                     pause()
-                graph._resolve_files(paths[i:i + step], phase=phase, reset=reset)
         return graph
 
     def refresh(self, store: Store, changed: Iterable[str] = (), removed: Iterable[str] = ()) -> set[str]:
@@ -369,9 +414,7 @@ class CodeGraph(GraphQueries):
             self._refs[path] = []
             self._declared[path] = {}
             self._dir_files[posixpath.dirname(path)].add(path)
-        if pause is not None:
-            pause()
-        for sid, path, name, qualname, kind, parent, start, end, sig, doc in symbols:
+        for sid, path, name, qualname, kind, parent, start, end, sig, doc in _in_steps(symbols, pause):
             node = symbol_id(path, qualname)
             if node in g:  # same qualname twice in a file (redefinition): keep the first
                 continue
@@ -394,9 +437,7 @@ class CodeGraph(GraphQueries):
                 qualname = split_symbol_id(node)[1]
                 if any(qualname == m or qualname.startswith(m + ".") for m in modules):
                     self.test_symbols.add(node)
-        if pause is not None:
-            pause()
-        for path, module, name, alias, line, target in imports:
+        for path, module, name, alias, line, target in _in_steps(imports, pause):
             b = self._bindings[path]
             imported = name if name and name != _WILDCARD else _last_part(module)
             if imported:
@@ -421,9 +462,7 @@ class CodeGraph(GraphQueries):
                 head = _module_head(module)
                 if head:
                     b.names.setdefault(head, (target, None))
-        if pause is not None:
-            pause()
-        for row in refs:
+        for row in _in_steps(refs, pause):
             path, scope = row[1], row[2]
             if row[4] == _BIND:
                 var = row[5]
@@ -446,11 +485,13 @@ class CodeGraph(GraphQueries):
 
     def _resolve_files(self, paths: Iterable[str], only_names: set[str] | None = None,
                        cut: dict[str, dict[int, str | None]] | None = None, phase: str | None = None,
-                       reset: set[str] | None = None, prior: dict[int, str | None] | None = None) -> None:
+                       reset: set[str] | None = None, prior: dict[int, str | None] | None = None,
+                       pause: Callable[[], None] | None = None) -> None:
         """Resolve the references of ``paths`` (all of them, or with ``only_names`` those a change
         to these names can move, plus those ``cut`` lists).  ``phase``: the links a method is
         found through (base classes, methods defined away from their type) or the rest; None
-        both.  ``reset`` collects the files resolved afresh in the first phase, for the second."""
+        both.  ``reset`` collects the files resolved afresh in the first phase, for the second.
+        ``pause``: as for :meth:`load`."""
         users = self._edge_files
         reset = set() if reset is None else reset
         for path in paths:
@@ -472,6 +513,8 @@ class CodeGraph(GraphQueries):
                 aliased = {a for a, n in b.imported.items() if n in only and a != n} if b else set()
                 typed = not only.isdisjoint((self._declared.get(path) or {}).values())
             for i, (rid, scope, name, kind, receiver, count) in enumerate(refs):
+                if pause is not None:
+                    pause()
                 if phase is not None and (kind in _LINKS) != (phase == _PHASES[0]):
                     continue
                 if (only is not None and i not in was and name not in only and name not in aliased

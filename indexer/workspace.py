@@ -367,6 +367,8 @@ class Workspace:
                 full = CodeGraph.load(self.store, pause=self.background_pause)
                 if self.background_pause is not None:
                     self.background_pause()  # the lock below is the one questions take
+            except ci.RowsMoved:  # written to while read: that change builds the graph itself
+                return
             except Exception:  # the first change builds it instead
                 log.debug("background graph build failed", exc_info=True)
                 return

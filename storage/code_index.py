@@ -13,7 +13,7 @@ import contextlib
 import logging
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -488,6 +488,60 @@ def load_imports(store: Store, paths: Sequence[str] | None = None) -> list[tuple
         f" FROM imports i JOIN files f ON f.id = i.file_id{where} ORDER BY i.id",
         params,
     )
+
+
+GRAPH_PAGE_ROWS = 1_000  # rows per read of load_graph_rows_in_pages: a few milliseconds each
+
+
+class RowsMoved(Exception):
+    """The index changed while its rows were read a page at a time."""
+
+
+def load_graph_rows_in_pages(store: Store, pause: Callable[[], None]) -> tuple[str | None, list, list, list, list]:
+    """(generation, files, symbols, imports, refs): what the four ``load_*``
+    functions above return for the whole index, read a page at a time with
+    ``pause`` called between pages.
+
+    One read of every row holds the store for half a second on a large
+    project, and every question waits for the store meanwhile; a page holds
+    it a few milliseconds.  The pages are one consistent picture only if
+    nothing was written between them: the generation (renewed by every write
+    of the rows read here) is compared before and after, and
+    :class:`RowsMoved` raised when it moved."""
+    page = GRAPH_PAGE_ROWS
+    generation = code_generation(store)
+    files = _pages(pause, page, lambda after, n: store.execute(
+        "SELECT f.id, f.path, f.language, f.is_test, f.lines, f.status FROM files f"
+        " WHERE f.id > ? ORDER BY f.id LIMIT ?", (after, n)))
+    files = [tuple(row[1:]) for row in files]  # load_files' rows carry no id
+    pause()
+    symbols = _pages(pause, page, lambda after, n: store.execute(
+        "SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line,"
+        " s.signature, s.docstring FROM symbols s JOIN files f ON f.id = s.file_id"
+        " WHERE s.id > ? ORDER BY s.id LIMIT ?", (after, n)))
+    imports = _pages(pause, page, lambda after, n: store.execute(
+        "SELECT i.id, f.path, i.module, i.name, i.alias, i.line, i.target_path"
+        " FROM imports i JOIN files f ON f.id = i.file_id WHERE i.id > ? ORDER BY i.id LIMIT ?", (after, n)))
+    imports = [tuple(row[1:]) for row in imports]  # load_imports' rows carry no id
+    refs = _pages(pause, page, lambda after, n: store.execute(
+        "SELECT r.id, f.path, r.scope, r.name, r.kind, r.receiver, r.line, r.count"
+        " FROM refs r JOIN files f ON f.id = r.file_id WHERE r.id > ? ORDER BY r.id LIMIT ?", (after, n)))
+    if code_generation(store) != generation:
+        raise RowsMoved
+    return generation, files, symbols, imports, refs
+
+
+def _pages(pause: Callable[[], None], page: int, read: Callable[[int, int], list]) -> list:
+    """Every row ``read(after id, limit)`` gives, a page at a time (the id is a row's first column)."""
+    rows: list = []
+    after = -1
+    while True:
+        chunk = read(after, page)
+        rows.extend(chunk)
+        if len(chunk) < page:
+            return rows
+        after = chunk[-1][0]
+        pause()
 
 
 def set_ref_targets(conn: sqlite3.Connection, rows: Iterable[tuple[str | None, int]]) -> None:

@@ -6,14 +6,21 @@ build without one.
 """
 
 import gc
+import sys
 import threading
+import time
+
+import pytest
 
 from memstrata.compressor import context_query
+from memstrata.indexer import graph as graph_module
 from memstrata.indexer.graph import CodeGraph
 from memstrata.indexer.graph_snapshot import SnapshotGraph
 from memstrata.indexer.workspace import Workspace
 from memstrata.mcp_server import build_server
+from memstrata.mcp_server import quiet
 from memstrata.mcp_server.quiet import QuestionGate
+from memstrata.storage import code_index
 
 
 def test_the_gate_holds_background_work_while_a_question_is_answered():
@@ -39,7 +46,37 @@ def test_the_gate_holds_background_work_while_a_question_is_answered():
     assert resumed.wait(30)
     for t in threads:
         t.join(30)
-    gate.wait_quiet()  # nothing runs: returns at once
+
+
+def test_a_gate_no_question_came_through_lets_work_run_at_once():
+    gate = QuestionGate(max_wait=60, quiet=30)
+    started = time.monotonic()
+    gate.wait_quiet()
+    assert time.monotonic() - started < 10
+
+
+def test_background_work_waits_for_a_moment_of_silence_after_an_answer():
+    """An agent asks its next question right after an answer: a step started in between would
+    share the interpreter with it.  Work resumes once no question has come for ``quiet`` seconds."""
+    gate = QuestionGate(max_wait=60, quiet=0.4)
+    with gate.answering():
+        pass
+    ended = time.monotonic()
+    gate.wait_quiet()
+    assert time.monotonic() - ended >= 0.4
+    # A question that comes during the silence starts it again.
+    gate = QuestionGate(max_wait=60, quiet=0.6)
+    with gate.answering():
+        pass
+    resumed = threading.Event()
+    worker = threading.Thread(target=lambda: (gate.wait_quiet(), resumed.set()))
+    worker.start()
+    time.sleep(0.3)
+    with gate.answering():
+        asked = time.monotonic()
+    assert resumed.wait(30)
+    assert time.monotonic() - asked >= 0.55
+    worker.join(30)
 
 
 def test_a_steady_stream_of_questions_slows_background_work_but_never_stops_it():
@@ -85,20 +122,34 @@ def test_the_last_answer_to_end_settles_what_the_questions_kept():
         gc.unfreeze()
 
 
-def test_a_graph_built_with_pauses_equals_one_built_without(python_ws):
-    calls = []
+def test_a_graph_built_with_pauses_equals_one_built_without(python_ws, monkeypatch):
+    # Steps of no length and pages of two rows, so that every place a build pauses at is reached
+    # on a small project: between pages of rows, between rows of each part of adding the files,
+    # between one file's references, while the rows are freed.
+    monkeypatch.setattr(code_index, "GRAPH_PAGE_ROWS", 2)
+    monkeypatch.setattr(graph_module, "STEP_S", 0.0)
+    where = []
+
+    def pause():
+        caller = sys._getframe(2)  # the caller of the pacing wrapper
+        where.append(caller.f_code.co_name)
+
     plain = CodeGraph.load(python_ws.store)
-    paused = CodeGraph.load(python_ws.store, pause=lambda: calls.append(1))
-    assert len(calls) >= 5  # between the row loads, each part of adding the files and the resolution steps
+    paused = CodeGraph.load(python_ws.store, pause=pause)
+    assert {"_pages", "_paced", "_resolve_files", "load"} <= set(where)
+    assert len(where) > len(python_ws.store.execute("SELECT id FROM refs"))
+    assert plain.generation == paused.generation
     assert sorted(plain.g.nodes(data=True)) == sorted(paused.g.nodes(data=True))
     assert sorted(plain.g.edges(keys=True, data=True)) == sorted(paused.g.edges(keys=True, data=True))
     assert plain._ref_edges == paused._ref_edges
     assert plain.take_resolved_targets() == paused.take_resolved_targets()
 
 
-def test_a_watching_server_builds_the_full_graph_through_its_gate(project_copy, wait_until):
+def test_a_watching_server_builds_the_full_graph_through_its_gate(project_copy, wait_until, monkeypatch):
     """The snapshot answers first; the full graph built behind it, paused
     between steps by the server's gate, then answers byte for byte the same."""
+    monkeypatch.setattr(graph_module, "STEP_S", 0.0)  # a small project's build is all one step otherwise
+    monkeypatch.setattr(quiet, "QUIET_S", 0.0)
     root = project_copy("python_project")
     questions = ["AuthService.login and its callers", "how are passwords hashed and compared", "routes"]
     with Workspace.open(root) as ws:
@@ -121,3 +172,28 @@ def test_a_watching_server_builds_the_full_graph_through_its_gate(project_copy, 
         finally:
             ws.stop_watching()
             gc.unfreeze()
+
+
+def test_rows_that_move_between_pages_are_refused(project_copy, monkeypatch):
+    """Pages read at different moments are one picture only if nothing was written between them:
+    an edit indexed while the build paused makes the build give up (the first change builds the
+    graph instead), never a graph of half old, half new rows."""
+    monkeypatch.setattr(code_index, "GRAPH_PAGE_ROWS", 2)
+    monkeypatch.setattr(graph_module, "STEP_S", 0.0)
+    root = project_copy("python_project")
+    with Workspace.open(root) as ws:
+        ws.index()
+        edited = []
+
+        def pause():
+            if not edited and sys._getframe(2).f_code.co_name == "_pages":  # between two pages
+                edited.append(1)
+                path = root / "app" / "reports.py"
+                path.write_text(path.read_text() + "\n\ndef added_while_paused():\n    return 1\n")
+                ws.index()
+
+        with pytest.raises(code_index.RowsMoved):
+            CodeGraph.load(ws.store, pause=pause)
+        assert edited
+        # Read again with nothing moving, it is the whole index as it now is.
+        assert "app/reports.py::added_while_paused" in CodeGraph.load(ws.store, pause=lambda: None).g
