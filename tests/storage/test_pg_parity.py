@@ -218,3 +218,21 @@ def test_search_symbols_matches_on_random_token_lists(pairs, vocabularies, data)
     # Exact: the same ids in the same order with the same doubles (no approx).
     assert pg_hits == sqlite_hits
     assert all(type(score) is float for _, score in pg_hits)
+
+
+@pytest.mark.parametrize("name", FIXTURE_NAMES)
+def test_rows_read_a_page_at_a_time_are_the_rows_read_at_once(pairs, name, monkeypatch):
+    """A server's background graph build reads the rows in pages (two rows each here, so
+    that every table takes several), on either backend, and gets what one read gives."""
+    monkeypatch.setattr(ci, "GRAPH_PAGE_ROWS", 2)
+    pair = pairs[name]
+    for store in (pair.sqlite.store, pair.pg.store):
+        pauses = []
+        generation, files, symbols, imports, refs = ci.load_graph_rows_in_pages(store, lambda: pauses.append(1))
+        with store.read():
+            at_once = (ci.code_generation(store), ci.load_files(store), ci.load_symbols(store),
+                       ci.load_imports(store), ci.load_refs(store))
+        assert generation == at_once[0], store.dialect
+        for paged, whole in zip((files, symbols, imports, refs), at_once[1:]):
+            assert sorted(map(tuple, paged), key=repr) == sorted(map(tuple, whole), key=repr), store.dialect
+        assert len(pauses) >= 4, store.dialect
