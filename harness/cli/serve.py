@@ -197,6 +197,10 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
         except KeyboardInterrupt:
             return 130
     ws.graph  # load now, so updates refresh it incrementally and the first request is fast
+    # Watching builds the full graph behind the snapshot: in short steps that give way to the
+    # requests being compressed, once the proxy that compresses them exists (below).
+    gate: list = []
+    ws.background_pause = lambda: gate[0]() if gate else None
     if args.watch and not ws.detached:
         ws.start_watching()
     proxy = ProxyConfig(
@@ -234,6 +238,7 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
     # Whole-file token counts are worked out in the background; they give way while requests
     # are compressed (on a large project that is seconds of CPU right after start-up).
     start_counting(ws, pause=app.state.harness.proxy.wait_quiet)
+    gate.append(app.state.harness.proxy.wait_quiet)
     print(f"memstrata serving {ws.root} on {base}\n"
           f"  dashboard: {base}/\n"
           f"  OpenAI:    OPENAI_BASE_URL={base}/v1  -> {shown_url(proxy.openai_base)}\n"

@@ -26,6 +26,8 @@ import httpx
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from memstrata.mcp_server.quiet import YIELD_S
+
 from .body_encoding import SUPPORTED, BadEncoding, DecodedTooLarge, UnsupportedEncoding, codings, decode_body
 from .compress_request import ANTHROPIC, OPENAI, RESPONSES, CompressionResult, CompressionSettings, Compressor
 from .counterfactual import cache_family
@@ -200,7 +202,9 @@ class Proxy:
     def wait_quiet(self, max_wait: float = QUIET_MAX_WAIT_S) -> None:
         """Return when no request is being prepared, or after ``max_wait`` seconds: the pause
         between steps of the server's background work, which is Python under the same
-        interpreter lock the compression needs."""
+        interpreter lock the compression needs.  It lets go of that lock for a moment first,
+        so that a request just arrived is read at once (see mcp_server/quiet.py)."""
+        time.sleep(YIELD_S)
         with self._quiet:
             if self._in_preparation:
                 self._quiet.wait_for(lambda: not self._in_preparation, timeout=max_wait)
