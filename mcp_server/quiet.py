@@ -11,7 +11,7 @@ cannot stop it).  Returning as soon as the last answer ended was not
 enough: a client asks its next question a few milliseconds after an
 answer, found a step already running (some took half a second) and shared
 the interpreter with it.  A fresh server on sympy, 200 questions one after
-the other: p95 170-197 ms while the full graph was built behind them, 62-75
+the other: p95 145-197 ms while the full graph was built behind them, 53-60
 ms with short steps that wait for a moment of silence.  An agent that is
 reading or thinking leaves its server alone for seconds.
 
@@ -109,4 +109,4 @@ def settle() -> None:
     gc.freeze()
 
 
-__all__ = ["QuestionGate", "MAX_WAIT_S", "QUIET_S", "settle"]
+__all__ = ["QuestionGate", "MAX_WAIT_S", "QUIET_S", "YIELD_S", "settle"]
