@@ -453,41 +453,42 @@ def _path_filter(paths: Sequence[str] | None) -> tuple[str, tuple]:
     return f" WHERE f.path IN ({','.join('?' * len(paths))})", tuple(paths)
 
 
+# What the graph is built from, table by table: a row's columns, where they are read from, and
+# the id rows come in the order of.  The load_* functions read a table whole,
+# load_graph_rows_in_pages a page at a time; both give the same rows.
+_FILE_ROWS = ("f.path, f.language, f.is_test, f.lines, f.status", "files f", "f.id")
+_SYMBOL_ROWS = ("s.id, f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line, s.signature,"
+                " s.docstring", "symbols s JOIN files f ON f.id = s.file_id", "s.id")
+_REF_ROWS = ("r.id, f.path, r.scope, r.name, r.kind, r.receiver, r.line, r.count",
+             "refs r JOIN files f ON f.id = r.file_id", "r.id")
+_IMPORT_ROWS = ("f.path, i.module, i.name, i.alias, i.line, i.target_path",
+                "imports i JOIN files f ON f.id = i.file_id", "i.id")
+
+
+def _load(store: Store, table: tuple[str, str, str], paths: Sequence[str] | None) -> list[tuple]:
+    columns, source, order = table
+    where, params = _path_filter(paths)
+    return store.execute(f"SELECT {columns} FROM {source}{where} ORDER BY {order}", params)
+
+
 def load_files(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
     """Rows of (path, language, is_test, lines, status)."""
-    where, params = _path_filter(paths)
-    return store.execute(f"SELECT f.path, f.language, f.is_test, f.lines, f.status FROM files f{where}", params)
+    return _load(store, _FILE_ROWS, paths)
 
 
 def load_symbols(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
     """Rows of (id, path, name, qualname, kind, parent, start_line, end_line, signature, docstring)."""
-    where, params = _path_filter(paths)
-    return store.execute(
-        "SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line,"
-        f" s.signature, s.docstring FROM symbols s JOIN files f ON f.id = s.file_id{where}"
-        " ORDER BY s.id",
-        params,
-    )
+    return _load(store, _SYMBOL_ROWS, paths)
 
 
 def load_refs(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
     """Rows of (id, path, scope, name, kind, receiver, line, count)."""
-    where, params = _path_filter(paths)
-    return store.execute(
-        "SELECT r.id, f.path, r.scope, r.name, r.kind, r.receiver, r.line, r.count"
-        f" FROM refs r JOIN files f ON f.id = r.file_id{where} ORDER BY r.id",
-        params,
-    )
+    return _load(store, _REF_ROWS, paths)
 
 
 def load_imports(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
     """Rows of (path, module, name, alias, line, target_path)."""
-    where, params = _path_filter(paths)
-    return store.execute(
-        "SELECT f.path, i.module, i.name, i.alias, i.line, i.target_path"
-        f" FROM imports i JOIN files f ON f.id = i.file_id{where} ORDER BY i.id",
-        params,
-    )
+    return _load(store, _IMPORT_ROWS, paths)
 
 
 GRAPH_PAGE_ROWS = 1_000  # rows per read of load_graph_rows_in_pages: a few milliseconds each
@@ -508,36 +509,29 @@ def load_graph_rows_in_pages(store: Store, pause: Callable[[], None]) -> tuple[s
     nothing was written between them: the generation (renewed by every write
     of the rows read here) is compared before and after, and
     :class:`RowsMoved` raised when it moved."""
-    page = GRAPH_PAGE_ROWS
     generation = code_generation(store)
-    files = _pages(pause, page, lambda after, n: store.execute(
-        "SELECT f.id, f.path, f.language, f.is_test, f.lines, f.status FROM files f"
-        " WHERE f.id > ? ORDER BY f.id LIMIT ?", (after, n)))
-    files = [tuple(row[1:]) for row in files]  # load_files' rows carry no id
+    files = _pages(store, _FILE_ROWS, pause)
     pause()
-    symbols = _pages(pause, page, lambda after, n: store.execute(
-        "SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line,"
-        " s.signature, s.docstring FROM symbols s JOIN files f ON f.id = s.file_id"
-        " WHERE s.id > ? ORDER BY s.id LIMIT ?", (after, n)))
-    imports = _pages(pause, page, lambda after, n: store.execute(
-        "SELECT i.id, f.path, i.module, i.name, i.alias, i.line, i.target_path"
-        " FROM imports i JOIN files f ON f.id = i.file_id WHERE i.id > ? ORDER BY i.id LIMIT ?", (after, n)))
-    imports = [tuple(row[1:]) for row in imports]  # load_imports' rows carry no id
-    refs = _pages(pause, page, lambda after, n: store.execute(
-        "SELECT r.id, f.path, r.scope, r.name, r.kind, r.receiver, r.line, r.count"
-        " FROM refs r JOIN files f ON f.id = r.file_id WHERE r.id > ? ORDER BY r.id LIMIT ?", (after, n)))
+    symbols = _pages(store, _SYMBOL_ROWS, pause)
+    imports = _pages(store, _IMPORT_ROWS, pause)
+    refs = _pages(store, _REF_ROWS, pause)
     if code_generation(store) != generation:
         raise RowsMoved
     return generation, files, symbols, imports, refs
 
 
-def _pages(pause: Callable[[], None], page: int, read: Callable[[int, int], list]) -> list:
-    """Every row ``read(after id, limit)`` gives, a page at a time (the id is a row's first column)."""
+def _pages(store: Store, table: tuple[str, str, str], pause: Callable[[], None]) -> list:
+    """Every row of ``table`` (as :func:`_load` reads it), a page at a time in id order."""
+    columns, source, order = table
+    has_id = columns.startswith(order + ",")  # else the id is read first and left out of the rows
+    sql = (f"SELECT {columns if has_id else f'{order}, {columns}'} FROM {source}"
+           f" WHERE {order} > ? ORDER BY {order} LIMIT ?")
+    page = GRAPH_PAGE_ROWS
     rows: list = []
     after = -1
     while True:
-        chunk = read(after, page)
-        rows.extend(chunk)
+        chunk = store.execute(sql, (after, page))
+        rows.extend(chunk if has_id else (tuple(row[1:]) for row in chunk))
         if len(chunk) < page:
             return rows
         after = chunk[-1][0]
