@@ -320,43 +320,64 @@ class RequestPass:
         """A re-read of a file whose earlier read is still in the context -- whole, or cut on arrival
         -- but differs in a few places (the file was edited in between): the runs of lines both hold
         become one-line pointers to the earlier read's lines, the changed lines stay verbatim.  Only
-        lines the earlier read's forwarded form shows are pointed at, so the pointers are lossless,
+        lines an earlier read's forwarded form shows are pointed at, so the pointers are lossless,
         like the verbatim repeat's: every line they name is in the context, once.  A re-read over the
         whole-result limit is first cut as it would be without them (a re-read of an earlier whole
         read is not: that read's pointers are enough).  None when no such earlier read is there or the pointers would save less than
-        ``min_saving`` of what would be forwarded otherwise."""
+        ``min_saving`` of what would be forwarded otherwise.
+
+        A file read again and again (the one a task keeps editing) has its latest versions spread
+        over several reads: the oldest whole one, and later re-reads that show only what changed
+        before each.  What changed is judged against the latest read, and each unchanged line is
+        pointed at in the latest read that shows it, so a change already shown once is not shown
+        again at every later re-read."""
+        sources: list[tuple[int, PieceState]] = []   # earlier reads of this file, latest first
+        primary = None                                # the latest one whole or cut (numbered)
         for ri in range(len(self.records) - 1, -1, -1):
             for q in self.records[ri].pieces:
                 if not (q.kind == "result" and q.path == p.path and q.tool_use_id):
                     continue
-                cut_earlier = q.status == "compressed" and q.numbered and q.form is not None
-                if q.status != "whole" and not cut_earlier:
-                    continue
-                earlier = self._block_of(ri, q)
-                if earlier is None:
-                    return None
-                visible = shown_in_form(earlier, q.form) if cut_earlier else None
-                # Cut as it would be on arrival without the pointers: past the whole-result limit,
-                # or past the likely-file limit for a file the question is probably about.
-                limit, settings = (self._arrival_limits(p) if cut_earlier
-                                   else (self.s.result_cap, self.current_settings))
-                if cut_earlier and p.tokens >= max(self.s.min_tokens, limit):
-                    plan = plan_block(block, self._asking(p.asked, p.path), settings, p.tokens)
-                    cut = self.plans.cut(plan, settings, False) if plan is not None else None
-                    if cut is None:
-                        return None
-                    form = near_copy_form(block, earlier, p.path, q.tool_use_id, visible, cut.text, cut.elided)
-                    otherwise, kept = cut.tokens_after, tuple(cut.kept)
-                else:
-                    form = near_copy_form(block, earlier, p.path, q.tool_use_id, visible)
-                    otherwise, kept = p.tokens, ()
-                if form is None:
-                    return None
-                tokens = self.tokens.count(form)
-                if tokens > (1 - self.block_settings.min_saving) * otherwise:
-                    return None
-                return dataclasses.replace(self._form(p, form, "pointer", tokens, kept), same_as=q.tool_use_id)
-        return None
+                if len(sources) < NEAR_COPY_SOURCES:
+                    sources.append((ri, q))
+                if q.status == "whole" or (q.status == "compressed" and q.numbered and q.form is not None):
+                    primary = (ri, q)
+                    break
+            if primary is not None:
+                break
+        if primary is None:
+            return None
+        if primary not in sources:
+            sources.append(primary)
+        shown: list[tuple[Block, set[int] | None, str]] = []
+        for ri, q in sources:
+            earlier = self._block_of(ri, q)
+            if earlier is None:
+                return None
+            visible = None if q.status == "whole" else (shown_in_form(earlier, q.form) if q.numbered else set())
+            shown.append((earlier, visible, q.tool_use_id))
+        q = primary[1]
+        cut_earlier = q.status == "compressed"
+        # Cut as it would be on arrival without the pointers: past the whole-result limit,
+        # or past the likely-file limit for a file the question is probably about.
+        limit, settings = (self._arrival_limits(p) if cut_earlier
+                           else (self.s.result_cap, self.current_settings))
+        if cut_earlier and p.tokens >= max(self.s.min_tokens, limit):
+            plan = plan_block(block, self._asking(p.asked, p.path), settings, p.tokens)
+            cut = self.plans.cut(plan, settings, False) if plan is not None else None
+            if cut is None:
+                return None
+            form, named = _near_copy(block, shown, p.path, cut.text, cut.elided)
+            otherwise, kept = cut.tokens_after, tuple(cut.kept)
+        else:
+            form, named = _near_copy(block, shown, p.path)
+            otherwise, kept = p.tokens, ()
+        if form is None:
+            return None
+        tokens = self.tokens.count(form)
+        if tokens > (1 - self.block_settings.min_saving) * otherwise:
+            return None
+        return dataclasses.replace(self._form(p, form, "pointer", tokens, kept), same_as=named[0],
+                                   pointed_at=named)
 
     def _same_text_pointer(self, p: PieceState) -> PieceState | None:
         """A re-read identical to an earlier whole read still in the context, as a pointer to it;
@@ -421,7 +442,7 @@ class RequestPass:
                        if since <= ri < task and (p.status == "whole" or _cut_on_arrival(p))}
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
         # A read that a recent "same text" pointer stands for is as recent as the pointer.
-        held = {p.same_as for ri, pi, p in results if (ri, pi) in recent and p.same_as}
+        held = {t for ri, pi, p in results if (ri, pi) in recent for t in _named_by(p)}
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
         recent |= self._returned_to(results)
         plan = self._repeated_reads(results)
@@ -634,7 +655,7 @@ class RequestPass:
         plan: dict[tuple[int, int], PieceState] = {}
         latest: dict[str, PieceState] = {}
         # A read that a later pointer names stays: the pointer's lines are shown only there.
-        named = {p.same_as for _, _, p in results if p.same_as}
+        named = {t for _, _, p in results for t in _named_by(p)}
         for ri, pi, p in reversed(results):
             if p.status == "pointer" or p.tool_use_id in named:
                 continue
@@ -876,6 +897,8 @@ def _without(text: str, found: list[Found]) -> str:
 # Runs shorter than this stay verbatim: a pointer line and the jump it asks of the reader cost
 # more than a few repeated lines.
 MIN_SAME_RUN = 12
+# A re-read is compared with at most this many earlier reads of its file (the latest ones).
+NEAR_COPY_SOURCES = 4
 
 
 def matching_runs(a: list[str], b: list[str]) -> list[tuple[int, int, int]]:
@@ -966,23 +989,44 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
     frame's own lines (its header, docstring and attributes, spread over the whole class) are
     not one definition: a change there shows the paragraph it is in, the lines up to the
     nearest blank line or member, as a change between definitions does."""
+    return _near_copy(block, [(earlier, visible, tool_use_id)], path, cut_text, elided)[0]
+
+
+def _named_by(p: PieceState) -> tuple[str, ...]:
+    """The tool use ids of the reads ``p``'s pointers name."""
+    return p.pointed_at or ((p.same_as,) if p.same_as else ())
+
+
+def _near_copy(block: Block, sources: list[tuple[Block, set[int] | None, str]], path: str,
+               cut_text: str | None = None, elided: list[tuple[int, int]] = ()) -> tuple[str | None, tuple]:
+    """:func:`near_copy_form` over several earlier reads of the file (``(block, visible, tool use
+    id)`` each, latest first): ``block``'s lines that one of them holds are pointed at in the first
+    that shows them; with the tool use ids the form names, in the order it names them."""
     n = len(block.code)
-    same: list[int | None] = [None] * n   # the earlier read's line index of each unchanged line
-    for a, b, size in matching_runs(earlier.code, block.code):
-        if size >= MIN_SAME_RUN:
+    # A line is unchanged when one of the reads holds it in a long enough run (a read of part of
+    # the file says nothing of the lines outside it); it is pointed at in the first read, latest
+    # first, whose forwarded form shows it: (source, its line index there).
+    same = [False] * n
+    at: list[tuple[int, int] | None] = [None] * n
+    for s, (src, visible, _) in enumerate(sources):
+        for a, b, size in matching_runs(src.code, block.code):
+            if size < MIN_SAME_RUN:
+                continue
             for k in range(size):
-                same[b + k] = a + k
+                same[b + k] = True
+                if at[b + k] is None and (visible is None or a + k in visible):
+                    at[b + k] = (s, a + k)
     outline = outline_of(block.code, block.language, block.path)
-    shown = [x is None for x in same]
+    shown = [not x for x in same]
     for ln in range(n):
-        if same[ln] is None and outline.owner[ln] >= 0:
+        if not same[ln] and outline.owner[ln] >= 0:
             unit = outline.units[outline.owner[ln]]
             for k in (_paragraph(outline.owner, ln) if unit.kind == "frame" else unit.lines()):
                 shown[k] = True
-    # What may be pointed at: unchanged, outside a changed definition, and in the earlier form.
-    point = [not shown[ln] and (visible is None or same[ln] in visible) for ln in range(n)]
+    # What may be pointed at: unchanged, outside a changed definition, and in an earlier form.
+    point = [not shown[ln] and at[ln] is not None for ln in range(n)]
     if not any(point):
-        return None
+        return None, ()
     # The rows forwarded: block lines (their index) and, for a cut, its markers (None).
     rows: list[int | str] = list(range(n))
     if cut_text is not None:
@@ -999,8 +1043,11 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
 
     def follows(r: int) -> bool:
         x, y = rows[r - 1], rows[r]
-        return (isinstance(x, int) and isinstance(y, int) and y == x + 1 and point[x] and point[y]
-                and same[y] == same[x] + 1 and earlier.numbers[same[y]] == earlier.numbers[same[x]] + 1)
+        if not (isinstance(x, int) and isinstance(y, int) and y == x + 1 and point[x] and point[y]):
+            return False
+        (s, i), (t, j) = at[x], at[y]
+        src = sources[s][0]
+        return s == t and j == i + 1 and src.numbers[j] == src.numbers[i] + 1
 
     def runs() -> list[tuple[int, int, bool]]:
         """(first row, end row, replaced by a pointer) over the forwarded rows."""
@@ -1038,7 +1085,7 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
             break
 
     out: list[str] = []
-    replaced = False
+    named: list[str] = []
     for r, end, pointed in plan:
         if not pointed:
             out.extend(row if isinstance(row, str) else block.display[row] for row in rows[r:end])
@@ -1046,11 +1093,15 @@ def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, vi
             a, b = rows[r], rows[end - 1]
             first = block.code[a]
             indent = first[: len(first) - len(first.lstrip())]
+            src, _, tool_use_id = sources[at[a][0]]
             out.append(f"{indent}[memstrata: lines {block.numbers[a]}-{block.numbers[b]} are lines "
-                       f"{earlier.numbers[same[a]]}-{earlier.numbers[same[b]]} of the earlier read of "
+                       f"{src.numbers[at[a][1]]}-{src.numbers[at[b][1]]} of the earlier read of "
                        f"{path} (tool use {tool_use_id}), unchanged]")
-            replaced = True
-    return "\n".join(out) if replaced else None
+            if tool_use_id not in named:
+                named.append(tool_use_id)
+    return ("\n".join(out), tuple(named)) if named else (None, ())
+
+
 
 
 def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, tokens: int) -> BlockPlan | None:
