@@ -185,9 +185,12 @@ class RequestPass:
         # Without a cap above min_tokens (aggressive) it is cut like any other block.
         self.current_settings = self.block_settings
         # An earlier task's results, once the next task has started reading, keep what the
-        # conversation names and only a small ranked share: the task they served is over.
+        # conversation names and only a small ranked share: the task they served is over.  The
+        # share is a budget, with no floor of "the five best whatever their size": that floor
+        # keeps what a question may need in the read it is asked about, and an earlier read
+        # holding five long definitions the new question merely ranks would keep most of itself.
         self.earlier_settings = dataclasses.replace(self.block_settings, ranked_share=settings.earlier_ratio,
-                                                    ranked_cap=settings.earlier_cap)
+                                                    ranked_cap=settings.earlier_cap, min_ranked=0)
         if settings.result_cap > settings.min_tokens:
             self.current_settings = dataclasses.replace(self.block_settings, ranked_share=1.0,
                                                         ranked_cap=settings.result_cap, rel_score=0.0, fill=True)

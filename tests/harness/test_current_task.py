@@ -186,6 +186,32 @@ def test_an_earlier_tasks_read_cut_on_arrival_is_compacted_once_that_task_is_ove
     assert sent[4:] == [whole(m) for m in body["messages"][4:]]  # the current task: its words, its reads whole
 
 
+def test_an_earlier_tasks_read_keeps_ranked_definitions_only_within_its_small_budget(big_ws):
+    """Compacted for the question now, an earlier task's read keeps the definitions that question
+    ranks highest only up to ``earlier_cap`` tokens: no floor of "the five best whatever their
+    size" (that floor serves a read the current task needs); a definition the conversation names
+    is kept whole whatever the budget."""
+    cap = 400
+    assert count_tokens(numbered_lines(big_ws, 5)) * 3 > cap   # the five best would not fit
+    settings = CompressionSettings.for_mode("safe", trigger=3000, clear_at_least=1000, keep_tool_uses=1,
+                                            earlier_cap=cap)
+    comp = Compressor(big_ws, settings)
+    agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
+    comp.compress(agent.read(BIG), "anthropic")
+    agent.say("It skips empty values unless strict.",
+              "Why are float fields rounded while int fields get the kind number added, and is "
+              "`normalize_record_41` any different?")
+    for name in ("small", "part_a", "part_b"):
+        body = agent.read(f"records/{name}.py")
+        res = comp.compress(body, "anthropic")
+    later = result_text((res.body or body)["messages"][2])
+    assert "[memstrata: lines " in later                            # compacted at a step
+    whole_defs = [k for k in range(COUNT) if numbered_lines(big_ws, k) in later]
+    assert 41 in whole_defs                                          # named by the question now
+    ranked = [k for k in whole_defs if k != 41]
+    assert sum(count_tokens(numbered_lines(big_ws, k)) for k in ranked) <= cap, ranked
+
+
 def test_a_follow_up_keeps_the_read_cut_on_arrival_as_it_was_forwarded(big_ws):
     """A follow-up the agent answers from what it just read still has it: until the new task's first
     tool call, the task just ended keeps its results in the form they arrived in, cut ones too, so
