@@ -330,10 +330,10 @@ class RequestPass:
         ``min_saving`` of what would be forwarded otherwise.
 
         A file read again and again (the one a task keeps editing) has its latest versions spread
-        over several reads: the oldest whole one, and later re-reads that show only what changed
-        before each.  What changed is judged against the latest read, and each unchanged line is
-        pointed at in the latest read that shows it, so a change already shown once is not shown
-        again at every later re-read."""
+        over several reads: the last whole (or cut) one, and later re-reads that show only what
+        changed before each.  So the re-read is compared with each of the latest few: a line one of
+        them holds is unchanged, and it is pointed at in the latest read that shows it, so a change
+        already shown once is not shown again at every later re-read."""
         sources: list[tuple[int, PieceState]] = []   # earlier reads of this file, latest first
         primary = None                                # the latest one whole or cut (numbered)
         for ri in range(len(self.records) - 1, -1, -1):
@@ -355,7 +355,9 @@ class RequestPass:
         for ri, q in sources:
             earlier = self._block_of(ri, q)
             if earlier is None:
-                return None
+                if (ri, q) == primary:
+                    return None
+                continue
             visible = None if q.status == "whole" else (shown_in_form(earlier, q.form) if q.numbered else set())
             shown.append((earlier, visible, q.tool_use_id))
         q = primary[1]
@@ -444,7 +446,7 @@ class RequestPass:
             recent |= {(ri, pi) for ri, pi, p in results
                        if since <= ri < task and (p.status == "whole" or _cut_on_arrival(p))}
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
-        # A read that a recent "same text" pointer stands for is as recent as the pointer.
+        # A read that a recent pointer names is as recent as the pointer.
         held = {t for ri, pi, p in results if (ri, pi) in recent for t in _named_by(p)}
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
         recent |= self._returned_to(results)
@@ -1103,8 +1105,6 @@ def _near_copy(block: Block, sources: list[tuple[Block, set[int] | None, str]], 
             if tool_use_id not in named:
                 named.append(tool_use_id)
     return ("\n".join(out), tuple(named)) if named else (None, ())
-
-
 
 
 def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, tokens: int) -> BlockPlan | None:
