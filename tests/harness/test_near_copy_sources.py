@@ -12,7 +12,7 @@ import pytest
 
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
 from memstrata.harness.proxy.request_blocks import unpad_gutter
-from memstrata.indexer.workspace import Workspace
+from tests.conftest import indexed_workspace
 
 from .test_compress_request import Agent, cat_n, forwarded
 
@@ -58,13 +58,8 @@ def skip_cancelled(text: str, k: int) -> str:
 
 @pytest.fixture(scope="module")
 def quotes_ws(tmp_path_factory):
-    root = tmp_path_factory.mktemp("quotes") / "quotes_project"
-    (root / "quotes").mkdir(parents=True)
-    (root / "quotes" / "__init__.py").write_text("")
-    (root / QUOTES).write_text(pricing())
-    (root / OTHER).write_text(rounding())
-    ws = Workspace.open(root)
-    ws.index()
+    ws = indexed_workspace(tmp_path_factory.mktemp("quotes") / "quotes_project",
+                           {"quotes/__init__.py": "", QUOTES: pricing(), OTHER: rounding()})
     yield ws
     ws.close()
 
