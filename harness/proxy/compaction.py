@@ -371,18 +371,17 @@ class RequestPass:
             cut = self.plans.cut(plan, settings, False) if plan is not None else None
             if cut is None:
                 return None
-            form, named = _near_copy(block, shown, p.path, cut.text, cut.elided)
+            form, named = near_copy_form(block, shown, p.path, cut.text, cut.elided)
             otherwise, kept = cut.tokens_after, tuple(cut.kept)
         else:
-            form, named = _near_copy(block, shown, p.path)
+            form, named = near_copy_form(block, shown, p.path)
             otherwise, kept = p.tokens, ()
         if form is None:
             return None
         tokens = self.tokens.count(form)
         if tokens > (1 - self.block_settings.min_saving) * otherwise:
             return None
-        return dataclasses.replace(self._form(p, form, "pointer", tokens, kept), same_as=named[0],
-                                   pointed_at=named)
+        return dataclasses.replace(self._form(p, form, "pointer", tokens, kept), pointed_at=named)
 
     def _same_text_pointer(self, p: PieceState) -> PieceState | None:
         """A re-read identical to an earlier whole read still in the context, as a pointer to it;
@@ -395,7 +394,7 @@ class RequestPass:
         tokens = self.tokens.count(form)
         if tokens >= p.tokens:
             return None
-        return dataclasses.replace(self._form(p, form, "pointer", tokens), same_as=same.tool_use_id)
+        return dataclasses.replace(self._form(p, form, "pointer", tokens), pointed_at=(same.tool_use_id,))
 
     def _earlier_whole_copy(self, p: PieceState) -> PieceState | None:
         for rec in reversed(self.records):
@@ -447,7 +446,7 @@ class RequestPass:
                        if since <= ri < task and (p.status == "whole" or _cut_on_arrival(p))}
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
         # A read that a recent pointer names is as recent as the pointer.
-        held = {t for ri, pi, p in results if (ri, pi) in recent for t in _named_by(p)}
+        held = {t for ri, pi, p in results if (ri, pi) in recent for t in p.pointed_at}
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
         recent |= self._returned_to(results)
         plan = self._repeated_reads(results)
@@ -660,7 +659,7 @@ class RequestPass:
         plan: dict[tuple[int, int], PieceState] = {}
         latest: dict[str, PieceState] = {}
         # A read that a later pointer names stays: the pointer's lines are shown only there.
-        named = {t for _, _, p in results for t in _named_by(p)}
+        named = {t for _, _, p in results for t in p.pointed_at}
         for ri, pi, p in reversed(results):
             if p.status == "pointer" or p.tool_use_id in named:
                 continue
@@ -979,34 +978,23 @@ def _paragraph(owner: list[int], ln: int) -> range:
     return range(a, b + 1)
 
 
-def near_copy_form(block: Block, earlier: Block, path: str, tool_use_id: str, visible: set[int] | None = None,
-                   cut_text: str | None = None, elided: list[tuple[int, int]] = ()) -> str | None:
-    """``block`` (a re-read) with every run of at least ``MIN_SAME_RUN`` lines that ``earlier``
-    holds verbatim replaced by one line naming the lines there; None when no run qualifies.
+def near_copy_form(block: Block, sources: list[tuple[Block, set[int] | None, str]], path: str,
+                   cut_text: str | None = None, elided: list[tuple[int, int]] = ()) -> tuple[str | None, tuple]:
+    """``block`` (a re-read) with every run of at least ``MIN_SAME_RUN`` lines that an earlier read
+    of the file holds verbatim replaced by one line naming the lines there; with the tool use ids
+    the form names, in the order it names them; (None, ()) when no run qualifies.
 
-    ``visible``: the indexes of ``earlier``'s lines its forwarded form shows (None: all of them);
-    a pointer names only those, never lines behind that form's markers.  ``cut_text`` and
-    ``elided``: ``block`` as cut (its ``cut_block`` text and elided line ranges); the pointers
-    then replace runs of the lines that cut shows, and its markers stay.
+    ``sources``: the earlier reads, latest first, as ``(block, visible, tool use id)``, where
+    ``visible`` holds the indexes of that read's lines its forwarded form shows (None: all of
+    them).  A line is pointed at in the first read that shows it, never at lines behind a form's
+    markers.  ``cut_text`` and ``elided``: ``block`` as cut (its ``cut_block`` text and elided line
+    ranges); the pointers then replace runs of the lines that cut shows, and its markers stay.
 
     A definition with any changed line is shown whole, never split between a pointer and the
     changes: what the reader needs of it is in one place, as the file has it now.  A class
     frame's own lines (its header, docstring and attributes, spread over the whole class) are
     not one definition: a change there shows the paragraph it is in, the lines up to the
     nearest blank line or member, as a change between definitions does."""
-    return _near_copy(block, [(earlier, visible, tool_use_id)], path, cut_text, elided)[0]
-
-
-def _named_by(p: PieceState) -> tuple[str, ...]:
-    """The tool use ids of the reads ``p``'s pointers name."""
-    return p.pointed_at or ((p.same_as,) if p.same_as else ())
-
-
-def _near_copy(block: Block, sources: list[tuple[Block, set[int] | None, str]], path: str,
-               cut_text: str | None = None, elided: list[tuple[int, int]] = ()) -> tuple[str | None, tuple]:
-    """:func:`near_copy_form` over several earlier reads of the file (``(block, visible, tool use
-    id)`` each, latest first): ``block``'s lines that one of them holds are pointed at in the first
-    that shows them; with the tool use ids the form names, in the order it names them."""
     n = len(block.code)
     # A line is unchanged when one of the reads holds it in a long enough run (a read of part of
     # the file says nothing of the lines outside it); it is pointed at in the first read, latest

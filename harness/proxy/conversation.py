@@ -53,8 +53,7 @@ class PieceState:
     status: str = "whole"     # whole | compressed | pointer
     form_tokens: int = 0
     kept: tuple = ()          # qualnames of the definitions a compressed form keeps
-    same_as: str | None = None  # a pointer to an identical earlier read: that read's tool use id
-    pointed_at: tuple = ()      # a re-read's pointers into several earlier reads: their tool use ids
+    pointed_at: tuple = ()    # a pointer form: the tool use ids of the earlier reads it points into
     since: int = 0            # a compaction at this many messages adopted this form ...
     before: "PieceState | None" = None  # ... replacing this one, still what a shorter request gets
 

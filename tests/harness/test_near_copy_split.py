@@ -29,7 +29,7 @@ def test_a_definition_the_earlier_form_shows_in_part_is_shown_whole_here():
     # The earlier read went out cut in the middle of step_3: its first half is
     # in that form, the rest behind a marker.
     visible = set(range(len(earlier.code))) - set(range(start + 6, end + 1))
-    form = near_copy_form(now, earlier, "pkg/steps.py", "toolu_1", visible=visible)
+    form, _ = near_copy_form(now, [(earlier, visible, "toolu_1")], "pkg/steps.py")
     assert form is not None and "[memstrata: lines" in form
     out = form.split("\n")
     body = now.display[start:end]
@@ -61,7 +61,7 @@ def _settings_class(added: bool) -> list[str]:
 
 def test_a_new_class_attribute_shows_its_paragraph_not_every_attribute():
     earlier, now = _block(_settings_class(False)), _block(_settings_class(True))
-    form = near_copy_form(now, earlier, "pkg/settings.py", "toolu_1")
+    form, _ = near_copy_form(now, [(earlier, None, "toolu_1")], "pkg/settings.py")
     assert form is not None
     out = form.split("\n")
     new = [now.display[k] for k, line in enumerate(now.code) if "option_new" in line or "OPT_NEW" in line]
