@@ -55,6 +55,7 @@ from memstrata.compressor.outline import outline_of
 from . import token_counts
 from .breakpoints import task_marks
 from .conversation import PieceState, Record, message_key
+from .gutter import unpad_gutter_counted
 from .project_match import ProjectMatcher
 from .request_blocks import (
     ANTHROPIC,
@@ -62,11 +63,9 @@ from .request_blocks import (
     assistant_text,
     find_in_result,
     find_in_user_text,
-    gutter_padding_tokens,
     message_slots,
     message_texts,
     tool_uses,
-    unpad_gutter,
 )
 from .token_counts import TextCounts
 
@@ -254,7 +253,7 @@ class RequestPass:
                        self.tokens.count(text), f.tool_use_id, asked, language=b.language, is_test=b.is_test,
                        numbered=b.display != b.code)
         # A read kept whole still goes without its line numbers' padding: every line and number as
-        # the tool gave them, about a sixth fewer tokens (see request_blocks.unpad_gutter).
+        # the tool gave them, about a sixth fewer tokens (see .gutter).
         return self._form(p, text, "whole", p.tokens)
 
     def _arrival_forms(self, pieces: list[PieceState], found: list[Found]) -> list[PieceState]:
@@ -310,10 +309,10 @@ class RequestPass:
         """``p`` forwarded as ``form`` (``tokens`` of it); a numbered read's numbered lines without
         their padding.  Every decision is taken on the read as it was sent; only what is forwarded
         is unpadded, so a read kept whole forwards exactly the lines it would without this."""
-        if p.numbered and self.s.unpad_gutter and (bare := unpad_gutter(form)) != form:
+        if p.numbered and self.s.unpad_gutter and (unpadded := unpad_gutter_counted(form))[1]:
             # ``tokens`` is the exact count of ``form``: the padding's share comes off it, so a
             # new read is not encoded a second time (the message count below finds it remembered).
-            form, tokens = bare, tokens - gutter_padding_tokens(form)
+            form, tokens = unpadded[0], tokens - unpadded[1]
             self.tokens.remember(form, tokens)
         elif status == "whole":  # nothing to unpad: forwarded as sent
             return p

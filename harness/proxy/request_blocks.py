@@ -36,9 +36,6 @@ _NUMBERED = re.compile(r"^( *)(\d{1,7})(→|\t)(.*)$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")  # CommonMark: a tab-indented ``` is not a fence
 _PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "absolute_path", "relative_path", "uri")
 MIN_NUMBERED_LINES = 3
-# The padding before a line number of a numbered read (``     12→code``): cat -n and Claude Code's
-# Read right-align numbers to six columns, and that alignment is about a sixth of a read's tokens.
-_GUTTER_PADDING = re.compile(r"^( +)(?=\d{1,7}(?:→|\t))", re.MULTILINE)
 _BARE_PATH = re.compile(r"^\s*[~.]?[\w.\-]*[/\\][^\s]*\s*$")
 _LABEL_LINE = re.compile(r"^\s*(?:#|//|--|/\*)?\s*[\w.\-/]+\.\w{1,6}\s*:?\s*(?:\*/)?\s*$")
 
@@ -214,7 +211,6 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
     if slot.is_error or slot.text.count("\n") + 1 < min_lines:
         return []
     lines = slot.text.split("\n")
-    offsets = _offsets(lines)
     run = _numbered_run(lines)
     hint = use.path if use is not None else None
     if run is not None:
@@ -232,7 +228,8 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
                 return []
         block = Block(lines[a:b], code, numbers, language, shown_path,
                       is_test_path(_relative(project_path or shown_path)))
-        return [Found(slot.path, offsets[a], _end(offsets, lines, b), "result", block, slot.tool_use_id)]
+        return [Found(slot.path, _offset(lines, a), _offset(lines, b) - 1 if b else 0, "result", block,
+                      slot.tool_use_id)]
     # Unnumbered: the whole result must be a run of an indexed file.
     loc = matcher.locate_whole(lines, matcher.candidate_files(slot.text, _hints(hint, use)))
     if loc is None:
@@ -244,7 +241,8 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
     lo, hi = _trim(lines)
     block = Block(lines[lo:hi], lines[lo:hi], [first + i + 1 for i in range(lo, hi)], language, hint or path,
                   is_test_path(path))
-    return [Found(slot.path, offsets[lo], _end(offsets, lines, hi), "result", block, slot.tool_use_id)]
+    return [Found(slot.path, _offset(lines, lo), _offset(lines, hi) - 1 if hi else 0, "result", block,
+                  slot.tool_use_id)]
 
 
 def find_in_user_text(slot: Slot, matcher: ProjectMatcher, min_lines: int) -> list[Found]:
@@ -312,51 +310,35 @@ def _files_in_one_fence(body: list[str], segments: list[tuple[int, int, str, int
     return segments
 
 
-def unpad_gutter(text: str) -> str:
-    """``text`` with the padding before each line number removed (``     12→code`` becomes
-    ``12→code``): every line, its number and its code as the tool gave them, in fewer tokens.
-    Lines that carry no number (an elision marker, a pointer to an earlier read) stay as they are."""
-    return _GUTTER_PADDING.sub("", text)
-
-
-def gutter_padding_tokens(text: str) -> int:
-    """How many cl100k tokens fewer :func:`unpad_gutter` leaves of ``text``, exactly, without
-    encoding it again.  cl100k's pre-tokenizer cuts a line break off on its own and splits the
-    run of spaces after it, before a digit, into its own pieces (all but its last space, then
-    that space: one token each); BPE never merges across pieces, so removing the run removes
-    one token per padded line of one space and two per longer padding, and changes no other
-    token.  (tests/harness/test_gutter.py holds this against the encoder on real files.)"""
-    return sum(min(len(m.group(1)), 2) for m in _GUTTER_PADDING.finditer(text))
-
-
 def _numbered_run(lines: list[str]):
     """The longest run of consecutively numbered lines (the first of equally long ones):
-    (first, end excl., numbers, code).  Every line is matched once, up front; the numbers and
-    code are collected for the longest run only (a new tool result of 500 lines: 338 -> 268 us)."""
+    (first, end excl., numbers, code).  Every line is matched once, up front, and its number
+    read by one comprehension; a read that is one run from top to bottom (the usual tool
+    result) is recognised by one list comparison, anything else by where the numbering breaks."""
     found = list(map(_NUMBERED.match, lines))
     n = len(found)
-    best = None
-    i = 0
-    while i < n:
-        m = found[i]
-        if m is None:
-            i += 1
-            continue
-        j, expect = i + 1, int(m[2]) + 1
-        while j < n:
-            mj = found[j]
-            if mj is None or int(mj[2]) != expect:
-                break
-            expect += 1
-            j += 1
-        if j - i >= MIN_NUMBERED_LINES and (best is None or j - i > best[1] - best[0]):
-            best = (i, j)
-        i = j
+    if not n:
+        return None
+    # An unnumbered line gets a number no line can follow, and that follows no line.
+    nums = [int(m[2]) if m is not None else _NO_NUMBER for m in found]
+    if nums[0] != _NO_NUMBER and nums == list(range(nums[0], nums[0] + n)):
+        best = (0, n) if n >= MIN_NUMBERED_LINES else None
+    else:
+        best = None
+        breaks = [k for k in range(1, n) if nums[k] != nums[k - 1] + 1]
+        start = 0
+        for end in breaks + [n]:
+            if nums[start] != _NO_NUMBER and end - start >= MIN_NUMBERED_LINES \
+                    and (best is None or end - start > best[1] - best[0]):
+                best = (start, end)
+            start = end
     if best is None:
         return None
     i, j = best
-    first = int(found[i][2])
-    return i, j, list(range(first, first + j - i)), [m[4] for m in found[i:j]]
+    return i, j, nums[i:j], [m[4] for m in found[i:j]]
+
+
+_NO_NUMBER = -10
 
 
 def _closing_fence(lines: list[str], i: int, marker: str) -> int | None:
@@ -375,6 +357,12 @@ def _spans(indices: list[int]) -> list[tuple[int, int]]:
         else:
             out.append((i, i + 1))
     return out
+
+
+def _offset(lines: list[str], k: int) -> int:
+    """Char offset of line ``k`` in the text ``lines`` were split from (one line break each):
+    a tool result needs only where its run starts and ends, not every line's offset."""
+    return sum(map(len, lines[:k])) + k
 
 
 def _offsets(lines: list[str]) -> list[int]:

@@ -14,7 +14,7 @@ import pytest
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
 from memstrata.harness.proxy.compaction import matching_runs, real_text
 from memstrata.harness.proxy.conversation import ConversationStore
-from memstrata.harness.proxy.request_blocks import unpad_gutter
+from memstrata.harness.proxy.gutter import unpad_gutter
 
 # Thresholds scaled to the fixture's files (the defaults are for real projects).
 CUT = CompressionSettings.for_mode("safe", paste_cap=0, min_tokens=400)

@@ -20,7 +20,7 @@ from memstrata.harness.proxy.forward import ProxyConfig
 from memstrata.indexer.workspace import Workspace
 from tests.stub_provider import ServerThread, StubUpstream
 
-from memstrata.harness.proxy.request_blocks import unpad_gutter
+from memstrata.harness.proxy.gutter import unpad_gutter
 
 from .test_compress_request import Agent, cat_n, result_text, whole
 

@@ -10,7 +10,8 @@ from memstrata.compressor.tokens import count_tokens
 from memstrata.harness.proxy.app import HarnessConfig, build_app
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
 from memstrata.harness.proxy.forward import ProxyConfig
-from memstrata.harness.proxy.request_blocks import gutter_padding_tokens, unpad_gutter
+from memstrata.harness.proxy.gutter import gutter_padding_tokens, unpad_gutter, unpad_gutter_counted
+from memstrata.harness.proxy.token_counts import TextCounts
 from memstrata.storage import ledger
 from tests.stub_provider import ServerThread
 
@@ -50,6 +51,13 @@ def test_the_paddings_tokens_are_what_the_encoder_counts():
               for w in (1, 6, 7) for sep in ("\t", "→") for start in (1, 98, 99_990)]
     for text in texts:
         assert count_tokens(unpad_gutter(text)) == count_tokens(text) - gutter_padding_tokens(text)
+        # The form the proxy uses, both at once: the same text and the same count.
+        assert unpad_gutter_counted(text) == (unpad_gutter(text), gutter_padding_tokens(text))
+        # The proxy's memo counts a numbered text from its unpadded form: still the encoder's count,
+        # and the unpadded text's own count is remembered with it.
+        counts = TextCounts()
+        assert counts.count(text) == count_tokens(text)
+        assert counts.count(unpad_gutter(text)) == count_tokens(unpad_gutter(text))
 
 
 def test_a_read_kept_whole_goes_without_its_numbers_padding(shop_ws):

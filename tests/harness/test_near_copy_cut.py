@@ -11,7 +11,7 @@ import pytest
 
 from memstrata.compressor.tokens import count_tokens
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
-from memstrata.harness.proxy.request_blocks import unpad_gutter
+from memstrata.harness.proxy.gutter import unpad_gutter
 from memstrata.indexer.workspace import Workspace
 
 from .test_compress_request import Agent, cat_n, forwarded, result_text

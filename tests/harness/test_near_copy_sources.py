@@ -11,7 +11,7 @@ import re
 import pytest
 
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
-from memstrata.harness.proxy.request_blocks import unpad_gutter
+from memstrata.harness.proxy.gutter import unpad_gutter
 from tests.conftest import indexed_workspace
 
 from .test_compress_request import Agent, cat_n, forwarded

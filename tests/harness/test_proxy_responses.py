@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from memstrata.harness.proxy.analysis import prompt_tokens
-from memstrata.harness.proxy.request_blocks import unpad_gutter
+from memstrata.harness.proxy.gutter import unpad_gutter
 from memstrata.storage import ledger
 from tests.harness.test_proxy import ANSWER, SENTINEL, make_app, pasted_request
 from tests.harness.test_proxy import project  # noqa: F401 - the indexed fixture project, a fixture

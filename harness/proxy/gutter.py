@@ -1,0 +1,56 @@
+"""The padding before the line numbers of a numbered read, and what it costs in tokens.
+
+cat -n and Claude Code's Read right-align a read's line numbers to six
+columns (``     12→code``); that alignment is about a sixth of a read's
+tokens.  The proxy forwards reads without it, and counts a read from its
+unpadded text, which encodes about a quarter faster, plus the padding's
+tokens worked out exactly without encoding.
+"""
+
+from __future__ import annotations
+
+import re
+
+_GUTTER_PADDING = re.compile(r"^( +)(?=\d{1,7}(?:→|\t))", re.MULTILINE)
+_ONE_SPACE_PADDING = re.compile(r"^ (?=\d{1,7}(?:→|\t))", re.MULTILINE)
+
+
+def unpad_gutter(text: str) -> str:
+    """``text`` with the padding before each line number removed (``     12→code`` becomes
+    ``12→code``): every line, its number and its code as the tool gave them, in fewer tokens.
+    Lines that carry no number (an elision marker, a pointer to an earlier read) stay as they are."""
+    return _GUTTER_PADDING.sub("", text)
+
+
+def gutter_padding_tokens(text: str) -> int:
+    """How many cl100k tokens fewer :func:`unpad_gutter` leaves of ``text``, exactly, without
+    encoding it again.  cl100k's pre-tokenizer cuts a line break off on its own and splits the
+    run of spaces after it, before a digit, into its own pieces (all but its last space, then
+    that space: one token each); BPE never merges across pieces, so removing the run removes
+    one token per padded line of one space and two per longer padding, and changes no other
+    token.  (tests/harness/test_gutter.py holds this against the encoder on real files.)"""
+    return _padding_tokens(text, len(_GUTTER_PADDING.findall(text)))
+
+
+def unpad_gutter_counted(text: str) -> tuple[str, int]:
+    """:func:`unpad_gutter` and :func:`gutter_padding_tokens` of ``text`` together: the text is
+    scanned twice by the regex engine and never line by line in Python (a new read of 500
+    lines is unpadded on every request that brings one)."""
+    global _last
+    last = _last  # one read, so another thread's update is seen whole or not at all
+    if last[0] is text:
+        # The proxy counts a new read (.token_counts) and then forwards it unpadded: the same text
+        # object twice in a row.  Held by the reference kept here, it cannot be another text.
+        return last[1]
+    bare, runs = _GUTTER_PADDING.subn("", text)
+    out = bare, _padding_tokens(text, runs) if runs else 0
+    _last = (text, out)
+    return out
+
+
+_last: tuple[str | None, tuple[str, int]] = (None, ("", 0))
+
+
+def _padding_tokens(text: str, runs: int) -> int:
+    # Two tokens per padding run, one for a run of a single space (rare: six-digit numbers).
+    return 2 * runs - len(_ONE_SPACE_PADDING.findall(text)) if runs else 0
