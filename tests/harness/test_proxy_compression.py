@@ -254,3 +254,32 @@ def test_a_number_json_cannot_spell_again_forwards_the_request_unchanged(shop_ws
                    headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"})
     assert r.status_code == 200, r.text
     assert received[-1].body == raw  # never "Infinity", which is not JSON
+
+
+@pytest.mark.parametrize("number", ["NaN", "-Infinity", "-1e999"])
+def test_a_non_finite_number_forwards_the_request_unchanged(shop_ws, proxy, received, number):
+    # Python's reader takes these; JSON has no way to write them back (a fast writer would say null).
+    content = f"Here is shop/orders.py:\n```python\n{read(shop_ws, 'shop/orders.py')}```\n{QUESTION}"
+    raw = ('{"model": "gpt-4o", "top_p": ' + number + ', "messages": [{"role": "user", "content": '
+           + json.dumps(content) + '}]}').encode()
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=raw,
+                   headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    assert received[-1].body == raw
+
+
+def test_numbers_go_out_as_they_came_in_when_the_request_is_compressed(shop_ws, proxy, received):
+    # An integer past 64 bits, floats near the edges of their range: compressed, and every number
+    # forwarded with the value it was sent with.
+    content = f"Here is shop/orders.py:\n```python\n{read(shop_ws, 'shop/orders.py')}```\n{QUESTION}"
+    numbers = {"big": 123456789012345678901234567890, "small": -(2 ** 70), "tiny": 5e-324, "huge": 1.7e308,
+               "third": 0.1 + 0.2, "int": 7, "zero": -0.0}
+    raw = json.dumps({"model": "gpt-4o", "metadata": numbers,
+                      "messages": [{"role": "user", "content": content}]}).encode()
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=raw,
+                   headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"})
+    assert r.status_code == 200, r.text
+    sent = json.loads(received[-1].body)
+    assert "[memstrata: lines " in sent["messages"][0]["content"]
+    assert sent["metadata"] == numbers and repr(sent["metadata"]["zero"]) == "-0.0"
+    assert all(type(sent["metadata"][k]) is type(v) for k, v in numbers.items())
