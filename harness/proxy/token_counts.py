@@ -48,17 +48,15 @@ class TextCounts:
     def _encoded(self, text: str) -> int:
         """The count of a text not remembered.  A numbered read (most of what an agent sends) is
         encoded without its numbers' padding, about a quarter faster, and the padding's tokens
-        added (exact: see .gutter); the unpadded text's count is kept too, since it is what the
-        compressor forwards.  Encoding happens outside the memo's lock and releases the GIL, so
-        other threads keep counting."""
+        added (exact: see .gutter).  (The compressor remembers the unpadded text's count when it
+        forwards it; kept here as well, it would take memo room from an uncompressed serve.)
+        Encoding happens outside the memo's lock and releases the GIL, so other threads keep
+        counting."""
         if "\t" in text or "→" in text:
             bare, padding = unpad_gutter_counted(text)
             if padding:
                 n = self._d.get(bare)
-                if n is None:
-                    n = count_tokens(bare)
-                    self._d.put(bare, n, len(bare))
-                return n + padding
+                return (count_tokens(bare) if n is None else n) + padding
         return count_tokens(text)
 
     def remember(self, text: str, n: int) -> None:

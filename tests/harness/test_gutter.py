@@ -53,8 +53,7 @@ def test_the_paddings_tokens_are_what_the_encoder_counts():
         assert count_tokens(unpad_gutter(text)) == count_tokens(text) - gutter_padding_tokens(text)
         # The form the proxy uses, both at once: the same text and the same count.
         assert unpad_gutter_counted(text) == (unpad_gutter(text), gutter_padding_tokens(text))
-        # The proxy's memo counts a numbered text from its unpadded form: still the encoder's count,
-        # and the unpadded text's own count is remembered with it.
+        # The proxy's memo counts a numbered text from its unpadded form: still the encoder's count.
         counts = TextCounts()
         assert counts.count(text) == count_tokens(text)
         assert counts.count(unpad_gutter(text)) == count_tokens(unpad_gutter(text))
