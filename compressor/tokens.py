@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -85,24 +86,53 @@ _MEMO_CHARS = 16_000_000  # text held by the memo below before it starts afresh
 _memo: dict[str, int] = {}
 _memo_chars = 0
 _memo_lock = threading.Lock()
+# Where a text splits into parts cl100k counts apart: after a line break, before a line with a
+# character other than whitespace on it.  cl100k cuts text into pieces before it merges bytes
+# into tokens, and a line break only ever ends a piece: it joins the punctuation or spaces before
+# it, or the whitespace-only lines after it, never what follows on a line that has more than
+# whitespace (indentation included: its spaces make pieces of their own).  A text costs exactly
+# the sum of its parts so split (tests/compressor/test_token_counts.py holds this against the
+# encoder).  ``\s`` is Python's whitespace, a superset of the encoder's, so a line that Python
+# finds blank may be one the encoder splits before, never the reverse.
+_LINE_PARTS = re.compile(r"(?<=\n)(?=[^\S\n]*\S)")
+_SPLIT_CHARS = 256   # shorter texts are encoded whole: splitting would cost more than it saves
 
 
 def count_tokens_memo(text: str) -> int:
     """:func:`count_tokens`, remembered across queries.  A slice counts the
     same rendered definitions and file sections over and over (the hubs of a
     project show up in most slices): hashing the text to find its count is a
-    small fraction of encoding it again."""
-    global _memo_chars
+    small fraction of encoding it again.  A longer text not remembered whole
+    is counted line by line, each line remembered: a new question's sections
+    are new texts, but mostly made of lines earlier slices showed."""
     n = _memo.get(text)
     if n is None:
-        n = count_tokens(text)
-        with _memo_lock:
-            if _memo_chars + len(text) > _MEMO_CHARS:
-                _memo.clear()
-                _memo_chars = 0
-            _memo[text] = n
-            _memo_chars += len(text)
+        n = count_tokens(text) if len(text) < _SPLIT_CHARS else count_tokens_by_lines(text)
+        _remember(text, n)
     return n
+
+
+def count_tokens_by_lines(text: str) -> int:
+    """Exactly :func:`count_tokens` of ``text``, as the sum of its lines' remembered counts (a
+    line is counted with the line break after it and any whitespace-only lines that follow)."""
+    n = 0
+    for part in _LINE_PARTS.split(text):
+        k = _memo.get(part)
+        if k is None:
+            k = count_tokens(part)
+            _remember(part, k)
+        n += k
+    return n
+
+
+def _remember(text: str, n: int) -> None:
+    global _memo_chars
+    with _memo_lock:
+        if _memo_chars + len(text) > _MEMO_CHARS:
+            _memo.clear()
+            _memo_chars = 0
+        _memo[text] = n
+        _memo_chars += len(text)
 
 
 def truncate_to_tokens(text: str, limit: int) -> str:

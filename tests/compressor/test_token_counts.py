@@ -1,5 +1,5 @@
-"""Token counts: what the faster ordinary encoding gives is the full encoder's count, and a
-joined slice costs exactly the sum of its sections."""
+"""Token counts: what the faster ordinary encoding gives is the full encoder's count, a
+joined slice costs exactly the sum of its sections, and a text the sum of its lines."""
 
 from __future__ import annotations
 
@@ -77,3 +77,22 @@ def test_real_sections_cut_anywhere_count_exactly():
             chunks = [f"# part {i}\n" + "\n".join(lines[i:i + step]) for i in range(0, len(lines), step)]
             assert joined_tokens(chunks) == tokens.count_tokens(join_sections(chunks))
     assert joined_tokens([]) == 0 == tokens.count_tokens(join_sections([]))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=12).map("\n".join))
+def test_a_text_costs_exactly_the_sum_of_its_lines(text):
+    # Lines of every kind: indented, blank, whitespace of every sort, punctuation that takes the
+    # line break after it, CRLF, a line that starts with a contraction or a digit.
+    assert tokens.count_tokens_by_lines(text) == tokens.count_tokens(text)
+
+
+def test_real_files_and_slices_cost_the_sum_of_their_lines():
+    texts = [p.read_text(encoding="utf-8") for p in sorted((REPO / "compressor").glob("*.py"))]
+    texts += [t.replace("\n", "\r\n") for t in texts[:3]]            # CRLF line endings
+    texts += [t.replace("    ", "\t") for t in texts[:3]]              # tab indentation
+    texts += [join_sections([f"# {i}\n" + t for i, t in enumerate(texts[:4])])]
+    texts += ["\n".join(["", "  ", "x  ", "\t\t", ")", "   ):", "", "'s", "12345", "  \u3000y"] * 40)]
+    for text in texts:
+        assert tokens.count_tokens_by_lines(text) == tokens.count_tokens(text)
+        assert tokens.count_tokens_memo(text) == tokens.count_tokens(text)   # long: counted by its lines
