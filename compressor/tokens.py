@@ -127,12 +127,18 @@ def count_tokens_by_lines(text: str) -> int:
 
 def _remember(text: str, n: int) -> None:
     global _memo_chars
+    # Each entry is charged what holding it costs beyond its characters (the string object and
+    # the dict slot, about a hundred bytes): the memo holds many short lines, not only sections.
+    size = len(text) + _ENTRY_CHARS
     with _memo_lock:
-        if _memo_chars + len(text) > _MEMO_CHARS:
+        if _memo_chars + size > _MEMO_CHARS:
             _memo.clear()
             _memo_chars = 0
         _memo[text] = n
-        _memo_chars += len(text)
+        _memo_chars += size
+
+
+_ENTRY_CHARS = 100
 
 
 def truncate_to_tokens(text: str, limit: int) -> str:
