@@ -43,7 +43,7 @@ def personalized_rank(
     popleft, append, mark, unmark = queue.popleft, queue.append, queued.add, queued.discard
     get_residual, pop_residual, get_rank = residual.get, residual.pop, rank.get
     get_out = transitions.get
-    keep = 1 - ALPHA
+    keep, eps = 1 - ALPHA, EPSILON
     while queue and pushes < MAX_PUSHES:
         u = popleft()
         unmark(u)
@@ -62,7 +62,7 @@ def personalized_rank(
         for v, share in out:
             rv = get_residual(v, 0.0) + mass * share
             residual[v] = rv
-            if rv > EPSILON and v not in queued:
+            if rv > eps and v not in queued:
                 append(v)
                 mark(v)
     # What was never pushed still says something about relevance.
