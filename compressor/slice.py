@@ -239,11 +239,15 @@ def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: 
     # the best few hundred symbols.
     pool = _best_symbols(scores, MAX_CANDIDATES * 4, lambda n: "::" in n and allowed(n) and n in graph)
     adjusted = []
+    priors = _priors_of(graph)
     for node, score in pool:
         if node in seeds.named:  # what the question names comes first
             adjusted.append((node, score * 2 + 1.0))
         else:
-            adjusted.append((node, score * _prior(graph, node) * seeds.path_boost(graph.file_of(node))))
+            prior = priors.get(node)
+            if prior is None:
+                prior = priors[node] = _prior(graph, node)
+            adjusted.append((node, score * prior * seeds.path_boost(graph.file_of(node))))
     adjusted, sig_only = _with_named_members(graph, seeds.named, adjusted, allowed)
     adjusted.sort(key=lambda kv: (-kv[1], kv[0]))
     ranked = adjusted[:MAX_CANDIDATES]
@@ -324,6 +328,23 @@ _PERIPHERAL_DIRS = frozenset({"examples", "example", "benchmarks", "benchmark", 
 
 
 _RUST_TEST_MODULES = frozenset({"tests", "test"})
+
+
+_priors: dict[int, tuple[int, dict[str, float]]] = {}
+
+
+def _priors_of(graph: GraphView) -> dict[str, float]:
+    """The priors worked out so far on this version of ``graph``: a prior depends on the graph
+    alone, and a new question's candidates are mostly symbols earlier questions ranked."""
+    with _caches_lock:
+        hit = _priors.get(id(graph))
+        if hit is not None and hit[0] == graph.version:
+            return hit[1]
+        if len(_priors) >= 8:  # graphs of other projects or versions, gone or rarely asked
+            _priors.clear()
+        memo: dict[str, float] = {}
+        _priors[id(graph)] = (graph.version, memo)
+        return memo
 
 
 def _prior(graph: GraphView, node: str) -> float:

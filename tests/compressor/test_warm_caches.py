@@ -122,3 +122,27 @@ def test_counting_leaves_a_read_only_index_alone(project_copy):
         assert reader.store.execute("SELECT count(*) FROM files WHERE tokens IS NOT NULL")[0][0] == 0
     finally:
         reader.close()
+
+
+def test_a_symbols_prior_is_worked_out_again_once_the_graph_changes(tmp_path):
+    """The ranking's priors (a constant counts half) are kept per version of the graph: a name
+    that was a constant and is now a function is ranked as a function at once."""
+    from memstrata.compressor import slice as sl
+    from tests.conftest import indexed_workspace
+
+    ws = indexed_workspace(tmp_path, {"pkg/limits.py": "RETRY_BUDGET = 3\n\n\ndef fetch(url):\n    return url\n"})
+    try:
+        graph = ws.graph
+        node = "pkg/limits.py::RETRY_BUDGET"
+        assert sl.rank_candidates(ws, graph, "fetch the url", False) is not None
+        kept = sl._priors_of(graph)
+        assert sl._priors_of(graph) is kept
+        kept[node] = sl._prior(graph, node)
+        assert kept[node] == 0.5
+        (tmp_path / "pkg" / "limits.py").write_text("def RETRY_BUDGET():\n    return 3\n\n\ndef fetch(url):\n    return url\n")
+        ws.index()
+        graph = ws.graph
+        assert node not in sl._priors_of(graph)
+        assert sl._prior(graph, node) == 1.0
+    finally:
+        ws.close()
