@@ -22,20 +22,15 @@ def unpad_gutter(text: str) -> str:
     return _GUTTER_PADDING.sub("", text)
 
 
-def gutter_padding_tokens(text: str) -> int:
-    """How many cl100k tokens fewer :func:`unpad_gutter` leaves of ``text``, exactly, without
-    encoding it again.  cl100k's pre-tokenizer cuts a line break off on its own and splits the
-    run of spaces after it, before a digit, into its own pieces (all but its last space, then
-    that space: one token each); BPE never merges across pieces, so removing the run removes
-    one token per padded line of one space and two per longer padding, and changes no other
-    token.  (tests/harness/test_gutter.py holds this against the encoder on real files.)"""
-    return _padding_tokens(text, len(_GUTTER_PADDING.findall(text)))
-
-
 def unpad_gutter_counted(text: str) -> tuple[str, int]:
-    """:func:`unpad_gutter` and :func:`gutter_padding_tokens` of ``text`` together: the text is
-    scanned twice by the regex engine and never line by line in Python (a new read of 500
-    lines is unpadded on every request that brings one)."""
+    """:func:`unpad_gutter` of ``text``, and how many cl100k tokens fewer it is, exactly, without
+    encoding either.  cl100k's pre-tokenizer cuts a line break off on its own and splits the run
+    of spaces after it, before a digit, into its own pieces (all but its last space, then that
+    space: one token each); BPE never merges across pieces, so removing the run removes one
+    token per padded line of one space and two per longer padding, and changes no other token.
+    (tests/harness/test_gutter.py holds this against the encoder on real files.)  The text is
+    scanned twice by the regex engine and never line by line in Python (a new read of 500 lines
+    is unpadded on every request that brings one)."""
     global _last
     last = _last  # one read, so another thread's update is seen whole or not at all
     if last[0] is text:
@@ -43,14 +38,10 @@ def unpad_gutter_counted(text: str) -> tuple[str, int]:
         # object twice in a row.  Held by the reference kept here, it cannot be another text.
         return last[1]
     bare, runs = _GUTTER_PADDING.subn("", text)
-    out = bare, _padding_tokens(text, runs) if runs else 0
+    # Two tokens per padding run, one for a run of a single space (rare: six-digit numbers).
+    out = bare, 2 * runs - len(_ONE_SPACE_PADDING.findall(text)) if runs else 0
     _last = (text, out)
     return out
 
 
 _last: tuple[str | None, tuple[str, int]] = (None, ("", 0))
-
-
-def _padding_tokens(text: str, runs: int) -> int:
-    # Two tokens per padding run, one for a run of a single space (rare: six-digit numbers).
-    return 2 * runs - len(_ONE_SPACE_PADDING.findall(text)) if runs else 0

@@ -10,7 +10,7 @@ from memstrata.compressor.tokens import count_tokens
 from memstrata.harness.proxy.app import HarnessConfig, build_app
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
 from memstrata.harness.proxy.forward import ProxyConfig
-from memstrata.harness.proxy.gutter import gutter_padding_tokens, unpad_gutter, unpad_gutter_counted
+from memstrata.harness.proxy.gutter import unpad_gutter, unpad_gutter_counted
 from memstrata.harness.proxy.token_counts import TextCounts
 from memstrata.storage import ledger
 from tests.stub_provider import ServerThread
@@ -50,9 +50,9 @@ def test_the_paddings_tokens_are_what_the_encoder_counts():
     texts += ["\n".join(f"{n:>{w}}{sep}{line}" for n, line in enumerate(odd * 3, start))
               for w in (1, 6, 7) for sep in ("\t", "→") for start in (1, 98, 99_990)]
     for text in texts:
-        assert count_tokens(unpad_gutter(text)) == count_tokens(text) - gutter_padding_tokens(text)
-        # The form the proxy uses, both at once: the same text and the same count.
-        assert unpad_gutter_counted(text) == (unpad_gutter(text), gutter_padding_tokens(text))
+        bare, padding = unpad_gutter_counted(text)
+        assert count_tokens(unpad_gutter(text)) == count_tokens(text) - padding
+        assert bare == unpad_gutter(text)
         # The proxy's memo counts a numbered text from its unpadded form: still the encoder's count.
         counts = TextCounts()
         assert counts.count(text) == count_tokens(text)
