@@ -228,8 +228,7 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
                 return []
         block = Block(lines[a:b], code, numbers, language, shown_path,
                       is_test_path(_relative(project_path or shown_path)))
-        return [Found(slot.path, _offset(lines, a), _offset(lines, b) - 1 if b else 0, "result", block,
-                      slot.tool_use_id)]
+        return [Found(slot.path, *_span(lines, a, b), "result", block, slot.tool_use_id)]
     # Unnumbered: the whole result must be a run of an indexed file.
     loc = matcher.locate_whole(lines, matcher.candidate_files(slot.text, _hints(hint, use)))
     if loc is None:
@@ -241,8 +240,7 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
     lo, hi = _trim(lines)
     block = Block(lines[lo:hi], lines[lo:hi], [first + i + 1 for i in range(lo, hi)], language, hint or path,
                   is_test_path(path))
-    return [Found(slot.path, _offset(lines, lo), _offset(lines, hi) - 1 if hi else 0, "result", block,
-                  slot.tool_use_id)]
+    return [Found(slot.path, *_span(lines, lo, hi), "result", block, slot.tool_use_id)]
 
 
 def find_in_user_text(slot: Slot, matcher: ProjectMatcher, min_lines: int) -> list[Found]:
@@ -359,10 +357,12 @@ def _spans(indices: list[int]) -> list[tuple[int, int]]:
     return out
 
 
-def _offset(lines: list[str], k: int) -> int:
-    """Char offset of line ``k`` in the text ``lines`` were split from (one line break each):
-    a tool result needs only where its run starts and ends, not every line's offset."""
-    return sum(map(len, lines[:k])) + k
+def _span(lines: list[str], a: int, b: int) -> tuple[int, int]:
+    """Char offsets of lines ``a`` to ``b`` (excl.) in the text ``lines`` were split from, their
+    last line break left out (as :func:`_offsets` and :func:`_end` give them): a tool result
+    needs only where its run starts and ends, not every line's offset."""
+    start = sum(map(len, lines[:a])) + a
+    return start, (start + sum(map(len, lines[a:b])) + b - a - 1 if b else 0)
 
 
 def _offsets(lines: list[str]) -> list[int]:
