@@ -60,9 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="safe (default): compress pastes where one file's code runs past 10,000 tokens, older tool "
                    "results (in rare steps that "
                    "keep provider prompt caches working) and latest results over 16,000 tokens (around "
-                   "what the task names); aggressive: also every paste and latest tool result over --min-tokens "
-                   "(but a read of a file "
-                   "the question is probably about), sooner; "
+                   "what the task names); aggressive: also every paste over --min-tokens, every new tool result "
+                   "down to about 3,000 tokens (but a read of a file the question is probably about), and "
+                   "earlier tasks' results down to what the conversation names, sooner; "
                    "off: forward every request unchanged (still counted in the ledger)")
     p.add_argument("--no-compress", dest="compress", action="store_const", const="off",
                    help="the same as --compress off")

@@ -27,8 +27,9 @@ The rules (docs/proxy.md, "Compression"):
    (:mod:`.breakpoints`), so a step compacting an earlier task keeps the
    provider's cache of what precedes it.
 5. Tests stay out unless the question is about tests or the block is one.
-7. ``mode``: ``safe`` (default), ``aggressive`` (also trims the current turn's
-   results, compacts sooner), ``off``.
+7. ``mode``: ``safe`` (default), ``aggressive`` (cuts the current turn's results
+   to a far smaller limit, keeps only what is named of earlier tasks', compacts
+   sooner), ``off``.
 
 :class:`CompressionResult` carries what the ledger needs to count
 honestly (rule 6): the mode, the conversation, whether this request is a
@@ -56,7 +57,7 @@ from .project_match import ProjectMatcher
 from .request_blocks import ANTHROPIC, MODES, OPENAI, RESPONSES
 from .responses_api import apply_view, chat_view
 
-__all__ = ["ANTHROPIC", "OPENAI", "RESPONSES", "MODES", "CompressionResult", "CompressionSettings", "Compressor",
+__all__ = ["AGGRESSIVE_RESULT_CAP", "ANTHROPIC", "OPENAI", "RESPONSES", "MODES", "CompressionResult", "CompressionSettings", "Compressor",
            "ProjectMatcher", "set_path"]
 
 
@@ -102,10 +103,17 @@ class CompressionSettings:
                              min_ranked=2 if self.mode == "aggressive" else 5)
 
 
-# Aggressive: every paste and every tool result over min_tokens is cut when it arrives, with
-# smaller shares; compaction keeps only the latest result and comes sooner.
-_AGGRESSIVE = dict(paste_cap=0, result_cap=0, budget_ratio=0.25, rel_score=0.3, keep_tool_uses=1, trigger=12_000,
-                   clear_at_least=3_000, likely_cap=SAFE_RESULT_CAP)
+# Aggressive: every paste over min_tokens is cut when it arrives, with smaller shares; every tool
+# result is cut to about AGGRESSIVE_RESULT_CAP tokens, its most relevant definitions first (the
+# safe rule with a far smaller limit: a small read is shown whole, a large one keeps what ranks
+# best until the limit, where a share of a vague question's ranking would keep a few headers);
+# an earlier task's results keep only what the conversation names (the task they served is over,
+# and every later turn pays to re-read them); compaction keeps only the latest result and comes
+# sooner.
+AGGRESSIVE_RESULT_CAP = 3_000
+_AGGRESSIVE = dict(paste_cap=0, result_cap=AGGRESSIVE_RESULT_CAP, budget_ratio=0.25, rel_score=0.3,
+                   earlier_ratio=0.0, earlier_cap=0, keep_tool_uses=1, trigger=12_000, clear_at_least=3_000,
+                   likely_cap=SAFE_RESULT_CAP)
 
 
 @dataclass

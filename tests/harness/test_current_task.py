@@ -15,7 +15,7 @@ import pytest
 from memstrata.compressor.tokens import count_tokens
 from memstrata.harness.proxy.app import HarnessConfig, build_app
 from memstrata.harness.proxy.compaction import ANTHROPIC_CACHE, CacheEconomics
-from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
+from memstrata.harness.proxy.compress_request import AGGRESSIVE_RESULT_CAP, CompressionSettings, Compressor
 from memstrata.harness.proxy.forward import ProxyConfig
 from memstrata.indexer.workspace import Workspace
 from tests.stub_provider import ServerThread, StubUpstream
@@ -342,3 +342,46 @@ def test_a_step_from_the_top_counts_on_fewer_turns(big_ws, monkeypatch):
     taken = steps()
     monkeypatch.setattr(compaction, "TOP_STEP_HORIZON", 1.0)
     assert 0 < taken < steps()
+
+
+def test_aggressive_cuts_a_read_to_about_its_limit_and_shows_a_smaller_one_whole(big_ws):
+    """Aggressive cuts each new result to about ``AGGRESSIVE_RESULT_CAP`` tokens, the definitions the
+    question ranks first (the one it names among them, whole); a read under that limit, though over
+    ``min_tokens``, is shown whole: cutting it would save little and risk the code the task needs."""
+    settings = CompressionSettings.for_mode("aggressive", likely_file=0.0)
+    assert settings.result_cap == AGGRESSIVE_RESULT_CAP
+    comp = Compressor(big_ws, settings)
+    agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
+    agent.read("records/small.py")
+    body = agent.read(BIG)
+    sent = (comp.compress(body, "anthropic").body or body)["messages"]
+    small = result_text(body["messages"][2])
+    assert settings.min_tokens < count_tokens(small) < settings.result_cap
+    assert sent[2] == whole(body["messages"][2])
+    cut = result_text(sent[4])
+    assert "[memstrata: lines " in cut and numbered_lines(big_ws, 97) in cut
+    shown = [k for k in range(COUNT) if numbered_lines(big_ws, k) in cut]
+    assert len(shown) > 3                                             # filled by rank, not one function
+    assert settings.result_cap / 2 < count_tokens(cut) <= settings.result_cap
+
+
+def test_aggressive_keeps_only_what_is_named_of_an_earlier_tasks_read(big_ws):
+    """Once the next task has begun reading, aggressive compacts an earlier task's read to the
+    definitions the conversation names, with no ranked share (``earlier_ratio`` 0): that task is over,
+    and every later turn pays to read its results again."""
+    settings = CompressionSettings.for_mode("aggressive", likely_file=0.0, trigger=3000, clear_at_least=1000)
+    assert (settings.earlier_ratio, settings.earlier_cap) == (0.0, 0)
+    comp = Compressor(big_ws, settings)
+    agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
+    arrival = comp.compress(agent.read(BIG), "anthropic")
+    shown_then = [k for k in range(COUNT) if numbered_lines(big_ws, k) in result_text(arrival.body["messages"][2])]
+    agent.say("It skips empty values unless strict.",
+              "Why are float fields rounded while int fields get the kind number added, and is "
+              "`normalize_record_41` any different?")
+    for name in ("small", "part_a", "part_b"):
+        body = agent.read(f"records/{name}.py")
+        res = comp.compress(body, "anthropic")
+    later = result_text((res.body or body)["messages"][2])
+    shown_now = [k for k in range(COUNT) if numbered_lines(big_ws, k) in later]
+    assert len(shown_then) > 3 and "[memstrata: lines " in later
+    assert 41 in shown_now and set(shown_now) <= {41, 97}, shown_now  # named, and nothing ranked
