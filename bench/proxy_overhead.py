@@ -16,8 +16,11 @@ coding agent sends, one request per tool call -- a system prompt, tool
 definitions, the task, then Read tool_use / tool_result pairs (``cat -n``
 text of real project files) -- resending the whole history every time.
 Requests of 20-60k tokens are measured, for 1 client (conversations one
-after the other) and for 32 distinct conversations at once.  Printed next
-to their goals (issue 13):
+after the other) and for 32 distinct conversations at once, in ``--rounds``
+rounds (default 3) of 32 new conversations each, the three targets taking
+turns in a rotated order and each target's rounds pooled: the 32-client p95
+of one pass moves with whatever else the machine did during it, and the
+direct path's as much as the proxy's.  Printed next to their goals (issue 13):
 
 * compression added to one agent request: p50(on) - p50(off), 1 client (<= 30 ms);
 * 32 concurrent agents with compression on: p95 divided by the direct
@@ -225,6 +228,12 @@ class Result:
     errors: int = 0
     why: Counter = field(default_factory=Counter)  # what each failed request saw, in one line
 
+    def merge(self, other: "Result") -> None:
+        self.latency += other.latency
+        self.ttfb += other.ttfb
+        self.errors += other.errors
+        self.why.update(other.why)
+
 
 def failure(exc: BaseException) -> str:
     """An exception as one line: its type, its message and what caused it (httpx wraps the socket's error)."""
@@ -353,6 +362,8 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=200, help="short chat requests per forwarding scenario")
     ap.add_argument("--conversations", type=int, default=32, help="agent conversations (and concurrency)")
     ap.add_argument("--single", type=int, default=6, help="agent conversations for the single-client figure")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="concurrent rounds, each of --conversations new conversations, pooled (default 3)")
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--fresh", action="store_true",
                     help="measure serves just started on an unindexed project (their background work included)")
@@ -396,25 +407,44 @@ def main() -> int:
                           flush=True)
 
         print("building agent conversations...", flush=True)
-        # Distinct conversations for the two passes: the proxy sees every one of them for the first time.
-        convs = agent_conversations(project, args.single + args.conversations)
+        # Distinct conversations for every pass: the proxy sees every one of them for the first time.
+        convs = agent_conversations(project, args.single + args.rounds * args.conversations)
         sizes = [t for c in convs for t in c.tokens]
         agent_rows = {}
+        round_ratios = []  # per concurrent round: on p95 / direct p95
         serving = {"direct": None, "off": off, "on": on}
-        for conc, pool in ((1, convs[:args.single]), (args.conversations, convs[args.single:])):
-            for name, url in agents.items():
-                label = (conc, name)
+        passes = [(1, convs[:args.single], 0)] + [
+            (args.conversations, convs[args.single + r * args.conversations:args.single + (r + 1) * args.conversations],
+             r) for r in range(args.rounds)]
+        for conc, pool, r in passes:
+            # The targets take turns, in a rotated order each round: a minute of load elsewhere on the
+            # machine then lands on every target alike instead of on whichever ran during it.
+            names = list(agents)
+            names = names[r % len(names):] + names[:r % len(names)]
+            p95 = {}
+            for name in names:
+                url = agents[name]
                 c0 = compression_seconds(on_url) if name == "on" else (0.0, 0)
                 cpu0 = [cpu_seconds(p) if p else None for p in (serving[name], stub)] + [own_cpu_seconds()]
                 res = asyncio.run(run_agents(url, pool, conc))
                 cpu1 = [cpu_seconds(p) if p else None for p in (serving[name], stub)] + [own_cpu_seconds()]
                 c1 = compression_seconds(on_url) if name == "on" else (0.0, 0)
-                n = len(res.latency) + res.errors
-                cpu = [(b - a) / n * 1000 if a is not None and b is not None and n else None
-                       for a, b in zip(cpu0, cpu1)]
-                agent_rows[label] = {"res": res, "compress": (c1[0] - c0[0], c1[1] - c0[1]), "cpu": cpu,
-                                     "load": os.getloadavg()[0]}
-                print(f"  agents c={conc:<2} {name:6} done ({len(res.latency)} ok, {res.errors} errors)", flush=True)
+                row = agent_rows.setdefault((conc, name), {"res": Result(), "compress": (0.0, 0),
+                                                           "cpu_s": [0.0, 0.0, 0.0], "n": 0})
+                row["res"].merge(res)
+                row["compress"] = (row["compress"][0] + c1[0] - c0[0], row["compress"][1] + c1[1] - c0[1])
+                row["cpu_s"] = [None if a is None or b is None or t is None else t + b - a
+                                for t, a, b in zip(row["cpu_s"], cpu0, cpu1)]
+                row["n"] += len(res.latency) + res.errors
+                row["load"] = os.getloadavg()[0]
+                p95[name] = pct(res.latency, .95)
+                print(f"  agents c={conc:<2} {name:6} {'round ' + str(r + 1) if conc > 1 else '':8} done "
+                      f"({len(res.latency)} ok, {res.errors} errors)", flush=True)
+            if conc > 1 and p95.get("direct"):
+                round_ratios.append(p95["on"] / p95["direct"])
+        for row in agent_rows.values():
+            n = row["n"]
+            row["cpu"] = [t / n * 1000 if t is not None and n else None for t in row["cpu_s"]]
 
         print()
         print(f"project: {project.name}; CPUs: {os.cpu_count()}; stub answer: 8 SSE chunks / one JSON body; "
@@ -449,7 +479,10 @@ def main() -> int:
                   (f" {stub_cpu:>5.1f}" if stub_cpu is not None else f" {'':>5}") + f" {client_cpu:>6.1f}"
             print(f"{conc:>7} {name:6} {len(res.latency):>5} {res.errors:>4} {pct(res.latency, .5):>8.2f} "
                   f"{pct(res.latency, .95):>8.2f} {ratio} {vs_direct} {mean} {cpu} {a['load']:>5.2f}")
-        print("(direct's own ratio is what this machine allows the whole chain, client and stub included;")
+        print(f"({args.conversations}-client rows pool {args.rounds} rounds of {args.conversations} distinct "
+              f"conversations, the targets taking turns; on p95 / direct p95 per round: "
+              f"{', '.join(f'{x:.2f}x' for x in round_ratios)};")
+        print(" direct's own ratio is what this machine allows the whole chain, client and stub included;")
         print(" CPU ms/req: CPU time of the serve process, of the stub and of this benchmark's client over the run,")
         print(" per request;")
         print(" load: the 1-minute load average when the run ended)")
