@@ -22,7 +22,7 @@ from tests.stub_provider import ServerThread, StubUpstream
 
 from memstrata.harness.proxy.gutter import unpad_gutter
 
-from .test_compress_request import Agent, cat_n, result_text, whole
+from .test_compress_request import Agent, cat_n, forwarded, result_text, whole
 
 KEY = "sk-test-current-task"
 BIG = "records/normalize.py"
@@ -186,6 +186,22 @@ def test_an_earlier_tasks_read_cut_on_arrival_is_compacted_once_that_task_is_ove
     assert sent[4:] == [whole(m) for m in body["messages"][4:]]  # the current task: its words, its reads whole
 
 
+def _read_then_a_new_task_naming_41(ws, comp) -> tuple[str, str]:
+    """The big module read for a task about normalize_record_97, then a new task naming
+    normalize_record_41 that reads three other files: the module's read as forwarded when it
+    arrived, and as forwarded at the end."""
+    agent = Agent(ws, "Why does `normalize_record_97` drop a required field instead of raising?")
+    first = agent.read(BIG)
+    then = result_text(forwarded(comp.compress(first, "anthropic"), first)[2])
+    agent.say("It skips empty values unless strict.",
+              "Why are float fields rounded while int fields get the kind number added, and is "
+              "`normalize_record_41` any different?")
+    for name in ("small", "part_a", "part_b"):
+        body = agent.read(f"records/{name}.py")
+        res = comp.compress(body, "anthropic")
+    return then, result_text(forwarded(res, body)[2])
+
+
 def test_an_earlier_tasks_read_keeps_ranked_definitions_only_within_its_small_budget(big_ws):
     """Compacted for the question now, an earlier task's read keeps the definitions that question
     ranks highest only up to ``earlier_cap`` tokens: no floor of "the five best whatever their
@@ -195,16 +211,7 @@ def test_an_earlier_tasks_read_keeps_ranked_definitions_only_within_its_small_bu
     assert count_tokens(numbered_lines(big_ws, 5)) * 3 > cap   # the five best would not fit
     settings = CompressionSettings.for_mode("safe", trigger=3000, clear_at_least=1000, keep_tool_uses=1,
                                             earlier_cap=cap)
-    comp = Compressor(big_ws, settings)
-    agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
-    comp.compress(agent.read(BIG), "anthropic")
-    agent.say("It skips empty values unless strict.",
-              "Why are float fields rounded while int fields get the kind number added, and is "
-              "`normalize_record_41` any different?")
-    for name in ("small", "part_a", "part_b"):
-        body = agent.read(f"records/{name}.py")
-        res = comp.compress(body, "anthropic")
-    later = result_text((res.body or body)["messages"][2])
+    _, later = _read_then_a_new_task_naming_41(big_ws, Compressor(big_ws, settings))
     assert "[memstrata: lines " in later                            # compacted at a step
     whole_defs = [k for k in range(COUNT) if numbered_lines(big_ws, k) in later]
     assert 41 in whole_defs                                          # named by the question now
@@ -371,17 +378,8 @@ def test_aggressive_keeps_only_what_is_named_of_an_earlier_tasks_read(big_ws):
     and every later turn pays to read its results again."""
     settings = CompressionSettings.for_mode("aggressive", likely_file=0.0, trigger=3000, clear_at_least=1000)
     assert (settings.earlier_ratio, settings.earlier_cap) == (0.0, 0)
-    comp = Compressor(big_ws, settings)
-    agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
-    arrival = comp.compress(agent.read(BIG), "anthropic")
-    shown_then = [k for k in range(COUNT) if numbered_lines(big_ws, k) in result_text(arrival.body["messages"][2])]
-    agent.say("It skips empty values unless strict.",
-              "Why are float fields rounded while int fields get the kind number added, and is "
-              "`normalize_record_41` any different?")
-    for name in ("small", "part_a", "part_b"):
-        body = agent.read(f"records/{name}.py")
-        res = comp.compress(body, "anthropic")
-    later = result_text((res.body or body)["messages"][2])
+    then, later = _read_then_a_new_task_naming_41(big_ws, Compressor(big_ws, settings))
+    shown_then = [k for k in range(COUNT) if numbered_lines(big_ws, k) in then]
     shown_now = [k for k in range(COUNT) if numbered_lines(big_ws, k) in later]
     assert len(shown_then) > 3 and "[memstrata: lines " in later
     assert 41 in shown_now and set(shown_now) <= {41, 97}, shown_now  # named, and nothing ranked
