@@ -57,8 +57,8 @@ from .project_match import ProjectMatcher
 from .request_blocks import ANTHROPIC, MODES, OPENAI, RESPONSES
 from .responses_api import apply_view, chat_view
 
-__all__ = ["AGGRESSIVE_RESULT_CAP", "ANTHROPIC", "OPENAI", "RESPONSES", "MODES", "CompressionResult", "CompressionSettings", "Compressor",
-           "ProjectMatcher", "set_path"]
+__all__ = ["AGGRESSIVE_RESULT_CAP", "ANTHROPIC", "OPENAI", "RESPONSES", "MODES", "CompressionResult",
+           "CompressionSettings", "Compressor", "ProjectMatcher", "set_path"]
 
 
 # System prompts and tool definitions whose token count is remembered (by their pickles).

@@ -215,7 +215,8 @@ def test_anthropic_tool_result_compressed_structure_kept(project, stub, fresh):
     # aggressive: the latest tool result is cut too (safe keeps it whole below result_cap); here
     # even the read of a file the question is probably about (likely_file 0: no such exception)
     cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False,
-                      compression=CompressionSettings.for_mode("aggressive", min_tokens=100, result_cap=200, likely_file=0.0))
+                      compression=CompressionSettings.for_mode("aggressive", min_tokens=100, result_cap=200,
+                                                              likely_file=0.0))
     with ServerThread(build_app(project, HarnessConfig(proxy=cfg))) as server:
         msg = ant(server).messages.create(model="claude-3-7-sonnet-20250219", max_tokens=200, system="Be brief.",
                                           messages=messages)

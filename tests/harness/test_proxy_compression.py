@@ -147,7 +147,8 @@ def test_cache_control_survives(shop_ws, proxy, received):
 def test_tool_results_numbered_by_the_tool_keep_their_numbers(shop_ws, stub, received):
     # aggressive cuts the read on arrival (likely_file 0: even though the question is about its file)
     cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, trust_env=False,
-                      compression=CompressionSettings.for_mode("aggressive", min_tokens=400, result_cap=800, likely_file=0.0))
+                      compression=CompressionSettings.for_mode("aggressive", min_tokens=400, result_cap=800,
+                                                              likely_file=0.0))
     agent = Agent(shop_ws, QUESTION)
     body = agent.read("shop/orders.py")
     with ServerThread(build_app(shop_ws, HarnessConfig(proxy=cfg, mount_mcp=False))) as server:
