@@ -103,13 +103,13 @@ class CompressionSettings:
                              min_ranked=2 if self.mode == "aggressive" else 5)
 
 
-# Aggressive: every paste over min_tokens is cut when it arrives, with smaller shares; every tool
-# result is cut to about AGGRESSIVE_RESULT_CAP tokens, its most relevant definitions first (the
-# safe rule with a far smaller limit: a small read is shown whole, a large one keeps what ranks
-# best until the limit, where a share of a vague question's ranking would keep a few headers);
-# an earlier task's results keep only what the conversation names (the task they served is over,
-# and every later turn pays to re-read them); compaction keeps only the latest result and comes
-# sooner.
+# Aggressive: every paste over min_tokens is cut when it arrives, with smaller shares.  Every tool
+# result is cut to about AGGRESSIVE_RESULT_CAP tokens, its most relevant definitions first: the
+# safe rule with a far smaller limit.  A small read is shown whole and a large one keeps what ranks
+# best up to the limit; a quarter of the read, picked by a vaguely worded task's ranking, too often
+# missed the code the task changes.  An earlier task's results keep only what the conversation
+# names: the task they served is over, and every later turn pays to re-read them.  Compaction keeps
+# only the latest result and comes sooner.
 AGGRESSIVE_RESULT_CAP = 3_000
 _AGGRESSIVE = dict(paste_cap=0, result_cap=AGGRESSIVE_RESULT_CAP, budget_ratio=0.25, rel_score=0.3,
                    earlier_ratio=0.0, earlier_cap=0, keep_tool_uses=1, trigger=12_000, clear_at_least=3_000,
