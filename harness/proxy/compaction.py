@@ -179,9 +179,10 @@ class RequestPass:
         self.plans = plans
         self.economics = economics
         self.block_settings = settings.block_settings()
-        # What the agent works with right now is cut only down to the cap (safe): the most
-        # relevant definitions, then their neighbours, until ``result_cap`` tokens are shown.
-        # Without a cap above min_tokens (aggressive) it is cut like any other block.
+        # What the agent works with right now is cut only down to the cap (16,000 tokens in safe
+        # mode, 3,000 in aggressive): the most relevant definitions, then their neighbours, until
+        # ``result_cap`` tokens are shown.  Without a cap above min_tokens (``result_cap`` 0) it is
+        # cut like any other block.
         self.current_settings = self.block_settings
         # An earlier task's results, once the next task has started reading, keep what the
         # conversation names and only a small ranked share: the task they served is over.  The
@@ -437,8 +438,8 @@ class RequestPass:
         recent = set(latest[len(latest) - s.keep_tool_uses:]) if s.keep_tool_uses else set()
         if not (task and mine):
             # Until then, so does every result of the task just ended that is still in the form
-            # it arrived in, whole or cut on arrival (in aggressive mode, the reads kept whole
-            # because the question was probably about their file: see
+            # it arrived in, whole or cut on arrival (a read kept whole because it was under the
+            # whole-result limit, or because the question was probably about its file: see
             # CompressionSettings.likely_file).
             since = self._task_start(before=task)
             recent |= {(ri, pi) for ri, pi, p in results
@@ -449,8 +450,8 @@ class RequestPass:
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
         recent |= self._returned_to(results)
         plan = self._repeated_reads(results)
-        # A result cut on arrival (over the whole-result limit, or every result in aggressive mode)
-        # was cut for the task it served; once that task is over it is compacted like a whole one.
+        # A result cut on arrival (over the whole-result limit) was cut for the task it served;
+        # once that task is over it is compacted like a whole one.
         stale = {(ri, pi): p for ri, pi, p in results
                  if (ri, pi) not in recent and (ri, pi) not in plan
                  and (p.status == "whole" or (ri < task and _cut_on_arrival(p)))}
