@@ -450,6 +450,13 @@ class PgStore(MetaRows):
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
+                if self._held:
+                    # The server drops a closed connection's locks only once its backend has
+                    # exited, a moment after the socket closes: released here, another
+                    # process sees them free as soon as close() returns.
+                    with contextlib.suppress(Exception):
+                        self._conn.execute("SELECT pg_advisory_unlock_all()")
+                    self._held.clear()
                 with contextlib.suppress(Exception):
                     self._conn.close()
 
