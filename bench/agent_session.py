@@ -137,8 +137,8 @@ def run_session(repo: str, cases, checkout: Path, mode: str, env: dict, show_los
             compressor = Compressor(ws, CompressionSettings.for_mode(mode))
 
             def send(body: dict) -> httpx.Response:
-                res = compressor.compress(copy.deepcopy(body), "anthropic")
-                return client.post(t.url + "/v1/messages", json=res.body if res.changed else body)
+                out = compressor.compress(copy.deepcopy(body), "anthropic")
+                return client.post(t.url + "/v1/messages", json=out.body if out.changed else body)
         else:
             serve = pf.Serve(checkout, mode, t.url, env)
 

@@ -361,7 +361,7 @@ def test_aggressive_cuts_a_read_to_about_its_limit_and_shows_a_smaller_one_whole
     agent = Agent(big_ws, "Why does `normalize_record_97` drop a required field instead of raising?")
     agent.read("records/small.py")
     body = agent.read(BIG)
-    sent = (comp.compress(body, "anthropic").body or body)["messages"]
+    sent = forwarded(comp.compress(body, "anthropic"), body)
     small = result_text(body["messages"][2])
     assert settings.min_tokens < count_tokens(small) < settings.result_cap
     assert sent[2] == whole(body["messages"][2])
