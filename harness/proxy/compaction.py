@@ -7,8 +7,8 @@ Messages the conversation already forwarded keep their form (see
 * a pasted block over ``paste_cap`` (and ``min_tokens``) is cut to what the
   question points at;
 * a tool result stays whole (it is what the agent works with now), unless it
-  is over ``result_cap`` -- ``likely_cap`` for a read of a file the project
-  ranking says the question is probably about -- (then it is cut down to
+  is over ``result_cap`` -- ``likely_cap`` for a read of a file the question
+  names or the project ranking says it is probably about -- (then it is cut down to
   about that size around what the request and the tool call point at: those
   definitions with their neighbours, then the most relevant ones), or it repeats, verbatim, an
   earlier read that is still forwarded whole: then it becomes a one-line
@@ -283,12 +283,16 @@ class RequestPass:
         return out
 
     def _likely_file(self, p: PieceState) -> bool:
-        """Whether the project ranking says the file of result ``p`` probably holds what the
-        question needs (the chance that at least one of its definitions does)."""
+        """Whether the file of result ``p`` probably holds what the question needs: the question
+        names the file, or the project ranking gives it that chance (the chance that at least one
+        of its definitions does)."""
         if not self.s.likely_file:
             return False
+        question = self.question()
+        if self.matcher.names_file(question, p.path):
+            return True  # the user said which file: its read is the code the task is about
         miss = 1.0
-        for chance in self.matcher.file_chances(self.question(), p.path).values():
+        for chance in self.matcher.file_chances(question, p.path).values():
             miss *= 1.0 - chance
         return 1.0 - miss >= self.s.likely_file
 

@@ -84,8 +84,9 @@ class CompressionSettings:
     horizon_share: float = 0.5      # a step must pay back within this share of the turns so far ...
     horizon: int = 20               # ... and within this many more turns
     min_run_lines: int = 4          # unfenced pasted project code needs this many lines
-    likely_file: float = 0.3        # a new result whose file the project ranking gives this chance of holding
-    likely_cap: int = 32_000        # what the question needs is cut only past this size (likely_file 0: never)
+    likely_file: float = 0.3        # a new result whose file the question names, or the project ranking gives
+    #                                 this chance of holding what it needs (0: no result is so treated), ...
+    likely_cap: int = 32_000        # ... is cut only past this size
     unpad_gutter: bool = True       # numbered reads go without the padding before their line numbers
 
     @classmethod

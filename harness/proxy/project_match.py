@@ -68,6 +68,22 @@ class ProjectMatcher:
                 self._chances.popitem(last=False)
         return mine
 
+    def names_file(self, question: str, path: str) -> bool:
+        """Whether ``question`` writes out the file ``path`` (a tool or the user wrote it:
+        relative, absolute) by its path or its file name (``ser.rs`` names every ``ser.rs``)."""
+        if "." not in question or not path:
+            return False
+        try:
+            by_base = self._basenames(self.ws.graph)
+            files = self.resolve_path(path, by_base)
+        except (StoreError, RuntimeError):  # a refreshing graph or a busy index
+            return False
+        if len(files) != 1:
+            return False
+        base = files[0].rsplit("/", 1)[-1]
+        return any(files[0] in self.resolve_path(token, by_base)
+                   for token in PATHLIKE.findall(question[-4000:]) if token.rsplit("/", 1)[-1] == base)
+
     # -- candidates ---------------------------------------------------------------
 
     def candidate_files(self, text: str, hints: tuple[str, ...] = ()) -> list[str]:

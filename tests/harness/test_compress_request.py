@@ -524,6 +524,22 @@ def test_aggressive_keeps_a_read_of_the_file_the_question_is_probably_about(shop
         assert (orders_sent == unpad_gutter(orders)) is orders_whole
 
 
+def test_a_read_of_a_file_the_question_names_is_likely(shop_ws):
+    """A question that writes out a file's name ("... in orders.py") says where the task's code is,
+    whatever the ranking makes of its other words: the read of that file stays whole up to the
+    likely-file limit (the ranking's threshold is set out of its reach here), while the same read
+    is cut for the same question without the name, or naming another file."""
+    orders = cat_n(read(shop_ws, "shop/orders.py"), arrow=True)
+    for task, whole in (("the refund window is off by one day in orders.py", True),
+                        ("the refund window is off by one day for orders shipped at midnight", False),
+                        ("the refund window is off by one day in shipping.py", False)):
+        body = Agent(shop_ws, task).read("shop/orders.py")
+        settings = CompressionSettings.for_mode("aggressive", min_tokens=100, result_cap=200, likely_file=0.999)
+        sent = forwarded(Compressor(shop_ws, settings).compress(body, "anthropic"), body)[-1]["content"][0]["content"]
+        assert (sent == unpad_gutter(orders)) is whole
+        assert whole or "[memstrata:" in sent
+
+
 def test_safe_keeps_a_likely_read_over_the_whole_result_limit(shop_ws):
     """Safe keeps the current task's reads whole up to the whole-result limit; the read of a file the
     project ranking says the question is probably about stays whole up to the larger ``likely_cap``
