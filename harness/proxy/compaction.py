@@ -87,6 +87,18 @@ def real_text(text: str) -> str:
     return "\n".join(line for line in text.split("\n") if not _LABEL.match(line)).strip()
 
 
+QUESTION_HEAD = 500  # of QUESTION_CHARS
+
+
+def _gist(text: str, limit: int) -> str:
+    """A long message in ``limit`` characters: its opening says what it is about (a task's title,
+    a pull request's summary) and its end what it asks (instructions, notes or logs pasted before
+    the question), so both are kept and the middle goes."""
+    if len(text) <= limit:
+        return text
+    return text[:QUESTION_HEAD] + "\n" + text[-(limit - QUESTION_HEAD - 1):]
+
+
 class TokenCache:
     """cl100k counts of texts agents resend every turn: the process's one memo
     (:mod:`.token_counts`), shared with the ledger, which counts the same texts."""
@@ -231,8 +243,7 @@ class RequestPass:
                 here = find_in_user_text(slot, self.matcher, self.s.min_run_lines)
                 found.extend(here)
                 own.append(_without(slot.text, here))
-        # The tail: a long message (instructions, notes, logs) ends with what it asks.
-        said = real_text("\n".join(own))[-QUESTION_CHARS:]
+        said = _gist(real_text("\n".join(own)), QUESTION_CHARS)
         real = bool(re.search(r"\w", said))
         question = self.question(extra=said if real else "")
         pieces = [self._piece(f, msg, question) for f in found]

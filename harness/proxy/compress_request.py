@@ -18,7 +18,8 @@ The rules (docs/proxy.md, "Compression"):
    earlier task's, small) are compressed at compaction steps
    that pay under the provider's cache prices; a file read again turns one
    copy into a pointer to the other.  The question is the latest real user
-   text, harness boilerplate removed, else the task's first message.
+   text, harness boilerplate removed (of a long one, its opening and its
+   end), else the task's first message.
 4. Once a message was forwarded in some form, later requests forward it in
    that form, byte for byte (:mod:`.conversation`); forms change only
    at rare compaction steps (:mod:`.compaction`).  The client's

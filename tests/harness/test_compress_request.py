@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
-from memstrata.harness.proxy.compaction import matching_runs, real_text
+from memstrata.harness.proxy.compaction import QUESTION_CHARS, matching_runs, real_text
 from memstrata.harness.proxy.conversation import ConversationStore
 from memstrata.harness.proxy.gutter import unpad_gutter
 
@@ -538,6 +538,21 @@ def test_a_read_of_a_file_the_question_names_is_likely(shop_ws):
         sent = forwarded(Compressor(shop_ws, settings).compress(body, "anthropic"), body)[-1]["content"][0]["content"]
         assert (sent == unpad_gutter(orders)) is whole
         assert whole or "[memstrata:" in sent
+
+
+def test_a_long_request_keeps_its_opening_as_the_question(shop_ws):
+    """A long request (a pull request's description with its benchmark logs) says what it is about
+    at the start, not only at the end: the file its title names is still the likely file."""
+    log = "\n".join(f"BenchmarkRoute{k}-8   {1000 + k} ns/op   {k % 7} allocs/op" for k in range(200))
+    assert len(log) > 4 * QUESTION_CHARS
+    orders = cat_n(read(shop_ws, "shop/orders.py"), arrow=True)
+    for title, whole in (("perf: the refund window in orders.py allocates too much", True),
+                         ("perf: the refund window allocates too much", False)):
+        body = Agent(shop_ws, f"{title}\n\n{log}\n\nThe numbers are from a laptop, so expect noise.").read(
+            "shop/orders.py")
+        settings = CompressionSettings.for_mode("aggressive", min_tokens=100, result_cap=200, likely_file=0.999)
+        sent = forwarded(Compressor(shop_ws, settings).compress(body, "anthropic"), body)[-1]["content"][0]["content"]
+        assert (sent == unpad_gutter(orders)) is whole
 
 
 def test_safe_keeps_a_likely_read_over_the_whole_result_limit(shop_ws):
