@@ -19,6 +19,7 @@ another block sent along), or when cutting would save too little.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from .block_rank import Asked, looks_like_test, named_units, prepare, propagate, unit_chances, unit_scores
@@ -183,9 +184,13 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
 def _fill(outline: Outline, keep: set[int], used: float, budget: float) -> float:
     """Spend what is left of the budget on the units nearest (in the file) to the ones kept."""
     units = outline.units
-    order = [i for i, u in enumerate(units) if u.kind != "stmt"]
+    order = [i for i, u in enumerate(units) if u.kind != "stmt"]  # definitions, in file order
     position = {i: k for k, i in enumerate(order)}
-    kept = [position[i] for i in keep if i in position]
+    starts = [units[i].start for i in order]
+    # A kept statement (an import or an assignment the question's words match) is a place in the
+    # file too, between the definitions around it: a read whose only match is a few import lines
+    # would otherwise be cut to those lines and a marker for every definition.
+    kept = [position[i] if i in position else bisect.bisect_left(starts, units[i].start) - 0.5 for i in keep]
     if not kept:
         return used
     rest = sorted((i for i in order if i not in keep), key=lambda i: (min(abs(position[i] - k) for k in kept), i))
