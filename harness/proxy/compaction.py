@@ -260,7 +260,7 @@ class RequestPass:
             # lines of a partial Read) and what the agent said with it point into the result too.
             use = self._tool_use_record(f.tool_use_id)
             if use:
-                asked = (question + "\n" + use)[-QUESTION_CHARS:]
+                asked = _gist(question + "\n" + use, QUESTION_CHARS)
         p = PieceState(f.slot, f.start, f.end, f.kind, b.path, hash(text), (b.numbers[0], b.numbers[-1]),
                        self.tokens.count(text), f.tool_use_id, asked, language=b.language, is_test=b.is_test,
                        numbered=b.display != b.code)
@@ -759,7 +759,7 @@ class RequestPass:
             first = next((r.said for r in self.records if r.real_user), "")
             if first and first != latest:
                 latest = first + "\n" + latest
-        return latest[-QUESTION_CHARS:]
+        return _gist(latest, QUESTION_CHARS)
 
     def _tool_use(self, tool_use_id: str):
         for rec in reversed(self.records):

@@ -82,7 +82,7 @@ class ProjectMatcher:
             return False
         base = files[0].rsplit("/", 1)[-1]
         return any(files[0] in self.resolve_path(token, by_base)
-                   for token in PATHLIKE.findall(question[-4000:]) if token.rsplit("/", 1)[-1] == base)
+                   for token in PATHLIKE.findall(question) if token.rsplit("/", 1)[-1] == base)
 
     # -- candidates ---------------------------------------------------------------
 
