@@ -226,6 +226,8 @@ class Seeds:
     evidence: dict[str, float] = field(default_factory=dict)  # file or directory path -> boost
     lexical: list[str] = field(default_factory=list)  # full-text hits, best first (all of them)
     packages: list[str] = field(default_factory=list)  # package directories a commit scope names
+    # path_boost by file: asked for each of a question's candidates, which share few files
+    _boosts: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     def add_symbol(self, node: str, score: float) -> None:
         if score > self.symbols.get(node, 0.0):
@@ -238,20 +240,24 @@ class Seeds:
     def add_evidence(self, path: str, boost: float) -> None:
         if boost > self.evidence.get(path, 0.0):
             self.evidence[path] = boost
+            self._boosts.clear()
 
     def path_boost(self, path: str) -> float:
         """The multiplier for a node in file ``path``: the strongest evidence
         naming the file or one of its directories."""
         if not self.evidence:
             return 1.0
-        best = self.evidence.get(path, 0.0)
-        d = path
-        while "/" in d:
-            d = d.rsplit("/", 1)[0]
-            b = self.evidence.get(d + "/")
-            if b is not None and b > best:
-                best = b
-        return 1.0 + best
+        boost = self._boosts.get(path)
+        if boost is None:
+            best = self.evidence.get(path, 0.0)
+            d = path
+            while "/" in d:
+                d = d.rsplit("/", 1)[0]
+                b = self.evidence.get(d + "/")
+                if b is not None and b > best:
+                    best = b
+            boost = self._boosts[path] = 1.0 + best
+        return boost
 
     def personalization(self) -> dict[str, float]:
         """Starting mass of the ranking: explicit seeds first, fuzzy ones capped."""

@@ -266,15 +266,15 @@ def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: 
 
 
 def _best_symbols(scores: dict[str, float], n: int, keep) -> list[tuple[str, float]]:
-    """The ``n`` best-scored nodes passing ``keep``; the filter runs on a
-    generous top slice first, the rest only if that falls short.  (One sort
-    in C: cheaper than ``heapq.nlargest`` for a top slice this large, and
-    the same order, ties in the push's deterministic order.)"""
-    ordered = sorted(scores.items(), key=operator.itemgetter(1), reverse=True)
-    kept = [kv for kv in ordered[:n * 2] if keep(kv[0])]
-    if len(kept) < n:
-        kept += [kv for kv in ordered[n * 2:] if keep(kv[0])]
-    return kept[:n]
+    """The ``n`` best-scored nodes passing ``keep``, best first (ties in the
+    push's deterministic order), the filter run only as far as needed."""
+    kept = []
+    for kv in sorted(scores.items(), key=operator.itemgetter(1), reverse=True):
+        if keep(kv[0]):
+            kept.append(kv)
+            if len(kept) == n:
+                break
+    return kept
 
 
 MEMBER_RANK = 40  # a named class's members rank no lower than this place, as signatures
@@ -416,8 +416,9 @@ def _shown_inside(graph: GraphView, full: list[Unit]) -> list[str]:
     a function's closures): they are shown whole too."""
     out = []
     for u in full:
+        prefix = u.node + "."  # what is nested in it is named under it (checked before its lines)
         for n in graph.symbols_in_file(u.path):
-            if n != u.node and _is_inside(n, u, graph):
+            if n.startswith(prefix) and _is_inside(n, u, graph):
                 out.append(n)
     return out
 
