@@ -9,7 +9,8 @@ import textwrap
 import pytest
 
 from memstrata.compressor import context_query
-from memstrata.compressor.analyze import NameIndex, clean_query, find_seeds
+from memstrata.compressor.analyze import NameIndex, Seeds, clean_query, find_seeds
+from memstrata.compressor.slice import _best_symbols
 from memstrata.indexer.workspace import Workspace
 
 from ..conftest import indexed_workspace
@@ -385,3 +386,26 @@ def test_a_named_trait_method_names_its_impls(tmp_path):
         named = seeds(w, "Reject bad input in `Codec::decode`").named
         assert "src/text.rs::Utf8.decode" in named
         assert "src/base64.rs::Base64.decode" not in named  # the impl says which types implement it
+
+
+def test_a_path_boost_follows_evidence_added_after_it_was_asked_for():
+    """Path boosts are remembered per file for a question; evidence added later (a folder, then the
+    file itself) still counts."""
+    seeds = Seeds()
+    assert seeds.path_boost("pkg/sub/mod.py") == 1.0
+    seeds.add_evidence("pkg/", 0.5)
+    assert seeds.path_boost("pkg/sub/mod.py") == 1.5
+    seeds.add_evidence("pkg/sub/mod.py", 2.0)
+    assert seeds.path_boost("pkg/sub/mod.py") == 3.0
+    seeds.add_evidence("pkg/sub/", 1.0)  # weaker than the file's own: no change
+    assert seeds.path_boost("pkg/sub/mod.py") == 3.0 and seeds.path_boost("pkg/sub/other.py") == 2.0
+
+
+def test_the_best_scored_pool_is_the_sorted_filtered_top():
+    """The pool of best-scored nodes equals sorting every score (ties in the push's order) and
+    keeping the first ``n`` that pass the filter, however far down the filter has to go."""
+    scores = {f"m{k % 7}.py::f{k}": float(k % 13) for k in range(400)}
+    for n, keep in ((10, lambda node: True), (25, lambda node: node.startswith("m3")),
+                    (50, lambda node: node.endswith("7")), (500, lambda node: True)):
+        expected = [kv for kv in sorted(scores.items(), key=lambda kv: kv[1], reverse=True) if keep(kv[0])][:n]
+        assert _best_symbols(scores, n, keep) == expected
