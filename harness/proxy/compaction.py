@@ -70,6 +70,7 @@ from .request_blocks import (
 from .token_counts import TextCounts
 
 QUESTION_CHARS = 2000
+QUESTION_HEAD = 500  # of those, the opening of a long question (see _gist)
 SAID_CHARS = 4000
 MIN_QUESTION_TERMS = 3
 _BOILERPLATE = re.compile(
@@ -85,9 +86,6 @@ def real_text(text: str) -> str:
     and what is left of pasted blocks (empty fences, lines that only name a file)."""
     text = _CAVEAT.sub("", _BOILERPLATE.sub("", text))
     return "\n".join(line for line in text.split("\n") if not _LABEL.match(line)).strip()
-
-
-QUESTION_HEAD = 500  # of QUESTION_CHARS
 
 
 def _gist(text: str, limit: int) -> str:
