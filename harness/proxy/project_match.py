@@ -27,6 +27,14 @@ _DEFINES = re.compile(
 PATHLIKE = re.compile(r"[\w.\-/]*[\w\-]\.[A-Za-z0-9]{1,6}\b")
 MAX_CANDIDATES = 8
 MAX_ANCHOR_POSITIONS = 64
+# A request names a module by its name as a plain word: a commit scope ("fix(config): ..."), "the
+# css plugin", "the no-unused rule", "assets" for asset.ts.  Words keep their hyphens and
+# underscores, so a part of a longer name ("query-core", "__VITE_ASSET__") names nothing.
+_WORD = re.compile(r"[a-z0-9][a-z0-9_-]*[a-z0-9]")
+MIN_MODULE_NAME = 3
+# Names that say where code sits rather than what it does (a package's entry or barrel file):
+# "the main loop" or "index the files" is not about main.py or index.ts.
+_PLACE_NAMES = frozenset({"index", "mod", "lib", "main", "init", "setup"})
 
 
 class ProjectMatcher:
@@ -69,9 +77,10 @@ class ProjectMatcher:
         return mine
 
     def names_file(self, question: str, path: str) -> bool:
-        """Whether ``question`` writes out the file ``path`` (a tool or the user wrote it:
-        relative, absolute) by its path or its file name (``ser.rs`` names every ``ser.rs``)."""
-        if "." not in question or not path:
+        """Whether ``question`` names the file ``path`` (a tool or the user wrote it: relative,
+        absolute): by its path or its file name (``ser.rs`` names every ``ser.rs``), or by the
+        name of the module it is, as a word (see :func:`says_module`)."""
+        if not path:
             return False
         try:
             by_base = self._basenames(self.ws.graph)
@@ -81,8 +90,10 @@ class ProjectMatcher:
         if len(files) != 1:
             return False
         base = files[0].rsplit("/", 1)[-1]
-        return any(files[0] in self.resolve_path(token, by_base)
-                   for token in PATHLIKE.findall(question) if token.rsplit("/", 1)[-1] == base)
+        if says_module(question, base):
+            return True
+        return "." in question and any(files[0] in self.resolve_path(token, by_base)
+                                       for token in PATHLIKE.findall(question) if token.rsplit("/", 1)[-1] == base)
 
     # -- candidates ---------------------------------------------------------------
 
@@ -116,8 +127,12 @@ class ProjectMatcher:
         if token.startswith(root):
             token = token[len(root):]
         token = token.lstrip("./")
-        return [p for p in by_base.get(token.rsplit("/", 1)[-1], ()) if p == token or p.endswith("/" + token)
-                or token.endswith("/" + p)]
+        same_name = by_base.get(token.rsplit("/", 1)[-1], ())
+        if token in same_name:
+            # The path of an indexed file as it is: that file, not also every file whose path ends
+            # the same way (tests/lib/x.js beside lib/x.js, in a test tree that mirrors the source).
+            return [token]
+        return [p for p in same_name if p.endswith("/" + token) or token.endswith("/" + p)]
 
     def _basenames(self, graph) -> dict[str, list[str]]:
         files = graph.files()
@@ -215,3 +230,17 @@ class ProjectMatcher:
                     continue
             i += 1
         return out
+
+
+def says_module(question: str, base: str) -> bool:
+    """Whether ``question`` says the module name of the file called ``base`` as a word of its own,
+    in the singular or the plural (``assets`` for ``asset.ts``, ``error`` for ``errors.py``).  The
+    name is the file name without its last extension; one with a dot left (``vite.config.ts``)
+    or a place name (see ``_PLACE_NAMES``) is never said."""
+    stem = base.rsplit(".", 1)[0].lower()
+    if len(stem) < MIN_MODULE_NAME or stem in _PLACE_NAMES or not _WORD.fullmatch(stem):
+        return False
+    forms = {stem, stem + "s", stem + "es"}
+    if stem.endswith("s"):
+        forms.add(stem[:-1])
+    return any(word in forms for word in _WORD.findall(question.lower()))

@@ -525,14 +525,19 @@ def test_aggressive_keeps_a_read_of_the_file_the_question_is_probably_about(shop
 
 
 def test_a_read_of_a_file_the_question_names_is_likely(shop_ws):
-    """A question that writes out a file's name ("... in orders.py") says where the task's code is,
-    whatever the ranking makes of its other words: the read of that file stays whole up to the
-    likely-file limit (the ranking's threshold is set out of its reach here), while the same read
-    is cut for the same question without the name, or naming another file."""
+    """A question that writes out a file's name ("... in orders.py") or says its module's name as a
+    word (a commit scope, "the order ...") says where the task's code is, whatever the ranking makes
+    of its other words: the read of that file stays whole up to the likely-file limit (the ranking's
+    threshold is set out of its reach here), while the same read is cut for the same question
+    without the name, or naming another file."""
     orders = cat_n(read(shop_ws, "shop/orders.py"), arrow=True)
     for task, whole in (("the refund window is off by one day in orders.py", True),
-                        ("the refund window is off by one day for orders shipped at midnight", False),
-                        ("the refund window is off by one day in shipping.py", False)):
+                        ("fix(orders): the refund window is off by one day", True),
+                        ("the refund window of an order is off by one day", True),
+                        ("the refund window is off by one day for purchases shipped at midnight", False),
+                        ("the refund window is off by one day in shipping.py", False),
+                        ("fix(shipping): the refund window is off by one day", False),
+                        ("the refund window is off by one day in reorders_queue", False)):
         body = Agent(shop_ws, task).read("shop/orders.py")
         settings = CompressionSettings.for_mode("aggressive", min_tokens=100, result_cap=200, likely_file=0.999)
         sent = forwarded(Compressor(shop_ws, settings).compress(body, "anthropic"), body)[-1]["content"][0]["content"]

@@ -1,0 +1,56 @@
+"""Which words of a request name a module: its file name without the extension, said as a word."""
+
+import pytest
+
+from memstrata.harness.proxy.project_match import says_module
+
+
+@pytest.mark.parametrize("question, base", [
+    ("fix(config): close bundles when generation fails", "config.ts"),   # a commit scope
+    ("feat(css): minify style tags", "css.ts"),
+    ("use the new URL form for assets in JS", "asset.ts"),                # the plural of the name
+    ("the error raised on a closed stream", "errors.py"),                 # the singular of a plural name
+    ("make the no-unused rule skip catch parameters", "no-unused.js"),   # a hyphenated name, whole
+    ("The Router matches the wrong route", "router.go"),                  # any case
+])
+def test_a_word_that_is_the_module_name_names_the_file(question, base):
+    assert says_module(question, base)
+
+
+@pytest.mark.parametrize("question, base", [
+    ("fix(query-core): keep observer notifications stable", "query.ts"),  # part of a longer name
+    ("exclude the postfix from __VITE_ASSET__", "asset.ts"),              # part of an identifier
+    ("resolveConfig drops the root option", "config.ts"),                 # part of a CamelCase name
+    ("the main loop spins when idle", "main.py"),                         # a place name, not a topic
+    ("index the files in order", "index.ts"),
+    ("the vite config is read twice", "vite.config.ts"),                  # a name with a dot left
+    ("an io error on close", "io.rs"),                                    # too short to be a topic
+    ("the configs are merged twice", "configuration.py"),                 # another word
+])
+def test_other_words_name_no_file(question, base):
+    assert not says_module(question, base)
+
+
+def test_a_path_as_written_means_that_file_not_every_file_ending_like_it(tmp_path):
+    """A read's absolute path is one file, even where a test tree mirrors the source tree
+    (tests/lib/rules/x.js beside lib/rules/x.js): the ranking's chances and the file named by its
+    module name are asked of that file, where the suffix match left two and answered neither.  A
+    written path that is no indexed file's whole path still matches every file it ends."""
+    from memstrata.harness.proxy.project_match import ProjectMatcher
+    from memstrata.indexer.workspace import Workspace
+
+    for rel in ("lib/rules/no_unused.py", "tests/lib/rules/no_unused.py"):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("def create(context):\n    return {'checks': context}\n")
+    ws = Workspace.open(tmp_path)
+    try:
+        ws.index()
+        matcher = ProjectMatcher(ws)
+        assert matcher.resolve_path(str(tmp_path / "lib/rules/no_unused.py")) == ["lib/rules/no_unused.py"]
+        assert matcher.resolve_path("./tests/lib/rules/no_unused.py") == ["tests/lib/rules/no_unused.py"]
+        assert sorted(matcher.resolve_path("rules/no_unused.py")) == ["lib/rules/no_unused.py",
+                                                                      "tests/lib/rules/no_unused.py"]
+        assert matcher.names_file("fix(no_unused): skip catch parameters", str(tmp_path / "lib/rules/no_unused.py"))
+    finally:
+        ws.close()
