@@ -99,7 +99,7 @@ def build_outline(lines: list[str], language: str, path: str = "block") -> Outli
         parent = stack[-1][1] if stack else None
         if parent is None:
             top_level += 1
-        a = _with_leading_comments(lines, a, owner)
+        a = _with_leading_comments(lines, a, owner, parent)
         is_frame = i in has_members and s.kind not in CALLABLE
         unit = Unit("frame" if is_frame else "def", [(a, b)], s.name, s.qualname, parent)
         idx = len(units)
@@ -126,8 +126,21 @@ def build_outline(lines: list[str], language: str, path: str = "block") -> Outli
     return Outline(units, owner, top_level, members)
 
 
-def _with_leading_comments(lines: list[str], start: int, owner: list[int]) -> int:
-    while start > 0 and owner[start - 1] < 0 and lines[start - 1].strip() and _COMMENT.match(lines[start - 1]):
+def _with_leading_comments(lines: list[str], start: int, owner: list[int], frame: int | None = None) -> int:
+    """The first line of the comment right above line ``start`` (a doc comment, a note).
+
+    A member's comment is inside its class's frame, which owns those lines until then: it goes with
+    the member (also across one blank line, as some styles set a doc block apart), or every kept
+    member would bring the doc comments of all its siblings with the frame."""
+    mine = (-1,) if frame is None else (-1, frame)
+
+    def comment(ln: int) -> bool:
+        return ln >= 0 and owner[ln] in mine and bool(lines[ln].strip()) and bool(_COMMENT.match(lines[ln]))
+
+    if frame is not None and start > 1 and not lines[start - 1].strip() and owner[start - 1] in mine \
+            and comment(start - 2):
+        start -= 1
+    while comment(start - 1):
         start -= 1
     return start
 
