@@ -14,40 +14,49 @@ from memstrata.compressor.outline import build_outline
 METHODS = ["open", "close", "flush", "rewind", "truncate", "resize", "lock", "unlock"]
 
 
-def _typescript(blank: bool) -> list[str]:
-    lines = ["export class Journal {", "  private entries: string[] = [];", ""]
+def _members(doc, signature, statement, ret, close=()) -> list[str]:
+    """Every method of METHODS: its comment (``doc(name, k)``), its signature and a body of
+    seven lines (``statement(j, k)``, then ``ret`` of the sum)."""
+    lines = []
     for k, name in enumerate(METHODS):
-        lines += ["  /**", f"   * {name.title()} the journal: step {k} of its life, documented at length.",
-                  "   *", f"   * @param {{number}} limit - how far {name} may go", "   */"]
-        if blank:
-            lines.append("")
-        lines += [f"  {name}(limit: number): number {{"]
-        lines += [f"    const v{j} = this.entries.length * {k + j} + limit;" for j in range(6)]
-        lines += ["    return " + " + ".join(f"v{j}" for j in range(6)) + ";", "  }", ""]
+        lines += [*doc(name, k), signature(name)]
+        lines += [statement(j, k) for j in range(6)]
+        lines += [ret + " + ".join(f"v{j}" for j in range(6)) + (";" if close else ""), *close, ""]
+    return lines
+
+
+def _summary(name: str, k: int) -> str:
+    return f"{name.title()} the journal: step {k} of its life, documented at length."
+
+
+def _typescript(blank: bool) -> list[str]:
+    members = _members(
+        lambda name, k: ["  /**", f"   * {_summary(name, k)}", "   *",
+                         f"   * @param {{number}} limit - how far {name} may go", "   */", *([""] if blank else [])],
+        lambda name: f"  {name}(limit: number): number {{",
+        lambda j, k: f"    const v{j} = this.entries.length * {k + j} + limit;", "    return ", ["  }"])
     # a second top-level definition: a block holding one definition is never cut
-    return lines + ["}", "", "export function openJournal(): Journal {", "  return new Journal();", "}"]
+    return ["export class Journal {", "  private entries: string[] = [];", "", *members,
+            "}", "", "export function openJournal(): Journal {", "  return new Journal();", "}"]
 
 
 def _java() -> list[str]:
-    lines = ["public class Journal {", "    private final java.util.List<String> entries = new java.util.ArrayList<>();", ""]
-    for k, name in enumerate(METHODS):
-        lines += ["    /**", f"     * {name.title()} the journal: step {k} of its life, documented at length.",
-                  f"     * @param limit how far {name} may go", "     */"]
-        lines += [f"    public int {name}(int limit) {{"]
-        lines += [f"        int v{j} = entries.size() * {k + j} + limit;" for j in range(6)]
-        lines += ["        return " + " + ".join(f"v{j}" for j in range(6)) + ";", "    }", ""]
-    return lines + ["}", "", "class JournalIndex {", "    int size;", "}"]
+    members = _members(
+        lambda name, k: ["    /**", f"     * {_summary(name, k)}", f"     * @param limit how far {name} may go",
+                         "     */"],
+        lambda name: f"    public int {name}(int limit) {{",
+        lambda j, k: f"        int v{j} = entries.size() * {k + j} + limit;", "        return ", ["    }"])
+    return ["public class Journal {", "    private final java.util.List<String> entries = new java.util.ArrayList<>();",
+            "", *members, "}", "", "class JournalIndex {", "    int size;", "}"]
 
 
 def _python() -> list[str]:
-    lines = ["class Journal:", '    """Entries kept in order."""', ""]
-    for k, name in enumerate(METHODS):
-        lines += [f"    # {name.title()} the journal: step {k} of its life, documented at length.",
-                  f"    # Goes at most `limit` entries far when it has to {name}."]
-        lines += [f"    def {name}(self, limit):"]
-        lines += [f"        v{j} = len(self.entries) * {k + j} + limit" for j in range(6)]
-        lines += ["        return " + " + ".join(f"v{j}" for j in range(6)), ""]
-    return lines + ["", "def open_journal():", "    return Journal()"]
+    members = _members(
+        lambda name, k: [f"    # {_summary(name, k)}", f"    # Goes at most `limit` entries far when it has to {name}."],
+        lambda name: f"    def {name}(self, limit):",
+        lambda j, k: f"        v{j} = len(self.entries) * {k + j} + limit", "        return ")
+    return ["class Journal:", '    """Entries kept in order."""', "", *members, "", "def open_journal():",
+            "    return Journal()"]
 
 
 CASES = [("typescript", "store/journal.ts", _typescript(False)),
