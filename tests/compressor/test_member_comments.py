@@ -46,13 +46,13 @@ def _java() -> list[str]:
                          "     */"],
         lambda name: f"    public int {name}(int limit) {{",
         lambda j, k: f"        int v{j} = entries.size() * {k + j} + limit;", "        return ", ["    }"])
-    return ["public class Journal {", "    private final java.util.List<String> entries = new java.util.ArrayList<>();",
-            "", *members, "}", "", "class JournalIndex {", "    int size;", "}"]
+    field = "    private final java.util.List<String> entries = new java.util.ArrayList<>();"
+    return ["public class Journal {", field, "", *members, "}", "", "class JournalIndex {", "    int size;", "}"]
 
 
 def _python() -> list[str]:
     members = _members(
-        lambda name, k: [f"    # {_summary(name, k)}", f"    # Goes at most `limit` entries far when it has to {name}."],
+        lambda name, k: [f"    # {_summary(name, k)}", f"    # Goes at most `limit` entries far to {name}."],
         lambda name: f"    def {name}(self, limit):",
         lambda j, k: f"        v{j} = len(self.entries) * {k + j} + limit", "        return ")
     return ["class Journal:", '    """Entries kept in order."""', "", *members, "", "def open_journal():",
