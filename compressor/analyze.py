@@ -631,19 +631,45 @@ def _package_evidence(scope: str, names: NameIndex, seeds: Seeds) -> None:
     its directory name (`util: ...` -> `shop-util/`, `runtime-core: ...` ->
     `packages/runtime-core/`): directory evidence for the whole package, so
     the ranking, not the seeding, decides which of its files matter."""
-    parts = _package_parts(scope)
-    if not parts or scope.lower() in _COMMIT_TYPES or len("".join(parts)) < 3:
-        return
-    n = len(parts)
-    found = [d for dparts, d in names.packages.get(parts[0], ())
-             if any(dparts[i : i + n] == parts for i in range(len(dparts) - n + 1))]
-    if not found or sum(names.dir_files[d] for d in found) > DIR_MAX_SHARE * names.file_count:
-        return
+    found = _named_packages(scope, names, DIR_MAX_SHARE)
     boost = AREA_FACTOR * DIR_EVIDENCE * selectivity(len(found)) ** 2
     for d in found:
         seeds.add_evidence(d, boost)
         if d not in seeds.packages:
             seeds.packages.append(d)
+
+
+def _named_packages(scope: str, names: NameIndex, max_share: float) -> list[str]:
+    """The package directories a scope word names by part of their name; none when together
+    they hold more than ``max_share`` of the project's files."""
+    parts = _package_parts(scope)
+    if not parts or scope.lower() in _COMMIT_TYPES or len("".join(parts)) < 3:
+        return []
+    n = len(parts)
+    found = [d for dparts, d in names.packages.get(parts[0], ())
+             if any(dparts[i : i + n] == parts for i in range(len(dparts) - n + 1))]
+    if sum(names.dir_files[d] for d in found) > max_share * names.file_count:
+        return []
+    return found
+
+
+# A request's commit scope says which packages the task changes.  For the ranking a package
+# holding over DIR_MAX_SHARE of the files says too little to weigh its definitions; a read of one
+# of its files is still the task's own code, unless the package is most of the project.
+SCOPE_PACKAGE_MAX_SHARE = 0.5
+
+
+def scope_packages(query: str, names: NameIndex) -> list[str]:
+    """The package directories a request's leading commit scope names (``fix(codegen,http): ...``
+    -> ``crates/codegen/``, ``shop-http/``); empty when it has no scope or the scope names no
+    package."""
+    m = _AREA_PREFIX.match(clean_query(query))
+    if m is None:
+        return []
+    found: list[str] = []
+    for word in sorted({w for g in m.groups() if g for w in re.split(r"[\s,/.]+", g) if w}):
+        found += [d for d in _named_packages(word, names, SCOPE_PACKAGE_MAX_SHARE) if d not in found]
+    return found
 
 
 # A scope that names a file by the first words of its stem (`auth: ...` ->

@@ -16,9 +16,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from .analyze import validate
+from .analyze import scope_packages, validate
 from .errors import QueryError
-from .slice import rank_candidates, scored_candidates, target_probability
+from .slice import _name_index, rank_candidates, scored_candidates, target_probability
 
 MIN_CHANCE = 0.01  # below this a definition's chance says nothing a block's own ranking does not
 _CACHE_SIZE = 64
@@ -59,3 +59,9 @@ def symbol_chances(ws, question: str) -> dict[str, float]:
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return chances
+
+
+def named_packages(ws, question: str) -> list[str]:
+    """The package directories (``crates/x/``, ``packages/y/``) the question's commit scope names."""
+    with ws.lock:
+        return scope_packages(question, _name_index(ws.graph))

@@ -13,7 +13,7 @@ import re
 import threading
 from collections import OrderedDict
 
-from memstrata.compressor.chances import symbol_chances
+from memstrata.compressor.chances import named_packages, symbol_chances
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
@@ -91,6 +91,8 @@ class ProjectMatcher:
             return False
         base = files[0].rsplit("/", 1)[-1]
         if says_module(question, base):
+            return True
+        if any(files[0].startswith(d) for d in named_packages(self.ws, question)):
             return True
         return "." in question and any(files[0] in self.resolve_path(token, by_base)
                                        for token in PATHLIKE.findall(question) if token.rsplit("/", 1)[-1] == base)

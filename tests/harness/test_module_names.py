@@ -54,3 +54,30 @@ def test_a_path_as_written_means_that_file_not_every_file_ending_like_it(tmp_pat
         assert matcher.names_file("fix(no_unused): skip catch parameters", str(tmp_path / "lib/rules/no_unused.py"))
     finally:
         ws.close()
+
+
+def test_a_commit_scope_that_names_a_package_names_its_files(tmp_path):
+    """``chore(codegen,http): ...`` says which crates of a workspace the task changes, as a file
+    name said as a word says which module: a read of any file of those packages is a likely
+    file, also of a package holding a large share of the project's files (two of five here).
+    Another package's file, or a request without a scope, names none of them."""
+    from memstrata.harness.proxy.project_match import ProjectMatcher
+    from memstrata.indexer.workspace import Workspace
+
+    for rel in ("shop-http/src/h1/dispatch.rs", "shop-http/src/h1/codec.rs", "shop-codegen/src/route.rs", "shop-files/src/named.rs",
+                "shop-web/src/app.rs"):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("pub fn run(limit: usize) -> usize {\n    limit + 1\n}\n")
+    ws = Workspace.open(tmp_path)
+    try:
+        ws.index()
+        matcher = ProjectMatcher(ws)
+        question = "chore(codegen,http): address lint warnings"
+        assert matcher.names_file(question, str(tmp_path / "shop-http/src/h1/dispatch.rs"))
+        assert matcher.names_file(question, "shop-codegen/src/route.rs")
+        assert not matcher.names_file(question, "shop-files/src/named.rs")
+        assert not matcher.names_file("address lint warnings in http and codegen", "shop-codegen/src/route.rs")
+        assert not matcher.names_file("fix: address lint warnings", "shop-http/src/h1/dispatch.rs")
+    finally:
+        ws.close()
