@@ -78,8 +78,9 @@ class ProjectMatcher:
 
     def names_file(self, question: str, path: str) -> bool:
         """Whether ``question`` names the file ``path`` (a tool or the user wrote it: relative,
-        absolute): by its path or its file name (``ser.rs`` names every ``ser.rs``), or by the
-        name of the module it is, as a word (see :func:`says_module`)."""
+        absolute): by its path or its file name (``ser.rs`` names every ``ser.rs``), by the name
+        of the module it is, as a word (see :func:`says_module`), or by its package, in a commit
+        scope (``fix(codegen,http): ...``, see :func:`compressor.analyze.scope_packages`)."""
         if not path:
             return False
         try:
@@ -92,7 +93,11 @@ class ProjectMatcher:
         base = files[0].rsplit("/", 1)[-1]
         if says_module(question, base):
             return True
-        if any(files[0].startswith(d) for d in named_packages(self.ws, question)):
+        try:
+            packages = named_packages(self.ws, question)
+        except (StoreError, RuntimeError):  # a refreshing graph or a busy index
+            packages = []
+        if any(files[0].startswith(d) for d in packages):
             return True
         return "." in question and any(files[0] in self.resolve_path(token, by_base)
                                        for token in PATHLIKE.findall(question) if token.rsplit("/", 1)[-1] == base)

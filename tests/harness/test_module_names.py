@@ -1,5 +1,7 @@
 """Which words of a request name a module: its file name without the extension, said as a word."""
 
+from contextlib import contextmanager
+
 import pytest
 
 from memstrata.harness.proxy.project_match import says_module
@@ -36,24 +38,13 @@ def test_a_path_as_written_means_that_file_not_every_file_ending_like_it(tmp_pat
     (tests/lib/rules/x.js beside lib/rules/x.js): the ranking's chances and the file named by its
     module name are asked of that file, where the suffix match left two and answered neither.  A
     written path that is no indexed file's whole path still matches every file it ends."""
-    from memstrata.harness.proxy.project_match import ProjectMatcher
-    from memstrata.indexer.workspace import Workspace
-
-    for rel in ("lib/rules/no_unused.py", "tests/lib/rules/no_unused.py"):
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("def create(context):\n    return {'checks': context}\n")
-    ws = Workspace.open(tmp_path)
-    try:
-        ws.index()
-        matcher = ProjectMatcher(ws)
+    with _matcher(tmp_path, ("lib/rules/no_unused.py", "tests/lib/rules/no_unused.py"),
+                  "def create(context):\n    return {'checks': context}\n") as matcher:
         assert matcher.resolve_path(str(tmp_path / "lib/rules/no_unused.py")) == ["lib/rules/no_unused.py"]
         assert matcher.resolve_path("./tests/lib/rules/no_unused.py") == ["tests/lib/rules/no_unused.py"]
         assert sorted(matcher.resolve_path("rules/no_unused.py")) == ["lib/rules/no_unused.py",
                                                                       "tests/lib/rules/no_unused.py"]
         assert matcher.names_file("fix(no_unused): skip catch parameters", str(tmp_path / "lib/rules/no_unused.py"))
-    finally:
-        ws.close()
 
 
 def test_a_commit_scope_that_names_a_package_names_its_files(tmp_path):
@@ -61,23 +52,30 @@ def test_a_commit_scope_that_names_a_package_names_its_files(tmp_path):
     name said as a word says which module: a read of any file of those packages is a likely
     file, also of a package holding a large share of the project's files (two of five here).
     Another package's file, or a request without a scope, names none of them."""
-    from memstrata.harness.proxy.project_match import ProjectMatcher
-    from memstrata.indexer.workspace import Workspace
-
-    for rel in ("shop-http/src/h1/dispatch.rs", "shop-http/src/h1/codec.rs", "shop-codegen/src/route.rs", "shop-files/src/named.rs",
-                "shop-web/src/app.rs"):
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("pub fn run(limit: usize) -> usize {\n    limit + 1\n}\n")
-    ws = Workspace.open(tmp_path)
-    try:
-        ws.index()
-        matcher = ProjectMatcher(ws)
+    files = ("shop-http/src/h1/dispatch.rs", "shop-http/src/h1/codec.rs", "shop-codegen/src/route.rs",
+             "shop-files/src/named.rs", "shop-web/src/app.rs")
+    with _matcher(tmp_path, files, "pub fn run(limit: usize) -> usize {\n    limit + 1\n}\n") as matcher:
         question = "chore(codegen,http): address lint warnings"
         assert matcher.names_file(question, str(tmp_path / "shop-http/src/h1/dispatch.rs"))
         assert matcher.names_file(question, "shop-codegen/src/route.rs")
         assert not matcher.names_file(question, "shop-files/src/named.rs")
         assert not matcher.names_file("address lint warnings in http and codegen", "shop-codegen/src/route.rs")
         assert not matcher.names_file("fix: address lint warnings", "shop-http/src/h1/dispatch.rs")
+
+
+@contextmanager
+def _matcher(root, files, text):
+    """A ProjectMatcher over an indexed project of ``files``, each holding ``text``."""
+    from memstrata.harness.proxy.project_match import ProjectMatcher
+    from memstrata.indexer.workspace import Workspace
+
+    for rel in files:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    ws = Workspace.open(root)
+    try:
+        ws.index()
+        yield ProjectMatcher(ws)
     finally:
         ws.close()
