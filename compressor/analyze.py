@@ -399,6 +399,15 @@ def names_not_defined(query: str, graph: GraphView) -> list[str]:
     return out
 
 
+def has_other_words(query: str, names: list[str]) -> bool:
+    """Whether ``query`` says anything besides ``names`` (as :func:`names_not_defined` spells
+    them): a word that is not a function word of a question or request."""
+    rest = query
+    for name in names:
+        rest = rest.replace(name, " ")
+    return any(w.lower() not in _STOP for w in _WORD.findall(rest) if len(w) > 1)
+
+
 def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_tests: bool,
                relaxed: bool = False) -> Seeds:
     """What the question points at in the project.  ``relaxed``: the fallback for a question none

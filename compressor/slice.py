@@ -18,7 +18,8 @@ from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
 from .analyze import (
-    BASE_WEIGHTS, NameIndex, find_seeds, intent_of, names_in_tests_only, names_not_defined, validate,
+    BASE_WEIGHTS, NameIndex, find_seeds, has_other_words, intent_of, names_in_tests_only, names_not_defined,
+    validate,
 )
 from .rank import personalized_rank
 from .render import (
@@ -197,8 +198,11 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
             notes.append(_names_note(in_tests, "defined in test code only: ask again with include_tests "
                                                "(--include-tests) to see it"))
         if missing := names_not_defined(query, graph):
-            notes.append(_names_note(missing, "not defined in this project: shown is the code closest to the "
-                                              "rest of the question"))
+            # A question that is only such a name is answered from the words it is made of (a
+            # misspelling or a renamed function shares most of them).
+            closest = ("the rest of the question" if has_other_words(query, missing)
+                       else "the words of its name" if len(missing) == 1 else "the words of their names")
+            notes.append(_names_note(missing, f"not defined in this project: shown is the code closest to {closest}"))
         if ranking is None:
             # A question of everyday words only ("Fix flaky test") names nothing; the plain
             # full-text matches of those words are still a better answer than none.

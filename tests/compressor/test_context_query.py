@@ -288,3 +288,9 @@ def test_a_name_the_project_does_not_define_is_said_so(ws):
     r = context_query(ws, "why does `hash_pasword()` fail in os.path.join", max_tokens=2000)
     assert "hash_pasword, os.path.join are not defined in this project: shown is the code closest to the " \
            "rest of the question" in r.notes, r.notes
+    # A question that is only such a name has no rest: what is shown is closest to its name's words.
+    r = context_query(ws, "`hash_pasword`", max_tokens=2000)
+    assert "hash_pasword is not defined in this project: shown is the code closest to the words of its " \
+           "name" in r.notes, r.notes
+    r = context_query(ws, "how does hash_pasword work?", max_tokens=2000)
+    assert any("closest to the words of its name" in n for n in r.notes), r.notes
