@@ -70,6 +70,12 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
     if len(extra) == 1 and not extra[0].startswith("-") and getattr(args, "path", "") is None:
         args.path = extra[0]
     elif extra:
+        words = [w for w in extra if not w.startswith("-")]
+        if isinstance(getattr(args, "query", None), str) and words and getattr(args, "path", None):
+            # ``memstrata query how does it work``: the shell split a question argparse takes word by word.
+            question = " ".join([args.query, args.path, *words])
+            parser.error(f"unrecognized arguments: {' '.join(extra)} (a question of several words goes in "
+                         f"quotes: memstrata query \"{question}\")")
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return args
 

@@ -32,6 +32,20 @@ def test_every_command_takes_a_path_and_project_wins(command):
     assert project_of(parse(parser, [command, *extra])) is None
 
 
+def test_an_unquoted_question_is_told_to_go_in_quotes(capsys):
+    """The shell splits ``memstrata query how does it work`` into words; argparse takes the first
+    as the question and the second as the folder.  The error says how to ask it."""
+    with pytest.raises(SystemExit) as exc:
+        parse(build_parser(), ["query", "how", "does", "typer", "work", "--json"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert 'unrecognized arguments: typer work (a question of several words goes in quotes: ' \
+           'memstrata query "how does typer work")' in err
+    with pytest.raises(SystemExit):  # an unknown option alone gets no such hint
+        parse(build_parser(), ["query", "login", "--bogus"])
+    assert "quotes" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", sorted(PROJECT_COMMANDS) + ["config"])
 def test_every_command_help_has_a_description(run_cli, command):
     out = run_cli(command, "--help").stdout
