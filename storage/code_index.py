@@ -371,6 +371,14 @@ def syntax_error_files(store: Store, limit: int | None = 5) -> list[tuple[str, s
         (1 << 62 if limit is None else limit,))]  # a number both SQLite and PostgreSQL take
 
 
+def syntax_error_of(store: Store, path: str) -> str | None:
+    """The parser's account of ``path``'s syntax errors ("" when it gave none); None when the file
+    parsed cleanly or is not indexed."""
+    for (error,) in store.execute("SELECT error FROM files WHERE path = ? AND status = 'syntax_error'", (path,)):
+        return error or ""
+    return None
+
+
 def status_counts(store: Store) -> dict[str, int]:
     rows = store.execute("SELECT status, count(*) FROM files GROUP BY status")
     return {s: n for s, n in rows}

@@ -159,7 +159,20 @@ def _outline(ws, args) -> int:
         n = out["deeper"]
         print(f"-- and {n} definition{'s' if n != 1 else ''} nested deeper than --depth {args.depth}: "
               f"not listed (raise --depth to see them)", file=sys.stderr)
+    _say_syntax_errors(ws, out["path"])
     return 0
+
+
+def _say_syntax_errors(ws, path: str) -> None:
+    """A file indexed with syntax errors is indexed as far as it parses: its outline may miss the
+    definitions the error hides, and the reader should know why (as ``status`` says)."""
+    from memstrata.storage import code_index as ci
+
+    with ws.store.read():
+        error = ci.syntax_error_of(ws.store, path)
+    if error is not None:
+        print(f"-- {path} has syntax errors{f' ({error})' if error else ''}: indexed as far as it parses, "
+              "so definitions the errors hide are not listed", file=sys.stderr)
 
 
 # Answered by the project's resident query process when one runs

@@ -92,6 +92,23 @@ def test_outline(project: Path):
                                       "(raise --depth to see them)")
 
 
+def test_the_outline_of_a_file_with_syntax_errors_says_so(tmp_path: Path):
+    """Indexed as far as it parses, such a file's outline can miss definitions; the outline says
+    why, as ``status`` does, and a clean file's says nothing."""
+    root = tmp_path / "broken_project"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "broken.py").write_text("def good_before():\n    return 1\n\n\ndef half(:\n    pass\n")
+    (root / "pkg" / "clean.py").write_text("def fine():\n    return 2\n")
+    assert memstrata("index", cwd=root).returncode == 0
+    r = memstrata("outline", "pkg/broken.py", cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert "good_before" in r.stdout
+    assert "-- pkg/broken.py has syntax errors" in r.stderr
+    assert "indexed as far as it parses, so definitions the errors hide are not listed" in r.stderr
+    clean = memstrata("outline", "pkg/clean.py", cwd=root)
+    assert clean.returncode == 0 and clean.stderr == ""
+
+
 @pytest.mark.parametrize("args, message", [
     (("symbol", "logn"), "memstrata: no symbol matches 'logn'; did you mean login?"),
     (("symbol", ""), "memstrata: name is empty: give a symbol name such as 'AuthService.login', "
