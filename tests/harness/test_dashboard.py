@@ -259,6 +259,35 @@ def test_large_figures_fit_the_axis_and_the_legend_names_only_models_that_moved(
         driver.quit()
 
 
+def test_the_axis_labels_read_as_the_figures_they_mark(serve):
+    """A day that saved 266,000 tokens stands under an axis whose top label is at least that:
+    thousands are written with k, millions with M (the k labels once divided by ten thousand).
+    A stream the upstream cut off after its 200 says so in the last requests."""
+    common = dict(endpoint="openai.chat", provider="openai", model="gpt-4o", compressed=True, output_tokens=10,
+                  cache_read_tokens=0, cache_write_tokens=0, cf_cache_read_tokens=0, cf_cache_write_tokens=0,
+                  status=200)
+    with Store(serve.project / ".memstrata" / "index.db") as store:
+        ledger.record(store, [
+            LedgerEntry(time=time.time() - 86400, tokens_original=300_000, tokens_forwarded=34_000,
+                        input_tokens=34_000, cf_input_tokens=300_000, **common),
+            LedgerEntry(time=time.time(), tokens_original=900, tokens_forwarded=900, input_tokens=900,
+                        cf_input_tokens=900, error="dropped", **common)])
+    driver = browser()
+    try:
+        driver.get(serve.url + "/")
+        wait_for(driver, "return Number(document.body.dataset.loaded || 0) >= 1", message="the first refresh")
+        driver.find_element("id", "show-tokens").click()
+        labels = driver.execute_script("return [...document.querySelectorAll('#chart text')].map((t) => t.textContent);")
+        scale = {"k": 1e3, "M": 1e6, "G": 1e9}
+        values = [float(t.rstrip("kMG").replace(",", "")) * scale.get(t[-1], 1) for t in labels
+                  if re.fullmatch(r"-?[\d,.]+[kMG]?", t)]
+        assert values and max(values) >= 266_000, labels
+        assert max(values) <= 1_000_000, labels   # the axis fits the figure, not ten times it
+        assert snapshot(driver)["tables"]["recent"][0][5] == "200 dropped"
+    finally:
+        driver.quit()
+
+
 def test_dashboard_is_one_local_page_behind_the_guard(serve):
     r = httpx.get(serve.url + "/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
