@@ -53,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"OpenAI-compatible base URL to forward to (default: providers.json base_url of "
                    f"--openai-provider, else {DEFAULT_OPENAI_BASE}); e.g. http://127.0.0.1:11434/v1 for Ollama")
     p.add_argument("--anthropic-upstream", type=argtypes.http_url, default=None, metavar="URL",
-                   help=f"Anthropic base URL to forward to (default {DEFAULT_ANTHROPIC_BASE})")
+                   help=f"Anthropic base URL to forward to (default: providers.json base_url of "
+                   f"--anthropic-provider, else {DEFAULT_ANTHROPIC_BASE})")
     p.add_argument("--openai-provider", default="openai", metavar="NAME",
                    help="providers.json entry whose rates price /v1 traffic (default openai; e.g. ollama)")
     p.add_argument("--anthropic-provider", default="anthropic", metavar="NAME",
@@ -74,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget-cap", type=argtypes.positive_int, default=None, metavar="N",
                    help="... and at most this many tokens of it (default 6000)")
     p.add_argument("--min-tokens", type=argtypes.positive_int, default=None, metavar="N",
-                   help="pasted blocks and tool results smaller than this are never touched (default 1500)")
+                   help="pasted blocks and tool results smaller than this are never cut (default 1500); a "
+                   "numbered read of any size still goes without the padding before its line numbers")
     p.add_argument("--read-timeout", type=argtypes.positive, default=600.0, metavar="SECONDS",
                    help="longest wait for the upstream's next bytes (default 600)")
     p.add_argument("--connect-timeout", type=argtypes.positive, default=10.0, metavar="SECONDS",

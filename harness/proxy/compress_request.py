@@ -9,7 +9,8 @@ The rules (docs/proxy.md, "Compression"):
    with their class frames and the imports they use; every other run of
    lines becomes one marker line naming the path and line range.  Nothing
    from other files is put in.
-2. Blocks under ``min_tokens`` and single definitions are never touched.
+2. Blocks under ``min_tokens`` and single definitions are never cut (a numbered read still
+   goes without its line numbers' padding, :mod:`.gutter`).
 3. In agent conversations the unit is the tool result: the latest
    ``keep_tool_uses`` results (until the next task's first tool call) and
    the current task's latest ``keep_task_tool_uses`` stay whole (one over
@@ -70,7 +71,7 @@ MAX_BASE_BYTES = 8_000_000
 @dataclass(frozen=True)
 class CompressionSettings:
     mode: str = "safe"
-    min_tokens: int = 1500          # rule 2: blocks under this are never touched
+    min_tokens: int = 1500          # rule 2: blocks under this are never cut
     paste_cap: int = 10_000         # a pasted block over this is compressed when it arrives (oversized)
     result_cap: int = SAFE_RESULT_CAP  # a newer tool result over this (16,000) is cut down to about this size
     budget_ratio: float = 0.5       # definitions that rank (beyond the named ones) may fill this share of a block
