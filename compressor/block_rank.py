@@ -120,11 +120,19 @@ def named_units(outline: Outline, asked: Asked) -> dict[int, bool]:
     for i, u in enumerate(outline.units):
         if u.kind == "stmt" or not u.name:
             continue
-        if u.qualname in asked.code_names or u.name in asked.code_names:
+        if u.qualname in asked.code_names or u.name in asked.code_names or (u.name in asked.words
+                                                                            and _in_capitals(u.name)):
             out[i] = True
         elif u.name in asked.words and _plain_name(u):
             out[i] = False
     return out
+
+
+def _in_capitals(name: str) -> bool:
+    """A name of capitals (``EMA``, ``URL``, ``LRU2``): a request that writes it exactly so, even
+    as a plain word ("the EMA class"), writes the name as the code does.  Too short for a plain
+    word's rule, and no English word is spelled so."""
+    return len(name) >= 2 and name.isupper() and name.isalnum()
 
 
 def unit_scores(outline: Outline, asked: Asked, path: str = "") -> list[float]:
