@@ -247,8 +247,13 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
 
     @app.exception_handler(404)
     async def not_found(request: Request, exc) -> Response:
-        return JSONResponse(error_body(api_for_path(request.url.path), 404, f"no such endpoint: {request.url.path}"),
-                            status_code=404)
+        path = request.url.path
+        message = f"no such endpoint: {path}"
+        if path.strip("/").split("/", 1)[0] in _OPENAI_ROOTS:
+            # An OpenAI client given the proxy's root as its base URL: its paths lack the /v1.
+            host = request.headers.get("host", "127.0.0.1:8080")
+            message += f" (OpenAI requests go to /v1: OPENAI_BASE_URL=http://{host}/v1)"
+        return JSONResponse(error_body(api_for_path(path), 404, message), status_code=404)
 
     @app.exception_handler(405)
     async def not_allowed(request: Request, exc) -> Response:
@@ -278,6 +283,8 @@ def _build_mcp(ws, harness: Harness, extra_hosts: Iterable[str]):
     return MCPHttp(build_server(ws, savings=savings), extra_hosts=[h for h in extra_hosts])
 
 
+# The first part of OpenAI's endpoint paths, asked of the root by a client whose base URL lacks /v1.
+_OPENAI_ROOTS = frozenset({"chat", "responses", "completions", "embeddings", "models", "moderations"})
 _WINDOW_FIELDS = (
     "requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded", "tokens_saved",
     "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "compactions",

@@ -679,3 +679,17 @@ def test_an_anthropic_client_given_the_root_url_is_told_the_route_and_its_key_go
         with pytest.raises(anthropic.NotFoundError):
             call()
     assert fresh.received == []  # nothing forwarded to the OpenAI upstream
+
+
+def test_an_openai_client_given_the_root_url_is_told_the_v1_route(proxy, fresh):
+    client = openai.OpenAI(base_url=proxy.url, api_key=SENTINEL, max_retries=0)
+    with pytest.raises(openai.NotFoundError) as info:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    assert "/v1" in str(info.value) and "OPENAI_BASE_URL" in str(info.value)
+    assert SENTINEL not in str(info.value)
+    with pytest.raises(openai.NotFoundError) as info:
+        client.responses.create(model="gpt-4o", input="hi")
+    assert "OPENAI_BASE_URL" in str(info.value)
+    r = httpx.post(proxy.url + "/elsewhere", json={})
+    assert r.status_code == 404 and "OPENAI_BASE_URL" not in r.text   # no hint where none applies
+    assert fresh.received == []
