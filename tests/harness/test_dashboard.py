@@ -277,7 +277,8 @@ def test_the_axis_labels_read_as_the_figures_they_mark(serve):
         driver.get(serve.url + "/")
         wait_for(driver, "return Number(document.body.dataset.loaded || 0) >= 1", message="the first refresh")
         driver.find_element("id", "show-tokens").click()
-        labels = driver.execute_script("return [...document.querySelectorAll('#chart text')].map((t) => t.textContent);")
+        labels = driver.execute_script(
+            "return [...document.querySelectorAll('#chart text')].map((t) => t.textContent);")
         scale = {"k": 1e3, "M": 1e6, "G": 1e9}
         values = [float(t.rstrip("kMG").replace(",", "")) * scale.get(t[-1], 1) for t in labels
                   if re.fullmatch(r"-?[\d,.]+[kMG]?", t)]
