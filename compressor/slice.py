@@ -403,6 +403,13 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
         notes.append(f"max_tokens={budget} is too small for any matching code")
     full = [u.node for u in units if u.mode == FULL]
     inside = _shown_inside(graph, [u for u in units if u.mode == FULL])
+    if named and units and named.isdisjoint([u.node for u in units] + inside):
+        # What did fit is only code near a name the question wrote: say so, or a reader takes a
+        # neighbour's constant for the answer.
+        left_out = list(dict.fromkeys(n.split("::", 1)[-1] for n in sorted(named)))
+        notes.append(f"max_tokens={budget} is too small for {', '.join(left_out[:3])}"
+                     f"{f' and {len(left_out) - 3} more' if len(left_out) > 3 else ''}, which the question "
+                     "names: shown is what fits")
     return ContextSlice(
         context=context,
         tokens=tokens,

@@ -276,6 +276,17 @@ def test_a_batch_written_before_the_graph_takes_it_is_answered_in_step(tmp_path)
         assert "step_0" not in r.context
 
 
+def test_a_budget_too_small_for_the_named_code_says_so(ws):
+    """At a budget the named method does not fit in, what fits is a neighbour: the note says the
+    named one was left out, so nobody takes the neighbour for the answer."""
+    r = context_query(ws, "AuthService.login", max_tokens=40)
+    assert "app/auth/service.py::AuthService.login" not in r.symbols and r.symbols
+    assert "max_tokens=40 is too small for AuthService.login, which the question names: shown is what fits" \
+        in r.notes, r.notes
+    r = context_query(ws, "AuthService.login", max_tokens=2000)
+    assert not any("too small" in n for n in r.notes), r.notes
+
+
 def test_a_name_the_project_does_not_define_is_said_so(ws):
     r = context_query(ws, "how does ZebraQuuxHandler hash passwords", max_tokens=2000)
     assert "ZebraQuuxHandler is not defined in this project: shown is the code closest to the rest of the " \
