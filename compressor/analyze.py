@@ -594,14 +594,18 @@ _COMMIT_TYPES = frozenset("""feat fix chore docs doc ci build perf refactor styl
     bump wip misc""".split())
 
 
+def _area_words(text: str) -> set[str]:
+    """The words of the area a request's leading commit scope names (``fix(codegen,http): ...`` ->
+    ``codegen``, ``http``; ``[io/net] ...`` -> ``io``, ``net``); empty without one."""
+    m = _AREA_PREFIX.match(text)
+    return {w for g in m.groups() if g for w in re.split(r"[\s,/.]+", g) if w} if m else set()
+
+
 def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:
     candidates = {m.group(0) for m in _HYPHENATED.finditer(text)}
     candidates |= {w for w in _WORD.findall(text) if len(w) >= 2 and w.lower() not in _STOP_FOR_PATHS}
-    area: set[str] = set()
-    m = _AREA_PREFIX.match(text)
-    if m:
-        area = {w for g in m.groups() if g for w in re.split(r"[\s,/.]+", g) if w}
-        candidates |= area
+    area = _area_words(text)
+    candidates |= area
     for word in sorted(area):
         _package_evidence(word, names, seeds)
         _stem_part_evidence(word, names, seeds, include_tests, tests)
@@ -672,11 +676,8 @@ def scope_packages(query: str, names: NameIndex) -> list[str]:
     """The package directories a request's leading commit scope names (``fix(codegen,http): ...``
     -> ``crates/codegen/``, ``shop-http/``); empty when it has no scope or the scope names no
     package."""
-    m = _AREA_PREFIX.match(clean_query(query))
-    if m is None:
-        return []
     found: list[str] = []
-    for word in sorted({w for g in m.groups() if g for w in re.split(r"[\s,/.]+", g) if w}):
+    for word in sorted(_area_words(clean_query(query))):
         found += [d for d in _named_packages(word, names, SCOPE_PACKAGE_MAX_SHARE) if d not in found]
     return found
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 
 from .analyze import scope_packages, validate
 from .errors import QueryError
-from .slice import _name_index, rank_candidates, scored_candidates, target_probability
+from .slice import name_index, rank_candidates, scored_candidates, target_probability
 
 MIN_CHANCE = 0.01  # below this a definition's chance says nothing a block's own ranking does not
 _CACHE_SIZE = 64
@@ -64,4 +64,4 @@ def symbol_chances(ws, question: str) -> dict[str, float]:
 def named_packages(ws, question: str) -> list[str]:
     """The package directories (``crates/x/``, ``packages/y/``) the question's commit scope names."""
     with ws.lock:
-        return scope_packages(question, _name_index(ws.graph))
+        return scope_packages(question, name_index(ws.graph))

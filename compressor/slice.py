@@ -94,7 +94,8 @@ _name_indexes: dict[int, tuple[int, NameIndex]] = {}
 _file_tokens: dict[tuple[str, int], int] = {}
 
 
-def _name_index(graph: GraphView) -> NameIndex:
+def name_index(graph: GraphView) -> NameIndex:
+    """The graph's :class:`NameIndex`, built once per graph version."""
     with _caches_lock:
         hit = _name_indexes.get(id(graph))
         if hit is not None and hit[0] == graph.version:
@@ -225,7 +226,7 @@ def rank_candidates(ws: Workspace, graph: GraphView, query: str, include_tests: 
                     relaxed: bool = False) -> Ranking | None:
     """Seeds, ranking and the evidence behind it for a validated ``query``;
     None when nothing in the project matches it (``relaxed``: see :func:`find_seeds`)."""
-    names = _name_index(graph)
+    names = name_index(graph)
     intent = intent_of(query)
 
     def allowed(node: str) -> bool:
