@@ -585,9 +585,12 @@ def _term_counts(graph: GraphView) -> dict[str, int]:
 
 
 # "sync: ...", "feat(parser): ...", "time, sync: ...", "[io] ...": the area a
-# message is about, named by the convention of many projects' histories.
-_AREA_PREFIX = re.compile(r"^\s*(?:([\w\-/.]+(?:\s*,\s*[\w\-/.]+)*)(?:\(([\w\-/., ]+)\))?!?:\s"
-                          r"|\[([\w\-/., ]+)\]\s)")
+# message is about, named by the convention of many projects' histories.  A
+# scope may list several packages of a monorepo with a shell's brace list
+# ("fix({react,vue}-query): ..." is react-query and vue-query).
+_AREA_PREFIX = re.compile(r"^\s*(?:([\w\-/.{}]+(?:\s*,\s*[\w\-/.{}]+)*)(?:\(([\w\-/., {}]+)\))?!?:\s"
+                          r"|\[([\w\-/., {}]+)\]\s)")
+_BRACE_LIST = re.compile(r"\{([^{}]*)\}")
 AREA_FACTOR = 2.0
 # Conventional-commit types say what kind of change it is, not where.
 _COMMIT_TYPES = frozenset("""feat fix chore docs doc ci build perf refactor style test tests revert deps release
@@ -598,7 +601,31 @@ def _area_words(text: str) -> set[str]:
     """The words of the area a request's leading commit scope names (``fix(codegen,http): ...`` ->
     ``codegen``, ``http``; ``[io/net] ...`` -> ``io``, ``net``); empty without one."""
     m = _AREA_PREFIX.match(text)
-    return {w for g in m.groups() if g for w in re.split(r"[\s,/.]+", g) if w} if m else set()
+    if m is None:
+        return set()
+    return {w for g in m.groups() if g for item in _expand_braces(g) for w in re.split(r"[\s,/.]+", item) if w}
+
+
+def _expand_braces(scope: str) -> list[str]:
+    """``{react,vue}-query, core`` -> ``react-query``, ``vue-query``, ``core``: the scope's
+    comma-separated items, each brace list spelled out (the first list first, then the rest
+    of each spelling, so nested or repeated lists expand too)."""
+    items, depth, start = [], 0, 0
+    for i, ch in enumerate(scope):
+        depth += (ch == "{") - (ch == "}")
+        if ch == "," and depth <= 0:
+            items.append(scope[start:i])
+            start, depth = i + 1, 0
+    items.append(scope[start:])
+    out: list[str] = []
+    while items and len(out) < 64:  # a pathological scope cannot multiply without bound
+        item = items.pop(0)
+        m = _BRACE_LIST.search(item)
+        if m is None:
+            out.append(item.replace("{", " ").replace("}", " "))
+            continue
+        items[:0] = [item[: m.start()] + alt + item[m.end():] for alt in m.group(1).split(",")]
+    return out
 
 
 def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:

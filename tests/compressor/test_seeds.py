@@ -252,6 +252,11 @@ _CRATES = {
     ("[util] decode frames larger than the limit", "engine-util/src/codec.rs", "engine/src/runtime.rs"),
     ("core, util: draw nodes twice", "packages/runtime-core/src/render.ts", "packages/runtime-dom/src/patch.ts"),
     ("runtime-core: draw nodes twice", "packages/runtime-core/src/render.ts", "packages/runtime-dom/src/patch.ts"),
+    # A brace list names several packages at once, each one whole.
+    ("fix(engine-{util,stream}): decode frames", "engine-util/src/codec.rs", "packages/runtime-dom/src/patch.ts"),
+    ("fix(engine-{util,stream}): decode frames", "engine-stream/src/lib.rs", "packages/runtime-dom/src/patch.ts"),
+    ("test({fix,runtime}-core): draw nodes twice", "packages/runtime-core/src/render.ts",
+     "packages/runtime-dom/src/patch.ts"),
 ])
 def test_a_commit_scope_naming_part_of_a_package_raises_the_package(tmp_path, query, inside, outside):
     with indexed_workspace(tmp_path / "ws", _CRATES) as w:
