@@ -238,6 +238,10 @@ def search(store: Store, query: str, limit: int) -> list[Hit]:
             total = total if use_phrase else 0
         selective: list[str] = []
         for df, term in sorted((_count(conn, group), term) for term, group in parsed.groups):
+            if df == 0:
+                # A word found nowhere adds nothing to an OR of terms; kept, it would be the
+                # whole narrowed query and find nothing where the other words find plenty.
+                continue
             if total + df > SCORE_BUDGET:
                 break
             selective.append(term)

@@ -82,6 +82,9 @@ def test_common_words_past_the_budget_still_rank_the_rare_term_first(store):
     put(store, "needle.md", "the common zanzibar word")
     assert ranked(store, "common zanzibar", 3)[0] == ("needle.md", 1)
     assert len(ranked(store, "common word", 10)) == 10  # all-common query: bounded, still answers
+    # A word no chunk holds changes nothing: the rare term still ranks, the common words still answer.
+    assert ranked(store, "common zanzibar xyzzy", 3)[0] == ("needle.md", 1)
+    assert len(ranked(store, "common word xyzzy", 10)) == 10
 
 
 def test_sync_and_update_follow_the_folder(tmp_path, store, docs):
