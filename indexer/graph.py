@@ -703,6 +703,11 @@ class CodeGraph(GraphQueries):
         if receiver in _SELF or receiver.startswith("super("):
             cls = self._enclosing_class(path, scope)
             if cls is not None:
+                if receiver == "super" or receiver.startswith("super("):
+                    # `super.m()` / `super().m()` is the base class's method, never the caller's
+                    # own override: searched from the bases, and nothing of the project's when
+                    # they do not define it (a library's base class, `object`).
+                    return self._method_in_bases(cls, name)
                 hit = self._method_in_hierarchy(cls, name)
                 if hit:
                     return hit
@@ -905,10 +910,19 @@ class CodeGraph(GraphQueries):
             return self._local(path, None, parts[-2])
         return None
 
-    def _method_in_hierarchy(self, cls: str, name: str) -> str | None:
+    def _method_in_bases(self, cls: str, name: str) -> str | None:
+        """``name`` as ``cls``'s base classes define or inherit it."""
+        for _, base, kind in self.g.out_edges(cls, keys=True):
+            if kind == "inherits" and base != cls:
+                hit = self._method_in_hierarchy(base, name, depth=3)
+                if hit:
+                    return hit
+        return None
+
+    def _method_in_hierarchy(self, cls: str, name: str, depth: int = 4) -> str | None:
         seen = set()
         frontier = [cls]
-        for _ in range(4):
+        for _ in range(depth):
             nxt = []
             for c in frontier:
                 if c in seen:

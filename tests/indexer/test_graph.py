@@ -492,3 +492,36 @@ def test_ambiguous_name_stays_unresolved(resolution):
         "WHERE f.path = 'pkg/other.py' AND r.scope = 'use_ambiguous'")
     assert rows == [(None,)]
     assert sorted(resolution.graph.callers("pkg/a.py::dup")) == ["pkg/user.py::use_from_import"]
+
+
+SUPER_PROJECT = {
+    "app/base.py": "class Base:\n    def save(self):\n        return 1\n",
+    "app/child.py": (
+        "from app.base import Base\n\n\n"
+        "class Child(Base):\n"
+        "    def save(self):\n        return super().save() + 1\n\n"
+        "    def close(self):\n        return super().close()\n"
+    ),
+    "web/observer.ts": (
+        "export class Observer {\n  setOptions(o: number) {\n    return o\n  }\n}\n\n"
+        "export class PagedObserver extends Observer {\n"
+        "  setOptions(o: number) {\n    return super.setOptions(o + 1)\n  }\n}\n"
+    ),
+    "src/main/java/shop/Cart.java": (
+        "package shop;\n\nclass Base {\n  int total() { return 0; }\n}\n\n"
+        "class Cart extends Base {\n  int total() { return super.total() + 1; }\n}\n"
+    ),
+}
+
+
+def test_super_calls_reach_the_base_class_method_not_the_override(tmp_path):
+    """`super().save()` inside `Child.save` is `Base.save`; linking it to `Child.save` itself made
+    the override its own caller.  A base outside the project (`object` here) defines nothing the
+    project holds, so that call links nowhere."""
+    root: Path = write_files(tmp_path / "super", SUPER_PROJECT)
+    with Workspace.open(root, workers=1) as ws:
+        ws.index()
+        assert callees(ws, "app/child.py::Child.save") == ["app/base.py::Base.save"]
+        assert callees(ws, "app/child.py::Child.close") == []
+        assert callees(ws, "web/observer.ts::PagedObserver.setOptions") == ["web/observer.ts::Observer.setOptions"]
+        assert callees(ws, "src/main/java/shop/Cart.java::Cart.total") == ["src/main/java/shop/Cart.java::Base.total"]
