@@ -284,10 +284,15 @@ def _looks_binary(data: bytes) -> bool:
     return control * 20 > len(probe)
 
 
-_TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "testdata",
-              # test scaffolding: helpers only the tests import, in the common spellings
-              "testutil", "testutils", "test_util", "test_utils", "test-util", "test-utils",
-              "testhelper", "testhelpers", "test_helpers", "test-helpers"}
+# Test scaffolding: helpers only the tests import, in the common spellings.
+_SCAFFOLDING = {"testutil", "testutils", "test_util", "test_utils", "test-util", "test-utils",
+                "testhelper", "testhelpers", "test_helpers", "test-helpers"}
+_TEST_DIRS = {"test", "tests", "__tests__", "spec", "specs", "testing", "testdata", *_SCAFFOLDING,
+              # what JavaScript test runners read beside the code: Jest's manual mocks, the
+              # input/output pairs of codemod tests, fixtures
+              "__mocks__", "__testfixtures__", "__fixtures__"}
+# A monorepo's package of scaffolding is named for its project (`shop-test-utils/`).
+_SCAFFOLDING_SUFFIXES = tuple(sep + s for sep in "-_" for s in _SCAFFOLDING)
 # The same scaffolding as one file beside the code (`src/test-utils.ts`, `testutil.go`,
 # `TestUtils.java`); a `test_utils.py` already is a test by its prefix.
 _TEST_STEMS = {"conftest", "tests", "test",
@@ -297,7 +302,7 @@ _TEST_STEMS = {"conftest", "tests", "test",
 
 def is_test_path(path: str) -> bool:
     parts = path.split("/")
-    if any(p in _TEST_DIRS for p in parts[:-1]):
+    if any(p in _TEST_DIRS or p.endswith(_SCAFFOLDING_SUFFIXES) for p in parts[:-1]):
         return True
     name = parts[-1]
     stem = name.rsplit(".", 1)[0]

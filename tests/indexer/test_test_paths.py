@@ -14,6 +14,9 @@ from memstrata.indexer.scan import is_test_path
     "internal/testutil/filepath.go", "src/test_helpers/mod.rs", "test-helpers/context.js",
     "packages/x/src/test-utils.ts", "src/testUtils.ts", "pkg/testutils/fixtures.go", "testhelpers.go",
     "src/main/java/x/TestUtils.java", "lib/TestHelper.kt", "internal/test_util/db.go",
+    # what JavaScript test runners read beside the code, and a monorepo's package of scaffolding
+    "packages/store/src/__mocks__/useStore.ts", "src/v5/rename/__testfixtures__/default.input.tsx",
+    "lib/__fixtures__/tree.js", "packages/shop-test-utils/src/index.ts", "crates/net_testutils/src/lib.rs",
 ])
 def test_test_code_and_its_scaffolding_are_test_paths(path):
     assert is_test_path(path)
@@ -22,6 +25,7 @@ def test_test_code_and_its_scaffolding_are_test_paths(path):
 @pytest.mark.parametrize("path", [
     "src/click/testing.py",  # a library's own testing API is what its users call
     "src/utils.ts", "src/contest.py", "lib/attest.rs", "pkg/latest/util.go", "src/testimony/render.py",
+    "packages/latest-utils/src/index.ts", "src/mocks/http.ts",  # a suffix that only looks alike; a mock the app ships
 ])
 def test_production_code_is_not(path):
     assert not is_test_path(path)
