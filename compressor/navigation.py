@@ -311,7 +311,7 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
         return (f"{path}::{scope}" if scope else path, REF_EDGE.get(kind, "references")) in used_by
 
     refs: list[dict] = []
-    for path in sorted(set(rows_by_file) | set(imports_by_file)):
+    for path in sorted(set(rows_by_file) | set(imports_by_file), key=lambda p: _nearest_first(p, target_path)):
         if len(refs) > limit:
             break
         try:
@@ -345,8 +345,22 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     listed = sum(c for path, rows in rows_by_file.items() for s, n, k, _r, _l, c, target in rows
                  if target is None and n == short and is_use(path, s, k, target))
     unattributed = max(_unattributed(ws).get(short, 0) - listed, 0)
-    return {"symbol": node, "references": refs[:limit], "truncated": len(refs) > limit,
+    # Listed in file and line order, whichever files were nearest enough to be read.
+    kept = sorted(refs[:limit], key=lambda r: (r["path"], r["line"]))
+    return {"symbol": node, "references": kept, "truncated": len(refs) > limit,
             "unattributed": unattributed}
+
+
+def _nearest_first(path: str, target_path: str) -> tuple:
+    """Files of uses in the order an agent wants them listed when not all fit: production code before
+    tests, then the definition's own file and its nearest neighbours in the tree (its package
+    before the examples and adapters elsewhere in a monorepo), then by path."""
+    own = target_path.split("/")[:-1]
+    parts = path.split("/")[:-1]
+    shared = 0
+    while shared < min(len(own), len(parts)) and own[shared] == parts[shared]:
+        shared += 1
+    return scan.is_test_path(path), path != target_path, -shared, path
 
 
 def _class_constructed(graph: GraphView, node: str, short: str, qual: str) -> str | None:

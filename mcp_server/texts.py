@@ -112,7 +112,9 @@ find_symbol is exact).
 
 Result fields:
 - symbol: the project id of the definition whose uses are listed.
-- references: in file and line order; each has path, line (1-based), symbol (the \
+- references: in file and line order (when there are more than max_results, those \
+listed are production code before tests, the files nearest the definition first: its \
+own, then its package's); each has path, line (1-based), symbol (the \
 project id of the enclosing definition, null at module level), kind (call, type, \
 import, inherit or other) and snippet (that source line, stripped).
 - truncated: true when there are more uses than max_results.

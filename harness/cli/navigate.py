@@ -39,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_symbol)
 
     p = sub.add_parser("refs", help="list where a symbol is used (calls, type uses, subclasses, imports)",
-                       description="List the uses of SYMBOL across the project, in file and line order. "
+                       description="List the uses of SYMBOL across the project, in file and line order "
+                       "(when more exist than --max-results, those shown are production code before tests, "
+                       "nearest the definition first). "
                        "SYMBOL is written as for `memstrata symbol`; a name with several definitions is "
                        "refused with the candidates listed. Reads only: index the project first.")
     p.add_argument("symbol", metavar="SYMBOL", help="the symbol whose uses to list")
@@ -116,7 +118,8 @@ def _refs(ws, args) -> int:
         where = r["symbol"].split("::", 1)[1] if r["symbol"] else "(module level)"
         print(f"{r['path']}:{r['line']}  {r['kind']:<7} {where}: {r['snippet']}")
     n = len(out["references"])
-    more = ((" (more exist; raise --max-results)" if args.max_results < 200 else " (more exist; 200 is the most shown)")
+    more = ((" (more exist; raise --max-results)" if args.max_results < 200
+             else " (more exist; 200 is the most shown: those nearest the definition, tests last)")
             if out["truncated"] else "")
     print(f"-- {n} use{'s' if n != 1 else ''} of {out['symbol']}{more}", file=sys.stderr)
     if out["unattributed"]:

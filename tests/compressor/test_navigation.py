@@ -291,6 +291,25 @@ def test_a_package_s_public_path_reaches_what_it_re_exports(tmp_path):
             find_symbol(ws, "pkg.Loose")
 
 
+def test_when_uses_do_not_all_fit_the_production_code_nearest_the_definition_is_listed(tmp_path):
+    """A widely used name: the uses that fit are those of its own package, not the examples
+    and tests whose paths sort first; the list itself stays in file and line order."""
+    use = "from lib.core.store import save\n\n\ndef run():\n    return save()\n"
+    files = {"lib/__init__.py": "", "lib/core/__init__.py": "",
+             "lib/core/store.py": "def save():\n    return 1\n\n\ndef flush():\n    return save()\n",
+             "lib/core/cache.py": use, "lib/web/app.py": use,
+             "a_examples/demo.py": use, "a_examples/more.py": use, "tests/test_store.py": use}
+    with indexed_workspace(tmp_path / "p", files) as ws:
+        out = find_references(ws, "lib/core/store.py::save", max_results=3)
+        everything = find_references(ws, "lib/core/store.py::save", max_results=50)
+    assert out["truncated"]
+    assert [(r["path"], r["line"]) for r in out["references"]] == [
+        ("lib/core/cache.py", 1), ("lib/core/cache.py", 5), ("lib/core/store.py", 6)]
+    assert not everything["truncated"] and len(everything["references"]) == 11
+    listed = [(r["path"], r["line"]) for r in everything["references"]]
+    assert listed == sorted(listed) and listed[0][0] == "a_examples/demo.py"
+
+
 def test_a_name_in_an_import_over_several_lines_is_listed_on_its_own_line(tmp_path):
     files = {"pkg/__init__.py": "",
              "pkg/gen.py": "def make_fn():\n    return 1\n\n\ndef other():\n    return 2\n",
