@@ -12,10 +12,10 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from memstrata import __version__
 from .store import DEFAULT_BRANCH, DEFAULT_SPACE, EVENT_LOG, FAILED_FORK_VERSIONS, REGISTRY_SPACE, SPACE, Branch
 
 from . import errors
+from .admin import STRATA_VERSION
 from .commands import EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, EFFECT_UNCHANGED, check_branch_name, handler, page
 from .errors import StrataError
 from .jsondocs import index_entries
@@ -29,7 +29,9 @@ NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
 @handler("ping")
 def ping(e: Engine, a: dict) -> dict:
-    return {"type": "pong", "data": {"version": __version__}}
+    # The engine version this server answers as, like `info`: an agent that checks it before
+    # using a command sees the version whose behaviour it gets.
+    return {"type": "pong", "data": {"version": STRATA_VERSION}}
 
 
 def branch_id(b: Branch) -> str:

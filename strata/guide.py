@@ -11,7 +11,7 @@ from .errors import known_codes
 from .wire import SPECS
 
 SUMMARIES = {
-    "ping": "check the database answers (data.version is this server's version)",
+    "ping": "check the database answers (data.version is the engine version it answers as, as in info)",
     "kv_put": "store a value under a key", "kv_get": "read a key (now or as_of)",
     "kv_delete": "delete a key", "kv_exists": "whether a key is live", "kv_history": "every retained version of a key",
     "kv_list": "keys in byte order, optionally under a prefix, paged by cursor (the last key returned)",

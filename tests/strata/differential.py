@@ -76,8 +76,6 @@ def normalise(value: Any, side: Side, parent: str | None = None, in_event: bool 
                 # Arrow and inference are families this server does not run
                 # (docs/strata.md); it says so where the engine says true.
                 out[k] = {c: f for c, f in v.items() if c not in ("arrow", "inference")}
-            elif k == "version" and isinstance(v, str):
-                out[k] = "<engine version>"  # ping reports each implementation's own
             elif k in CLOCK_KEYS and (not event or k != "timestamp"):
                 out[k] = side.clock_name(v)
             else:
