@@ -157,6 +157,7 @@ _STOP_FOR_PATHS = frozenset(
     please show find give get tell explain list see look code function functions method methods class classes
     file files module modules callers caller callees callee calls call called usages usage uses used references
     reference implementation implementations subclasses subclass base parent tests test work works working
+    implement implements implemented implementing
     fix fixed fixes bug bugs add added adds support make makes use using update updated change changed new
     when if else return returns value values handle handles handling issue issues allow allows
     feat chore refactor docs ci perf wip revert merge closes resolves refs see pr apply applied review

@@ -214,6 +214,21 @@ def test_a_prose_word_equal_to_a_name_seeds_it_but_does_not_name_it(tmp_path):
             assert "rules.py::quotes" in seeds(w, code).named, code
 
 
+def test_implemented_in_a_question_is_not_the_implements_keyword(tmp_path):
+    """"Where is the retry logic implemented" asks where code is, as "how does it work" does: the
+    word found every class declared `implements ...` (the search folds both to one stem) and
+    crowded the code the question's other words find out of the seeds."""
+    files = {"src/box.ts": "export class Box implements Holder {\n  get() { return 1 }\n}\n",
+             "src/panel.ts": "export class Panel implements Holder {\n  get() { return 2 }\n}\n",
+             "src/holder.ts": "export interface Holder {\n  get(): number\n}\n",
+             "src/retryer.ts": "export function retryWithBackoff(attempt: number) {\n"
+                               "  return Math.min(1000 * 2 ** attempt, 30000)\n}\n"}
+    with indexed_workspace(tmp_path / "impl", files) as w:
+        s = seeds(w, "where is the retry logic implemented")
+        assert s.lexical[:1] == ["src/retryer.ts::retryWithBackoff"], s.lexical
+        assert not any(n.startswith(("src/box.ts", "src/panel.ts")) for n in s.lexical), s.lexical
+
+
 @pytest.mark.parametrize("query, path", [
     ("fix: formatting of rules.d.ts", "types/rules.d.ts"),
     ("read the port from vite.config.ts", "vite.config.ts"),
