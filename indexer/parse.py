@@ -38,7 +38,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "22"  # 22: Jest mocks, codemod fixtures and `*-test-utils` packages are test code
+EXTRACTOR_VERSION = "23"  # 22: Jest mocks, codemod fixtures and `*-test-utils` packages are test code; 23: Rust macro_rules!, Go function-valued package vars
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -625,12 +625,33 @@ def _go_keyword(node: ts.Node) -> int | None:
     return None
 
 
+def _literal_body(spec: ts.Node) -> ts.Node | None:
+    """A Go `name = func(..) T { .. }`'s body: the function literal's."""
+    value = spec.child_by_field_name("value")
+    literal = value.named_child(0) if value is not None and value.named_child_count else None
+    return literal.child_by_field_name("body") if literal is not None else None
+
+
+def _first_rule(macro: ts.Node) -> ts.Node | None:
+    """Where a `macro_rules! name { .. }`'s rules begin: its signature is what comes before."""
+    for child in macro.children:
+        if child.type in ("{", "(", "["):
+            return child
+    return None
+
+
+# Definitions whose body is no field of their own node.
+_BODY_INSIDE = {"var_spec": _literal_body, "macro_definition": _first_rule}
+
+
 def _signature(node: ts.Node, source: bytes, start: int | None = None) -> str:
     """The declaration up to its body (or its first line); ``start`` may move
     the beginning back to an enclosing statement (``export default``)."""
     if start is None or start > node.start_byte:
         start = node.start_byte
     body = node.child_by_field_name("body")
+    if body is None and node.type in _BODY_INSIDE:
+        body = _BODY_INSIDE[node.type](node)
     if body is not None and body.start_byte > node.start_byte:
         raw = source[start : body.start_byte]
     else:

@@ -26,6 +26,16 @@
 
 (source_file (const_declaration (const_spec name: (identifier) @name) @definition.constant))
 
+; a package-level variable holding a function literal is a function by another spelling
+; (`var defaultMergeFn = func(a, b []T) []T { .. }`, a hook tests or callers may replace)
+(source_file
+  (var_declaration
+    (var_spec . name: (identifier) @name . value: (expression_list . (func_literal) .)) @definition.function))
+(source_file
+  (var_declaration
+    (var_spec_list
+      (var_spec . name: (identifier) @name . value: (expression_list . (func_literal) .)) @definition.function)))
+
 ; ---- references ----------------------------------------------------------
 
 ((call_expression function: (identifier) @name) @reference.call

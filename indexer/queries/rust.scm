@@ -13,6 +13,10 @@
 (enum_item name: (type_identifier) @name) @definition.enum
 (trait_item name: (type_identifier) @name) @definition.interface
 (type_item name: (type_identifier) @name) @definition.type
+; `macro_rules! name { .. }`: what a call spelled `name!(..)` expands to (the invocations are not
+; linked: `println!`, `vec!` and the like are the standard library's, and would be looked up
+; among the project's functions by name)
+(macro_definition name: (identifier) @name) @definition.function
 ; `mod m { .. }` is a symbol; `mod m;` only points at the file m.rs (an import)
 (mod_item name: (identifier) @name body: (declaration_list)) @definition.module
 
