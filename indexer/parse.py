@@ -38,7 +38,8 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "23"  # 22: Jest mocks, codemod fixtures and `*-test-utils` packages are test code; 23: Rust macro_rules!, Go function-valued package vars
+EXTRACTOR_VERSION = "24"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+# 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -119,12 +120,20 @@ _EXTERN_C_GUARD = re.compile(
     re.M)
 
 
+# TypeScript 5.0's `export type * from './types'` (a re-export of the types only), which the
+# bundled grammar reads as a syntax error: without its `type` it is the re-export the grammar
+# knows, and what it re-exports is the same for an index.
+_EXPORT_TYPE_STAR = re.compile(rb"^([ \t]*export[ \t]+)type(?=[ \t]+\*)", re.M)
+
+
 def _grammar_source(language: str, source: bytes) -> bytes:
-    """``source`` as the grammar is given it: in C and C++, the ``extern "C"``
-    guard's lines blanked (spaces, newlines kept), so every byte offset and
-    line stays that of the file."""
+    """``source`` as the grammar is given it, with what the grammar cannot read blanked (spaces,
+    newlines kept, so every byte offset and line stays that of the file): in C and C++, the
+    ``extern "C"`` guard's lines; in TypeScript, the ``type`` of ``export type *``."""
     if language in ("c", "cpp") and b"__cplusplus" in source:
         return _EXTERN_C_GUARD.sub(lambda m: re.sub(rb"[^\n]", b" ", m.group()), source)
+    if language in ("typescript", "tsx") and b"export" in source:
+        return _EXPORT_TYPE_STAR.sub(rb"\1    ", source)
     return source
 
 

@@ -537,6 +537,20 @@ def test_ts_query_also_covers_tsx_jsx_components():
     assert {(s.qualname, s.kind) for s in result.symbols} == {("View", "function"), ("Page", "function")}
 
 
+def test_typescript_export_type_star_is_a_re_export_not_a_syntax_error():
+    """TypeScript 5.0's `export type * from` re-exports a module's types; the bundled grammar
+    has no rule for it.  Read as the re-export it is, the file has no syntax error and every
+    offset is the file's own (the text in a string is left alone)."""
+    source = (b"export type * from './types'\n  export type * as Api from './api'\n"
+              b"export function f() {}\nconst s = 'export type * from'\n")
+    result = parse_source("index.ts", "typescript", source)
+    assert result.syntax_error is None
+    assert [(i.module, i.name, i.alias, i.line) for i in result.imports] == [
+        ("./types", "*", None, 1), ("./api", None, "Api", 2)]
+    assert {(s.qualname, s.start_line) for s in result.symbols} == {("f", 3), ("s", 4)}
+    assert parse_source("x.ts", "typescript", b"export type * from\n").syntax_error is not None
+
+
 def test_c_include_guard_is_not_a_constant():
     result = _parse("c", "src/hash.h")
     assert "HASH_H" not in {s.name for s in result.symbols}
