@@ -131,6 +131,10 @@ class Indexer:
 
         with ci.bulk_load(self.store, cold=not states):
             self._parse_and_store(to_parse, summary, parse_skipped, progress)
+        rewritten = sum(1 for p in summary.changed_paths if p in states)
+        if rewritten >= max(ci.REWRITE_FILES_TO_MERGE, ci.REWRITE_SHARE_TO_MERGE * len(states)):
+            with self.store.write() as conn:
+                ci.merge_search_segments(conn)
 
         new_files = any(p not in states for p in summary.changed_paths)
         if (removed or new_files) and summary.unchanged:

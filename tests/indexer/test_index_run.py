@@ -329,3 +329,28 @@ def test_a_long_functions_last_lines_are_searchable(project):
         assert len(ci.file_text(ws.store, "app/pipeline.py")) > 3000
         hits = [ws.graph.node_for_db_id(sid) for sid, _ in ci.search_symbols(ws.store, ["quarterly"])]
         assert hits == ["app/pipeline.py::run_pipeline"]
+
+
+def test_a_run_that_rewrites_most_files_leaves_the_search_merged(tmp_path):
+    """Re-deriving every file (an extractor upgrade) deletes and writes every search row again;
+    the run then merges the search index into one segment, so searches read no more pages than
+    after a fresh index, and find the same."""
+    from memstrata.storage import code_index as ci
+
+    from ..conftest import many_small_files
+
+    root = many_small_files(tmp_path / "p", packages=3, files=80, functions=4)
+    with Workspace.open(root, workers=1) as ws:
+        ws.index()
+        def found():  # what a search finds (symbol ids change when files are written again)
+            return [(ws.store.execute("SELECT qualname FROM symbols WHERE id = ?", (sid,))[0][0], score)
+                    for sid, score in ci.search_symbols(ws.store, ["f1"], limit=20)]
+
+        fresh = found()
+        assert len(fresh) == 20
+        ws.store.set_meta("extractor", "an older one")
+        summary = ws.index()
+        assert summary.parsed == 240
+        segments = ws.store.execute("SELECT count(DISTINCT segid) FROM symbols_fts_idx")[0][0]
+        assert segments == 1
+        assert found() == fresh
