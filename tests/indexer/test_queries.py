@@ -511,7 +511,7 @@ def test_a_go_package_variable_holding_a_function_literal_is_a_function():
               b"var (\n\tonClose = func() {}\n\tlimit = 3\n\tx, y = func() {}, 2\n)\n\n"
               b"func helper(a []int) []int {\n\tlocal := func() {}\n\tlocal()\n\treturn a\n}\n")
     result = parse_source("x.go", "go", source)
-    assert {(s.qualname, s.kind, s.start_line, s.end_line, s.signature) for s in result.symbols} == {
+    assert _definitions(result) == {
         ("mergeFn", "function", 3, 5, "mergeFn = func(a, b []int) []int"),
         ("onClose", "function", 8, 8, "onClose = func()"),
         ("helper", "function", 13, 17, "func helper(a []int) []int")}
@@ -523,12 +523,15 @@ def test_a_rust_macro_rules_definition_is_a_function():
     source = (b"/// Reads a big-endian value.\nmacro_rules! buf_get_impl {\n    ($t:ident) => {{ 1 }};\n}\n\n"
               b"mod inner {\n    macro_rules! local( () => {} );\n}\n\npub fn get() -> u32 {\n"
               b"    buf_get_impl!(u32)\n}\n")
-    result = parse_source("lib.rs", "rust", source)
-    assert {(s.qualname, s.kind, s.start_line, s.end_line, s.signature) for s in result.symbols} == {
+    assert _definitions(parse_source("lib.rs", "rust", source)) == {
         ("buf_get_impl", "function", 2, 4, "macro_rules! buf_get_impl"),
         ("inner", "module", 6, 8, "mod inner"),
         ("inner.local", "function", 7, 7, "macro_rules! local"),
         ("get", "function", 10, 12, "pub fn get() -> u32")}
+
+
+def _definitions(result) -> set[tuple]:
+    return {(s.qualname, s.kind, s.start_line, s.end_line, s.signature) for s in result.symbols}
 
 
 def test_ts_query_also_covers_tsx_jsx_components():
