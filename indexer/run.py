@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import threading
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memstrata.storage import Store
+from memstrata.storage import Store, StoreError
 from memstrata.storage import code_index as ci
 
 from .imports import ResolveContext, build_resolve_context, resolve_import
@@ -28,6 +29,8 @@ from .worker import (
 _BATCH_FILES = 24  # files per worker task
 _COMMIT_FILES = 200  # files per write transaction during a full run
 _INLINE_BELOW = 48  # fewer changed files than this: parse in-process
+
+log = logging.getLogger(__name__)
 
 
 def now_iso() -> str:
@@ -133,8 +136,11 @@ class Indexer:
             self._parse_and_store(to_parse, summary, parse_skipped, progress)
         rewritten = sum(1 for p in summary.changed_paths if p in states)
         if rewritten >= max(ci.REWRITE_FILES_TO_MERGE, ci.REWRITE_SHARE_TO_MERGE * len(states)):
-            with self.store.write() as conn:
-                ci.merge_search_segments(conn)
+            try:
+                with self.store.write() as conn:
+                    ci.merge_search_segments(conn)
+            except StoreError as exc:  # a full disk: the search answers the same, a little slower
+                log.warning("the symbol search was not merged after rewriting %d files (%s)", rewritten, exc)
 
         new_files = any(p not in states for p in summary.changed_paths)
         if (removed or new_files) and summary.unchanged:

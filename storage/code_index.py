@@ -323,8 +323,9 @@ REWRITE_FILES_TO_MERGE = 200
 def merge_search_segments(conn: sqlite3.Connection) -> None:
     """Merge the symbol search index into one segment.  Rows deleted and written again leave
     their old entries in the segments until FTS5's gradual merging reaches them: after every file
-    of a 750k-line project was re-derived in place, each search read three times the pages it
-    read after a fresh index (a millisecond a question).  PostgreSQL keeps no segments."""
+    of a 750k-line project was re-derived in place, the search table held three times the pages
+    of a fresh index, and a question's searches took a millisecond longer.  PostgreSQL keeps no
+    segments."""
     if not _on_postgres(conn):
         conn.execute("INSERT INTO symbols_fts(symbols_fts) VALUES('optimize')")
 

@@ -342,6 +342,7 @@ def test_a_run_that_rewrites_most_files_leaves_the_search_merged(tmp_path):
     root = many_small_files(tmp_path / "p", packages=3, files=80, functions=4)
     with Workspace.open(root, workers=1) as ws:
         ws.index()
+
         def found():  # what a search finds (symbol ids change when files are written again)
             return [(ws.store.execute("SELECT qualname FROM symbols WHERE id = ?", (sid,))[0][0], score)
                     for sid, score in ci.search_symbols(ws.store, ["f1"], limit=20)]
@@ -354,3 +355,24 @@ def test_a_run_that_rewrites_most_files_leaves_the_search_merged(tmp_path):
         segments = ws.store.execute("SELECT count(DISTINCT segid) FROM symbols_fts_idx")[0][0]
         assert segments == 1
         assert found() == fresh
+
+
+def test_a_merge_the_disk_has_no_room_for_leaves_the_run_complete(tmp_path, monkeypatch, caplog):
+    """Merging writes the search index anew; where the disk cannot take that, the run still ends
+    ready, every file indexed, the search unmerged."""
+    from memstrata.storage import StoreFull
+    from memstrata.storage import code_index as ci
+
+    from ..conftest import many_small_files
+
+    def no_room(conn):
+        raise StoreFull("database or disk is full")
+
+    root = many_small_files(tmp_path / "p", packages=3, files=80, functions=2)
+    with Workspace.open(root, workers=1) as ws:
+        ws.index()
+        ws.store.set_meta("extractor", "an older one")
+        monkeypatch.setattr(ci, "merge_search_segments", no_room)
+        summary = ws.index()
+        assert summary.parsed == 240 and ws.store.get_meta("status") == "ready"
+        assert "not merged after rewriting 240 files" in caplog.text
