@@ -31,7 +31,7 @@ CALLABLE = frozenset({"function", "method"})
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
 _COMMENT = re.compile(r"^\s*(#|//|/\*|\*|\*/|--|;;)")
 _IMPORT = re.compile(r"^\s*(from\s+\S+\s+import\b|import\b|use\s|#include\b|require\b|using\s|package\s)")
-_BINDS = re.compile(r"^\s*(?:export\s+)?(?:const|let|var|type|static|final)?\s*([A-Za-z_$][\w$]*)\s*(?::[^=]*)?=")
+_BINDS = re.compile(r"^\s*+(?:export\s+)?(?:const|let|var|type|static|final)?\s*([A-Za-z_$][\w$]*)\s*(?::[^=]*)?=")
 _OPEN, _CLOSE = "([{", ")]}"
 _HASH_COMMENTS = frozenset({"python", "ruby"})
 _STRING = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`(?:\\.|[^`\\])*`")

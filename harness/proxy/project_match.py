@@ -24,7 +24,9 @@ _DEFINES = re.compile(
     r"([A-Za-z_$][\w$]*)",
     re.M,
 )
-PATHLIKE = re.compile(r"[\w.\-/]*[\w\-]\.[A-Za-z0-9]{1,6}\b")
+# A match starts only where a run of path characters starts (found from there if anywhere in it):
+# tried from every position of a long run, it took time quadratic in the run's length.
+PATHLIKE = re.compile(r"(?<![\w.\-/])[\w.\-/]*[\w\-]\.[A-Za-z0-9]{1,6}\b")
 MAX_CANDIDATES = 8
 MAX_ANCHOR_POSITIONS = 64
 # A request names a module by its name as a plain word: a commit scope ("fix(config): ..."), "the

@@ -37,7 +37,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")  # CommonMark: a tab-indented 
 _PATH_KEYS = ("file_path", "path", "filename", "file", "target_file", "absolute_path", "relative_path", "uri")
 MIN_NUMBERED_LINES = 3
 _BARE_PATH = re.compile(r"^\s*[~.]?[\w.\-]*[/\\][^\s]*\s*$")
-_LABEL_LINE = re.compile(r"^\s*(?:#|//|--|/\*)?\s*[\w.\-/]+\.\w{1,6}\s*:?\s*(?:\*/)?\s*$")
+# Possessive blanks: a line of thousands of them took time quadratic in its length.
+_LABEL_LINE = re.compile(r"^\s*+(?:#|//|--|/\*)?\s*+[\w.\-/]+\.\w{1,6}\s*+:?\s*+(?:\*/)?\s*+$")
 
 
 @dataclass(frozen=True)

@@ -429,3 +429,24 @@ def test_the_best_scored_pool_is_the_sorted_filtered_top():
                     (50, lambda node: node.endswith("7")), (500, lambda node: True)):
         expected = [kv for kv in sorted(scores.items(), key=lambda kv: kv[1], reverse=True) if keep(kv[0])][:n]
         assert _best_symbols(scores, n, keep) == expected
+
+
+@pytest.mark.parametrize("shape", ["a-", "a.", "a/", "a_", "A", "1.", "a@", " "])
+def test_a_long_run_of_one_shape_is_read_in_one_pass(ws, shape):
+    """A question of 20,000 characters (the limit) made of one repeated shape: the paths, names,
+    trailers and hashes in it are looked for in one pass.  Patterns tried again from every
+    position of such a run took time cubic in its length (800 characters of "a-a-..." took 18 s,
+    20,000 would have taken days); the alarm only stops a test that would never end."""
+    import signal
+
+    def never_ending(signum, frame):
+        raise TimeoutError("reading the question did not end")
+
+    question = (shape * 20_000)[:19_999] + "?"
+    previous = signal.signal(signal.SIGALRM, never_ending)
+    signal.alarm(120)
+    try:
+        seeds(ws, question)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
