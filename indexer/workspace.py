@@ -209,7 +209,10 @@ class Workspace:
                 prefix = d + "/"
                 paths.update(p for p in indexed if p.startswith(prefix))
                 abs_dir = self.root / d
-                if abs_dir.is_dir():
+                # A folder link is never walked, as the full scan does not walk one: `os.walk`
+                # follows the folder it is given, link or not, and a link to a folder outside the
+                # project put the names of every file there in the skipped list.
+                if abs_dir.is_dir() and not abs_dir.is_symlink():
                     for dirpath, dirnames, filenames in os.walk(abs_dir):
                         rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
                         paths.update(f"{rel_dir}/{f}" for f in filenames)

@@ -67,3 +67,22 @@ def test_the_skipped_list_follows_the_tree(tmp_path):
         listed = {p: r for p, r, _s in ci.skipped_files(ws.store)}
         assert listed["gone.py"] == "unreadable" and listed["src/caf\ufffd"] == "name_not_utf8"
         assert ci.skipped_files(ws.store) == _fresh(root, tmp_path)
+
+
+def test_a_folder_replaced_by_a_link_outside_the_project_is_one_entry(tmp_path):
+    """A watched folder moved away and a link to a folder outside the project put in its place:
+    the link is listed once, as the full scan lists it, and nothing of the folder it points at
+    is walked, read or named in the index."""
+    outside = write_files(tmp_path / "elsewhere", {"secret.py": "TOKEN = 1\n", "notes/plan.txt": "x\n"})
+    root = write_files(tmp_path / "proj", {"app.py": "def main():\n    return 1\n",
+                                           "pkg/a.py": "def a():\n    return 2\n"})
+    with Workspace.open(root, max_file_bytes=4096) as ws:
+        ws.index()
+        (root / "pkg").rename(root / "pkg_old")
+        (root / "pkg").symlink_to(outside, target_is_directory=True)
+        ws.apply_changes(Changes(set(), {"pkg", "pkg_old"}))
+        listed = ci.skipped_files(ws.store)
+        assert ("pkg/", "symlink_outside_project", None) in listed
+        assert not [p for p, _r, _s in listed if p.startswith("pkg/") and p != "pkg/"]
+        assert not [p for p in ci.file_paths(ws.store) if p.startswith("pkg/")]
+        assert listed == _fresh(root, tmp_path)
