@@ -182,6 +182,11 @@ class Workspace:
             return None
         return st.st_dev, st.st_ino
 
+    @property
+    def index_gone(self) -> bool:
+        """Whether the index file this process opened was deleted or replaced since."""
+        return self._store_gone()
+
     def _store_gone(self) -> bool:
         """Whether the index file this process opened was deleted or replaced (`rm -rf .memstrata`,
         a rebuild by another tool): what it would write then goes nowhere anyone reads."""
@@ -467,7 +472,8 @@ class Workspace:
     def _save_snapshot(self) -> None:
         with self.lock:
             self._snapshot_timer = None
-            if self._graph is not None:
+            # Beside an index that is gone, a snapshot would only make a folder nobody reads.
+            if self._graph is not None and not self._store_gone():
                 graph_snapshot.save(self._graph, self.store)
 
     def _persist_targets(self) -> None:

@@ -79,7 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("watch", help="index, then keep the index fresh while files change (Ctrl-C stops)",
                        description="Index the project (catching up on changes), then re-index files as they "
-                       "change until Ctrl-C or SIGTERM.")
+                       "change until Ctrl-C or SIGTERM. Ends with exit code 1 if the index is deleted or "
+                       "replaced meanwhile (rm -rf .memstrata).")
     argtypes.add_project(p)
     p.add_argument("--debounce", type=argtypes.non_negative, default=0.05, metavar="SECONDS",
                    help="quiet time before a burst of changes is applied (default 0.05)")
@@ -229,7 +230,11 @@ def cmd_watch(args) -> int:
         catching_up = False
         print(f"watching {ws.root} (Ctrl-C to stop)", flush=True)
         while not stop.wait(0.5):
-            pass
+            if ws.index_gone:
+                # Nothing this process writes would reach an index anyone reads: say so and end,
+                # rather than watch on for nothing.
+                return fail("the index was deleted or replaced while watching; run memstrata index, "
+                            "then memstrata watch again", code=1)
     except KeyboardInterrupt:
         pass
     finally:

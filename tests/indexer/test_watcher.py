@@ -306,3 +306,24 @@ def test_sigterm_stops_memstrata_watch_during_its_first_index(tmp_path, run_cli,
     assert "Traceback" not in err, err
     done = run_cli("index", str(root), "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["files"] == 8000, done.stderr
+
+
+def test_memstrata_watch_ends_when_its_index_is_deleted(project, tmp_path, cli_env, memstrata_exe):
+    """`rm -rf .memstrata` under a watcher: nothing it would write reaches an index anyone reads.
+    It says so and ends (exit 1) instead of watching on for nothing, and leaves no folder behind
+    holding only a graph snapshot."""
+    proc = subprocess.Popen([memstrata_exe, "watch", str(project), "--debounce", "0.05"], env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("indexed")
+        assert proc.stdout.readline().startswith("watching ")
+        shutil.rmtree(project / ".memstrata")
+        (project / "app/after.py").write_text("def after_delete():\n    return 1\n")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, (out, err)
+    assert "the index was deleted or replaced while watching" in err and "Traceback" not in err, err
+    assert not (project / ".memstrata" / "graph.snapshot").exists()
