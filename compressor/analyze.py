@@ -102,8 +102,8 @@ def intent_of(query: str) -> Intent:
 # What a pasted commit message or issue carries that names no code: trailer
 # lines, change ids, commit hashes, URLs, e-mail addresses, PR and issue
 # numbers.  Removed before anything is read as a word.
-_TRAILER_LINE = re.compile(r"^[ \t]*(?:[A-Za-z][\w-]{0,40}-by|change-id|cherry-picked-from|reviewed-on|pr-url)[ \t]*:.*$",
-                           re.I | re.M)
+_TRAILER_LINE = re.compile(
+    r"^[ \t]*(?:[A-Za-z][\w-]{0,40}-by|change-id|cherry-picked-from|reviewed-on|pr-url)[ \t]*:.*$", re.I | re.M)
 # Every repetition that a failing match would scan again from each next position is bounded (a
 # trailer's key, a mail address's local part, a hash): unbounded, a long run of word characters
 # took time quadratic in its length (a second for 10,000 characters of a question).
