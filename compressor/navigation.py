@@ -226,6 +226,7 @@ _SKIPPED_BECAUSE = {
     scan.OUTSIDE: "it is a symlink to a place outside the project",
     scan.PARSE_TIMEOUT: "the parser could not finish it in time",
     scan.NAME_NOT_UTF8: "its name is not UTF-8",
+    scan.NOT_A_FILE: "it is no regular file (a FIFO, socket or device)",
 }
 
 

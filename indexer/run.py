@@ -21,7 +21,7 @@ from .languages import language_for_path
 from .model import ImportFact
 from .parse import EXTRACTOR_VERSION
 from .project import writer_lock
-from .scan import DEFAULT_MAX_FILE_BYTES, PARSE_TIMEOUT, UNREADABLE, PathFilter, printable_path, scan_project
+from .scan import DEFAULT_MAX_FILE_BYTES, NOT_A_FILE, PARSE_TIMEOUT, UNREADABLE, PathFilter, printable_path, scan_project
 from .worker import (
     Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
 )
@@ -274,6 +274,8 @@ class Indexer:
                         entry = None
                     elif entry is None and abs_path.is_symlink() and not abs_path.exists():
                         entry = (rel, UNREADABLE)  # a dangling link or a loop, as the walk lists it
+                    elif entry is None and not abs_path.is_file():
+                        entry = (rel, NOT_A_FILE)  # a FIFO or socket named like source, as the walk lists it
                 if entry is not None or not abs_path.is_file():
                     if rel in states:
                         gone.append(rel)

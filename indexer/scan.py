@@ -41,6 +41,7 @@ OUTSIDE = "symlink_outside_project"
 VANISHED = "vanished"
 PARSE_TIMEOUT = "parse_timeout"  # the parser could not finish the file in time (see indexer/parse.py)
 NAME_NOT_UTF8 = "name_not_utf8"
+NOT_A_FILE = "not_a_regular_file"  # a FIFO, socket or device named like source: never opened (a FIFO would block)
 
 
 @dataclass(slots=True, frozen=True)
@@ -230,6 +231,7 @@ def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> 
         out.skipped.append((rel, OUTSIDE, None))
         return
     if not stat.S_ISREG(st.st_mode):
+        out.skipped.append((rel, NOT_A_FILE, None))
         return
     if st.st_size > cap:
         out.skipped.append((rel, TOO_LARGE, st.st_size))

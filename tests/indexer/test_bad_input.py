@@ -218,6 +218,23 @@ def test_symlink_loops_do_not_hang(proj, tmp_path):
 
 
 
+@pytest.mark.timeout(60)
+def test_a_fifo_named_like_source_is_listed_and_never_opened(proj):
+    """A FIFO is never opened (a read would wait for a writer forever); the full scan and the
+    watcher's path list it as not a regular file, and forget it once it is gone."""
+    os.mkfifo(proj / "pipe.py")
+    summary, ws = index(proj)
+    with ws:
+        assert "pipe.py" not in ci.file_paths(ws.store)
+        assert skipped(ws.store)["pipe.py"] == "not_a_regular_file"
+        os.mkfifo(proj / "late.py")
+        ws.apply_changes(Changes({"late.py"}, set()))
+        assert skipped(ws.store)["late.py"] == "not_a_regular_file"
+        (proj / "late.py").unlink()
+        ws.apply_changes(Changes({"late.py"}, set()))
+        assert "late.py" not in skipped(ws.store)
+
+
 def test_a_file_link_leading_outside_made_while_watching_is_never_indexed(proj, tmp_path):
     """What the watcher hands over is judged as the full scan judges it: a new symlink to a file
     outside the project, or an indexed file replaced by one, is not read (its code would be served)."""
