@@ -152,9 +152,24 @@ def cmd_stop(args, found) -> int:
         print("not running (removed the socket a killed daemon left)")
     elif before.removed:
         print(f"not running (removed the {before.removed} that sat where its socket goes)")
+    elif (left := _left_at_socket(found[1])) is not None:
+        return fail(f"not running, but {left}: not removed (move it away yourself)")
     else:
         print("not running")
     return 0
+
+
+def _left_at_socket(index_folder) -> str | None:
+    """What still sits at the socket's path once stop cleared what it may (a folder with files
+    in it, another user's file are never removed), said for the user; None when nothing does."""
+    path = sockets.socket_path(index_folder)
+    try:
+        sockets.check_socket_file(path)
+    except sockets.Refused as exc:
+        return str(exc)
+    except OSError:
+        pass
+    return None
 
 
 @_on_project(needs_index=True)

@@ -69,6 +69,8 @@ def check_socket_file(path: Path) -> bool:
     except FileNotFoundError:
         return False
     name = f"{path.parent.name}/{path.name}"
+    if stat.S_ISDIR(st.st_mode):
+        raise Refused(f"{name} is a folder, not a socket")
     if not stat.S_ISSOCK(st.st_mode):
         raise Refused(f"{name} is not a socket")
     if st.st_uid != os.getuid():

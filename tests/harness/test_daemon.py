@@ -367,6 +367,18 @@ def test_what_is_left_where_the_socket_goes_is_explained_and_stop_clears_it(inde
     assert serving(env, root)["pid"]
 
 
+def test_a_folder_with_files_where_the_socket_goes_is_kept_and_stop_says_so(indexed, env):
+    """Stop never deletes a user's files: a folder holding some at the socket's path stays, and
+    stop fails saying what is there, instead of reporting "not running" as if all were well."""
+    path = socket_file(indexed)
+    path.mkdir()
+    (path / "notes.txt").write_text("mine")
+    stop = run(env, "daemon", "stop", str(indexed))
+    assert stop.returncode == 2, stop
+    assert b"is a folder, not a socket: not removed" in stop.stderr and b"Traceback" not in stop.stderr
+    assert (path / "notes.txt").read_text() == "mine"
+
+
 def _older_memstrata(dest: Path) -> Path:
     """A second installation of this code claiming another release: what a daemon
     left running across an upgrade is."""
