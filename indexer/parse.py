@@ -22,6 +22,7 @@ nodes and turned into folded rows in bulk (:func:`parse_rows`).
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from bisect import bisect_left
@@ -31,6 +32,7 @@ from operator import attrgetter, gt, itemgetter
 
 import tree_sitter as ts
 
+from . import grammar_repair
 from .imports import extract_imports
 from .languages import QueryPass, get_definition_passes, get_parser, get_query_passes
 from .model import ImportFact, ParseResult, RefFact, SymbolFact
@@ -38,8 +40,10 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "24"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
-# 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`
+EXTRACTOR_VERSION = "25"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+# 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
+# 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, reopened Ruby
+# modules, `Tests/` and .NET test projects
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -58,7 +62,8 @@ _BUILTIN_TYPES = {
 
 
 class _Def:
-    __slots__ = ("start", "end", "end_line", "kind", "name", "node", "span", "receiver", "qualname", "parent")
+    __slots__ = ("start", "end", "end_line", "kind", "name", "node", "span", "receiver", "qualname", "parent",
+                 "nest")
 
     def __init__(self, node, span, kind, name, receiver):
         self.node = node
@@ -77,6 +82,7 @@ class _Def:
         self.receiver = receiver
         self.qualname = name
         self.parent: _Def | None = None
+        self.nest: str | None = None  # the qualified name what it holds is named under, when not its own
 
 
 def _text(node: ts.Node) -> str:
@@ -138,8 +144,24 @@ def _grammar_source(language: str, source: bytes) -> bytes:
 
 
 def parse_tree(language: str, source: bytes) -> ts.Tree:
-    """The tree of ``source``; raises :class:`ParseTimeout` past the deadline."""
+    """The tree of ``source``; raises :class:`ParseTimeout` past the deadline.  A C, C++ or C#
+    file that parses with errors is read again with its conditionals and annotation macros
+    blanked, and the reading with fewer errors is kept (see :mod:`indexer.grammar_repair`)."""
     source = _grammar_source(language, source)
+    tree = _parse(language, source)
+    if language in grammar_repair.CONDITIONAL_LANGUAGES and tree.root_node.has_error:
+        tree = grammar_repair.best_reading(language, source, tree, functools.partial(_parse_in_time, language))
+    return tree
+
+
+def _parse_in_time(language: str, source: bytes) -> ts.Tree | None:
+    try:
+        return _parse(language, source)
+    except ParseTimeout:
+        return None
+
+
+def _parse(language: str, source: bytes) -> ts.Tree:
     parser = get_parser(language)
     if len(source) < GUARD_BYTES:
         return parser.parse(source)
@@ -208,7 +230,7 @@ def _definitions(root: ts.Node, passes, language: str, path: str, source: bytes,
     _nest(defs)
     if language == "python":
         defs = _fold_overloads(_drop_declarations(defs))
-    _disambiguate(defs)
+    _disambiguate(defs, reopens=language in _REOPENING)
     return defs
 
 
@@ -257,6 +279,8 @@ def _read_matches(matches, query_pass: QueryPass, plans: dict[int, tuple], langu
         name = _text(name_node)
         if name_node.type == "simple_symbol":  # Ruby's `attr_reader :size` defines `size`
             name = name.lstrip(":")
+        elif name_node.type in _OPERATORS:
+            name = _operator_name(name_node)
         if not name:
             continue
         receiver_nodes = caps.get("receiver")
@@ -277,6 +301,23 @@ def _read_matches(matches, query_pass: QueryPass, plans: dict[int, tuple], langu
         defs.append(_Def(node, span, kind, name, receiver))
 
 
+
+# C++ and C# operators and conversions, named as written without the spaces a style puts in:
+# `operator==`, `operator()`, `operator new`, `operator bool` (the conversion to bool).
+_OPERATORS = frozenset({"operator_name", "operator_cast", "operator_declaration", "conversion_operator_declaration"})
+_OPERATOR_SPACE = re.compile(r"^operator\s*(?=[^\sA-Za-z_])|\s+")
+
+
+def _operator_name(node: ts.Node) -> str:
+    if node.type == "operator_name":
+        text = _text(node)
+    elif node.type == "operator_declaration":
+        symbol = node.child_by_field_name("operator")
+        text = "operator" + (_text(symbol) if symbol is not None else "")
+    else:  # a conversion: C++ operator_cast, C# conversion_operator_declaration
+        target = node.child_by_field_name("type")
+        text = "operator " + (_text(target) if target is not None else "")
+    return _OPERATOR_SPACE.sub(lambda m: " " if m.group().isspace() else "operator", text.strip())
 
 _byte_range = attrgetter("byte_range")
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
@@ -443,7 +484,13 @@ def _nest(defs: list[_Def]) -> None:
         stack.append(d)
 
 
-def _disambiguate(defs: list[_Def]) -> None:
+# Languages where a class or module named twice in one scope is one type opened again (Ruby's
+# `module Rack; end` then `module Rack ... end`, C#'s partial classes): what the second holds
+# is named under the type's own name, not under `Rack:2`.
+_REOPENING = frozenset({"ruby", "csharp"})
+
+
+def _disambiguate(defs: list[_Def], reopens: bool = False) -> None:
     """One qualified name per definition.  A name defined twice in one scope
     -- a property's setter or deleter beside its getter (``set size(v)``,
     ``@size.setter``), an overload (Java, C#, C++), a Rust method of the same
@@ -451,14 +498,15 @@ def _disambiguate(defs: list[_Def]) -> None:
     ``if`` -- was one symbol: the first, every later one dropped from the
     graph, so its code could not be found, ranked or shown.  A setter is now
     ``size:set`` (a deleter ``size:delete``), any other later definition
-    ``name:2``, ``name:3``...; what is nested in a renamed one follows it."""
+    ``name:2``, ``name:3``...; what is nested in a renamed one follows it (in a language
+    that reopens types, what a reopened class or module holds keeps the type's name)."""
     counts = Counter(d.qualname for d in defs if d.kind != "scope")
     if all(n == 1 for n in counts.values()):
         return
     used: set[str] = set()
     for d in defs:  # source order: a scope before what it holds
         if d.parent is not None and not d.receiver:
-            d.qualname = f"{d.parent.qualname}.{d.name}"
+            d.qualname = f"{d.parent.nest or d.parent.qualname}.{d.name}"
         if d.kind == "scope":
             continue
         base = d.qualname
@@ -470,6 +518,8 @@ def _disambiguate(defs: list[_Def]) -> None:
             while d.qualname in used:
                 d.qualname = f"{base}:{k}"
                 k += 1
+            if reopens and d.qualname != base and (d.kind in _CONTAINERS or d.kind == "module"):
+                d.nest = base
         used.add(d.qualname)
 
 

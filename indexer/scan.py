@@ -302,10 +302,18 @@ _TEST_STEMS = {"conftest", "tests", "test",
                *(f"{t}{s}" for t in ("test", "Test") for s in ("Util", "Utils", "Helper", "Helpers"))}
 
 
+# A .NET solution's test project is a folder named for the project it tests (`Shop.Tests/`,
+# `Shop.UnitTests/`); folder names are compared without case (PHP and .NET write `Tests/`).
+_TEST_PROJECT_SUFFIXES = (".tests", ".test", ".unittests", ".integrationtests", ".functionaltests", ".specs",
+                          ".testing", ".testutils")
+
+
 def is_test_path(path: str) -> bool:
     parts = path.split("/")
-    if any(p in _TEST_DIRS or p.endswith(_SCAFFOLDING_SUFFIXES) for p in parts[:-1]):
-        return True
+    for part in parts[:-1]:
+        folder = part.lower()
+        if folder in _TEST_DIRS or folder.endswith(_SCAFFOLDING_SUFFIXES) or folder.endswith(_TEST_PROJECT_SUFFIXES):
+            return True
     name = parts[-1]
     stem = name.rsplit(".", 1)[0]
     return (

@@ -32,6 +32,26 @@
                (reference_declarator
                  (function_declarator declarator: [(identifier) (field_identifier)] @name))]) @definition.function
 
+; operators, in and out of their class: operator==, operator(), operator bool (a conversion)
+(function_definition
+  declarator: [(function_declarator declarator: (operator_name) @name)
+               (pointer_declarator declarator: (function_declarator declarator: (operator_name) @name))
+               (reference_declarator (function_declarator declarator: (operator_name) @name))
+               (operator_cast) @name]) @definition.function
+(function_definition
+  declarator: [(function_declarator
+                 declarator: (qualified_identifier
+                   scope: [(namespace_identifier) @receiver (template_type name: (type_identifier) @receiver)]
+                   name: (operator_name) @name))
+               (reference_declarator
+                 (function_declarator
+                   declarator: (qualified_identifier
+                     scope: [(namespace_identifier) @receiver (template_type name: (type_identifier) @receiver)]
+                     name: (operator_name) @name)))
+               (qualified_identifier
+                 scope: [(namespace_identifier) @receiver (template_type name: (type_identifier) @receiver)]
+                 name: (operator_cast) @name)]) @definition.function
+
 ; out-of-class member functions: Foo::bar, ns::Foo::bar, Box<T>::get, Foo::~Foo
 (function_definition
   declarator: [(function_declarator

@@ -11,6 +11,9 @@
 (delegate_declaration name: (identifier) @name) @definition.type
 (method_declaration name: (identifier) @name) @definition.method
 (constructor_declaration name: (identifier) @name) @definition.method
+; operators and conversions, named `operator+`, `operator int` (indexer/parse.py names them)
+(operator_declaration) @definition.method @name
+(conversion_operator_declaration) @definition.method @name
 ; A property is its accessors, methods by another spelling.
 (property_declaration name: (identifier) @name) @definition.method
 ; Constants: const fields and enum members.
