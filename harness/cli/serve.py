@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import gc
 import ipaddress
@@ -81,6 +82,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="longest wait for the upstream's next bytes (default 600)")
     p.add_argument("--connect-timeout", type=argtypes.positive, default=10.0, metavar="SECONDS",
                    help="longest wait to connect to the upstream (default 10)")
+    p.add_argument("--shutdown-grace", type=argtypes.positive, default=60.0, metavar="SECONDS",
+                   help="on Ctrl-C or SIGTERM, how long answers still streaming may finish (default 60); "
+                   "then, or at a second Ctrl-C/SIGTERM, each ends with an error event its client "
+                   "understands, and is recorded as ended by the shutdown")
     p.add_argument("--no-watch", dest="watch", action="store_false", help="do not watch files for changes")
     p.add_argument("--no-mcp", dest="mcp", action="store_false", help="do not mount the MCP transports at /mcp")
     p.add_argument("--user-label", type=_label("user"), default=None, metavar="NAME",
@@ -200,6 +205,47 @@ def background_pause(gate: list) -> Callable[[], None]:
     return pause
 
 
+def _graceful_server(base: type) -> type:
+    """uvicorn's Server whose stop gives answers still streaming ``grace`` seconds, then ends
+    them as the proxy does (an error event, recorded as a shutdown); a second signal ends them
+    at once.  uvicorn alone would cancel them at its timeout, which a client reads as a broken
+    connection and the ledger as a client that left."""
+
+    class GracefulServer(base):
+        def __init__(self, config, end_answers: Callable, grace: float):
+            super().__init__(config)
+            self._end_answers = end_answers
+            self._grace = grace
+            self._loop: asyncio.AbstractEventLoop | None = None
+            self._timer: asyncio.TimerHandle | None = None
+
+        async def serve(self, sockets=None):
+            self._loop = asyncio.get_running_loop()
+            await super().serve(sockets=sockets)
+
+        def handle_exit(self, sig, frame) -> None:
+            loop = self._loop
+            if loop is None:
+                return super().handle_exit(sig, frame)
+            if self.should_exit:  # a second signal: the answers end now, and the stop stays graceful
+                self._captured_signals.append(sig)
+                loop.call_soon_threadsafe(self._end, "a second stop signal")
+                return
+            super().handle_exit(sig, frame)
+            loop.call_soon_threadsafe(self._arm)
+
+        def _arm(self) -> None:
+            self._timer = self._loop.call_later(self._grace, self._end, f"{self._grace:g} s grace over")
+
+        def _end(self, reason: str) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self._loop.create_task(self._end_answers(reason))
+
+    return GracefulServer
+
+
 def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed) -> int:
     import uvicorn
 
@@ -274,9 +320,11 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
           f"  compression {args.compress}; Ctrl-C stops", file=sys.stderr, flush=True)
     # uvicorn's own access log stays off: --access-log is MemStrata's (harness/proxy/accesslog.py),
     # which never prints a query string and adds token counts.
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=10,
+    grace = args.shutdown_grace
+    # uvicorn's own limit is a backstop past the grace: by then every answer has been ended.
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=grace + 10,
                             lifespan="on", http=ProxyH11Protocol)
-    server = uvicorn.Server(config)
+    server = _graceful_server(uvicorn.Server)(config, app.state.harness.proxy.end_answers, grace)
     # uvicorn turns SIGINT/SIGTERM into a graceful shutdown (stop accepting,
     # finish in-flight requests, run the lifespan's shutdown: ledger drained),
     # then re-raises the signal to the handler that was installed before it.

@@ -12,6 +12,7 @@ Other paths under ``/v1`` and ``/anthropic`` (``/v1/models``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -102,6 +103,17 @@ class Proxy:
         self._preparing: anyio.CapacityLimiter | None = None
         self._in_preparation = 0
         self._quiet = threading.Condition()
+        self._relaying: set[httpx.Response] = set()  # upstream answers being relayed now
+        self.stopping: str | None = None  # why the answers still relayed were ended, once they were
+
+    async def end_answers(self, reason: str) -> None:
+        """Ends every answer still being relayed (serve is stopping and its grace is over): a
+        stream gets an error event saying ``reason``, a JSON body is cut off, and each is
+        recorded as ended by the shutdown, not as abandoned by its client."""
+        self.stopping = reason
+        for resp in list(self._relaying):
+            with contextlib.suppress(Exception):
+                await resp.aclose()  # the relaying loop's next read fails at once
 
     async def start(self) -> None:
         c = self.config
@@ -335,6 +347,7 @@ class Proxy:
             recorded = finish is None
             ended = False  # the upstream's answer ran out (or failed), rather than the client leaving
             tail = b""
+            self._relaying.add(resp)
             try:
                 async for chunk in resp.aiter_bytes():
                     if first:
@@ -357,11 +370,17 @@ class Proxy:
                 elif not recorded:
                     recorded = True
                     await record_completed()
-            except httpx.TimeoutException:
-                error, ended = "timeout", True
-            except httpx.HTTPError:
-                error, ended = "dropped", True
+            except Exception as exc:
+                if self.stopping is not None:
+                    error, ended = "shutdown", True  # end_answers closed the upstream's answer
+                elif isinstance(exc, httpx.TimeoutException):
+                    error, ended = "timeout", True
+                elif isinstance(exc, httpx.HTTPError):
+                    error, ended = "dropped", True
+                else:
+                    raise
             finally:
+                self._relaying.discard(resp)
                 if not ended and not recorded:
                     error = "client_gone"  # the client stopped reading before the answer's end
                 if error is None and first:
@@ -374,10 +393,11 @@ class Proxy:
                     finish(status, error, b"".join(captured))
                 with anyio.CancelScope(shield=True):  # also when the client went away mid-stream
                     await resp.aclose()
-            if error in ("timeout", "dropped"):
+            if error in ("timeout", "dropped", "shutdown"):
                 # The status line is gone; tell the client in the stream's own terms.
-                message = ("the upstream stopped answering (timeout)" if error == "timeout"
-                           else "the upstream closed the connection mid-answer")
+                message = {"timeout": "the upstream stopped answering (timeout)",
+                           "dropped": "the upstream closed the connection mid-answer",
+                           "shutdown": f"memstrata serve is stopping ({self.stopping})"}[error]
                 log.warning("%s: %s (%s, %d bytes relayed); the client %s", endpoint, message, host, relayed,
                             "got an error event" if is_sse else "sees the response cut off")
                 if is_sse:

@@ -102,6 +102,39 @@ def test_serve_sigterm_keeps_ledger_and_port_taken(project, env):
     assert "memstrata serve: not running; last session" in text and "(stopped)" in text
 
 
+@pytest.mark.parametrize("second_signal", [False, True])
+def test_a_stop_gives_streams_their_grace_then_ends_them_with_an_error_event(project, env, second_signal):
+    """Stopping serve lets an answer still streaming finish within --shutdown-grace; past it (or at
+    a second signal) the stream ends with an error event the SDK raises, recorded as a shutdown,
+    never as a client that left, and without a traceback."""
+    import anthropic
+
+    stub = StubUpstream(answer="word " * 200, chunks=200, slow_delay=0.1)  # a 20 s answer
+    with ServerThread(stub.app) as up:
+        port = free_port()
+        proc = start_serve(project, env, port, "--anthropic-upstream", up.url, "--shutdown-grace",
+                           "60" if second_signal else "1", "--no-watch")
+        client = anthropic.Anthropic(base_url=f"http://127.0.0.1:{port}/anthropic", api_key=SENTINEL, max_retries=0)
+        got: list[str] = []
+        with pytest.raises(anthropic.APIStatusError, match="memstrata serve is stopping"):
+            with client.messages.stream(model="stub-slow", max_tokens=50,
+                                        messages=[{"role": "user", "content": "hi"}]) as stream:
+                for text in stream.text_stream:
+                    got.append(text)
+                    if len(got) == 3:
+                        proc.send_signal(signal.SIGTERM)
+                        if second_signal:
+                            time.sleep(0.3)
+                            proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and SENTINEL not in out + err
+    assert 3 <= len(got) < 200
+    with Store(project / ".memstrata" / "index.db") as store:
+        rows = ledger.entries(store)
+        assert [(r.status, r.error) for r in rows] == [(200, "shutdown")]
+
+
 def test_config_show_and_set(env, memstrata_home):
     res = memstrata("config", "show", env=env)
     assert res.returncode == 0 and "gpt-4o" in res.stdout
