@@ -365,16 +365,75 @@ class FramingEstimate:
         return min(max(f, 0.0), self.max_per_block)
 
 
+# Parts of a prompt the provider bills by their own rules (an image by its pixels, a PDF by its
+# pages, audio by its length), which no text count sees and the proxy never changes.
+_UNCOUNTED_PARTS = frozenset({"image", "image_url", "input_image", "document", "file", "input_file",
+                              "input_audio", "audio"})
+
+
+def has_uncounted_parts(body: dict, api: str) -> bool:
+    """Whether the request holds an image, a file or audio: billed by the provider beside its
+    texts, the same sent or forwarded."""
+    messages = body.get("input") if api == RESPONSES else body.get("messages")
+    stack = list(messages) if isinstance(messages, list) else []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            kind = item.get("type")
+            if kind in _UNCOUNTED_PARTS and not (kind == "document" and _text_document(item)):
+                return True
+            for key in ("content", "output"):
+                value = item.get(key)
+                if isinstance(value, list):
+                    stack.extend(value)
+    return False
+
+
+def _text_document(part: dict) -> bool:
+    source = part.get("source")
+    return isinstance(source, dict) and source.get("type") in ("text", "content")
+
+
+class TextRatio:
+    """The provider's tokens per cl100k token of a request's texts, per model, learnt from the
+    requests that hold texts only (recent ones weigh more).  A request with an image is billed
+    for the image too: its reported total over our count of its texts would scale the removed
+    code by the image's tokens as well."""
+
+    def __init__(self, weight: float = 0.1):
+        self.weight = weight
+        self._ratios: dict[object, float] = {}
+        self._lock = threading.Lock()
+
+    def observe(self, key: object, text_tokens: int, reported_texts: int) -> None:
+        if text_tokens <= 0 or reported_texts <= 0:
+            return
+        r = reported_texts / text_tokens
+        with self._lock:
+            old = self._ratios.get(key)
+            self._ratios[key] = r if old is None else old + self.weight * (r - old)
+
+    def get(self, key: object) -> float | None:
+        with self._lock:
+            return self._ratios.get(key)
+
+
 def scaled(split: Split, reported_total: int | None, forwarded_tokens: int,
-           framing: int = 0) -> tuple[int, int, int] | None:
+           framing: int = 0, text_ratio: float | None = None) -> tuple[int, int, int] | None:
     """``split`` in the provider's tokens: its texts scaled by the provider's count of the forwarded
-    request's texts over ours (the provider's count less ``framing``), plus that framing.
+    request's texts over ours (the provider's count less ``framing``), plus that framing.  With
+    ``text_ratio`` (a request that also holds images or files, billed apart), the texts the proxy
+    removed are added to the provider's count at that ratio, and nothing else is scaled.
     None when the provider reported no usage (nothing to scale by)."""
     if reported_total is None or forwarded_tokens <= 0:
         return None
     framing = min(framing, reported_total)
-    r = (reported_total - framing) / forwarded_tokens
-    total = round(split.total * r) + framing
+    if text_ratio is not None:
+        r = text_ratio
+        total = reported_total + round((split.total - forwarded_tokens) * r)
+    else:
+        r = (reported_total - framing) / forwarded_tokens
+        total = round(split.total * r) + framing
     k = total / split.total if split.total else r
     read, write = round(split.cache_read * k), round(split.cache_write * k)
     return total - read - write, read, write

@@ -46,7 +46,8 @@ from .analysis import Answer, parse_answer, prompt_tokens, symbol_overlap
 from .compress_request import ANTHROPIC, RESPONSES, CompressionResult
 from .labels import Labels
 from .counterfactual import (
-    NO_CACHE, OPENAI_FAMILY, FramingEstimate, ShadowCache, Split, framing_tokens, prompt_blocks, scaled,
+    NO_CACHE, OPENAI_FAMILY, FramingEstimate, ShadowCache, Split, TextRatio, framing_tokens, has_uncounted_parts,
+    prompt_blocks, scaled,
 )
 from .providers import Providers, ProvidersError
 from .savings import price
@@ -66,7 +67,8 @@ class Counting:
 
     def __init__(self, body: dict, compression: CompressionResult | None, api: str, *,
                  shadow: ShadowCache | None = None, family: str = NO_CACHE, model: str | None = None,
-                 arrived: float = 0.0, framing: FramingEstimate | None = None):
+                 arrived: float = 0.0, framing: FramingEstimate | None = None,
+                 text_ratio: TextRatio | None = None):
         self.body = body
         self.compression = compression
         self.api = api
@@ -75,6 +77,7 @@ class Counting:
         self.model = model
         self.arrived = arrived
         self.framing = framing
+        self.text_ratio = text_ratio
         self._observed = False
         self.original: int | None = None
         self.forwarded: int | None = None
@@ -119,20 +122,29 @@ class Counting:
         if not self.done or self.counterfactual is None or ans.input_tokens is None:
             return None
         reported = ans.input_tokens + (ans.cache_read_tokens or 0) + (ans.cache_write_tokens or 0)
+        key = (self.api, self.model)
+        # Images and files are billed beside the texts: such a request teaches neither the framing
+        # nor the text ratio, and its removed texts are priced at the ratio of text-only requests.
+        uncounted = has_uncounted_parts(self.body, self.api)
         if self.family == OPENAI_FAMILY or self.framing is None:
             framing = framing_tokens(self.body, self.api, self.family)   # published: OpenAI's
         else:
-            key = (self.api, self.model)
-            if not self._observed:
-                self._observed = True
+            if not self._observed and not uncounted:
                 self.framing.observe(key, self.forwarded or 0, self.counterfactual.blocks, reported)
             framing = round(self.framing.per_block(key) * self.counterfactual.blocks)
+        if self.text_ratio is not None and not self._observed and not uncounted:
+            self.text_ratio.observe(key, self.forwarded or 0, reported - min(framing, reported))
+        self._observed = True
         if not self.changed:
             # Forwarded as the client sent it: the provider billed the very request the counterfactual
             # prices, by its own count and cache.  (The shadow's estimate can differ from it: it counts
             # in cl100k, so a prefix near the provider's cacheable minimum may fall on the other side.)
             return ans.input_tokens, ans.cache_read_tokens or 0, ans.cache_write_tokens or 0
-        return scaled(self.counterfactual, reported, self.forwarded or 0, framing)
+        ratio = None
+        if uncounted:
+            ratio = self.text_ratio.get(key) if self.text_ratio is not None else None
+            ratio = 1.0 if ratio is None else ratio  # none learnt yet: the provider counts as cl100k
+        return scaled(self.counterfactual, reported, self.forwarded or 0, framing, text_ratio=ratio)
 
 
 @dataclass
@@ -198,6 +210,7 @@ class Recorder:
         self._providers_stamp: tuple | None = None
         self.shadow = ShadowCache()  # the provider's prompt cache had every request gone out unmodified
         self.framing = FramingEstimate()  # what the provider adds per block, the same sent or forwarded
+        self.text_ratio = TextRatio()  # the provider's tokens per cl100k token of a request's texts
         self._q: queue.Queue = queue.Queue(maxsize=max_pending)
         self.dropped: dict[str, int] = {}  # hand-offs dropped on a full queue, by kind
         self._dropped_lock = threading.Lock()
@@ -215,7 +228,7 @@ class Recorder:
     def begin(self, body: dict, compression: CompressionResult | None, api: str, *, family: str = NO_CACHE,
               model: str | None = None, arrived: float = 0.0) -> Counting:
         counting = Counting(body, compression, api, shadow=self.shadow, family=family, model=model,
-                            arrived=arrived, framing=self.framing)
+                            arrived=arrived, framing=self.framing, text_ratio=self.text_ratio)
         self._hand_over(counting, "counting")
         return counting
 

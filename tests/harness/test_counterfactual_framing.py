@@ -90,3 +90,28 @@ def test_framing_estimate_needs_a_determined_fit():
     est.observe("other", 1000, 10, 1_000)
     est.observe("other", 1000, 90, 5_000)
     assert est.per_block("other") == 32.0     # bounded: never more framing than a block plausibly carries
+
+
+def test_images_beside_the_texts_do_not_inflate_the_saving():
+    """A provider bills an image by its pixels, the same sent or forwarded: the saving of a request
+    holding images is the removed texts at the provider's text ratio, not the whole reported
+    prompt scaled by the texts' compression."""
+    from memstrata.harness.proxy.counterfactual import NO_CACHE, TextRatio
+    from memstrata.harness.proxy.recorder import prompt_tokens
+
+    ratio, per_image = 1.2, 1600
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+    learnt = TextRatio()
+    saved = []
+    for images in (0, 10, 0, 10):
+        sent = {"model": MODEL, "max_tokens": 50, "messages": [
+            {"role": "user", "content": [*[image] * images, {"type": "text", "text": code(1) * 3}]}]}
+        fwd = {**sent, "messages": [{"role": "user", "content": [*[image] * images, {"type": "text", "text": code(1)}]}]}
+        c = Counting(sent, CompressionResult(body=fwd, reason="test"), "anthropic", shadow=ShadowCache(),
+                     family=NO_CACHE, model=MODEL, text_ratio=learnt)
+        c.run()
+        billed = round(prompt_tokens(fwd, "anthropic") * ratio) + per_image * images
+        i, r, w = c.counterfactual_usage(Answer(input_tokens=billed, cache_read_tokens=0, cache_write_tokens=0))
+        saved.append(i + r + w - billed)
+    removed = round((prompt_tokens(sent, "anthropic") - prompt_tokens(fwd, "anthropic")) * ratio)
+    assert saved == [pytest.approx(removed, rel=0.01)] * 4, saved
