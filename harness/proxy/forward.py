@@ -36,6 +36,7 @@ from .counterfactual import cache_family
 from .metrics import Metrics
 from .recorder import Finished, Recorder
 from .upstream import (
+    decoded_by_httpx,
     DEFAULT_ANTHROPIC_BASE,
     DEFAULT_OPENAI_BASE,
     UPSTREAM_KEEPALIVE_S,
@@ -328,13 +329,17 @@ class Proxy:
         if status >= 400:
             self.metrics.upstream_errors.labels(kind=f"http_{status}").inc()
             self.stats["errors"] += 1
-        is_sse = "text/event-stream" in resp.headers.get("content-type", "")
+        content_type = resp.headers.get("content-type", "")
+        is_sse = "text/event-stream" in content_type
+        # A 2xx that is neither JSON nor a stream (a captive portal's page, a wrong upstream) is
+        # relayed as it came but recorded as no answer: no model ran, and nothing was saved.
+        no_answer = status < 300 and bool(content_type) and not is_sse and "json" not in content_type
         metrics = self.metrics
 
         async def record_completed() -> None:
             # Before the client can see the end of the answer, so a crash never loses a row it saw.
             with anyio.CancelScope(shield=True):
-                committed = finish(status, None, b"".join(captured), True)
+                committed = finish(status, "not_an_answer" if no_answer else None, b"".join(captured), True)
                 if committed is not None:
                     await committed
 
@@ -407,7 +412,7 @@ class Proxy:
 
         response = _RelayResponse(body_iter(), status_code=status)
         response.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1"))
-                                for k, v in response_headers(resp.headers)]
+                                for k, v in response_headers(resp.headers, decoded=decoded_by_httpx(resp))]
         return response
 
     async def _read_body(self, request: Request) -> bytes:

@@ -442,7 +442,7 @@ class Recorder:
         if m is None:
             return
         project = m.project
-        ok = [e for e in entries if e.status is not None and 200 <= e.status < 300]
+        ok = [e for e in entries if e.status is not None and 200 <= e.status < 300 and e.error != "not_an_answer"]
         for e in ok:
             if e.counted:
                 m.tokens_sent.labels(project=project).inc(e.tokens_forwarded)

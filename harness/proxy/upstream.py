@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -66,8 +67,29 @@ def request_headers(headers) -> list[tuple[str, str]]:
     return [(k, v) for k, v in headers.items() if k.lower() not in HOP_BY_HOP]
 
 
-def response_headers(headers) -> list[tuple[str, str]]:
-    return [(k, v) for k, v in headers.multi_items() if k.lower() not in RESPONSE_DROP]
+def response_headers(headers, decoded: bool = True) -> list[tuple[str, str]]:
+    """The upstream's headers as relayed; its Content-Encoding only when the body is relayed
+    still encoded (``decoded`` False: a coding httpx cannot undo)."""
+    drop = RESPONSE_DROP if decoded else RESPONSE_DROP - {"content-encoding"}
+    return [(k, v) for k, v in headers.multi_items() if k.lower() not in drop]
+
+
+def _decodable() -> frozenset[str]:
+    codings = {"identity", "gzip", "deflate"}
+    for coding, module in (("br", "brotli"), ("br", "brotlicffi"), ("zstd", "zstandard")):
+        if importlib.util.find_spec(module) is not None:
+            codings.add(coding)
+    return frozenset(codings)
+
+
+_DECODABLE = _decodable()
+
+
+def decoded_by_httpx(resp) -> bool:
+    """Whether httpx undoes every coding of ``resp``'s body (it hands any other on as it came:
+    a non-compliant upstream's `br` with no brotli installed)."""
+    value = resp.headers.get("content-encoding", "")
+    return all(c.strip().lower() in _DECODABLE for c in value.split(",") if c.strip())
 
 
 _OPENAI_TYPES = {400: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",

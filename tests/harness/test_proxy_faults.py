@@ -313,3 +313,50 @@ def test_the_stand_in_provider_run_as_a_script_streams():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _odd_upstream():
+    """A provider address answered by something else: a page in place of an answer, and a body in
+    a coding the proxy cannot undo (what a non-compliant server may send)."""
+    import gzip
+
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def page(request):
+        return Response(b"<html><body>Sign in to the network</body></html>", media_type="text/html")
+
+    async def coded(request):
+        body = json.dumps({"id": "x", "object": "chat.completion", "choices": [], "usage": {
+            "prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6}}).encode()
+        return Response(gzip.compress(body), media_type="application/json",
+                        headers={"content-encoding": "x-unknown"})
+
+    return Starlette(routes=[Route("/page/v1/chat/completions", page, methods=["POST"]),
+                             Route("/coded/v1/chat/completions", coded, methods=["POST"])])
+
+
+@pytest.mark.parametrize("route", ["page", "coded"])
+def test_what_is_no_model_answer_is_relayed_as_it_came_and_saves_nothing(python_ws, route):
+    from memstrata.storage import ledger
+
+    with ServerThread(_odd_upstream()) as up:
+        from memstrata.harness.proxy.compress_request import CompressionSettings
+
+        cfg = ProxyConfig(openai_base=f"{up.url}/{route}/v1", anthropic_base=up.url, trust_env=False,
+                          compression=CompressionSettings.for_mode("aggressive", min_tokens=50))
+        app = build_app(python_ws, HarnessConfig(proxy=cfg, mount_mcp=False))
+        with ServerThread(app) as server:
+            code = (FIXTURE / "app/auth/service.py").read_text() + "\n" + (FIXTURE / "app/reports.py").read_text()
+            r = httpx.post(f"{server.url}/v1/chat/completions", timeout=30, json={**GOOD, "messages": [
+                {"role": "user", "content": f"```python\n{code}\n```\nWhat does AuthService.logout do?"}]})
+    assert r.status_code == 200
+    if route == "page":
+        assert b"Sign in" in r.content
+        rows = ledger.entries(python_ws.store)
+        assert rows[-1].error == "not_an_answer"
+        assert rows[-1].tokens_original > rows[-1].tokens_forwarded  # compressed, yet nothing is saved
+        assert all(t.tokens_saved == 0 for t in ledger.totals(python_ws.store))
+    else:  # still coded: the client is told so and can undo it, never handed bytes labelled JSON
+        assert r.headers.get("content-encoding") == "x-unknown"
