@@ -289,6 +289,28 @@ def test_the_axis_labels_read_as_the_figures_they_mark(serve):
         driver.quit()
 
 
+def test_small_dollar_figures_get_labels_that_tell_them_apart(serve):
+    """A cheap model saves fractions of a cent a day: the dollar axis shows the decimals its step
+    needs ($0.0002, $0.0004), never the same rounded label twice."""
+    common = dict(endpoint="openai.chat", provider="openai", model="gpt-4o-mini", compressed=True, output_tokens=10,
+                  cache_read_tokens=0, cache_write_tokens=0, cf_cache_read_tokens=0, cf_cache_write_tokens=0,
+                  status=200, time=time.time() - 86400)
+    with Store(serve.project / ".memstrata" / "index.db") as store:
+        ledger.record(store, [LedgerEntry(tokens_original=4_000, tokens_forwarded=1_500, input_tokens=1_500,
+                                          cf_input_tokens=4_000, **common)])
+    driver = browser()
+    try:
+        driver.get(serve.url + "/")
+        wait_for(driver, "return Number(document.body.dataset.loaded || 0) >= 1", message="the first refresh")
+        driver.find_element("id", "show-dollars").click()
+        labels = [t for t in driver.execute_script(
+            "return [...document.querySelectorAll('#chart text')].map((t) => t.textContent);") if t.startswith("$")]
+        assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
+        assert float(max(labels, key=lambda t: float(t[1:].replace(",", "")))[1:]) > 0, labels
+    finally:
+        driver.quit()
+
+
 def test_dashboard_is_one_local_page_behind_the_guard(serve):
     r = httpx.get(serve.url + "/")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
