@@ -93,8 +93,9 @@ def _refusal(id_: Any, code: int, message: str) -> Reply:
     return Reply(error_response(id_, code, message))
 
 
-def check_message(obj: Any) -> SessionMessage | Reply:
-    """One decoded JSON value -> the message for the SDK, or the answer it gets here instead.
+def check_message(obj: Any) -> SessionMessage | Reply | None:
+    """One decoded JSON value -> the message for the SDK, or the answer it gets here instead
+    (None: a notification that cannot be read, which JSON-RPC leaves unanswered).
 
     Past the envelope, params and responses are checked here too, since the
     SDK would drop what it cannot validate without a word.
@@ -103,6 +104,17 @@ def check_message(obj: Any) -> SessionMessage | Reply:
     if refused is not None:
         return Reply(refused)
     reply_id = obj.get("id")
+    if "method" in obj and "id" not in obj:
+        # A notification is never answered (JSON-RPC 2.0, section 4.1), not even to say it is wrong.
+        params = obj.get("params")
+        if params is not None and not isinstance(params, dict):
+            log.debug("notification %r with params that are not an object: dropped", obj["method"])
+            return None
+        try:
+            return SessionMessage(types.jsonrpc_message_adapter.validate_python(obj, by_name=False))
+        except ValueError:
+            log.debug("notification %r that is not valid JSON-RPC: dropped", obj["method"])
+            return None
     if "method" in obj:
         params = obj.get("params")
         if isinstance(params, list):

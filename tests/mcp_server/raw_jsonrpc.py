@@ -49,6 +49,9 @@ MALFORMED: list[tuple[bytes, list[tuple[Any, int]]]] = [
     (b'{"jsonrpc": "2.0", "id": "str-args", "method": "tools/call", "params": {"name": "x", "arguments": "q"}}',
      [("str-args", -32602)]),
     (b'{"jsonrpc": "2.0", "id": "num-name", "method": "tools/call", "params": {"name": 5}}', [("num-name", -32602)]),
+    # a notification is never answered, not even when its params are wrong (JSON-RPC 2.0 section 4.1)
+    (b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": [1]}', []),
+    (b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "x"}', []),
     (b"   ", []),  # a blank line is not a message
 ]
 # A batch: one answer per element that expects one, as one array.
