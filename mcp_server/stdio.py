@@ -121,6 +121,8 @@ def check_message(obj: Any) -> SessionMessage | Reply | None:
             return _refusal(reply_id, INVALID_PARAMS, "Invalid params: params must be an object")
         if params is not None and not isinstance(params, dict):
             return _refusal(reply_id, INVALID_REQUEST, "Invalid Request: params must be an object")
+        if obj["method"] == "initialize" and (problem := _initialize_problem(params)) is not None:
+            return _refusal(reply_id, INVALID_PARAMS, f"Invalid params: {problem}")
         if obj["method"] == "tools/call" and isinstance(params, dict):
             # The SDK's own answer to these is "Invalid request parameters", which names neither.
             if not isinstance(params.get("name"), str):
@@ -136,6 +138,39 @@ def check_message(obj: Any) -> SessionMessage | Reply | None:
     except ValueError:  # pydantic's ValidationError; its text is not for the wire
         return _refusal(reply_id, INVALID_REQUEST, "Invalid Request: not a valid JSON-RPC 2.0 message")
     return SessionMessage(message)
+
+
+def _initialize_problem(params: dict | None) -> str | None:
+    """What is wrong with ``initialize``'s params, said for the client (the SDK's own answer,
+    "Invalid request parameters", names nothing)."""
+    params = params or {}
+    if not isinstance(params.get("protocolVersion"), str):
+        return 'initialize needs protocolVersion, a string such as "2025-06-18"'
+    if not isinstance(params.get("capabilities"), dict):
+        return "initialize needs capabilities, an object (it may be empty)"
+    info = params.get("clientInfo")
+    if not isinstance(info, dict) or not isinstance(info.get("name"), str) or not isinstance(info.get("version"), str):
+        return "initialize needs clientInfo, an object with name and version strings"
+    return None
+
+
+# The modern protocol (2026-07-28) has no initialize: each request names its version here.
+_MODERN_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+_BEFORE_INITIALIZE = frozenset({"initialize", "ping", "server/discover"})
+
+
+def needs_initialize(message: types.JSONRPCRequest) -> bool:
+    """Whether a request sent before any ``initialize`` cannot be served: it is no handshake
+    and does not carry the modern protocol's per-request version either."""
+    if message.method in _BEFORE_INITIALIZE:
+        return False
+    params = message.params if isinstance(message.params, dict) else {}
+    meta = params.get("_meta")
+    return not (isinstance(meta, dict) and _MODERN_VERSION_KEY in meta)
+
+
+NOT_INITIALIZED = ("Invalid Request: the session is not initialized; send initialize first "
+                   f'(or, at protocol 2026-07-28, name the version in every request\'s params._meta["{_MODERN_VERSION_KEY}"])')
 
 
 def classify(line: bytes) -> SessionMessage | Reply | None:
@@ -194,6 +229,7 @@ class StdioFront:
         # the wire.
         self._read_thread = anyio.CapacityLimiter(1)
         self._write_thread = anyio.CapacityLimiter(1)
+        self._greeted = False  # an initialize (or a modern request naming its version) was passed on
 
     async def run(self) -> None:
         lowlevel = getattr(self.server, "_lowlevel_server", None)
@@ -228,6 +264,11 @@ class StdioFront:
                 await self._refuse(outcome.payload)
                 continue
             message = outcome.message
+            if isinstance(message, types.JSONRPCRequest) and not self._greeted:
+                if needs_initialize(message):
+                    await self._refuse(error_response(message.id, INVALID_REQUEST, NOT_INITIALIZED))
+                    continue
+                self._greeted = message.method != "ping"
             if isinstance(message, types.JSONRPCRequest):
                 while self._in_flight >= self.max_in_flight and not self._broken:
                     self._room = anyio.Event()

@@ -169,3 +169,19 @@ def test_an_index_of_a_newer_memstrata_is_said_on_every_call(project: Path, tmp_
         result = replies[ident]["result"]
         assert result["isError"] and "newer" in result["content"][0]["text"], result
         assert str(tmp_path) not in result["content"][0]["text"].replace(str(project), "")
+
+
+def test_a_request_before_initialize_and_a_bad_initialize_are_told_what_is_wrong(server: RawServer):
+    info = {"capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    server.send({"jsonrpc": "2.0", "id": "early", "method": "tools/list"},
+                {"jsonrpc": "2.0", "id": "v42", "method": "initialize", "params": {"protocolVersion": 42, **info}},
+                {"jsonrpc": "2.0", "id": "no-info", "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+                                                                                       "capabilities": {}}},
+                INIT, {"jsonrpc": "2.0", "id": "late", "method": "tools/list"})
+    replies = {r["id"]: r for r in server.close_and_collect()}
+    assert replies["early"]["error"]["code"] == -32600
+    assert "not initialized" in replies["early"]["error"]["message"]
+    assert replies["v42"]["error"]["code"] == -32602 and "protocolVersion" in replies["v42"]["error"]["message"]
+    assert "clientInfo" in replies["no-info"]["error"]["message"]
+    assert replies[0]["result"]["serverInfo"]["name"] == "memstrata"
+    assert any(t["name"] == "context_query" for t in replies["late"]["result"]["tools"])
