@@ -262,9 +262,14 @@ class Dialect:
     bad_id: str
     bad_version: str
     bad_method: str
+    # A UTF-8 byte-order mark before a message (what some Windows tools write first) is skipped;
+    # False where the engine a server mirrors refuses it.
+    skip_bom: bool = False
 
     def parse(self, line: bytes) -> Incoming:
         """One line read -> a message or a batch for the server, or the answer it gets here."""
+        if self.skip_bom and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
         if not line.strip():
             return None
         # json.loads is called right here, not in a helper, so that the nesting a

@@ -86,6 +86,7 @@ DIALECT = Dialect(
     bad_id="Invalid Request: id must be a string or an integer",
     bad_version='Invalid Request: "jsonrpc" must be "2.0"',
     bad_method="Invalid Request: method must be a string",
+    skip_bom=True,
 )
 
 

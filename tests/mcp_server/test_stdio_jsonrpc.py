@@ -177,7 +177,8 @@ def test_a_request_before_initialize_and_a_bad_initialize_are_told_what_is_wrong
                 {"jsonrpc": "2.0", "id": "v42", "method": "initialize", "params": {"protocolVersion": 42, **info}},
                 {"jsonrpc": "2.0", "id": "no-info", "method": "initialize", "params": {"protocolVersion": "2025-06-18",
                                                                                        "capabilities": {}}},
-                INIT, {"jsonrpc": "2.0", "id": "late", "method": "tools/list"})
+                INIT, {"jsonrpc": "2.0", "id": "late", "method": "tools/list"},
+                b'\xef\xbb\xbf{"jsonrpc": "2.0", "id": "bom", "method": "ping"}')
     replies = {r["id"]: r for r in server.close_and_collect()}
     assert replies["early"]["error"]["code"] == -32600
     assert "not initialized" in replies["early"]["error"]["message"]
@@ -185,3 +186,4 @@ def test_a_request_before_initialize_and_a_bad_initialize_are_told_what_is_wrong
     assert "clientInfo" in replies["no-info"]["error"]["message"]
     assert replies[0]["result"]["serverInfo"]["name"] == "memstrata"
     assert any(t["name"] == "context_query" for t in replies["late"]["result"]["tools"])
+    assert replies["bom"]["result"] == {}  # a byte-order mark before a message is skipped
