@@ -229,11 +229,24 @@ def build_app(ws, config: HarnessConfig | None = None, *, started: float | None 
     async def anthropic_messages(request: Request) -> Response:
         return await proxy.model_call(request, ANTHROPIC, "v1/messages", "anthropic.messages")
 
+    # A model endpoint spelled with a doubled or trailing slash (a base URL ending in "/" joined
+    # to "/v1/messages") is still that endpoint: compressed and recorded, not passed through.
+    model_routes = {(OPENAI, "chat/completions"): openai_chat, (OPENAI, "responses"): openai_responses,
+                    (ANTHROPIC, "v1/messages"): anthropic_messages}
+
+    async def other(request: Request, api: str) -> Response:
+        rest = request.path_params["rest"]
+        if request.method == "POST":
+            route = model_routes.get((api, "/".join(part for part in rest.split("/") if part)))
+            if route is not None:
+                return await route(request)
+        return await proxy.passthrough(request, api, rest)
+
     async def openai_other(request: Request) -> Response:
-        return await proxy.passthrough(request, OPENAI, request.path_params["rest"])
+        return await other(request, OPENAI)
 
     async def anthropic_other(request: Request) -> Response:
-        return await proxy.passthrough(request, ANTHROPIC, request.path_params["rest"])
+        return await other(request, ANTHROPIC)
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
     app.add_route("/v1/chat/completions", openai_chat, methods=["POST"])

@@ -558,6 +558,24 @@ def test_passthrough_endpoints(proxy, fresh):
     assert [r.path for r in fresh.received] == ["/v1/models", "/v1/messages/count_tokens"]
 
 
+@pytest.mark.parametrize("path,endpoint", [("/anthropic//v1/messages", "anthropic.messages"),
+                                           ("/v1/chat/completions/", "openai.chat")])
+def test_a_model_endpoint_with_a_doubled_or_trailing_slash_is_still_compressed_and_recorded(
+        project, proxy, fresh, path, endpoint):
+    h = proxy.app.state.harness
+    h.flush()
+    before = len(rows(project))
+    body = {"model": "gpt-4o" if endpoint == "openai.chat" else "claude-3-7-sonnet-20250219", "max_tokens": 20,
+            "messages": [{"role": "user", "content": pasted_request(project)}]}
+    r = httpx.post(proxy.url + path, json=body, headers={"x-api-key": "k", "anthropic-version": "2023-06-01"},
+                   timeout=60)
+    assert r.status_code == 200, r.text
+    h.flush()
+    new = rows(project)[before:]
+    assert [e.endpoint for e in new] == [endpoint] and new[0].compressed
+    assert fresh.received[-1].path in ("/v1/messages", "/v1/chat/completions")
+
+
 # -- ledger, metrics, status -----------------------------------------------------------------
 
 
