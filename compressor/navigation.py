@@ -430,13 +430,29 @@ def use_lines(facts: FileFacts, scope: str | None, name: str, receiver: str | No
         text = facts.line(ln)
         if ln != first and text.lstrip().startswith(comment):
             continue  # `# apply _reduce to ...`: the name in a comment is no use
-        hits = len(pattern.findall(text))
+        hits = len(pattern.findall(_without_strings(text, facts.language or "")))
         if hits or ln == first:
             out.append(ln)
             seen += max(hits, 1)
             if seen >= count:
                 break
     return out
+
+
+# A string literal that opens and closes on one line; single quotes too where they delimit strings
+# or characters (in Rust a lone quote starts a lifetime).
+_DOUBLE_QUOTED = re.compile(r'"(?:\\.|[^"\\])*"')
+_SINGLE_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'")
+
+
+def _without_strings(text: str, language: str) -> str:
+    """``text`` with its one-line string literals blanked: a function's name in a message
+    (`fail("parse_header failed")`) is no use of it."""
+    if '"' in text:
+        text = _DOUBLE_QUOTED.sub(lambda m: " " * len(m.group()), text)
+    if "'" in text and language != "rust":
+        text = _SINGLE_QUOTED.sub(lambda m: " " * len(m.group()), text)
+    return text
 
 
 def _scope_region(facts: FileFacts, scope: str | None) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:

@@ -276,6 +276,24 @@ def test_repeated_uses_in_one_scope_each_get_their_line(tmp_path):
                    ("pkg/use.py", 9, "call", "pkg/use.py::run")]
 
 
+def test_a_name_inside_a_string_is_no_use(tmp_path):
+    """The uses a folded row stands for are found by spelling: a message naming the function
+    (`fail("set_value failed")`) is skipped, so the real calls after it are listed."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "lib.c").write_text("int set_value(int v) { return v; }\n")
+    (root / "check.c").write_text(
+        "int set_value(int v);\nvoid fail(const char *m);\n\nvoid check(void) {\n"
+        "    if (set_value(1)) fail(\"set_value failed\");\n"
+        "    fail(\"set_value with a bad argument did not fail\");\n"
+        "    set_value(2);\n    set_value(3);\n}\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        out = find_references(ws, "lib.c::set_value")
+    lines = [r["line"] for r in out["references"] if r["path"] == "check.c" and r["kind"] == "call"]
+    assert lines == [5, 7, 8]
+
+
 def test_a_package_s_public_path_reaches_what_it_re_exports(tmp_path):
     files = {"src/pkg/__init__.py": "from .core import Engine\n",
              "src/pkg/core.py": "class Engine:\n    pass\n\n\nclass Hidden:\n    pass\n",
