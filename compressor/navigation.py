@@ -155,6 +155,33 @@ def _unknown(graph: GraphView, name: str, scope: str = "") -> NavigationError:
     return NavigationError(f"no symbol matches {name!r}{scope}{hint}")
 
 
+_TYPES = frozenset({"class", "struct", "interface", "module", "trait", "enum"})
+
+
+def _inherited(graph: GraphView, name: str, depth: int = 4) -> list[Match]:
+    """``Type.member`` that ``Type`` does not define itself but inherits: the definitions of
+    ``member`` in its base classes or mixed-in modules, nearest first (``Child.greet`` ->
+    ``Base.greet``; a Ruby class's ``include Helpers`` -> ``Helpers.post``)."""
+    owner, dot, member = name.rpartition(".")
+    if not dot or not owner or not member or member.endswith("*"):
+        return []
+    found: list[Match] = []
+    seen: set[str] = set()
+    frontier = [m.node for m in resolve(graph, owner) if graph.node(m.node).get("kind") in _TYPES]
+    for _level in range(depth):
+        bases = [b for t in frontier for b in graph.bases(t) if b not in seen]
+        seen.update(bases)
+        for base in bases:
+            data = graph.node(base)
+            candidate = f"{data.get('path')}::{data.get('qualname')}.{member}"
+            if candidate in graph:
+                found.append(Match(candidate, 1))
+        if found or not bases:
+            return found
+        frontier = bases
+    return found
+
+
 def find_symbol(ws: Workspace, name: object, include_body: object = False, kind: object = None,
                 path: object = None, max_results: object = 20) -> dict:
     name = check_name(name, "name")
@@ -166,7 +193,7 @@ def find_symbol(ws: Workspace, name: object, include_body: object = False, kind:
         graph = ws.graph
         if rel is not None:
             _check_indexed(graph, rel, allow_dir=True, store=ws.store)
-        matches = resolve(graph, name)
+        matches = resolve(graph, name) or _inherited(graph, name)
         if not matches:
             raise _unknown(graph, name)
         if kind is not None:

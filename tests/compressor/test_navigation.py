@@ -294,6 +294,24 @@ def test_a_name_inside_a_string_is_no_use(tmp_path):
     assert lines == [5, 7, 8]
 
 
+def test_a_member_a_type_inherits_is_found_under_the_types_name(tmp_path):
+    """`Child.greet` when only `Base` defines greet, and a Ruby class's method from a module it
+    includes: the definition it inherits, not "no symbol matches"."""
+    root = tmp_path / "p"
+    root.mkdir()
+    (root / "m.py").write_text("class Base:\n    def greet(self):\n        return 1\n\n\n"
+                               "class Child(Base):\n    def own(self):\n        return 2\n")
+    (root / "r.rb").write_text("module Helpers\n  def post_data\n    1\n  end\nend\n\n"
+                               "class Request\n  include Helpers\nend\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        assert [x["symbol"] for x in find_symbol(ws, "Child.greet")["symbols"]] == ["m.py::Base.greet"]
+        assert [x["symbol"] for x in find_symbol(ws, "Request.post_data")["symbols"]] == ["r.rb::Helpers.post_data"]
+        assert [x["symbol"] for x in find_symbol(ws, "Child.own")["symbols"]] == ["m.py::Child.own"]
+        with pytest.raises(NavigationError, match="no symbol matches"):
+            find_symbol(ws, "Child.missing")
+
+
 def test_a_package_s_public_path_reaches_what_it_re_exports(tmp_path):
     files = {"src/pkg/__init__.py": "from .core import Engine\n",
              "src/pkg/core.py": "class Engine:\n    pass\n\n\nclass Hidden:\n    pass\n",
