@@ -40,6 +40,8 @@ EXTENSIONS: dict[str, str] = {
     ".hxx": "cpp",
     ".cs": "csharp",
     ".rb": "ruby",
+    ".rake": "ruby",  # Rake task files
+    ".ru": "ruby",    # Rack's config.ru
     ".php": "php",
 }
 
