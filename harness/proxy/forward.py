@@ -60,6 +60,8 @@ INLINE_BODY_BYTES = 64 * 1024  # smaller bodies are prepared on the event loop (
 # every request's preparation is stretched over everyone's time slices and the event loop waits
 # its turn among them.  At 32 concurrent agents that doubled the compressed path's p95.
 PREPARING_THREADS = max(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2)
+# How long a request body may pause between two chunks before the request is refused (408).
+BODY_IDLE_S = 60.0
 # Background work (whole-file token counts) waits while requests are prepared, at most this long
 # a step: a steady stream of requests slows it down but cannot stop it.
 QUIET_MAX_WAIT_S = 2.0
@@ -152,6 +154,9 @@ class Proxy:
             raw = await self._read_body(request)
         except _TooLarge:
             return self._local_error(api, 413, "request body is larger than the proxy accepts", endpoint, t0)
+        except _BodyStalled:
+            return self._local_error(api, 408, f"the request body stopped arriving ({BODY_IDLE_S:g} s without a byte)",
+                                     endpoint, t0)
         except ClientDisconnect:
             return Response(status_code=499)
         if _url_too_long(request):
@@ -281,6 +286,9 @@ class Proxy:
             content = await self._read_body(request)
         except _TooLarge:
             return self._local_error(api, 413, "request body is larger than the proxy accepts", "passthrough", t0)
+        except _BodyStalled:
+            return self._local_error(api, 408, f"the request body stopped arriving ({BODY_IDLE_S:g} s without a byte)",
+                                     "passthrough", t0)
         except ClientDisconnect:
             return Response(status_code=499)
         return await self._forward(request, api, self.upstreams[api].url(rest, request.url.query), content,
@@ -420,12 +428,20 @@ class Proxy:
         if declared and declared.isdigit() and int(declared) > self.config.max_body_bytes:
             raise _TooLarge
         chunks, size = [], 0
-        async for chunk in request.stream():
+        stream = request.stream().__aiter__()
+        while True:
+            # A client that stops sending halfway would hold its connection for ever.
+            with anyio.move_on_after(BODY_IDLE_S) as idle:
+                try:
+                    chunk = await stream.__anext__()
+                except StopAsyncIteration:
+                    return b"".join(chunks)
+            if idle.cancelled_caught:
+                raise _BodyStalled
             size += len(chunk)
             if size > self.config.max_body_bytes:
                 raise _TooLarge
             chunks.append(chunk)
-        return b"".join(chunks)
 
     def _local_error(self, api: str, status: int, message: str, endpoint: str, t0: float) -> Response:
         self.metrics.requests.labels(status=str(status)).inc()
@@ -450,6 +466,10 @@ class _Prepared:
     content: bytes = b""
     compress_seconds: float = 0.0
     error: str | None = None   # a 400 to answer instead
+
+
+class _BodyStalled(Exception):
+    """The client sent part of a request body, then nothing for BODY_IDLE_S."""
 
 
 class _TooLarge(Exception):

@@ -93,11 +93,13 @@ def decoded_by_httpx(resp) -> bool:
 
 
 _OPENAI_TYPES = {400: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",
+                 408: "invalid_request_error",
                  421: "invalid_request_error",
                  403: "permission_error", 413: "invalid_request_error", 414: "invalid_request_error",
                  415: "invalid_request_error", 431: "invalid_request_error", 502: "upstream_error",
                  504: "upstream_timeout", 500: "server_error"}
 _ANTHROPIC_TYPES = {400: "invalid_request_error", 404: "not_found_error", 405: "invalid_request_error",
+                    408: "timeout_error",
                     421: "invalid_request_error",
                     403: "permission_error", 413: "request_too_large", 414: "invalid_request_error",
                     415: "invalid_request_error", 431: "invalid_request_error", 502: "api_error", 504: "timeout_error",

@@ -360,3 +360,18 @@ def test_what_is_no_model_answer_is_relayed_as_it_came_and_saves_nothing(python_
         assert all(t.tokens_saved == 0 for t in ledger.totals(python_ws.store))
     else:  # still coded: the client is told so and can undo it, never handed bytes labelled JSON
         assert r.headers.get("content-encoding") == "x-unknown"
+
+
+def test_a_body_that_stops_arriving_gets_408_and_frees_the_connection(proxy, monkeypatch):
+    from memstrata.harness.proxy import forward
+
+    monkeypatch.setattr(forward, "BODY_IDLE_S", 1.0)
+    with socket.create_connection((proxy.host, proxy.port), timeout=30) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 500\r\n\r\n" + b'{"model": "gpt-4o", ')
+        t0 = time.monotonic()
+        answer = s.recv(65536)
+        assert time.monotonic() - t0 < 20
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert b"stopped arriving" in answer
+    assert httpx.post(proxy.url + "/v1/chat/completions", json=GOOD, timeout=30).status_code == 200
