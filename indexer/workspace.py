@@ -204,6 +204,7 @@ class Workspace:
         """Re-index what a watcher batch names (files, and everything under dirs)."""
         if self._store_gone():
             return IndexSummary()  # nothing to write to: status says so
+        self._adopt_stored_cap()
         paths = set(changes.files)
         if changes.full or any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
             return self.index()
@@ -229,6 +230,17 @@ class Workspace:
         self._held_back = None
         self._after_update(summary)
         return summary
+
+    def _adopt_stored_cap(self) -> None:
+        """The file-size cap an index run remembered since this workspace opened (`memstrata index
+        --max-file-size` beside a running watcher): a watcher on the old cap would drop the large
+        files that run just indexed at their next edit."""
+        saved = self.store.get_meta("max_file_bytes")
+        if saved and saved.isdigit():
+            cap = min(int(saved), MAX_FILE_BYTES_LIMIT)
+            if cap != self.indexer.max_file_bytes:
+                self.indexer.max_file_bytes = cap
+                self.indexer.filter.cap = cap
 
     def _after_update(self, summary: IndexSummary) -> None:
         if self._graph is not None and (summary.changed_paths or summary.removed_paths):

@@ -86,3 +86,20 @@ def test_a_folder_replaced_by_a_link_outside_the_project_is_one_entry(tmp_path):
         assert not [p for p, _r, _s in listed if p.startswith("pkg/") and p != "pkg/"]
         assert not [p for p in ci.file_paths(ws.store) if p.startswith("pkg/")]
         assert listed == _fresh(root, tmp_path)
+
+
+def test_a_cap_a_later_index_run_set_holds_for_a_running_watcher(tmp_path):
+    """`memstrata index --max-file-size` beside a running watcher: the watcher takes the new cap,
+    instead of dropping the large file that run indexed at its next edit."""
+    root = write_files(tmp_path / "proj", {"app.py": "def main():\n    return 1\n",
+                                           "big.py": "def big():\n    return 2\n" + "x = 1\n" * 2000})
+    with Workspace.open(root, max_file_bytes=4096) as watching:
+        watching.index()
+        assert "big.py" not in ci.file_paths(watching.store)
+        with Workspace.open(root, max_file_bytes=1024 * 1024) as run:  # another process's index run
+            run.index()
+        with open(root / "big.py", "a") as f:
+            f.write("y = 2\n")
+        watching.apply_changes(Changes({"big.py"}, set()))
+        assert "big.py" in ci.file_paths(watching.store)
+        assert "big.py" not in {p for p, _r, _s in ci.skipped_files(watching.store)}
