@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 # Paths under these top-level folders never reach the index; dropping their
 # events early keeps our own database writes from waking the watcher.
 _IGNORED_TOP = frozenset({INDEX_DIR, ".git", ".hg", ".svn"})
+# The one file under .git the index reads: the repository's own ignore rules, as a .gitignore.
+GIT_EXCLUDE = ".git/info/exclude"
 
 
 class Changes:
@@ -146,7 +148,7 @@ class Watcher(FileSystemEventHandler):
         if not path.startswith(self._root_str):
             return None
         rel = path[len(self._root_str):].replace(os.sep, "/")
-        if not rel or rel.split("/", 1)[0] in _IGNORED_TOP:
+        if not rel or (rel.split("/", 1)[0] in _IGNORED_TOP and rel != GIT_EXCLUDE):
             return None
         return rel
 

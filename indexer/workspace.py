@@ -35,7 +35,7 @@ from .project import (
 )
 from .run import IndexCancelled, Indexer, IndexSummary, Progress
 from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
-from .watcher import Changes, Watcher
+from .watcher import GIT_EXCLUDE, Changes, Watcher
 from .worker import content_hash, read_bytes
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,7 @@ class Workspace:
             return IndexSummary()  # nothing to write to: status says so
         self._adopt_stored_cap()
         paths = set(changes.files)
-        if changes.full or any(p == ".gitignore" or p.endswith("/.gitignore") for p in paths):
+        if changes.full or any(p == ".gitignore" or p.endswith("/.gitignore") or p == GIT_EXCLUDE for p in paths):
             return self.index()
         if changes.dirs:
             indexed = ci.file_paths(self.store)

@@ -205,6 +205,18 @@ def test_gitignore_change_re_evaluates_ignores(ws, project, wait_until):
     assert_graph_matches_store(ws)
 
 
+def test_git_info_exclude_change_re_evaluates_ignores(ws, project, wait_until):
+    """The repository's own ignore rules (.git/info/exclude) are watched like a .gitignore."""
+    exclude = project / ".git" / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    exclude.write_text("app/reports.py\n")
+    wait_until(lambda: absent(ws, "app/reports.py"), message="the newly excluded file to leave the index")
+    exclude.write_text("# nothing excluded\n")
+    wait_until(lambda: not absent(ws, "app/reports.py"), message="the file to return")
+    settle(ws, wait_until)
+    assert_graph_matches_store(ws)
+
+
 def test_events_inside_the_index_folder_never_trigger_updates(ws, project, wait_until):
     # Our own commits write .memstrata/index.db; one edit must lead to exactly
     # one update and then silence, not a loop.
