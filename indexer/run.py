@@ -21,7 +21,8 @@ from .languages import language_for_path
 from .model import ImportFact
 from .parse import EXTRACTOR_VERSION
 from .project import writer_lock
-from .scan import DEFAULT_MAX_FILE_BYTES, NOT_A_FILE, PARSE_TIMEOUT, UNREADABLE, PathFilter, printable_path, scan_project
+from .scan import (DEFAULT_MAX_FILE_BYTES, NOT_A_FILE, PARSE_TIMEOUT, UNREADABLE, PathFilter, link_target,
+                   printable_path, scan_project)
 from .worker import (
     Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
 )
@@ -76,6 +77,7 @@ class Indexer:
         self.max_file_bytes = max_file_bytes
         self.workers = workers or os.cpu_count() or 1
         self.filter = PathFilter(root, max_file_bytes)
+        self.links: dict[str, set[str]] = {}  # a file inside the project -> the indexed symlinks to it
         self.lock = writer_lock(root, store)
         self._ctx: ResolveContext | None = None
 
@@ -95,6 +97,10 @@ class Indexer:
         self.store.set_meta("index_started", now_iso())
         self.filter.clear()
         scan = scan_project(self.root, self.max_file_bytes)
+        self.links = {}
+        for c in scan.files:
+            if c.link_to is not None:
+                self.links.setdefault(c.link_to, set()).add(c.path)
         states = ci.file_states(self.store)
         # Facts written by another version of the extraction are re-derived.
         refresh_all = self.store.get_meta("extractor") != EXTRACTOR_VERSION
@@ -246,11 +252,21 @@ class Indexer:
 
     # -- incremental ----------------------------------------------------------
 
+    def _with_links(self, paths: set[str]) -> list[str]:
+        """``paths`` and the indexed symlinks that lead to one of them: a link's text is its
+        target's, so an edit of the target is an edit of the link (no event names the link)."""
+        for rel in paths:  # links made or replaced since the last full scan
+            abs_path = self.root / rel
+            if abs_path.is_symlink() and (target := link_target(self.root, str(abs_path))) is not None:
+                self.links.setdefault(target, set()).add(rel)
+        extra = {link for rel in paths for link in self.links.get(rel, ())}
+        return sorted(paths | extra)
+
     def update_paths(self, paths: Iterable[str]) -> IndexSummary:
         """Re-index the given project-relative paths (changed, created or deleted)."""
         t0 = time.perf_counter()
         summary = IndexSummary()
-        paths = sorted(set(paths))
+        paths = self._with_links(set(paths))
         if not paths:
             return summary
         with self.lock:

@@ -50,6 +50,7 @@ class Candidate:
     language: str
     size: int
     mtime_ns: int
+    link_to: str | None = None  # a symlink's target inside the project (project-relative)
 
 
 @dataclass(slots=True)
@@ -236,7 +237,15 @@ def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> 
     if st.st_size > cap:
         out.skipped.append((rel, TOO_LARGE, st.st_size))
         return
-    out.files.append(Candidate(rel, language, st.st_size, st.st_mtime_ns))
+    out.files.append(Candidate(rel, language, st.st_size, st.st_mtime_ns, link_target(root, entry.path) if is_link else None))
+
+
+def link_target(root: Path, path: str) -> str | None:
+    """The project-relative path a symlink inside the project resolves to (None outside it)."""
+    try:
+        return Path(os.path.realpath(path)).relative_to(root).as_posix()
+    except ValueError:
+        return None
 
 
 # -- reading one file ---------------------------------------------------------

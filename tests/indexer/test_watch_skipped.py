@@ -103,3 +103,26 @@ def test_a_cap_a_later_index_run_set_holds_for_a_running_watcher(tmp_path):
         watching.apply_changes(Changes({"big.py"}, set()))
         assert "big.py" in ci.file_paths(watching.store)
         assert "big.py" not in {p for p, _r, _s in ci.skipped_files(watching.store)}
+
+
+def test_an_edit_of_a_file_reaches_the_symlinks_to_it(tmp_path):
+    """A symlink inside the project is indexed with its target's text: editing the target (the only
+    path a watcher hears of) updates the link too, as a fresh index would read it."""
+    root = write_files(tmp_path / "proj", {"args.py": "def parse():\n    return 1\n"})
+    os.symlink("args.py", root / "alias.py")
+    with Workspace.open(root) as ws:
+        ws.index()
+        with open(root / "args.py", "a") as f:
+            f.write("\n\ndef via_link():\n    return 2\n")
+        ws.apply_changes(Changes({"args.py"}, set()))
+        defined = {p for (p,) in ws.store.execute(
+            "SELECT f.path FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name = 'via_link'")}
+        assert defined == {"args.py", "alias.py"}
+        os.symlink("args.py", root / "late.py")  # a link made while watching
+        ws.apply_changes(Changes({"late.py"}, set()))
+        with open(root / "args.py", "a") as f:
+            f.write("\n\ndef later():\n    return 3\n")
+        ws.apply_changes(Changes({"args.py"}, set()))
+        defined = {p for (p,) in ws.store.execute(
+            "SELECT f.path FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name = 'later'")}
+        assert defined == {"args.py", "alias.py", "late.py"}
