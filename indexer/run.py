@@ -160,6 +160,7 @@ class Indexer:
             self.store.set_meta("project_root", str(self.root), conn)
             self.store.set_meta("max_file_bytes", str(self.max_file_bytes), conn)
             self.store.set_meta("extractor", EXTRACTOR_VERSION, conn)
+        self._give_back_space(summary)
         summary.skipped = ci.skipped_counts(self.store)
         counts = ci.status_counts(self.store)
         summary.files = sum(counts.values())
@@ -252,6 +253,14 @@ class Indexer:
 
     # -- incremental ----------------------------------------------------------
 
+    def _give_back_space(self, summary: IndexSummary) -> None:
+        """After a run or batch that deleted rows, the file's free pages when they are many."""
+        if not (summary.removed or summary.changed_paths):
+            return
+        given = self.store.reclaim_free_space()
+        if given:
+            log.info("gave %d MB of free index pages back to the file system", given >> 20)
+
     def _with_links(self, paths: set[str]) -> list[str]:
         """``paths`` and the indexed symlinks that lead to one of them: a link's text is its
         target's, so an edit of the target is an edit of the link (no event names the link)."""
@@ -339,6 +348,7 @@ class Indexer:
                 self._reresolve_imports()
             if summary.parsed or summary.removed:
                 self.store.set_meta("last_indexed", now_iso())
+            self._give_back_space(summary)
         summary.seconds = time.perf_counter() - t0
         return summary
 

@@ -9,6 +9,7 @@ A per-instance lock makes one ``Store`` safe to share between threads.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -23,6 +24,15 @@ from .migrations import Schema, SchemaMismatch, adopt_legacy
 from .schema import CORE_SCHEMA
 
 BUSY_TIMEOUT_MS = 30_000
+
+log = logging.getLogger(__name__)
+
+
+WAL_SIZE_LIMIT = 64 * 1024 * 1024
+# Free pages are given back (VACUUM) past both bounds: at least this many bytes, and at least
+# this share of the file.
+RECLAIM_MIN_BYTES = 64 * 1024 * 1024
+RECLAIM_MIN_SHARE = 0.5
 
 
 class StoreError(Exception):
@@ -140,6 +150,9 @@ class Store(MetaRows):
             # NORMAL is durable across application crashes in WAL mode; only an
             # OS crash can lose the last transactions, never corrupt the file.
             c.execute("PRAGMA synchronous = NORMAL")
+            # A large transaction (a generated file of a million lines) grows the WAL file; once a
+            # checkpoint has emptied it, it is cut back to this size instead of staying that large.
+            c.execute(f"PRAGMA journal_size_limit = {WAL_SIZE_LIMIT}")
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA temp_store = MEMORY")
         c.execute("PRAGMA cache_size = -32000")
@@ -317,6 +330,34 @@ class Store(MetaRows):
     def may_update(self, table: str) -> bool:
         """Whether this connection may change rows of ``table`` (a file store: unless read-only)."""
         return not self.readonly
+
+    def reclaim_free_space(self) -> int:
+        """Gives the file's free pages back to the file system when they are many (VACUUM, then the
+        WAL truncated): rows deleted leave their pages in the file for reuse, so an index that
+        dropped a large generated file stayed at its largest size.  Bytes given back, or 0."""
+        if self.readonly or self.memory:
+            return 0
+        with self._lock:
+            c = self._conn
+            free, pages, size = (c.execute(f"PRAGMA {name}").fetchone()[0]
+                                 for name in ("freelist_count", "page_count", "page_size"))
+            if free * size < RECLAIM_MIN_BYTES or free < pages * RECLAIM_MIN_SHARE or c.in_transaction:
+                return 0
+            try:
+                c.execute("VACUUM")
+            except sqlite3.OperationalError as exc:  # a full disk, another writer: tried again next time
+                log.warning("the index's %d MB of free pages were not given back: %s", free * size >> 20, exc)
+                return 0
+            # The rewrite went through the WAL: empty and cut it now unless a reader still needs it
+            # (no wait; journal_size_limit cuts it at a later checkpoint then).
+            c.execute("PRAGMA busy_timeout = 0")
+            try:
+                c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError:
+                pass
+            finally:
+                c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            return free * size
 
     def size_bytes(self) -> int:
         total = 0

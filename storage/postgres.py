@@ -485,6 +485,10 @@ class PgStore(MetaRows):
                             (f"{self.schema_name}.{table}",))
         return bool(rows[0][0])
 
+    def reclaim_free_space(self) -> int:
+        """Nothing to do here: PostgreSQL's autovacuum gives dead rows' space back."""
+        return 0
+
     def size_bytes(self) -> int:
         rows = self.execute(
             "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "

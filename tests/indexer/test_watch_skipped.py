@@ -126,3 +126,22 @@ def test_an_edit_of_a_file_reaches_the_symlinks_to_it(tmp_path):
         defined = {p for (p,) in ws.store.execute(
             "SELECT f.path FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name = 'later'")}
         assert defined == {"args.py", "alias.py", "late.py"}
+
+
+def test_an_index_that_dropped_a_large_file_gives_its_pages_back(tmp_path, monkeypatch):
+    """Deleted rows leave their pages in the file: once they are many, the index is compacted
+    (and its WAL cut back), so it does not stay at its largest size for ever."""
+    from memstrata.storage import db
+
+    monkeypatch.setattr(db, "RECLAIM_MIN_BYTES", 256 * 1024)
+    body = "".join(f"def generated_{i}(x):\n    return x + {i}\n\n" for i in range(20000))
+    root = write_files(tmp_path / "proj", {"app.py": "def main():\n    return 1\n", "gen.py": body})
+    index = root / ".memstrata" / "index.db"
+    with Workspace.open(root, max_file_bytes=4 * 1024 * 1024) as ws:
+        ws.index()
+        largest = index.stat().st_size
+        (root / "gen.py").unlink()
+        ws.apply_changes(Changes({"gen.py"}, set()))
+        assert index.stat().st_size < largest / 2
+        assert ws.store.integrity_ok() and ci.file_paths(ws.store) == ["app.py"]
+        assert ws.store.execute("SELECT count(*) FROM symbols_fts WHERE symbols_fts MATCH 'main'")[0][0] == 1
