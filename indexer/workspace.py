@@ -195,8 +195,12 @@ class Workspace:
         if self._store_file is None or self._file_identity() == self._store_file:
             return False
         self._store_gone_said = True
-        self._error = ("the index file was deleted or replaced while this process ran; restart it to use "
-                       "the index that is there now (or run memstrata index to build one)")
+        if not self.root.exists():
+            self._error = ("the project folder was moved or deleted while this process ran; start it again "
+                           "in the folder's new place")
+        else:
+            self._error = ("the index file was deleted or replaced while this process ran; restart it to use "
+                           "the index that is there now (or run memstrata index to build one)")
         log.error("%s", self._error)
         return True
 

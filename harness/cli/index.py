@@ -233,6 +233,9 @@ def cmd_watch(args) -> int:
             if ws.index_gone:
                 # Nothing this process writes would reach an index anyone reads: say so and end,
                 # rather than watch on for nothing.
+                if not ws.root.exists():
+                    return fail("the project folder was moved or deleted while watching; run memstrata watch "
+                                "again in its new place", code=1)
                 return fail("the index was deleted or replaced while watching; run memstrata index, "
                             "then memstrata watch again", code=1)
     except KeyboardInterrupt:

@@ -339,3 +339,20 @@ def test_memstrata_watch_ends_when_its_index_is_deleted(project, tmp_path, cli_e
     assert proc.returncode == 1, (out, err)
     assert "the index was deleted or replaced while watching" in err and "Traceback" not in err, err
     assert not (project / ".memstrata" / "graph.snapshot").exists()
+
+
+def test_memstrata_watch_says_so_when_its_project_folder_moves(project, tmp_path, cli_env, memstrata_exe):
+    proc = subprocess.Popen([memstrata_exe, "watch", str(project), "--debounce", "0.05"], env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("indexed")
+        assert proc.stdout.readline().startswith("watching ")
+        project.rename(tmp_path / "moved")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, (out, err)
+    assert "the project folder was moved or deleted while watching" in err and "Traceback" not in err, err
+    assert (tmp_path / "moved" / ".memstrata" / "index.db").exists()  # nothing deleted
