@@ -271,6 +271,64 @@ def _try_lock(fd: int) -> bool:
         raise
 
 
+WATCH_LOCK_FILE = "watch.lock"
+
+
+class WatchPresence:
+    """A record lock a watching process holds for as long as it watches (``watch.lock``), so that
+    another process's status can tell files changed with no one to catch up (stale) from files a
+    watcher is applying (indexing).  One instance per lock file in a process: a record lock is the
+    process's, and closing any descriptor of the file would drop it."""
+
+    _registry: dict[Path, WatchPresence] = {}
+    _registry_lock = threading.Lock()
+
+    def __new__(cls, root: Path):
+        path = (index_dir(root) / WATCH_LOCK_FILE).resolve()
+        with cls._registry_lock:
+            inst = cls._registry.get(path)
+            if inst is None:
+                inst = super().__new__(cls)
+                inst.path, inst._fd, inst._holders, inst._held = path, None, 0, False
+                inst._lock = threading.Lock()
+                cls._registry[path] = inst
+            return inst
+
+    def hold(self) -> None:
+        """Mark this process as watching (another watcher may hold the mark already: either does)."""
+        with self._lock:
+            self._holders += 1
+            if self._held:
+                return
+            try:
+                if self._fd is None:
+                    self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                self._held = _try_lock(self._fd)
+            except OSError:  # a read-only folder: status falls back to saying stale
+                pass
+
+    def release(self) -> None:
+        with self._lock:
+            self._holders = max(0, self._holders - 1)
+            if self._holders == 0 and self._held and self._fd is not None:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN)
+                self._held = False
+
+    def held_elsewhere(self) -> bool:
+        with self._lock:
+            if self._holders or not self.path.exists():
+                return False
+            try:
+                if self._fd is None:
+                    self._fd = os.open(self.path, os.O_RDWR)
+                if not _try_lock(self._fd):
+                    return True
+                fcntl.lockf(self._fd, fcntl.LOCK_UN)
+            except OSError:
+                return False
+            return False
+
+
 def writer_active_elsewhere(root: Path, store=None) -> bool:
     """True when another process holds the writer lock (an index run is under way)."""
     if store is not None and store.dialect != "sqlite":

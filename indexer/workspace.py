@@ -30,6 +30,7 @@ from .project import (
     StoreChoice,
     open_shared_store,
     open_store,
+    WatchPresence,
     resolve_root,
     writer_active_elsewhere,
 )
@@ -512,6 +513,7 @@ class Workspace:
         if self._watcher is None:
             self._watcher = Watcher(self.root, self.apply_changes, debounce=debounce)
             self._watcher.start()
+            WatchPresence(self.root).hold()
             with self.lock:
                 if isinstance(self._graph, SnapshotGraph):
                     self._upgrade_in_background()
@@ -520,6 +522,7 @@ class Workspace:
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+            WatchPresence(self.root).release()
 
     @property
     def watching(self) -> bool:
@@ -597,7 +600,10 @@ class Workspace:
                 st.status, st.message = "stale", self._unfinished_message(meta_status, st)
         elif not self.detached and (check_disk or (check_disk is None and self._watcher is None)):
             if self._disk_differs():
-                st.status, st.message = "stale", "files changed since the last index run"
+                if WatchPresence(self.root).held_elsewhere():
+                    st.status, st.message = "indexing", "a watcher is applying file changes"
+                else:
+                    st.status, st.message = "stale", "files changed since the last index run"
         return st
 
     def _unfinished_message(self, meta_status: str | None, st: IndexStatus) -> str:

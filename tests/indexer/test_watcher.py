@@ -356,3 +356,25 @@ def test_memstrata_watch_says_so_when_its_project_folder_moves(project, tmp_path
     assert proc.returncode == 1, (out, err)
     assert "the project folder was moved or deleted while watching" in err and "Traceback" not in err, err
     assert (tmp_path / "moved" / ".memstrata" / "index.db").exists()  # nothing deleted
+
+
+def test_status_elsewhere_says_indexing_while_a_watcher_catches_up(project, tmp_path, cli_env, memstrata_exe, run_cli):
+    """Files changed under a running `memstrata watch` that has not applied them yet are being
+    indexed, not stale; once no watcher runs (killed), they are stale again."""
+    proc = subprocess.Popen([memstrata_exe, "watch", str(project), "--debounce", "0.05"], env=cli_env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("indexed")
+        assert proc.stdout.readline().startswith("watching ")
+        proc.send_signal(signal.SIGSTOP)  # it cannot apply what changes now
+        (project / "app/late.py").write_text("def late():\n    return 1\n")
+        status = json.loads(run_cli("status", str(project), "--json").stdout)
+        assert status["status"] == "indexing", status
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        status = json.loads(run_cli("status", str(project), "--json").stdout)
+        assert status["status"] == "stale", status
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
