@@ -36,11 +36,11 @@ from .counterfactual import cache_family
 from .metrics import Metrics
 from .recorder import Finished, Recorder
 from .upstream import (
-    decoded_by_httpx,
     DEFAULT_ANTHROPIC_BASE,
     DEFAULT_OPENAI_BASE,
     UPSTREAM_KEEPALIVE_S,
     Upstream,
+    decoded_by_httpx,
     shown_host,
     error_body,
     request_headers,
