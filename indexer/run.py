@@ -299,7 +299,7 @@ class Indexer:
                         entry = None
                     elif entry is None and abs_path.is_symlink() and not abs_path.exists():
                         entry = (rel, UNREADABLE)  # a dangling link or a loop, as the walk lists it
-                    elif entry is None and not abs_path.is_file():
+                    elif entry is None and not abs_path.is_file() and not abs_path.is_dir():
                         entry = (rel, NOT_A_FILE)  # a FIFO or socket named like source, as the walk lists it
                 if entry is not None or not abs_path.is_file():
                     if rel in states:
