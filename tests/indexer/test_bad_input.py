@@ -233,6 +233,10 @@ def test_a_fifo_named_like_source_is_listed_and_never_opened(proj):
         (proj / "late.py").unlink()
         ws.apply_changes(Changes({"late.py"}, set()))
         assert "late.py" not in skipped(ws.store)
+        (proj / "pkg").mkdir()
+        os.symlink("pkg", proj / "pkg_link")  # a folder link inside: walked under its real path, never listed
+        ws.apply_changes(Changes({"pkg_link"}, set()))
+        assert not any(p.startswith("pkg_link") for p in skipped(ws.store))
 
 
 def test_a_file_link_leading_outside_made_while_watching_is_never_indexed(proj, tmp_path):
