@@ -466,20 +466,25 @@ def use_lines(facts: FileFacts, scope: str | None, name: str, receiver: str | No
     return out
 
 
-# A string literal that opens and closes on one line; single quotes too where they delimit strings
-# or characters (in Rust a lone quote starts a lifetime).
-_DOUBLE_QUOTED = re.compile(r'"(?:\\.|[^"\\])*"')
-_SINGLE_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'")
+# A string literal that opens and closes on one line, with its prefix letters if any; single
+# quotes too where they delimit strings or characters (in Rust a lone quote starts a lifetime).
+_QUOTED = re.compile(r"""(\b[A-Za-z]{1,2})?("|')(?:\\.|(?!\2).)*\2""")
+_DOUBLE_QUOTED = re.compile(r"""(\b[A-Za-z]{1,2})?(")(?:\\.|(?!\2).)*\2""")
+
+
+def _blank_literal(match: re.Match) -> str:
+    prefix = match.group(1) or ""
+    if "f" in prefix.lower():
+        return match.group()  # an f-string's braces hold code: its uses count
+    return prefix + " " * (len(match.group()) - len(prefix))
 
 
 def _without_strings(text: str, language: str) -> str:
     """``text`` with its one-line string literals blanked: a function's name in a message
     (`fail("parse_header failed")`) is no use of it."""
-    if '"' in text:
-        text = _DOUBLE_QUOTED.sub(lambda m: " " * len(m.group()), text)
-    if "'" in text and language != "rust":
-        text = _SINGLE_QUOTED.sub(lambda m: " " * len(m.group()), text)
-    return text
+    if '"' not in text and ("'" not in text or language == "rust"):
+        return text
+    return (_DOUBLE_QUOTED if language == "rust" else _QUOTED).sub(_blank_literal, text)
 
 
 def _scope_region(facts: FileFacts, scope: str | None) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:

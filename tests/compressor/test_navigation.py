@@ -292,6 +292,14 @@ def test_a_name_inside_a_string_is_no_use(tmp_path):
         out = find_references(ws, "lib.c::set_value")
     lines = [r["line"] for r in out["references"] if r["path"] == "check.c" and r["kind"] == "call"]
     assert lines == [5, 7, 8]
+    # an f-string's braces hold code: a call there is a use
+    (root / "lib.py").write_text("def show(v):\n    return v\n")
+    (root / "use.py").write_text("from lib import show\n\n\ndef run(x):\n    print('show me')\n"
+                                 "    s = f\"{show(x)}\"\n    return show(s)\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        out = find_references(ws, "lib.py::show")
+    assert [r["line"] for r in out["references"] if r["kind"] == "call"] == [6, 7]
 
 
 def test_a_member_a_type_inherits_is_found_under_the_types_name(tmp_path):
