@@ -31,8 +31,8 @@ CONDITIONAL_LANGUAGES = frozenset({"c", "cpp", "csharp"})
 MACRO_LANGUAGES = frozenset({"c", "cpp"})
 # Larger files are left as they parse: every repair is one more parse of the whole file.
 MAX_REPAIR_BYTES = 1024 * 1024
-# A MISSING node (a brace the parser had to invent) usually means a definition ran on past
-# its end and took the rest of the file in; it weighs like this many bytes inside an ERROR.
+# A MISSING node (a brace the parser had to invent) weighs the definition it spoils (see
+# _errors), and never less than this many bytes inside an ERROR.
 _MISSING_WEIGHT = 200
 _MACRO_ROUNDS = 4
 
@@ -104,8 +104,8 @@ def best_reading(language: str, source: bytes, tree: ts.Tree,
         if best_weight:
             attempt(*blank_conditionals(base, first_branch_only=True))
     if language in MACRO_LANGUAGES:
-        # The other macros only on the lines around an error, a few rounds: a macro the
-        # grammar read as a type or a call elsewhere is left as it is read.
+        # Then, where blanking them all did not help, only the macros on the lines around an
+        # error, a few rounds: one the grammar read as a type or a call elsewhere stays as read.
         for _round in range(_MACRO_ROUNDS):
             before = best_weight
             if before:
