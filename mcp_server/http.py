@@ -115,7 +115,7 @@ class MCPHttp:
                 return  # answered here, or the client went away
             receive = checked
         if app is None:
-            await self._streamable(scope, receive, send)
+            await self._streamable(scope, receive, _without_session_on_refusal(send))
             return
         if scope["method"] == "GET":
             # The SDK's SSE handler sends its 421/403 and then raises, which
@@ -126,6 +126,20 @@ class MCPHttp:
                 await refusal(scope, receive, send)
                 return
         await app(scope, receive, send)
+
+
+def _without_session_on_refusal(send: Send) -> Send:
+    """``send`` for the SDK's Streamable HTTP answers, less the ``mcp-session-id`` header on a
+    refusal (4xx): the SDK names a session it never opened there, and a client that keeps the
+    id gets "Session not found" on its next request."""
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and 400 <= message.get("status", 200) < 500:
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"mcp-session-id"]
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return sending
 
 
 async def _checked_body(scope: Scope, receive: Receive, send: Send) -> Receive | None:

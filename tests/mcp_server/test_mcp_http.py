@@ -158,6 +158,9 @@ def test_streamable_post_is_served_on_the_exact_path(live: LiveServer):
         data = [line[5:].strip() for line in r.text.splitlines() if line.startswith("data:")]
         reply = json.loads(data[-1])
         assert reply["id"] == 2 and reply["result"]["structuredContent"]["project"] == str(live.project)
+        # A request without a session is refused without naming a session that was never opened.
+        r = h.post(live.url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, headers=POST_HEADERS)
+        assert r.status_code == 400 and "mcp-session-id" not in r.headers
 
 
 def test_bodies_that_are_no_single_message_get_json_rpc_words(live: LiveServer):
