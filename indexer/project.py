@@ -158,7 +158,33 @@ def writer_lock(root: Path, store) -> WriterLock | StoreRunLock:
     return StoreRunLock(store) if store.dialect != "sqlite" else WriterLock(root)
 
 
-class WriterLock:
+class _OnePerFile:
+    """One instance per lock file in a process (``FILE`` under the index folder): a record lock
+    is the process's, and closing any descriptor of the file would drop it, so every user in the
+    process shares the one descriptor."""
+
+    FILE = ""
+    _registry: dict[Path, _OnePerFile]
+    _registry_lock = threading.Lock()
+
+    def __init_subclass__(cls) -> None:
+        cls._registry = {}
+
+    def __new__(cls, root: Path):
+        path = (index_dir(root) / cls.FILE).resolve()
+        with _OnePerFile._registry_lock:
+            inst = cls._registry.get(path)
+            if inst is None:
+                inst = super().__new__(cls)
+                inst._init(path)
+                cls._registry[path] = inst
+            return inst
+
+    def _init(self, path: Path) -> None:
+        raise NotImplementedError
+
+
+class WriterLock(_OnePerFile):
     """An advisory lock on ``.memstrata/index.lock``, held while a process writes the index.
 
     It is a POSIX record lock (``lockf``), not ``flock``: a record lock
@@ -170,18 +196,7 @@ class WriterLock:
     (re-entries are counted).
     """
 
-    _registry: dict[Path, WriterLock] = {}
-    _registry_lock = threading.Lock()
-
-    def __new__(cls, root: Path):
-        path = (index_dir(root) / LOCK_FILE).resolve()
-        with cls._registry_lock:
-            inst = cls._registry.get(path)
-            if inst is None:
-                inst = super().__new__(cls)
-                inst._init(path)
-                cls._registry[path] = inst
-            return inst
+    FILE = LOCK_FILE
 
     def _init(self, path: Path) -> None:
         self.path = path
@@ -274,25 +289,19 @@ def _try_lock(fd: int) -> bool:
 WATCH_LOCK_FILE = "watch.lock"
 
 
-class WatchPresence:
+class WatchPresence(_OnePerFile):
     """A record lock a watching process holds for as long as it watches (``watch.lock``), so that
     another process's status can tell files changed with no one to catch up (stale) from files a
-    watcher is applying (indexing).  One instance per lock file in a process: a record lock is the
-    process's, and closing any descriptor of the file would drop it."""
+    watcher is applying (indexing)."""
 
-    _registry: dict[Path, WatchPresence] = {}
-    _registry_lock = threading.Lock()
+    FILE = WATCH_LOCK_FILE
 
-    def __new__(cls, root: Path):
-        path = (index_dir(root) / WATCH_LOCK_FILE).resolve()
-        with cls._registry_lock:
-            inst = cls._registry.get(path)
-            if inst is None:
-                inst = super().__new__(cls)
-                inst.path, inst._fd, inst._holders, inst._held = path, None, 0, False
-                inst._lock = threading.Lock()
-                cls._registry[path] = inst
-            return inst
+    def _init(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._holders = 0
+        self._held = False
+        self._lock = threading.Lock()
 
     def hold(self) -> None:
         """Mark this process as watching (another watcher may hold the mark already: either does)."""

@@ -6,6 +6,7 @@ graph and the store reflect the change; nothing asserts how fast.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -320,39 +321,38 @@ def test_sigterm_stops_memstrata_watch_during_its_first_index(tmp_path, run_cli,
     assert done.returncode == 0 and json.loads(done.stdout)["files"] == 8000, done.stderr
 
 
-def test_memstrata_watch_ends_when_its_index_is_deleted(project, tmp_path, cli_env, memstrata_exe):
-    """`rm -rf .memstrata` under a watcher: nothing it would write reaches an index anyone reads.
-    It says so and ends (exit 1) instead of watching on for nothing, and leaves no folder behind
-    holding only a graph snapshot."""
+@contextlib.contextmanager
+def watching(project, cli_env, memstrata_exe):
+    """A `memstrata watch` subprocess, up and watching; killed at the end if still running."""
     proc = subprocess.Popen([memstrata_exe, "watch", str(project), "--debounce", "0.05"], env=cli_env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().startswith("indexed")
         assert proc.stdout.readline().startswith("watching ")
-        shutil.rmtree(project / ".memstrata")
-        (project / "app/after.py").write_text("def after_delete():\n    return 1\n")
-        out, err = proc.communicate(timeout=60)
+        yield proc
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_memstrata_watch_ends_when_its_index_is_deleted(project, tmp_path, cli_env, memstrata_exe):
+    """`rm -rf .memstrata` under a watcher: nothing it would write reaches an index anyone reads.
+    It says so and ends (exit 1) instead of watching on for nothing, and leaves no folder behind
+    holding only a graph snapshot."""
+    with watching(project, cli_env, memstrata_exe) as proc:
+        shutil.rmtree(project / ".memstrata")
+        (project / "app/after.py").write_text("def after_delete():\n    return 1\n")
+        out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1, (out, err)
     assert "the index was deleted or replaced while watching" in err and "Traceback" not in err, err
     assert not (project / ".memstrata" / "graph.snapshot").exists()
 
 
 def test_memstrata_watch_says_so_when_its_project_folder_moves(project, tmp_path, cli_env, memstrata_exe):
-    proc = subprocess.Popen([memstrata_exe, "watch", str(project), "--debounce", "0.05"], env=cli_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().startswith("indexed")
-        assert proc.stdout.readline().startswith("watching ")
+    with watching(project, cli_env, memstrata_exe) as proc:
         project.rename(tmp_path / "moved")
         out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, (out, err)
     assert "the project folder was moved or deleted while watching" in err and "Traceback" not in err, err
     assert (tmp_path / "moved" / ".memstrata" / "index.db").exists()  # nothing deleted
@@ -361,11 +361,7 @@ def test_memstrata_watch_says_so_when_its_project_folder_moves(project, tmp_path
 def test_status_elsewhere_says_indexing_while_a_watcher_catches_up(project, tmp_path, cli_env, memstrata_exe, run_cli):
     """Files changed under a running `memstrata watch` that has not applied them yet are being
     indexed, not stale; once no watcher runs (killed), they are stale again."""
-    proc = subprocess.Popen([memstrata_exe, "watch", str(project), "--debounce", "0.05"], env=cli_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().startswith("indexed")
-        assert proc.stdout.readline().startswith("watching ")
+    with watching(project, cli_env, memstrata_exe) as proc:
         proc.send_signal(signal.SIGSTOP)  # it cannot apply what changes now
         (project / "app/late.py").write_text("def late():\n    return 1\n")
         status = json.loads(run_cli("status", str(project), "--json").stdout)
@@ -374,7 +370,3 @@ def test_status_elsewhere_says_indexing_while_a_watcher_catches_up(project, tmp_
         proc.wait(timeout=30)
         status = json.loads(run_cli("status", str(project), "--json").stdout)
         assert status["status"] == "stale", status
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
