@@ -303,12 +303,16 @@ def _read_matches(matches, query_pass: QueryPass, plans: dict[int, tuple], langu
 
 
 # C++ and C# operators and conversions, named as written without the spaces a style puts in:
-# `operator==`, `operator()`, `operator new`, `operator bool` (the conversion to bool).
-_OPERATORS = frozenset({"operator_name", "operator_cast", "operator_declaration", "conversion_operator_declaration"})
+# `operator==`, `operator()`, `operator new`, `operator bool` (the conversion to bool); a C#
+# indexer is `this[]`.
+_OPERATORS = frozenset({"operator_name", "operator_cast", "operator_declaration", "conversion_operator_declaration",
+                        "indexer_declaration"})
 _OPERATOR_SPACE = re.compile(r"^operator\s*(?=[^\sA-Za-z_])|\s+")
 
 
 def _operator_name(node: ts.Node) -> str:
+    if node.type == "indexer_declaration":  # C#'s `public T this[int i]`: `this[]`, overloads `this[]:2`
+        return "this[]"
     if node.type == "operator_name":
         text = _text(node)
     elif node.type == "operator_declaration":

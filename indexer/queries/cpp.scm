@@ -26,7 +26,7 @@
 
 ; free functions and in-class member functions
 (function_definition
-  declarator: [(function_declarator declarator: [(identifier) (field_identifier)] @name)
+  declarator: [(function_declarator declarator: [(identifier) (field_identifier) (destructor_name)] @name)
                (pointer_declarator
                  declarator: (function_declarator declarator: [(identifier) (field_identifier)] @name))
                (reference_declarator

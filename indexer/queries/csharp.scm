@@ -14,6 +14,7 @@
 ; operators and conversions, named `operator+`, `operator int` (indexer/parse.py names them)
 (operator_declaration) @definition.method @name
 (conversion_operator_declaration) @definition.method @name
+(indexer_declaration) @definition.method @name
 ; A property is its accessors, methods by another spelling.
 (property_declaration name: (identifier) @name) @definition.method
 ; Constants: const fields and enum members.

@@ -142,6 +142,14 @@ def test_operators_are_definitions():
     assert "Scanner.operator+" in cs
 
 
+def test_destructors_in_their_class_and_csharp_indexers_are_definitions():
+    cpp = _defs("buf.hpp", "cpp", b"class Buf {\n public:\n  Buf() {}\n  ~Buf() { release(); }\n  void release() {}\n};\n")
+    assert cpp["Buf.~Buf"] == ("method", 4, 4)
+    cs = _defs("Bag.cs", "csharp", b"public class Bag\n{\n    private int[] items;\n    public int this[int i]\n    {\n"
+                                    b"        get { return items[i]; }\n    }\n    public string this[string k] => k;\n}\n")
+    assert cs["Bag.this[]"] == ("method", 4, 7) and "Bag.this[]:2" in cs
+
+
 def test_a_file_that_parses_cleanly_is_read_once(monkeypatch):
     def never(*_args):
         raise AssertionError("a clean parse was read again")

@@ -211,6 +211,7 @@ SYMBOLS = {
             ('AuthService', 'class'),
             ('AuthService.pepper', 'method'),
             ('Authenticator', 'class'),
+            ('Authenticator.~Authenticator', 'method'),  # a destructor defined in its class
             ('kMaxAttempts', 'constant'),
         },
         'include/auth/session.hpp': {
