@@ -199,6 +199,7 @@ _MACRO_PATTERNS = [
 # a comma it would be an enum's last member, and stays.
 _MACRO_LINE = re.compile(rb"^[ \t]*" + _MACRO + _ARGS + rb"[ \t]*\r?$")
 _ENDS_STATEMENT = (b";", b"{", b"}", b":", b"*/")
+_TRAILING_COMMENT = re.compile(rb"\s*//.*$")
 
 
 def blank_annotation_macros(source: bytes, only_lines: set[int] | None = None) -> bytes:
@@ -231,5 +232,5 @@ def blank_annotation_macros(source: bytes, only_lines: set[int] | None = None) -
                 and (previous.endswith(_ENDS_STATEMENT) or previous.startswith(b"#"))):
             lines[i] = _blank(line)
             continue
-        previous = stripped
+        previous = _TRAILING_COMMENT.sub(b"", stripped) or stripped  # `}  // namespace detail` ends with `}`
     return b"\n".join(lines)

@@ -178,6 +178,12 @@ def test_an_if_zero_branch_is_dead_code():
     assert b"old" not in kept and b"new();" in kept and b"#" not in kept
 
 
+def test_a_macro_line_after_a_block_closed_with_a_comment_is_blanked():
+    source = b"}  // namespace detail\n\n/** Docs. */\nLIB_EXPORT\ntemplate <typename T> struct holder {\n  T value;\n};\n"
+    repaired = grammar_repair.blank_annotation_macros(source)
+    assert b"LIB_EXPORT" not in repaired and b"struct holder" in repaired
+
+
 def test_an_enum_member_alone_on_its_line_is_no_macro():
     source = b"enum level {\n  LOW,\n  HIGH_LEVEL\n};\nLIB_MARKER\nint f(void);\n"
     repaired = grammar_repair.blank_annotation_macros(source)
