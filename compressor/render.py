@@ -241,12 +241,13 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
     """One file's section: header, then shown spans in line order with gap markers."""
     c = comment_prefix(doc.language)
     lines = doc.lines
-    # (first line, last line, text, kind) pieces, merged in line order below;
-    # kind: "import", "header" (a class or function line framing what follows) or "unit".
-    pieces: list[tuple[int, int, str, str]] = []
+    # (first line, last line, text, kind, frame end) pieces, merged in line order below; kind:
+    # "import", "header" (a class or function line framing what follows) or "unit"; a header of a
+    # definition that encloses what follows has the definition's last line as its frame end.
+    pieces: list[tuple[int, int, str, str, int]] = []
     # Imports that explain a dependency on another file of the slice.
     for ln in () if compact else _import_lines(doc, shown_files):
-        pieces.append((ln, ln, lines[ln - 1], "import"))
+        pieces.append((ln, ln, lines[ln - 1], "import", 0))
     nodes = {u.node for u in units}
     headers: set[str] = set()
     block_headers: set[int] = set()
@@ -261,7 +262,7 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
             pd = graph.node(p)
             if pd["start_line"] <= u.start and u.end <= pd["end_line"]:
                 shown, p_end = signature_lines(lines, pd["start_line"], pd["end_line"], pd["signature"], c)
-                pieces.append((pd["start_line"], p_end, "\n".join(shown), "header"))
+                pieces.append((pd["start_line"], p_end, "\n".join(shown), "header", pd["end_line"]))
                 outermost = pd["start_line"]
             p = _parent_of(p, graph)
         # A Rust method's block is its `impl` (which trait, for which type), no definition of its
@@ -275,7 +276,7 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
             header = _group_header(lines, outermost)
         if header is not None and header[0] not in block_headers:
             block_headers.add(header[0])
-            pieces.append((header[0], header[0], lines[header[0] - 1], "header"))
+            pieces.append((header[0], header[0], lines[header[0] - 1], "header", 0))
         # Members are told by their lines, not their names: a definition written inside a function
         # need not be named under it (`obj.method = function` in a JavaScript closure), and a
         # body elided whole would hide it while the slice counts it as shown.
@@ -283,42 +284,58 @@ def _render_file(doc: FileDoc, units: list[Unit], graph: GraphView, shown_files:
                                  and (v.start, v.end) != (u.start, u.end) for v in units):
             d = graph.node(u.node)
             shown, sig_end = signature_lines(lines, u.start, u.end, d["signature"], c)
-            pieces.append((u.start, sig_end, "\n".join(shown), "header"))
+            pieces.append((u.start, sig_end, "\n".join(shown), "header", u.end))
         else:
-            pieces.append((u.start, u.end, render_unit(doc, u, graph, with_doc=not compact), "unit"))
+            pieces.append((u.start, u.end, render_unit(doc, u, graph, with_doc=not compact), "unit", 0))
     pieces.sort(key=lambda piece: (piece[0], -piece[1]))
     out = [f"{c} {doc.path}"]
     last = 0
     prev_kind = "header"
-    for first, end, text, kind in pieces:
+    frames: list[int] = []  # last lines of the definitions whose headers frame what is shown, innermost last
+    for first, end, text, kind, frame_end in pieces:
         if end <= last:
             continue  # already inside a shown span
         if not compact and first > last + 1:
-            gap = lines[last : first - 1]
             # (a span past the text's end: rows and text read at different moments)
             indent = _indent_of(lines[first - 1]) if first <= len(lines) else ""
-            marker = _marker(indent, c, last + 1, first - 1)
-            if _shown_instead(gap, marker):
-                out.extend(gap)
-            else:
-                # Definitions are set apart by a blank line, as in the source;
-                # what lies between two shown spans is named by a marker.
-                if prev_kind != "header" and (kind != "import" or prev_kind != "import"):
-                    out.append("")
-                if any(t.strip() for t in gap):
-                    out.append(marker)
+            _gap(out, lines, c, last + 1, first - 1, indent, frames,
+                 blank_first=prev_kind != "header" and (kind != "import" or prev_kind != "import"))
         out.append(text)
         last = end
         prev_kind = kind
+        if kind == "header" and frame_end > end:
+            frames.append(frame_end)
     if not compact and last < len(lines) and any(t.strip() for t in lines[last:]):
-        marker = _marker("", c, last + 1, len(lines))
-        if _shown_instead(lines[last:], marker):
-            out.extend(lines[last:])
-        else:
-            if prev_kind != "header":
-                out.append("")
-            out.append(marker)
+        _gap(out, lines, c, last + 1, len(lines), "", frames, blank_first=prev_kind != "header")
     return "\n".join(out)
+
+
+def _gap(out: list[str], lines: list[str], c: str, lo: int, hi: int, indent: str, frames: list[int],
+         blank_first: bool) -> None:
+    """What lies between two shown spans (lines ``lo``-``hi``): its lines when they say more for
+    no more tokens, else a marker.  Where a definition whose header frames what was shown ends
+    inside the gap, the rest of its body gets a marker of its own at the body's indentation: one
+    marker at the margin would read as if the definition ended where its shown part does."""
+    segments: list[tuple[int, int, str]] = []
+    while frames and frames[-1] < hi:
+        frame_end = frames.pop()
+        if frame_end >= lo:
+            body = next((t for t in lines[lo - 1 : frame_end] if t.strip()), "")
+            segments.append((lo, frame_end, _indent_of(body)))
+            lo = frame_end + 1
+    segments.append((lo, hi, indent))
+    for i, (a, b, where) in enumerate(segments):
+        gap = lines[a - 1 : b]
+        marker = _marker(where, c, a, b)
+        if _shown_instead(gap, marker):
+            out.extend(gap)
+            continue
+        # Definitions are set apart by a blank line, as in the source; what lies between two
+        # shown spans is named by a marker.
+        if (blank_first if i == 0 else True) and (out[-1] != "" or i == 0):
+            out.append("")
+        if any(t.strip() for t in gap):
+            out.append(marker)
 
 
 def _marker(indent: str, comment: str, first: int, last: int) -> str:

@@ -272,6 +272,30 @@ def test_a_definition_inside_an_elided_function_is_shown_though_not_named_under_
     assert "export function makeClient(base) {\n  // ... lines 2-32 omitted\n  client.json = function (path) {" in text
     assert "    return fetch(url).then((r) => r.json());\n  };" in text
     assert "lines elided" not in text
+    # the rest of the framing function (two short lines) is shown as it is
+    assert "  };\n  return client;\n}" in text
+
+
+def test_a_frame_that_ends_inside_a_gap_marks_the_rest_of_its_body(tmp_path):
+    from memstrata.compressor.render import SIG, render, unit_for
+    from memstrata.compressor.slice import _Docs
+
+    steps = "".join(f"    step_{k} = compute({k})\n" for k in range(40))
+    (tmp_path / "m.py").write_text(
+        "def dispatch(request):\n    def pick(kind):\n        return TABLE[kind]\n" + steps
+        + "    return pick(request.kind)\n\n\ndef other():\n    return 1\n")
+    with Workspace.open(tmp_path) as w:
+        w.index()
+        graph = w.graph
+        docs = _Docs(w, graph)
+        docs.load(["m.py"])
+        outer = unit_for("m.py::dispatch", graph, 1.0)
+        outer.mode = SIG
+        inner = unit_for("m.py::dispatch.pick", graph, 0.5)
+        tail = unit_for("m.py::other", graph, 0.2)
+        text = render({"m.py": docs.get("m.py")}, [outer, inner, tail], graph, ["m.py"])
+    assert ("def dispatch(request):\n    def pick(kind):\n        return TABLE[kind]\n\n"
+            "    # ... lines 4-44 omitted\n\ndef other():") in text, text
 
 
 def test_a_go_group_member_is_framed_by_its_groups_opening_line(typed_ws):
