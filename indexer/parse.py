@@ -42,8 +42,8 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # version is re-parsed.
 EXTRACTOR_VERSION = "25"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
-# 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, reopened Ruby
-# modules, `Tests/` and .NET test projects
+# 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
+# destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -322,6 +322,7 @@ def _operator_name(node: ts.Node) -> str:
         target = node.child_by_field_name("type")
         text = "operator " + (_text(target) if target is not None else "")
     return _OPERATOR_SPACE.sub(lambda m: " " if m.group().isspace() else "operator", text.strip())
+
 
 _byte_range = attrgetter("byte_range")
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
