@@ -182,8 +182,8 @@ _MACRO_PATTERNS = [
     # LIB_EXPORT template <typename T> class view  /  LIB_EXPORT class store
     re.compile(rb"^[ \t]*((?:" + _MACRO + _ARGS + rb"[ \t]+)+)(?=(?:template|class|struct)\b)", re.M),
     # LIB_EXPORT template <...>  /  LIB_API int f(void);  /  LIB_API json_t *make(void);
-    re.compile(rb"^[ \t]*" + _SPECIFIERS + rb"(" + _MACRO + _ARGS + rb")(?=[ \t]+(?:(?:" + _KEYWORDS + rb")\b|[A-Za-z_][\w:<>]*[ \t*&]+[*&]*[A-Za-z_~]))",
-               re.M),
+    re.compile(rb"^[ \t]*" + _SPECIFIERS + rb"(" + _MACRO + _ARGS + rb")"
+               rb"(?=[ \t]+(?:(?:" + _KEYWORDS + rb")\b|[A-Za-z_][\w:<>]*[ \t*&]+[*&]*[A-Za-z_~]))", re.M),
     # LIB_CONSTEXPR size_padding(int n) : size(n) {}: before a constructor or function's name
     re.compile(rb"^[ \t]*" + _SPECIFIERS + rb"((?:" + _MACRO + _ARGS + rb"[ \t]+)+)(?=~?[A-Za-z_]\w*[ \t]*\()", re.M),
     # if LIB_CONSTEXPR (cond): a keyword a macro stands for (`if constexpr`)
@@ -192,7 +192,8 @@ _MACRO_PATTERNS = [
     # (at a file's margin, `TEST(suite, name) {` is read as the function it expands to)
     re.compile(rb"^[ \t]+(" + _MACRO + _ARGS + rb")(?=[ \t]*\{)", re.M),
     # void f() const LIB_NOEXCEPT {  /  int g() LIB_OVERRIDE;
-    re.compile(rb"(?<=\))((?:[ \t]*const)?(?:[ \t]+" + _MACRO + _ARGS + rb")+)(?=[ \t]*(?:[{;=]|->|override\b|final\b))"),
+    re.compile(rb"(?<=\))((?:[ \t]*const)?(?:[ \t]+" + _MACRO + _ARGS + rb")+)"
+               rb"(?=[ \t]*(?:[{;=]|->|override\b|final\b))"),
 ]
 # A line of one macro (and its arguments) and nothing else, after a line that ends a
 # statement, a block or a label: LIB_BEGIN_NAMESPACE, Q_OBJECT, DISALLOW_COPY(Foo).  After

@@ -237,7 +237,8 @@ def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> 
     if st.st_size > cap:
         out.skipped.append((rel, TOO_LARGE, st.st_size))
         return
-    out.files.append(Candidate(rel, language, st.st_size, st.st_mtime_ns, link_target(root, entry.path) if is_link else None))
+    link = link_target(root, entry.path) if is_link else None
+    out.files.append(Candidate(rel, language, st.st_size, st.st_mtime_ns, link))
 
 
 def link_target(root: Path, path: str) -> str | None:

@@ -170,8 +170,8 @@ def needs_initialize(message: types.JSONRPCRequest) -> bool:
     return not (isinstance(meta, dict) and _MODERN_VERSION_KEY in meta)
 
 
-NOT_INITIALIZED = ("Invalid Request: the session is not initialized; send initialize first "
-                   f'(or, at protocol 2026-07-28, name the version in every request\'s params._meta["{_MODERN_VERSION_KEY}"])')
+NOT_INITIALIZED = ("Invalid Request: the session is not initialized; send initialize first (or, at protocol "
+                   f'2026-07-28, name the version in every request\'s params._meta["{_MODERN_VERSION_KEY}"])')
 
 
 def classify(line: bytes) -> SessionMessage | Reply | None:

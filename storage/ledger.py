@@ -532,7 +532,8 @@ def totals(store: Store, since: float | None = None, until: float | None = None,
                sum(CASE WHEN measured = 1 THEN symbol_hits ELSE 0 END)
         FROM (
             SELECT *,
-                   CASE WHEN status BETWEEN 200 AND 299 AND coalesce(error, '') <> 'not_an_answer' THEN 1 ELSE 0 END AS ok,
+                   CASE WHEN status BETWEEN 200 AND 299 AND coalesce(error, '') <> 'not_an_answer'
+                        THEN 1 ELSE 0 END AS ok,
                    CASE WHEN cf_input_tokens IS NOT NULL THEN 1 ELSE 0 END AS cf,
                    CAST(coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0)
                         + coalesce(cache_write_tokens, 0) AS DOUBLE PRECISION) AS billed,

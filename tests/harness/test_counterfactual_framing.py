@@ -106,7 +106,8 @@ def test_images_beside_the_texts_do_not_inflate_the_saving():
     for images in (0, 10, 0, 10):
         sent = {"model": MODEL, "max_tokens": 50, "messages": [
             {"role": "user", "content": [*[image] * images, {"type": "text", "text": code(1) * 3}]}]}
-        fwd = {**sent, "messages": [{"role": "user", "content": [*[image] * images, {"type": "text", "text": code(1)}]}]}
+        fwd = {**sent, "messages": [{"role": "user",
+                                     "content": [*[image] * images, {"type": "text", "text": code(1)}]}]}
         c = Counting(sent, CompressionResult(body=fwd, reason="test"), "anthropic", shadow=ShadowCache(),
                      family=NO_CACHE, model=MODEL, text_ratio=learnt)
         c.run()

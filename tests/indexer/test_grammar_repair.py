@@ -143,10 +143,12 @@ def test_operators_are_definitions():
 
 
 def test_destructors_in_their_class_and_csharp_indexers_are_definitions():
-    cpp = _defs("buf.hpp", "cpp", b"class Buf {\n public:\n  Buf() {}\n  ~Buf() { release(); }\n  void release() {}\n};\n")
+    cpp = _defs("buf.hpp", "cpp",
+                b"class Buf {\n public:\n  Buf() {}\n  ~Buf() { release(); }\n  void release() {}\n};\n")
     assert cpp["Buf.~Buf"] == ("method", 4, 4)
-    cs = _defs("Bag.cs", "csharp", b"public class Bag\n{\n    private int[] items;\n    public int this[int i]\n    {\n"
-                                    b"        get { return items[i]; }\n    }\n    public string this[string k] => k;\n}\n")
+    cs = _defs("Bag.cs", "csharp",
+               b"public class Bag\n{\n    private int[] items;\n    public int this[int i]\n    {\n"
+               b"        get { return items[i]; }\n    }\n    public string this[string k] => k;\n}\n")
     assert cs["Bag.this[]"] == ("method", 4, 7) and "Bag.this[]:2" in cs
 
 
@@ -179,7 +181,8 @@ def test_an_if_zero_branch_is_dead_code():
 
 
 def test_a_macro_line_after_a_block_closed_with_a_comment_is_blanked():
-    source = b"}  // namespace detail\n\n/** Docs. */\nLIB_EXPORT\ntemplate <typename T> struct holder {\n  T value;\n};\n"
+    source = (b"}  // namespace detail\n\n/** Docs. */\nLIB_EXPORT\n"
+              b"template <typename T> struct holder {\n  T value;\n};\n")
     repaired = grammar_repair.blank_annotation_macros(source)
     assert b"LIB_EXPORT" not in repaired and b"struct holder" in repaired
 
