@@ -28,9 +28,9 @@ from .graph_view import GraphView
 from .project import (
     MAX_FILE_BYTES_LIMIT,
     StoreChoice,
+    WatchPresence,
     open_shared_store,
     open_store,
-    WatchPresence,
     resolve_root,
     writer_active_elsewhere,
 )
