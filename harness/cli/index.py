@@ -89,8 +89,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("status", help="show the index state (the index_status fields)",
-                       description="Show the state of the project's index: ready, indexing, stale (files "
-                       "changed since the last run, or a run was interrupted) or error; files and symbols "
+                       description="Show the state of the project's index: ready, indexing (a run, or a "
+                       "watcher in another process applying file changes), stale (files changed since the last "
+                       "run and no watcher runs, or a run was interrupted) or error; files and symbols "
                        "per language, skipped files and the index size. Reads only: a folder that was never "
                        "indexed is reported as such and nothing is created.")
     argtypes.add_project(p)
