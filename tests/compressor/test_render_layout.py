@@ -248,27 +248,36 @@ def test_a_function_nested_in_a_method_is_framed_by_the_impl_of_that_method():
     assert _impl_header(lines, 3) is None  # the nested fn's block is the method's, not an impl
 
 
+def _rendered(root, path: str, shown: list[tuple[str, bool]]) -> str:
+    """``path``'s section of a slice showing the given definitions (qualname, as a signature?),
+    in that order of rank."""
+    from memstrata.compressor.render import SIG, render, unit_for
+    from memstrata.compressor.slice import _Docs
+
+    with Workspace.open(root) as w:
+        w.index()
+        graph = w.graph
+        docs = _Docs(w, graph)
+        docs.load([path])
+        units = []
+        for rank, (qualname, as_signature) in enumerate(shown):
+            unit = unit_for(f"{path}::{qualname}", graph, 1.0 / (rank + 1))
+            if as_signature:
+                unit.mode = SIG
+            units.append(unit)
+        return render({path: docs.get(path)}, units, graph, [path])
+
+
 def test_a_definition_inside_an_elided_function_is_shown_though_not_named_under_it(tmp_path):
     """A JavaScript closure's `client.json = function` is named `client.json`, not
     `makeClient.client.json`: the function around it, shown as its signature, must not
     elide the lines of a member the slice shows whole."""
-    from memstrata.compressor.render import SIG, render, unit_for
-    from memstrata.compressor.slice import _Docs
-
     filler = "".join(f"  const step{k} = base + '{k}';\n" for k in range(30))
     (tmp_path / "client.js").write_text(
         "export function makeClient(base) {\n  const client = {};\n" + filler
         + "  client.json = function (path) {\n    const url = base + path;\n"
         + "    return fetch(url).then((r) => r.json());\n  };\n  return client;\n}\n")
-    with Workspace.open(tmp_path) as w:
-        w.index()
-        graph = w.graph
-        docs = _Docs(w, graph)
-        docs.load(["client.js"])
-        outer = unit_for("client.js::makeClient", graph, 1.0)
-        outer.mode = SIG
-        inner = unit_for("client.js::client.json", graph, 0.5)
-        text = render({"client.js": docs.get("client.js")}, [outer, inner], graph, ["client.js"])
+    text = _rendered(tmp_path, "client.js", [("makeClient", True), ("client.json", False)])
     assert "export function makeClient(base) {\n  // ... lines 2-32 omitted\n  client.json = function (path) {" in text
     assert "    return fetch(url).then((r) => r.json());\n  };" in text
     assert "lines elided" not in text
@@ -277,23 +286,11 @@ def test_a_definition_inside_an_elided_function_is_shown_though_not_named_under_
 
 
 def test_a_frame_that_ends_inside_a_gap_marks_the_rest_of_its_body(tmp_path):
-    from memstrata.compressor.render import SIG, render, unit_for
-    from memstrata.compressor.slice import _Docs
-
     steps = "".join(f"    step_{k} = compute({k})\n" for k in range(40))
     (tmp_path / "m.py").write_text(
         "def dispatch(request):\n    def pick(kind):\n        return TABLE[kind]\n" + steps
         + "    return pick(request.kind)\n\n\ndef other():\n    return 1\n")
-    with Workspace.open(tmp_path) as w:
-        w.index()
-        graph = w.graph
-        docs = _Docs(w, graph)
-        docs.load(["m.py"])
-        outer = unit_for("m.py::dispatch", graph, 1.0)
-        outer.mode = SIG
-        inner = unit_for("m.py::dispatch.pick", graph, 0.5)
-        tail = unit_for("m.py::other", graph, 0.2)
-        text = render({"m.py": docs.get("m.py")}, [outer, inner, tail], graph, ["m.py"])
+    text = _rendered(tmp_path, "m.py", [("dispatch", True), ("dispatch.pick", False), ("other", False)])
     assert ("def dispatch(request):\n    def pick(kind):\n        return TABLE[kind]\n\n"
             "    # ... lines 4-44 omitted\n\ndef other():") in text, text
 
