@@ -181,11 +181,7 @@ def _is_dir_link(entry: os.DirEntry) -> bool:
 
 
 def _inside(root: Path, path: str) -> bool:
-    try:
-        Path(os.path.realpath(path)).relative_to(root)
-    except ValueError:
-        return False
-    return True
+    return link_target(root, path) is not None
 
 
 def is_utf8_path(path: str) -> bool:
@@ -227,7 +223,8 @@ def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> 
     except OSError:
         out.skipped.append((rel, UNREADABLE if is_link else VANISHED, None))
         return
-    if is_link and not _inside(root, entry.path):
+    link = link_target(root, entry.path) if is_link else None
+    if is_link and link is None:
         # A symlinked file is indexed only when it points inside the project.
         out.skipped.append((rel, OUTSIDE, None))
         return
@@ -237,12 +234,11 @@ def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> 
     if st.st_size > cap:
         out.skipped.append((rel, TOO_LARGE, st.st_size))
         return
-    link = link_target(root, entry.path) if is_link else None
     out.files.append(Candidate(rel, language, st.st_size, st.st_mtime_ns, link))
 
 
 def link_target(root: Path, path: str) -> str | None:
-    """The project-relative path a symlink inside the project resolves to (None outside it)."""
+    """The project-relative path ``path`` resolves to (a symlink's target), None outside the project."""
     try:
         return Path(os.path.realpath(path)).relative_to(root).as_posix()
     except ValueError:
