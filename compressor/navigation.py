@@ -468,8 +468,9 @@ def use_lines(facts: FileFacts, scope: str | None, name: str, receiver: str | No
 
 # A string literal that opens and closes on one line, with its prefix letters if any; single
 # quotes too where they delimit strings or characters (in Rust a lone quote starts a lifetime).
-_QUOTED = re.compile(r"""(\b[A-Za-z]{1,2})?("|')(?:\\.|(?!\2).)*\2""")
-_DOUBLE_QUOTED = re.compile(r"""(\b[A-Za-z]{1,2})?(")(?:\\.|(?!\2).)*\2""")
+_LITERAL = r"""(\b[A-Za-z]{1,2})?(%s)(?:\\.|(?!\2).)*\2"""
+_QUOTED = re.compile(_LITERAL % "\"|'")
+_DOUBLE_QUOTED = re.compile(_LITERAL % '"')
 
 
 def _blank_literal(match: re.Match) -> str:

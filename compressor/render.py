@@ -332,7 +332,7 @@ def _gap(out: list[str], lines: list[str], c: str, lo: int, hi: int, indent: str
             continue
         # Definitions are set apart by a blank line, as in the source; what lies between two
         # shown spans is named by a marker.
-        if (blank_first if i == 0 else True) and (out[-1] != "" or i == 0):
+        if blank_first if i == 0 else out[-1] != "":
             out.append("")
         if any(t.strip() for t in gap):
             out.append(marker)
