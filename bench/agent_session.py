@@ -162,7 +162,8 @@ def run_session(repo: str, cases, checkout: Path, mode: str, env: dict, show_los
                         if show_losses and not kept:
                             size = prompt_tokens({"messages": [{"role": "user", "content": cases[task].texts[path]}]},
                                                  "anthropic")
-                            print(f"  lost: task {task} {path}:{qual} ({len(lines)} lines; file {size:,} tokens)",
+                            print(f"  lost: task {task} {path}:{qual} ({len(lines)} lines; file {size:,} tokens)"
+                                  f" asked {cases[task].query[:100]!r}",
                                   file=sys.stderr, flush=True)
             if in_process:
                 res.reported = None
