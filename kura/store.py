@@ -189,7 +189,8 @@ class _Query:
 
 
 def parse_query(query: str, max_terms: int = MAX_QUERY_TERMS) -> _Query | None:
-    terms = query_terms(query)[:max_terms]
+    # Kura's keywords are matched as typed: `sha256` is not a search for `256`.
+    terms = query_terms(query, number_parts=False)[:max_terms]
     if not terms:
         return None
     groups = []

@@ -12,6 +12,7 @@ import re
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HUMP = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]|[A-Za-z][0-9]")
+_CASE_HUMP = re.compile(r"[a-z0-9][A-Z]|[A-Z][A-Z][a-z]")
 _PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -34,14 +35,21 @@ def expand_identifiers(text: str) -> str:
     return text + "\n" + extra
 
 
-def query_terms(text: str) -> list[str]:
-    """Lower-cased search terms of a free-text query, identifiers split, order kept."""
+def query_terms(text: str, number_parts: bool = True) -> list[str]:
+    """Lower-cased search terms of a free-text query, identifiers split, order kept.
+
+    ``number_parts=False`` keeps a word's digits with its letters: ``sha256``,
+    ``http2`` and ``v2`` stay whole, and a split never yields a bare number or
+    a lone letter.  For a search that matches keywords as typed, a number split
+    off a name would match every text that merely mentions that number."""
+    hump = _HUMP if number_parts else _CASE_HUMP
     terms: list[str] = []
     seen: set[str] = set()
     for word in _WORD.findall(text):
         pieces = [word.lower()]
-        if "_" in word or _HUMP.search(word):
-            pieces += [p for chunk in word.split("_") for p in split_identifier(chunk)]
+        if "_" in word or hump.search(word):
+            parts = [p for chunk in word.split("_") for p in split_identifier(chunk)]
+            pieces += parts if number_parts else [p for p in parts if len(p) > 1 and not p.isdigit()]
         for piece in pieces:
             piece = piece.strip("_")
             if piece and piece not in seen:

@@ -44,6 +44,16 @@ def test_identifiers_match_by_their_parts(store):
     assert ranked(store, "args") == [("a.py", 2)]
 
 
+def test_a_name_with_digits_is_not_a_search_for_its_number(store):
+    put(store, "a.md", "Set the retry count to 2.", "The checksum uses 256 bits.", "Served over http2 or h3.")
+    put(store, "b.py", "def http2Server(port): ...")
+    for q in ("sha256", "quokka2", "x2", "v2"):
+        assert ranked(store, q) == [], q
+    assert set(ranked(store, "http2")) == {("a.md", 3), ("b.py", 1)}  # as a substring of the name too
+    # Case humps still split: the parts of a camel-cased name find their words.
+    assert ("b.py", 1) in ranked(store, "http2Server") and ("b.py", 1) in ranked(store, "server")
+
+
 def test_phrase_and_exact_words_rank_above_scattered_and_prefix_matches(store):
     put(store, "scattered.md", "retry now. Later we talk about backoff policies.")
     put(store, "phrase.md", "Use retry backoff for flaky calls to the upstream service.")
