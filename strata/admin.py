@@ -123,7 +123,8 @@ def storage(e: Engine, a: dict) -> dict:
     wal = e.store.wal_bytes()
     live_bytes = (pages - free) * page_size
     data = {"audit": bool(a.get("audit")), "live_table_objects": e.store.row_count(), "live_table_bytes": live_bytes,
-            "wal_retained_bytes": wal, "wal_active_bytes": wal, "wal_retained_segments": 1 if wal else 0}
+            "wal_retained_bytes": wal, "wal_active_bytes": wal, "wal_retained_segments": 1 if wal else 0,
+            "wal_retention_watermark": e.store.opened_head}
     if a.get("audit"):
         data.update({"unreferenced_objects": 0, "unreferenced_bytes": 0, "quarantined_objects": 0,
                      "quarantined_bytes": 0, "snapshot_objects": 0, "snapshot_bytes": 0,
@@ -132,8 +133,13 @@ def storage(e: Engine, a: dict) -> dict:
                      "superseded_timeline_segments": 0, "superseded_timeline_segment_bytes": 0,
                      "wal_reclaimable_bytes": 0, "wal_tail_bytes": wal,
                      "total_bytes": pages * page_size + wal})
-    data["reclaim"] = {"last_snapshot_prune": {"outcome": "nothing", "bytes_reclaimed": 0,
-                                               "objects_affected": 0, "state_changes": 0},
+    nothing = {"outcome": "nothing", "bytes_reclaimed": 0, "objects_affected": 0, "state_changes": 0}
+    # The engine's background passes add their reports as they run: a mark and a sweep pass
+    # from the second open of a database on.  This store has no such passes and reports the
+    # shape they settle into, each pass having reclaimed nothing.
+    passes = () if e.store.created else ("last_mark", "last_sweep")
+    data["reclaim"] = {**{name: dict(nothing) for name in passes},
+                       "last_snapshot_prune": dict(nothing),
                        "total_passes": 0, "total_bytes_reclaimed": 0, "reclaimed_passes": 0,
                        "deferred_passes": 0, "pending_reclaim_tasks": 0}
     return {"type": "storage", "data": data}

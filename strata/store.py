@@ -186,6 +186,10 @@ class StrataStore:
             # taking and dropping them around every commit.
             self._conn.execute("PRAGMA locking_mode = EXCLUSIVE")
         self._setup()
+        # The head when this process opened the database: every commit up to it was in the
+        # database file proper (SQLite folds its write-ahead log in when the last connection
+        # closes), which is what the engine's WAL retention watermark tells (`storage`).
+        self.opened_head = self.head
 
     # -- opening ----------------------------------------------------------------
 

@@ -71,7 +71,8 @@ def test_storage_reports_the_engines_fields_on_a_durable_database(tmp_path):
             kind, text = real.execute({"type": "storage", "audit": audit})
             want = json.loads(text)
             assert got["type"] == want["type"] == "storage"
-            assert set(got["data"]) == set(want["data"])
+            # The watermark too appears once the engine's first background pass has run.
+            assert set(got["data"]) == set(want["data"]) | {"wal_retention_watermark"}
             # The engine reports its last prune once its background pass has run, which
             # races with a freshly opened database; this server reports the settled shape.
             settled = set(want["data"]["reclaim"]) | {"last_snapshot_prune"}
@@ -84,6 +85,23 @@ def test_storage_reports_the_engines_fields_on_a_durable_database(tmp_path):
         real.close()
     cache = Engine(StrataStore.memory())
     assert cache.run({"type": "storage"}).error["code"] == "unsupported.engine.persistence_capability"
+
+
+def test_storage_of_a_reopened_database_has_the_engines_settled_shape(tmp_path):
+    """Reopened and written to, the engine reports its WAL watermark and its mark and sweep
+    passes; so does this server (its watermark: the head when it opened the database)."""
+    put = {"type": "kv_put", "key": "YQ==", "value": "MQ=="}
+    for _ in range(2):
+        ours = Engine(StrataStore.open(tmp_path / "ours"))
+        real = OracleSession(str(tmp_path / "real"))
+        put_result = ours.run(put).text()
+        real.execute(put)
+        got = json.loads(ours.run({"type": "storage"}).text())["data"]
+        want = json.loads(real.execute({"type": "storage"})[1])["data"]
+        ours.store.close()
+        real.close()
+    assert set(got) == set(want) and set(got["reclaim"]) == set(want["reclaim"])
+    assert 2 <= got["wal_retention_watermark"] <= json.loads(put_result)["data"]["commit"]["version"]
 
 
 def test_deleting_a_space_that_holds_events_restarts_its_log_in_a_durable_database(tmp_path):
