@@ -84,6 +84,17 @@ def parse(argv: list[str]) -> dict:
     return opts
 
 
+def _command_hint(words: list[str]) -> str:
+    """Where the engine's command-line commands went: this server runs them over MCP only (the
+    no-database hint the engine prints suggests `strata ./mydb kv put ...`)."""
+    from .tools import WIRE
+
+    tool = "strata_" + "_".join(words[:2])
+    if tool in WIRE:
+        return f"start `strata PATH mcp serve` and call the {tool} tool (strata_command runs any engine command)"
+    return "run strata --help"
+
+
 def target(opts: dict) -> tuple[str | None, bool]:
     """(durable folder, or None for --cache; whether it is the cache)."""
     words = opts["words"]
@@ -95,7 +106,7 @@ def target(opts: dict) -> tuple[str | None, bool]:
     if words != ["mcp", "serve"]:
         command = " ".join(words) or "(none)"
         raise UsageError("invalid_argument.cli.usage", f"unsupported command {command}; the command is `mcp serve`",
-                         "run strata --help")
+                         _command_hint(words))
     if opts["cache"]:
         if path is not None:
             raise UsageError("invalid_argument.cli.conflicting_targets",

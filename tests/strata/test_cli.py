@@ -72,6 +72,14 @@ def test_usage_errors_exit_2(tmp_path, args):
     assert proc.stderr.startswith("error: [invalid_argument.cli.") and "Traceback" not in proc.stderr
 
 
+def test_an_engine_command_on_the_command_line_points_to_its_tool(tmp_path):
+    """The no-database hint suggests `strata ./mydb kv put ...`; this server says where that went."""
+    proc = subprocess.run([STRATA, "db", "kv", "put", "greeting", "hello"], capture_output=True, text=True,
+                          env=strata_env(tmp_path), stdin=subprocess.DEVNULL, timeout=60, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "call the strata_kv_put tool" in proc.stderr and not (tmp_path / "db").exists()
+
+
 def test_help_and_version(tmp_path):
     for flag in ("--help", "-h"):
         proc = subprocess.run([STRATA, flag], capture_output=True, text=True, timeout=60)
