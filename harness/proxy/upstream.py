@@ -57,8 +57,12 @@ class Upstream:
     provider: str     # providers.json entry whose rates apply
 
     def url(self, rest: str, query: str = "") -> str:
-        """``rest`` is the path after the proxy's prefix (/v1 or /anthropic)."""
-        url = self.base_url.rstrip("/") + "/" + rest.lstrip("/")
+        """``rest`` is the path after the proxy's prefix (/v1 or /anthropic).  A query string on
+        the base URL (an Azure-style ``?api-version=...``) stays a query string, ahead of the
+        request's own, as an SDK given that base URL and a default query sends it."""
+        base, _, base_query = self.base_url.partition("?")
+        url = base.rstrip("/") + "/" + rest.lstrip("/")
+        query = "&".join(q for q in (base_query, query) if q)
         return f"{url}?{query}" if query else url
 
 

@@ -435,6 +435,20 @@ def test_refused_and_timed_out_upstreams(project, stub):
         assert metric(server, "memstrata_upstream_errors_total", kind="timeout") == 1.0
 
 
+def test_an_upstream_url_with_a_query_string_keeps_it_a_query(project, stub, fresh):
+    """An Azure-style base URL (`.../v1?api-version=...`): each call goes to its own path, the
+    base's query first and the request's own after it, as an SDK given that base URL sends it."""
+    app = build_app(project, HarnessConfig(proxy=ProxyConfig(
+        openai_base=stub.url + "/v1?api-version=2024-10-21", anthropic_base=stub.url, trust_env=False,
+        compression=CompressionSettings.for_mode("safe"))))
+    with ServerThread(app) as server:
+        oai(server).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+        httpx.get(server.url + "/v1/models?limit=2", timeout=10)
+    calls = [(r.path, r.query) for r in fresh.received]
+    assert calls == [("/v1/chat/completions", "api-version=2024-10-21"),
+                     ("/v1/models", "api-version=2024-10-21&limit=2")]
+
+
 def test_foreign_host_and_origin_refused(proxy):
     refused = metric(proxy, "memstrata_requests_total", status="421"), metric(proxy, "memstrata_requests_total",
                                                                               status="403")
