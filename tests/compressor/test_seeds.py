@@ -450,3 +450,55 @@ def test_a_long_run_of_one_shape_is_read_in_one_pass(ws, shape):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def _codec_half(verb: str, other: str) -> str:
+    """One half of a settings-file codec: its functions name the format's parts, as the other
+    half's do, and differ only in their verb."""
+    return textwrap.dedent(f'''
+        def {verb}_section_header(state):
+            """The [section] line of a settings file."""
+            line = state.lines[state.pos]
+            name = line.strip()[1:-1].strip()
+            state.pos += 1
+            return name
+
+
+        def {verb}_key_value_pairs(state, section):
+            """Every key = value line of one section, with its continuation lines."""
+            pairs = {{}}
+            key = None
+            while state.pos < len(state.lines):
+                line = state.lines[state.pos]
+                if line.startswith("["):
+                    break
+                if line[:1] in " \\t" and key is not None:
+                    pairs[key] += "\\n" + line.strip()
+                elif "=" in line:
+                    key, _, value = line.partition("=")
+                    key = key.strip()
+                    pairs[key] = value.strip()
+                elif line.strip() and not line.lstrip().startswith(("#", ";")):
+                    raise ValueError(f"line {{state.pos + 1}} of section {{section}} has no '='")
+                state.pos += 1
+            return pairs
+
+
+        def {verb}_quoted_value(state, text):
+            """A value in double quotes, its escapes resolved."""
+            return text[1:-1].replace('\\\\"', '"')
+        ''')
+
+
+def test_a_question_about_one_conversion_direction_finds_its_half_of_a_mirror_codec(tmp_path):
+    """"Fix parsing of ..." names no verb the reader's functions use: the question's direction
+    adds the verbs names use for it, so the reader's function is shown whole, not the writer's."""
+    files = {"settings/__init__.py": "", "settings/reader.py": _codec_half("read", "write"),
+             "settings/writer.py": _codec_half("write", "read")}
+    with indexed_workspace(tmp_path, files) as w:
+        reader, writer = "settings/reader.py::read_key_value_pairs", "settings/writer.py::write_key_value_pairs"
+        for question, wanted, mirror in (
+                ("Fix parsing of key value pairs with continuation lines", reader, writer),
+                ("Fix serializing of key value pairs with continuation lines", writer, reader)):
+            r = context_query(w, question, max_tokens=400)
+            assert wanted in r.full_symbols and mirror not in r.full_symbols, question
