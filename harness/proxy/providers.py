@@ -57,6 +57,16 @@ DEFAULT_PROVIDERS: dict = {
                 "claude-sonnet-4*": _m(3.00, 15.00, 0.30, 3.75),
                 "claude-opus-4*": _m(15.00, 75.00, 1.50, 18.75),
                 "claude-opus-4-5*": _m(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-4-6*": _m(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-4-7*": _m(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-4-8*": _m(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-5*": _m(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-5-5*": _m(4.00, 20.00, 0.20, 5.00),
+                "claude-sonnet-5*": _m(2.00, 10.00, 0.20, 2.50),
+                "claude-fable-5*": _m(10.00, 50.00, 1.00, 12.50),
+                "claude-fable-5-1*": _m(10.00, 50.00, 0.25, 12.50),
+                "claude-mythos-5*": _m(10.00, 50.00, 1.00, 12.50),
+                "claude-mythos-5-1*": _m(10.00, 50.00, 0.25, 12.50),
                 "claude-haiku-4-5*": _m(1.00, 5.00, 0.10, 1.25),
                 "claude-3-5-haiku*": _m(0.80, 4.00, 0.08, 1.00),
             }
@@ -67,6 +77,20 @@ DEFAULT_PROVIDERS: dict = {
                 "gpt-4o-mini": _m(0.15, 0.60, 0.075, 0.15),
                 "gpt-4.1": _m(2.00, 8.00, 0.50, 2.00),
                 "gpt-4.1-mini": _m(0.40, 1.60, 0.10, 0.40),
+                # Exact names: the GPT-5 releases price their variants (pro, mini, codex-mini)
+                # apart, so a pattern would misprice the next one.
+                "gpt-5": _m(1.25, 10.00, 0.125, 1.25),
+                "gpt-5-codex": _m(1.25, 10.00, 0.125, 1.25),
+                "gpt-5-mini": _m(0.25, 2.00, 0.025, 0.25),
+                "gpt-5-nano": _m(0.05, 0.40, 0.005, 0.05),
+                "gpt-5.1": _m(1.25, 10.00, 0.125, 1.25),
+                "gpt-5.1-codex": _m(1.25, 10.00, 0.125, 1.25),
+                "gpt-5.2": _m(1.75, 14.00, 0.175, 1.75),
+                "gpt-5.2-codex": _m(1.75, 14.00, 0.175, 1.75),
+                "gpt-5.3-codex": _m(1.75, 14.00, 0.175, 1.75),
+                "gpt-5.4": _m(2.50, 15.00, 0.25, 2.50),
+                "gpt-5.4-mini": _m(0.75, 4.50, 0.075, 0.75),
+                "gpt-5.5": _m(5.00, 30.00, 0.50, 5.00),
             }
         },
         "ollama": {
@@ -147,6 +171,32 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def _lookup(providers: dict, model: str, provider: str | None) -> tuple[tuple[int, int], Rate] | None:
+    """The best entry of ``providers`` for ``model`` with how specific it is: (2, 0) an exact
+    name (the endpoint's provider first, then any), (1, length) the longest matching pattern,
+    (0, 0) the endpoint's provider's ``*``; another provider's ``*`` never applies."""
+    order = [p for p in ([provider] if provider in providers else [])]
+    order += [p for p in providers if p != provider]
+    for name in order:
+        models = providers[name].get("models", {})
+        if model in models and model != WILDCARD:
+            return (2, 0), _rate(name, model, models[model])
+    best: tuple[int, str, str] | None = None
+    for name in order:
+        for key in providers[name].get("models", {}):
+            if key != WILDCARD and _is_pattern(key) and fnmatch.fnmatchcase(model, key):
+                if best is None or len(key) > best[0]:
+                    best = (len(key), name, key)
+    if best is not None:
+        length, name, key = best
+        return (1, length), _rate(name, key, providers[name]["models"][key])
+    if provider in providers:
+        models = providers[provider].get("models", {})
+        if WILDCARD in models:
+            return (0, 0), _rate(provider, WILDCARD, models[WILDCARD])
+    return None
+
+
 class Providers:
     def __init__(self, data: dict, path: Path | None = None):
         _validate(data)
@@ -199,29 +249,23 @@ class Providers:
         return self.providers.get(provider, {}).get("base_url")
 
     def rate(self, model: str | None, provider: str | None = None) -> Rate | None:
-        """The rate for ``model`` sent through ``provider``'s endpoint, or None if unknown."""
+        """The rate for ``model`` sent through ``provider``'s endpoint, or None if unknown.
+
+        The file's entries first; the rates MemStrata ships fill in a model the file has no
+        entry of its own for, and a newer model a broader pattern of the file would misprice:
+        a file written by an earlier release holds the defaults of its day, where
+        ``claude-opus-4*`` priced every later Opus 4 at the first one's rate.  So a shipped
+        entry more specific than the file's match (an exact name over a pattern, a longer
+        pattern over a shorter one) is taken; the file's own provider ``*`` always stands."""
         if not model:
             return None
-        order = [p for p in ([provider] if provider in self.providers else [])]
-        order += [p for p in self.providers if p != provider]
-        for name in order:
-            models = self.providers[name].get("models", {})
-            if model in models and model != WILDCARD:
-                return _rate(name, model, models[model])
-        best: tuple[int, str, str] | None = None
-        for name in order:
-            for key in self.providers[name].get("models", {}):
-                if key != WILDCARD and _is_pattern(key) and fnmatch.fnmatchcase(model, key):
-                    if best is None or len(key) > best[0]:
-                        best = (len(key), name, key)
-        if best is not None:
-            _, name, key = best
-            return _rate(name, key, self.providers[name]["models"][key])
-        if provider in self.providers:
-            models = self.providers[provider].get("models", {})
-            if WILDCARD in models:
-                return _rate(provider, WILDCARD, models[WILDCARD])
-        return None
+        own = _lookup(self.providers, model, provider)
+        if own is not None and own[0][0] == 0:  # the endpoint's provider's `*`: the file's choice
+            return own[1]
+        shipped = _lookup(DEFAULT_PROVIDERS["providers"], model, provider)
+        if shipped is not None and (own is None or shipped[0] > own[0]):
+            return shipped[1]
+        return None if own is None else own[1]
 
     def rows(self) -> list[Rate]:
         """Every listed model's rate, in file order, for display."""

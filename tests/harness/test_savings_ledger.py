@@ -121,6 +121,34 @@ def test_rate_lookup_order():
     assert p.rate(None) is None
 
 
+def test_later_models_of_a_family_are_priced_at_their_own_rates():
+    p = Providers.defaults()
+    assert p.rate("claude-opus-4-1", "anthropic").input_cost_per_mtok == 15.0
+    for model in ("claude-opus-4-6", "claude-opus-4-8-20260528", "claude-opus-5"):
+        assert p.rate(model, "anthropic").input_cost_per_mtok == 5.0, model
+    assert p.rate("claude-opus-5-5", "anthropic").cache_read_cost_per_mtok == 0.20
+    assert p.rate("gpt-5-codex", "openai").cache_read_cost_per_mtok == 0.125
+    # A variant priced apart is not caught by a neighbour's name: it stays unpriced.
+    assert p.rate("gpt-5-pro", "openai") is None
+
+
+def test_a_file_of_an_earlier_release_still_prices_models_shipped_since(memstrata_home):
+    """A providers.json written with older defaults: a model it has no entry for is priced at
+    the shipped rate, and a shipped entry more specific than the file's broad pattern wins; the
+    file's exact names and its provider `*` still stand."""
+    providers_path().parent.mkdir(parents=True, exist_ok=True)
+    providers_path().write_text(json.dumps({"providers": {
+        "anthropic": {"models": {"claude-opus-4*": {"input_cost_per_mtok": 15.0, "output_cost_per_mtok": 75.0},
+                                 "claude-opus-4-7": {"input_cost_per_mtok": 4.5, "output_cost_per_mtok": 20.0}}},
+        "local": {"models": {"*": {"input_cost_per_mtok": 0.0, "output_cost_per_mtok": 0.0}}}}}))
+    p = Providers.load()
+    assert p.rate("claude-opus-4-1", "anthropic").input_cost_per_mtok == 15.0   # the file's pattern
+    assert p.rate("claude-opus-4-6", "anthropic").input_cost_per_mtok == 5.0    # shipped, more specific
+    assert p.rate("claude-opus-4-7", "anthropic").input_cost_per_mtok == 4.5    # the file's exact name
+    assert p.rate("gpt-5", "openai").input_cost_per_mtok == 1.25                # not in the file at all
+    assert p.rate("gpt-5", "local").input_cost_per_mtok == 0.0                  # the provider's own `*`
+
+
 def test_set_rate_and_billing_day(memstrata_home):
     p = Providers.load()
     assert p.set_rate("gpt-4o", 3.0) == "openai"
