@@ -40,10 +40,12 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "25"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "28"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
-# destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects
+# destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
+# 28: TypeScript declarations without a body (`declare`, `.d.ts`, overload signatures folded),
+# namespaces and `declare module 'x'` blocks nest what they hold
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -230,6 +232,8 @@ def _definitions(root: ts.Node, passes, language: str, path: str, source: bytes,
     _nest(defs)
     if language == "python":
         defs = _fold_overloads(_drop_declarations(defs))
+    elif language in _JS_LIKE:
+        defs = _fold_signatures(defs)
     _disambiguate(defs, reopens=language in _REOPENING)
     return defs
 
@@ -373,16 +377,28 @@ _IDENTIFIER = re.compile(r"[^A-Za-z0-9_$]+")
 
 def _js_statement(node: ts.Node) -> ts.Node:
     """The whole statement of a one-definition statement (``exports.f = ...;``,
-    ``export const f = ...``), so its span and leading comment are the statement's."""
+    ``export const f = ...``, ``export declare function f(): T``), so its span and leading
+    comment are the statement's."""
     parent = node.parent
-    if parent is not None and parent.type == "export_statement":
-        return parent  # export [default] function f() {}
+    if parent is not None and parent.type in _JS_PREFIXES:
+        return _js_prefixed(parent)  # export [default] function f() {}, declare class C {}
     if parent is None or parent.type not in _JS_STATEMENTS or parent.named_child_count != 1:
         return node
     if parent.type == "expression_statement" and node.type != "assignment_expression":
         return node
-    outer = parent.parent
-    return outer if outer is not None and outer.type == "export_statement" else parent
+    return _js_prefixed(parent)
+
+
+# The keywords a declaration may be written behind, each wrapping it in a node of its own.
+_JS_PREFIXES = frozenset({"export_statement", "ambient_declaration"})
+
+
+def _js_prefixed(node: ts.Node) -> ts.Node:
+    """``node`` with the ``export`` and ``declare`` written before it."""
+    parent = node.parent
+    while parent is not None and parent.type in _JS_PREFIXES:
+        node, parent = parent, parent.parent
+    return node
 
 
 def _js_assignment(node: ts.Node, name: str, receiver: str, kind: str, path: str) -> tuple[str, str | None, str]:
@@ -490,9 +506,10 @@ def _nest(defs: list[_Def]) -> None:
 
 
 # Languages where a class or module named twice in one scope is one type opened again (Ruby's
-# `module Rack; end` then `module Rack ... end`, C#'s partial classes): what the second holds
+# `module Rack; end` then `module Rack ... end`, C#'s partial classes, TypeScript's declaration
+# merging: `namespace A {}` twice, a class and a namespace of one name): what the second holds
 # is named under the type's own name, not under `Rack:2`.
-_REOPENING = frozenset({"ruby", "csharp"})
+_REOPENING = frozenset({"ruby", "csharp", "typescript", "tsx"})
 
 
 def _disambiguate(defs: list[_Def], reopens: bool = False) -> None:
@@ -551,6 +568,20 @@ def _fold_overloads(defs: list[_Def]) -> list[_Def]:
     for d in defs:
         last[d.qualname] = d
     return [d for d in defs if last[d.qualname] is d or not _is_overload(d)]
+
+
+# TypeScript declarations without a body: an overload's signature, or what a `declare` or a
+# `.d.ts` file states.
+_SIGNATURES = frozenset({"function_signature", "method_signature"})
+
+
+def _fold_signatures(defs: list[_Def]) -> list[_Def]:
+    """A TypeScript overload's signatures (``function f(a: string): string;`` written before
+    ``function f(a: any) { .. }``) are folded into the implementation of their name: one symbol,
+    spanning the code that runs.  Signatures with no implementation (a ``.d.ts`` file's, a
+    ``declare``'s, an interface's) are the definitions, one per signature."""
+    implemented = {d.qualname for d in defs if d.node.type not in _SIGNATURES}
+    return [d for d in defs if d.node.type not in _SIGNATURES or d.qualname not in implemented]
 
 
 def _drop_declarations(defs: list[_Def]) -> list[_Def]:

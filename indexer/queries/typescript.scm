@@ -17,6 +17,29 @@
 (interface_body
   (method_signature name: (property_identifier) @name) @definition.method)
 
+; declarations without a body: `declare function f(): T;`, a `.d.ts` file's `export function f();`
+; and `declare class C { get(k: string): V }` members, an overload's signatures (parse.py folds
+; those into the implementation that follows them)
+(function_signature name: (identifier) @name) @definition.function
+(class_body
+  (method_signature name: (property_identifier) @name) @definition.method)
+; `declare const VERSION: string`, `declare let`/`var`; and a `const` with a type and no value,
+; which only an ambient context allows (a `.d.ts` file, a `declare module` / `namespace` block)
+(ambient_declaration
+  [(lexical_declaration (variable_declarator name: (identifier) @name) @definition.constant)
+   (variable_declaration (variable_declarator name: (identifier) @name) @definition.constant)])
+(lexical_declaration
+  "const"
+  (variable_declarator name: (identifier) @name type: (type_annotation) !value) @definition.constant)
+
+; `namespace Geometry {}`, `module Legacy {}`, `declare module 'lib' {}`: what they hold is named
+; under them (`Geometry.area`, `lib.createClient`); `namespace A.B {}` is `B` inside `A`.
+; (`declare global {}` is no module: what it declares is global, named at the top level.)
+([(internal_module name: (identifier) @name)
+  (module name: [(identifier) @name (string (string_fragment) @name)])]) @definition.module
+([(internal_module name: (nested_identifier . (_) @receiver (property_identifier) @name .))
+  (module name: (nested_identifier . (_) @receiver (property_identifier) @name .))]) @definition.module
+
 (public_field_definition
   name: [(property_identifier) (private_property_identifier)] @name
   value: [(arrow_function) (function_expression)]) @definition.method

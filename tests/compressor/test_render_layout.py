@@ -399,3 +399,32 @@ def test_a_body_no_dearer_than_its_elision_marker_is_shown_whole(tmp_path):
         assert f"pub fn step_{k}(x: u32) -> u32 {{\n    x + {k}\n}}" in r.context
         assert f"lib.rs::step_{k}" in r.full_symbols
     assert "elided" in r.context.split("pub fn long_one")[1].split("\n")[1]  # a long body still is
+
+
+DECLARATIONS = '''
+export declare class Store {
+  get(key: string): unknown
+  /** Fetches the row stored under key. */
+  fetchRow(key: string, fallback?: Row): Promise<Row>
+  put(key: string, row: Row): void
+}
+
+declare module 'analytics-lib' {
+  export function track(event: string): void
+  export function createClient(key: string, region: string): Client
+}
+'''
+
+
+def test_a_declaration_file_shows_the_declarations_asked_for_inside_their_class_or_module(tmp_path):
+    """A `.d.ts` file holds declarations without bodies: a member asked for is its own line,
+    framed by the class or module declaring it, like a method with a body."""
+    (tmp_path / "types.d.ts").write_text(_padded(DECLARATIONS, "export declare function spare{k}(x: number): number\n"))
+    with Workspace.open(tmp_path) as w:
+        w.index()
+        text = context_query(w, "`Store.fetchRow` and `createClient`", max_tokens=150).context
+    assert "export declare class Store {\n" in text
+    assert text.index("export declare class Store {") < text.index("  fetchRow(key: string, fallback?: Row): Promise<Row>")
+    assert "declare module 'analytics-lib' {\n" in text
+    assert text.index("declare module 'analytics-lib' {") < text.index("  export function createClient(key: string")
+    assert "spare39" not in text
