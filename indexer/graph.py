@@ -46,6 +46,9 @@ SYMBOL = "symbol"
 EDGE_KINDS = ("contains", "imports", "calls", "references", "inherits")
 _SELF = frozenset({"self", "this", "cls", "$this", "static", "Self", "super()", "super"})
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
+# What a call reaches members of through its name (`Cls.create()`): a type, or a module
+# defined in a file (a TypeScript namespace's `Geometry.area()`, a Rust inline `mod`'s `io::f()`).
+_MEMBER_HOLDERS = _CLASSLIKE | {"module"}
 _WILDCARD = "*"
 _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
 # Python's builtin names: a bare call of one that nothing in its file defines or imports is
@@ -746,7 +749,7 @@ class CodeGraph(GraphQueries):
                         return hit
             if "." not in recv:
                 cls = self._local(path, scope, recv)
-                if cls is not None and self.g.nodes[cls]["kind"] in _CLASSLIKE:
+                if cls is not None and self.g.nodes[cls]["kind"] in _MEMBER_HOLDERS:
                     hit = self._method_in_hierarchy(cls, name)
                     if hit:
                         return hit

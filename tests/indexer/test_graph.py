@@ -525,3 +525,28 @@ def test_super_calls_reach_the_base_class_method_not_the_override(tmp_path):
         assert callees(ws, "app/child.py::Child.close") == []
         assert callees(ws, "web/observer.ts::PagedObserver.setOptions") == ["web/observer.ts::Observer.setOptions"]
         assert callees(ws, "src/main/java/shop/Cart.java::Cart.total") == ["src/main/java/shop/Cart.java::Base.total"]
+
+
+NAMESPACE_PROJECT = {
+    "src/ns.ts": (
+        "export namespace Geometry {\n  export function area(w: number, h: number): number {\n    return w * h\n  }\n}\n"
+        "export function useArea() {\n  return Geometry.area(2, 3)\n}\n"
+    ),
+    "src/legacy.ts": (
+        "namespace Geometry {\n  export function area(r: number): number {\n    return 3.14 * r * r\n  }\n}\n"
+        "export function legacyArea() {\n  return Geometry.area(1)\n}\n"
+    ),
+    "src/app.ts": "import { Geometry } from './ns'\nexport function main() {\n  return Geometry.area(4, 5)\n}\n",
+}
+
+
+def test_a_call_on_a_namespace_reaches_its_member(tmp_path):
+    """`Geometry.area()` is the `area` of the namespace `Geometry` in scope, like a class's static
+    method: the file's own namespace, or the one imported, whichever other file defines one of
+    that name too."""
+    root: Path = write_files(tmp_path / "namespaces", NAMESPACE_PROJECT)
+    with Workspace.open(root, workers=1) as ws:
+        ws.index()
+        assert callees(ws, "src/ns.ts::useArea") == ["src/ns.ts::Geometry.area"]
+        assert callees(ws, "src/legacy.ts::legacyArea") == ["src/legacy.ts::Geometry.area"]
+        assert callees(ws, "src/app.ts::main") == ["src/ns.ts::Geometry.area"]
