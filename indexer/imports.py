@@ -10,6 +10,9 @@ Encodings beyond "the module as written" (they keep resolution unambiguous):
 - Rust ``mod foo;`` -> module ``"self::foo"``, name None: the declared module is
   the child ``foo`` of the current module, which is exactly what ``self::foo``
   means.  ``use self::foo;`` stays distinguishable as (``"self"``, ``"foo"``).
+  ``#[path = "p/x.rs"] mod foo;`` -> module ``"./p/x.rs"`` (the file as written,
+  ``./`` put before a relative one), name None, alias ``"foo"``: a Rust path never
+  starts with ``.`` or ``/``, and the alias is the name the module is bound to.
   ``use`` trees expand to one fact per leaf: ``use a::b::{c, d as e};`` ->
   (``a::b``, ``c``), (``a::b``, ``d``, ``e``); ``{self}`` -> the parent path's
   last segment as name; a single-segment ``use foo;`` -> (``foo``, None).
@@ -232,11 +235,30 @@ def _rust_use_tree(node: ts.Node, prefix: str, source: bytes, stmt: ts.Node, out
             _rust_use_tree(child, prefix, source, stmt, out)
 
 
+def _rust_path_attribute(mod_item: ts.Node, source: bytes) -> str | None:
+    """The file a ``#[path = "..."]`` attribute on ``mod_item`` names (the attributes are
+    the item's preceding siblings), or None."""
+    sibling = mod_item.prev_named_sibling
+    while sibling is not None and sibling.type == "attribute_item":
+        attribute = next(iter(sibling.named_children), None)
+        if attribute is not None and attribute.type == "attribute":
+            key = attribute.named_children[0] if attribute.named_children else None
+            value = attribute.child_by_field_name("value")
+            if key is not None and _text(key, source) == "path" and value is not None:
+                return _string_value(value, source)
+        sibling = sibling.prev_named_sibling
+    return None
+
+
 def _rust(node: ts.Node, source: bytes) -> list[ImportFact]:
     if node.type == "mod_item":
         if node.child_by_field_name("body") is not None:
             return []
-        return [_fact("self::" + _text(node.child_by_field_name("name"), source), None, None, node)]
+        name = _text(node.child_by_field_name("name"), source)
+        file = _rust_path_attribute(node, source)
+        if file:
+            return [_fact(file if file.startswith((".", "/")) else "./" + file, None, name, node)]
+        return [_fact("self::" + name, None, None, node)]
     if node.type == "use_declaration":
         out: list[ImportFact] = []
         argument = node.child_by_field_name("argument")
@@ -818,6 +840,12 @@ def _rust_module_file(ctx: ResolveContext, crate_dir: str, segments: list[str]) 
 
 
 def _resolve_rust(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str | None:
+    if imp.module.startswith((".", "/")):
+        # `#[path = "..."] mod x;`: rustc reads the file relative to the directory of the
+        # file that declares the module (a module declared inside an inline `mod { }` block
+        # is not told apart).
+        target = posixpath.normpath(_join(_dirname(from_path), imp.module))
+        return target if target in ctx.files else None  # (an absolute path is outside the project)
     path = [s for s in imp.module.split("::") if s]
     if imp.name not in (None, "*"):
         path.append(imp.name)
