@@ -120,6 +120,8 @@ _LOWER_TYPES = frozenset("i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f3
                          "int float bytes list dict set tuple frozenset object string number".split())
 
 
+# A Rust path that may name a module (`sys`, `crate::util`, `super::x`, `facade::inner`).
+_RUST_PATH = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 _TYPE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
@@ -190,7 +192,7 @@ def split_symbol_id(node: str) -> tuple[str, str]:
 class _Bindings:
     """What names a file's imports bring into scope."""
 
-    __slots__ = ("names", "modules", "wildcards", "imported", "external")
+    __slots__ = ("names", "modules", "wildcards", "imported", "external", "submodules")
 
     def __init__(self) -> None:
         self.names: dict[str, tuple[str, str | None]] = {}  # local name -> (target file, member)
@@ -202,6 +204,7 @@ class _Bindings:
         # local names bound only by imports that no project file answers (`import fmt`,
         # `import pytest`, `import * as assert from "assert"`): a library's
         self.external: set[str] = set()
+        self.submodules: dict[str, str] = {}  # Rust `mod x;` (or `#[path] mod x;`) -> x's file
 
 
 class CodeGraph(GraphQueries):
@@ -226,6 +229,8 @@ class CodeGraph(GraphQueries):
         self._edge_files: defaultdict[str, set[str]] | None = None
         self._name_users: dict[str, set[str]] = defaultdict(set)
         self._dir_files: dict[str, set[str]] = defaultdict(set)
+        self._mod_parents: dict[str, set[str]] = defaultdict(set)  # Rust module file -> files declaring it
+        self._crates: tuple[int, dict[str, str]] = (0, {})  # (graph version, _rust_crates())
         self._pending_targets: dict[int, str | None] = {}
         self._by_db_id: dict[int, str] = {}
         self._adj_cache: dict[str, list[Adjacent]] = {}  # node -> adjacency(node), dropped when its edges change
@@ -375,15 +380,20 @@ class CodeGraph(GraphQueries):
         return out
 
     def _defined_names(self, path: str) -> set[str]:
-        return {self.g.nodes[n]["name"] for n in self._file_symbols.get(path, ()) if n in self.g}
+        """The names ``path`` defines: its symbols', and the Rust modules it declares (`mod x;`),
+        which other files' calls spell in their paths (`crate::x::f()`, `super::x::f()`)."""
+        names = {self.g.nodes[n]["name"] for n in self._file_symbols.get(path, ()) if n in self.g}
+        b = self._bindings.get(path)
+        return names | b.submodules.keys() if b is not None else names
 
     def _drop_file(self, path: str) -> None:
         for edge in filter(None, self._ref_edges.pop(path, [])):
             self._dec_edge(*edge)
         for ref in self._refs.pop(path, []):
-            users = self._name_users.get(ref[2])
-            if users is not None:
-                users.discard(path)
+            for name in (ref[2], *_path_modules(ref[4])):
+                users = self._name_users.get(name)
+                if users is not None:
+                    users.discard(path)
         for node in self._file_symbols.pop(path, []):
             name = self.g.nodes[node]["name"] if node in self.g else None
             if name is not None:
@@ -394,7 +404,8 @@ class CodeGraph(GraphQueries):
             if node in self.g:
                 self._by_db_id.pop(self.g.nodes[node].get("db_id"), None)
                 self._remove_node(node)
-        self._bindings.pop(path, None)
+        for module in self._bindings.pop(path, _Bindings()).submodules.values():
+            self._mod_parents[module].discard(path)
         self._declared.pop(path, None)
         self.test_files.discard(path)
         if path in self.g:
@@ -442,6 +453,13 @@ class CodeGraph(GraphQueries):
                     self.test_symbols.add(node)
         for path, module, name, alias, line, target in _in_steps(imports, pause):
             b = self._bindings[path]
+            declared = _rust_mod_declared(module, name, alias) if languages.get(path) == "rust" else None
+            if declared:  # a module declaration binds no name of its own: it links the file
+                if target is not None and target != path:
+                    self._inc_edge(path, target, "imports")
+                    b.submodules[declared] = target
+                    self._mod_parents[target].add(path)
+                continue
             imported = name if name and name != _WILDCARD else _last_part(module)
             if imported:
                 b.imported[alias or imported] = imported
@@ -476,6 +494,8 @@ class CodeGraph(GraphQueries):
                 continue
             self._refs[path].append((row[0], scope, row[3], row[4], row[5], float(row[7])))
             self._name_users[row[3]].add(path)
+            for module in _path_modules(row[5]):
+                self._name_users[module].add(path)  # `crate::x::f()` uses module x (_defined_names)
             if scope and symbol_id(path, scope) not in g:
                 # A ref from `impl Trait for T` where T lives in another file.
                 self._name_users[scope.split(".", 1)[0]].add(path)
@@ -523,6 +543,7 @@ class CodeGraph(GraphQueries):
                 if (only is not None and i not in was and name not in only and name not in aliased
                         and not (typed and receiver)
                         and not (receiver and receiver.replace("::", ".").rsplit(".", 1)[-1] in only)
+                        and only.isdisjoint(_path_modules(receiver))
                         and (not scope or scope.split(".", 1)[0] not in only)):
                     continue
                 old = edges[i]
@@ -747,6 +768,11 @@ class CodeGraph(GraphQueries):
                         value = cls is not None and self.g.nodes[cls]["kind"] not in _CLASSLIKE
                     if hit:
                         return hit
+            if _RUST_PATH.fullmatch(receiver) and self.g.nodes[path].get("language") == "rust":
+                module = self._rust_module(path, receiver)
+                hit = self._member(module, name) if module is not None else None
+                if hit:
+                    return hit
             if "." not in recv:
                 cls = self._local(path, scope, recv)
                 if cls is not None and self.g.nodes[cls]["kind"] in _MEMBER_HOLDERS:
@@ -807,6 +833,74 @@ class CodeGraph(GraphQueries):
             return None
         cls = self._resolve(path, scope, type_name, "type", None)
         return cls if cls is not None and self.g.nodes[cls].get("kind") in _CLASSLIKE else None
+
+    def _rust_module(self, path: str, spelled: str) -> str | None:
+        """The file of the Rust module a call's path names from file ``path``: `sys::f()` after
+        `mod sys;`, `self::sys`, `super::x`, `crate::a::b`, a module or crate bound by `use`
+        (`use crate::util as u`), another crate of the workspace (`facade::inner`), followed
+        segment by segment through each file's `mod` declarations and `use` bindings, so a
+        `#[path]` module and a crate re-exported under another name (`pub use inner as x;`)
+        are followed as rustc does.  None when a segment names no module file (a type, an
+        inline `mod m { }`, a library's)."""
+        segments = spelled.split("::")
+        current: str | None = self._rust_crate_root(path) if segments[0] == "crate" else path
+        for i, segment in enumerate(segments):
+            if current is None:
+                return None
+            if segment == "super":
+                current = self._rust_parent(current)
+            elif segment not in ("crate", "self"):
+                # Another crate only where the path says it is one: a receiver without `::`
+                # may be a value (`channel.send()`) named like a crate.
+                crate = self._rust_crates().get(segment) if i == 0 and len(segments) > 1 else None
+                current = self._rust_child(current, segment) or crate
+        return current
+
+    def _rust_child(self, path: str, name: str) -> str | None:
+        """The file of module ``name`` as file ``path`` sees it: its own `mod name;`, or a
+        `use` that binds a module or crate under that name."""
+        b = self._bindings.get(path)
+        if b is None:
+            return None
+        if name in b.submodules:
+            return b.submodules[name]
+        bound = b.names.get(name)
+        if bound is None or bound[0] == path:
+            return None
+        target, member = bound
+        if member is None:  # `use inner_crate as name;`, `use crate::util as name;`
+            return target
+        # `use crate::util;` binds the module file itself (no item of it is named `util`); a
+        # capitalised name is a type's (a variant, an item the index does not hold).
+        return target if not name[:1].isupper() and self._member(target, member) is None else None
+
+    def _rust_parent(self, path: str) -> str | None:
+        """The file whose `mod` declares ``path`` (the first, if a library and a binary both do)."""
+        parents = self._mod_parents.get(path)
+        return min(parents) if parents else None
+
+    def _rust_crate_root(self, path: str) -> str:
+        """The root file of the crate ``path`` belongs to: the first file up its chain of
+        declaring modules that no `mod` declares."""
+        seen = {path}
+        while (parent := self._rust_parent(path)) is not None and parent not in seen:
+            seen.add(parent)
+            path = parent
+        return path
+
+    def _rust_crates(self) -> dict[str, str]:
+        """The workspace's library crates by the name code spells them with, read from their
+        directories as Cargo names a package by default (`inner-crate/src/lib.rs` ->
+        `inner_crate`; a `[lib] name` or a package named unlike its directory is not seen)."""
+        version, crates = self._crates
+        if version != self.version:
+            crates = {}
+            for directory, paths in self._dir_files.items():
+                root = directory + "/lib.rs"
+                if directory.endswith("/src") and root in paths and not self._mod_parents.get(root):
+                    crates.setdefault(posixpath.basename(directory[:-4]).replace("-", "_"), root)
+            self._crates = (self.version, crates)
+        return crates
 
     def _unique(self, candidates: set[str]) -> str | None:
         if len(candidates) == 1:
@@ -1045,6 +1139,22 @@ def _bound_name(language: str | None, module: str, name: str | None, alias: str 
     if language == "go" and "/" in module:
         return _last_part(module)
     return None
+
+
+def _path_modules(receiver: str | None) -> list[str]:
+    """The modules a Rust path receiver spells (`crate::net::tcp` -> crate, net, tcp); none for
+    a receiver without `::`."""
+    return receiver.split("::") if receiver and "::" in receiver else []
+
+
+def _rust_mod_declared(module: str, name: str | None, alias: str | None) -> str | None:
+    """The module a Rust import row declares: `mod x;` (``self::x``) or `#[path = ".."] mod x;`
+    (the file as written, bound to ``alias``; see indexer/imports.py), else None."""
+    if name is not None:
+        return None
+    if module.startswith("self::") and alias is None and "::" not in module[6:]:
+        return module[6:]
+    return alias if module.startswith((".", "/")) else None
 
 
 def _dotted(module: str) -> bool:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from memstrata.storage import code_index as ci
 
-from ..conftest import indexed_workspace
+from ..conftest import indexed_workspace, write_files
+from .test_graph import _edit, assert_same_as_fresh, indexed_graph
 
 # Every module defines `open_handle`: only the spelled path tells them apart.
 OPEN = "pub fn open_handle() -> u32 {\n    1\n}\n"
@@ -29,6 +30,64 @@ def test_a_path_attribute_names_the_module_file(tmp_path):
         targets = {(p, m, a): t for p, m, _n, a, _l, t in ci.load_imports(w.store)}
         assert targets[("src/lib.rs", "./platform/unix_impl.rs", "sys")] == "src/platform/unix_impl.rs"
         assert targets[("src/net/mod.rs", "../shared/tcp_impl.rs", "tcp")] == "src/shared/tcp_impl.rs"
-        entry = w.graph.callees("src/lib.rs::entry")
-        assert "src/platform/unix_impl.rs::open_handle" in entry and "src/sys.rs::open_handle" not in entry
+        assert w.graph.callees("src/lib.rs::entry") == ["src/platform/unix_impl.rs::open_handle",
+                                                        "src/util.rs::open_handle"]
         assert w.graph.callees("src/net/mod.rs::dial") == ["src/shared/tcp_impl.rs::open_handle"]
+
+
+def test_calls_through_a_module_path_reach_that_modules_function(tmp_path):
+    w = indexed_workspace(tmp_path / "p", {
+        "Cargo.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/lib.rs": ("mod sys;\nmod util;\nmod net;\n\n"
+                       "pub fn via_child() -> u32 {\n    sys::open_handle()\n}\n"
+                       "pub fn via_crate() -> u32 {\n    crate::util::open_handle()\n}\n"
+                       "pub fn via_self() -> u32 {\n    self::sys::open_handle()\n}\n"
+                       "pub fn via_nested() -> u32 {\n    net::tcp::open_handle()\n}\n"),
+        "src/sys.rs": OPEN,
+        "src/util.rs": OPEN + "pub fn via_super() -> u32 {\n    super::sys::open_handle()\n}\n",
+        "src/net/mod.rs": "pub mod tcp;\n\npub fn dial() -> u32 {\n    tcp::open_handle() + crate::util::open_handle()\n}\n",
+        "src/net/tcp.rs": OPEN + "pub fn reopen() -> u32 {\n    super::super::sys::open_handle()\n}\n",
+    })
+    with w:
+        g = w.graph
+        assert g.callees("src/lib.rs::via_child") == ["src/sys.rs::open_handle"]
+        assert g.callees("src/lib.rs::via_crate") == ["src/util.rs::open_handle"]
+        assert g.callees("src/lib.rs::via_self") == ["src/sys.rs::open_handle"]
+        assert g.callees("src/lib.rs::via_nested") == ["src/net/tcp.rs::open_handle"]
+        assert g.callees("src/util.rs::via_super") == ["src/sys.rs::open_handle"]
+        assert g.callees("src/net/mod.rs::dial") == ["src/net/tcp.rs::open_handle", "src/util.rs::open_handle"]
+        assert g.callees("src/net/tcp.rs::reopen") == ["src/sys.rs::open_handle"]
+
+
+def test_a_crate_re_exported_under_another_name_is_followed(tmp_path):
+    w = indexed_workspace(tmp_path / "ws", {
+        "Cargo.toml": '[workspace]\nmembers = ["inner-crate", "facade", "other", "app"]\n',
+        "inner-crate/Cargo.toml": '[package]\nname = "inner-crate"\nversion = "0.1.0"\n',
+        "inner-crate/src/lib.rs": "mod imp;\npub use crate::imp::run;\n",
+        "inner-crate/src/imp.rs": "pub fn run() -> u32 {\n    1\n}\n",
+        "other/Cargo.toml": '[package]\nname = "other"\nversion = "0.1.0"\n',
+        "other/src/lib.rs": "pub fn run() -> u32 {\n    2\n}\n",
+        "facade/Cargo.toml": '[package]\nname = "facade"\nversion = "0.1.0"\n',
+        "facade/src/lib.rs": "pub use inner_crate as inner;\n",
+        "app/Cargo.toml": '[package]\nname = "app"\nversion = "0.1.0"\n',
+        "app/src/main.rs": "fn main() {\n    facade::inner::run();\n}\n",
+    })
+    with w:
+        assert w.graph.callees("app/src/main.rs::main") == ["inner-crate/src/imp.rs::run"]
+
+
+def test_module_paths_follow_an_edit_of_the_declaring_file(tmp_path):
+    # Which file `super::sys` is changes with the parent's `mod sys;`: the other files' calls
+    # through it are resolved again, as a fresh build resolves them.
+    root = write_files(tmp_path / "p", {
+        "Cargo.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/lib.rs": "mod sys;\nmod util;\n",
+        "src/sys.rs": OPEN,
+        "src/platform/unix_impl.rs": OPEN,
+        "src/util.rs": "pub fn via_super() -> u32 {\n    super::sys::open_handle()\n}\n",
+    })
+    with indexed_graph(root) as (w, g):
+        assert g.callees("src/util.rs::via_super") == ["src/sys.rs::open_handle"]
+        _edit(w, g, root, {"src/lib.rs": '#[path = "platform/unix_impl.rs"]\nmod sys;\nmod util;\n'})
+        assert g.callees("src/util.rs::via_super") == ["src/platform/unix_impl.rs::open_handle"]
+        assert_same_as_fresh(w, g)
