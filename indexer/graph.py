@@ -122,6 +122,9 @@ _LOWER_TYPES = frozenset("i8 i16 i32 i64 i128 isize u8 u16 u32 u64 u128 usize f3
 
 # A Rust path that may name a module (`sys`, `crate::util`, `super::x`, `facade::inner`).
 _RUST_PATH = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
+# The type a Rust function signature returns, when it is a plain path (`-> Self`, `-> Queue<T>`;
+# not `-> Result<Self, E>`).
+_RETURNS = re.compile(r"->\s*([\w:]+)(?:<.*>)?\s*(?:where\b.*|\{.*)?$", re.S)
 _TYPE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
@@ -490,7 +493,8 @@ class CodeGraph(GraphQueries):
                 if scope and scope.rsplit(".", 1)[-1] == var:  # a field that is a definition itself
                     scope = scope.rsplit(".", 1)[0] if "." in scope else None
                 self._declared[path].setdefault((scope, var), row[3])
-                self._name_users[row[3]].add(path)
+                for type_name in row[3].split("::"):  # `Queue::new`: the type and what builds it
+                    self._name_users[type_name].add(path)
                 continue
             self._refs[path].append((row[0], scope, row[3], row[4], row[5], float(row[7])))
             self._name_users[row[3]].add(path)
@@ -534,7 +538,7 @@ class CodeGraph(GraphQueries):
                 # with a changed type, carries no changed name of its own.
                 b = self._bindings.get(path)
                 aliased = {a for a, n in b.imported.items() if n in only and a != n} if b else set()
-                typed = not only.isdisjoint((self._declared.get(path) or {}).values())
+                typed = any(not only.isdisjoint(t.split("::")) for t in (self._declared.get(path) or {}).values())
             for i, (rid, scope, name, kind, receiver, count) in enumerate(refs):
                 if pause is not None:
                     pause()
@@ -831,8 +835,18 @@ class CodeGraph(GraphQueries):
                     break
         if not type_name:
             return None
+        type_name, _, function = type_name.partition("::")
         cls = self._resolve(path, scope, type_name, "type", None)
-        return cls if cls is not None and self.g.nodes[cls].get("kind") in _CLASSLIKE else None
+        if cls is None or self.g.nodes[cls].get("kind") not in _CLASSLIKE:
+            return None
+        if function:
+            # A local an associated function built (`let q = Queue::new();`, a Rust `bind` row
+            # spelled `Queue::new`) is of the type only when the function says it returns it.
+            built = self._method_in_hierarchy(cls, function)
+            returned = _RETURNS.search(self.g.nodes[built]["signature"] or "") if built else None
+            if returned is None or returned.group(1).rsplit("::", 1)[-1] not in ("Self", type_name):
+                return None
+        return cls
 
     def _rust_module(self, path: str, spelled: str) -> str | None:
         """The file of the Rust module a call's path names from file ``path``: `sys::f()` after

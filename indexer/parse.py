@@ -45,7 +45,8 @@ EXTRACTOR_VERSION = "26"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
 # 26: TypeScript declarations without a body (`declare`, `.d.ts`, overload signatures folded),
-# namespaces and `declare module 'x'` blocks nest what they hold; Rust `#[path] mod x;` names its file
+# namespaces and `declare module 'x'` blocks nest what they hold; Rust `#[path] mod x;` names its
+# file, `let q = Queue::new();` and `let q = Queue { .. };` bind q
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300

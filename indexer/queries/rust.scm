@@ -72,6 +72,18 @@
 (let_declaration
   pattern: (identifier) @receiver
   type: [(type_identifier) @name (generic_type type: (type_identifier) @name)]) @reference.bind
+; A local built by a struct literal is of that type; one an associated function of a type returns
+; (`Queue::new()`) is bound to the function's path, and is of the type only if the function returns
+; `Self` or the type (the graph reads that from its signature).
+(let_declaration
+  pattern: (identifier) @receiver
+  !type
+  value: (struct_expression name: (type_identifier) @name)) @reference.bind
+((let_declaration
+  pattern: (identifier) @receiver
+  !type
+  value: (call_expression function: (scoped_identifier path: (identifier) name: (identifier)) @name))
+  @reference.bind (#match? @name "^[A-Z]"))
 
 ; ---- imports ---------------------------------------------------------------
 

@@ -91,3 +91,27 @@ def test_module_paths_follow_an_edit_of_the_declaring_file(tmp_path):
         _edit(w, g, root, {"src/lib.rs": '#[path = "platform/unix_impl.rs"]\nmod sys;\nmod util;\n'})
         assert g.callees("src/util.rs::via_super") == ["src/platform/unix_impl.rs::open_handle"]
         assert_same_as_fresh(w, g)
+
+
+def test_a_local_built_by_its_types_constructor_is_of_that_type(tmp_path):
+    w = indexed_workspace(tmp_path / "p", {
+        "Cargo.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/queue.rs": ("pub struct Queue {\n    items: Vec<u32>,\n}\n\nimpl Queue {\n"
+                         "    pub fn new() -> Self {\n        Queue { items: Vec::new() }\n    }\n"
+                         "    pub fn with_capacity(n: usize) -> Queue {\n        Queue { items: Vec::with_capacity(n) }\n    }\n"
+                         "    pub fn build() -> Result<Self, ()> {\n        Ok(Queue::new())\n    }\n"
+                         "    pub fn first(&self) -> u32 {\n        0\n    }\n"
+                         "    pub fn len(&self) -> usize {\n        self.items.len()\n    }\n}\n"),
+        "src/other.rs": "pub struct Other;\n\nimpl Other {\n    pub fn len(&self) -> usize {\n        0\n    }\n}\n",
+        "src/lib.rs": ("mod queue;\nmod other;\nuse crate::queue::Queue;\n\n"
+                       "pub fn by_new() -> usize {\n    let q = Queue::new();\n    q.len()\n}\n"
+                       "pub fn by_capacity() -> usize {\n    let q = Queue::with_capacity(4);\n    q.len()\n}\n"
+                       "pub fn by_literal() -> usize {\n    let q = Queue { items: vec![] };\n    q.len()\n}\n"
+                       # Not `Self` or `Queue`: what `build` returns is not said to be a Queue.
+                       "pub fn by_result() -> usize {\n    let q = Queue::build();\n    q.len()\n}\n"),
+    })
+    with w:
+        g = w.graph
+        for caller in ("by_new", "by_capacity", "by_literal"):
+            assert "src/queue.rs::Queue.len" in g.callees(f"src/lib.rs::{caller}"), caller
+        assert g.callees("src/lib.rs::by_result") == ["src/queue.rs::Queue.build"]
