@@ -68,13 +68,22 @@ class Engine:
 
     def run(self, command: Any) -> Outcome:
         try:
-            check_number_range(command)
-            wire = command_type(command, _KNOWN, WIRE_TYPES)
-            spec = SPECS.get(wire)
-            if spec is None:
-                raise errors.unsupported_command(wire)
-            args = spec.decode(command)
-            return Outcome(envelope=HANDLERS[wire](self, args))
+            # Other processes may serve the same database: the command holds it from its first read
+            # to its last write, and starts from what they committed (see StrataStore.hold).
+            moved = self.store.hold()
+            try:
+                if moved:
+                    self.caches.clear()  # built from rows another process may have changed
+                check_number_range(command)
+                wire = command_type(command, _KNOWN, WIRE_TYPES)
+                spec = SPECS.get(wire)
+                if spec is None:
+                    raise errors.unsupported_command(wire)
+                args = spec.decode(command)
+                return Outcome(envelope=HANDLERS[wire](self, args))
+            finally:
+                if moved is not None:
+                    self.store.release()
         except WireError as exc:
             return Outcome(invalid=str(exc))
         except NumberRangeError:

@@ -15,18 +15,27 @@ What the rows mean (KV bytes, JSON documents, vectors, graphs) is the
 caller's business: this module stores opaque ``value`` bytes and an ``aux``
 text per (space, kind, key, version), plus hash-chained event logs.
 
-A durable database is a folder holding ``strata.db`` and a lock file; one
-process opens it at a time (a POSIX record lock the kernel drops when the
-holder dies, however it dies), which is what lets callers cache what they
-read between commits.
+A durable database is a folder holding ``strata.db`` and a lock file, and
+several processes may serve it at once, as they may with the real engine.
+Each command runs holding the lock file (a POSIX record lock, which the
+kernel drops when its holder dies, however it dies; see :meth:`hold`),
+so commands of different processes never interleave: a command that reads
+before it writes (the event chain, "created" or "updated") reads what the
+last command of any process left.  What this process remembers between
+commands (the clock, branches, spaces, remembered reads) is thrown away
+whenever another process changed the database since (the change counter
+in the lock file says so).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import heapq
+import mmap
 import os
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -72,6 +81,17 @@ _NO_ENTRY = object()
 _MEMO_COMMIT_ROWS = 16  # a commit of more rows is not remembered (see commit)
 _KEYS_PER_QUERY = 500  # bound parameters per IN (...) list, well under SQLite's limit
 
+# How long a command waits for another process's command to finish with the database
+# (as long as SQLite waits for a writer), and the longest pause between two tries.
+_LOCK_WAIT_S = 30.0
+_LOCK_POLL_MAX_S = 0.005
+# The lock file's first bytes, mapped into every process serving the database and only
+# touched while holding the lock: a counter a command bumps when it changed rows, and a flag
+# set for the length of a command.  A flag found set means its holder died mid-command (it may
+# have committed), which counts as a change.  Read from memory, this costs a command far less
+# than asking SQLite (PRAGMA data_version is a read transaction of its own).
+_SHARED = struct.Struct("<QQ")
+
 # The bound of a view at the head (greater than any version ever handed out).
 HEAD = 2**62
 
@@ -80,7 +100,7 @@ _MAX_SCAN_BATCH = 4096
 
 
 class StrataStoreError(Exception):
-    """The database cannot be opened (in use, not a Strata folder, damaged)."""
+    """The database cannot be opened (not a Strata folder, unwritable, damaged)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -172,6 +192,7 @@ class StrataStore:
         self.store = store
         self.durable = durable
         self._lock_fd = lock_fd
+        self._shared = _map_shared(lock_fd) if lock_fd is not None else None
         self._conn = store._conn  # noqa: SLF001 - the hot paths skip the Store wrappers
         self._db_lock = store._lock  # noqa: SLF001
         self._branches: dict[int, Branch] = {}
@@ -180,11 +201,9 @@ class StrataStore:
         self._spaces: set[tuple[int, str]] = set()
         self._head_views: dict[int, View] = {}
         self._memo: dict[tuple, Entry | None] = {}
-        if durable:
-            # Only this process opens the folder (the record lock above), so
-            # SQLite may keep its file locks for the whole session instead of
-            # taking and dropping them around every commit.
-            self._conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        self._seen = 0  # the change counter this process's caches reflect
+        self._changes = 0  # the connection's total_changes when the current hold began
+        self._held = False
         self._setup()
         # The head when this process opened the database: every commit up to it was in the
         # database file proper (SQLite folds its write-ahead log in when the last connection
@@ -210,7 +229,7 @@ class StrataStore:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StrataStoreError(f"cannot create {name}: {exc.strerror}") from None
-        lock_fd = _take_lock(folder / LOCK_FILE)
+        lock_fd = _open_lock_file(folder / LOCK_FILE)
         try:
             store = Store(folder / DB_FILE, schema=STRATA_SCHEMA)
         except StoreError as exc:
@@ -231,6 +250,10 @@ class StrataStore:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.store.close()
+        if self._shared is not None:
+            with contextlib.suppress(Exception):
+                self._shared.close()
+            self._shared = None
         if self._lock_fd is not None:
             with contextlib.suppress(OSError):
                 os.close(self._lock_fd)
@@ -252,6 +275,21 @@ class StrataStore:
                               [(v, 1 if v == 1 else None, at) for v in range(1, SETUP_VERSIONS + 1)])
                 c.execute("INSERT INTO strata_entries(branch, space, kind, key, version, value)"
                           " VALUES (1, ?, ?, ?, 1, x'')", (REGISTRY_SPACE, SPACE, DEFAULT_SPACE.encode()))
+        self._load()
+
+    def _load(self) -> None:
+        """Read the clock and the branches afresh, forgetting everything remembered."""
+        c = self._conn
+        if self._shared is not None:
+            # Read first: a commit of another process after this point bumps it again,
+            # and the next command reloads (nothing read here can miss a commit).
+            self._seen = _SHARED.unpack_from(self._shared)[0]
+        self._branches.clear()
+        self._active.clear()
+        self._latest.clear()
+        self._spaces = set()
+        self._head_views.clear()
+        self._memo.clear()
         self.head = c.execute("SELECT max(version) FROM strata_commits").fetchone()[0]
         self._last_committed_at = c.execute(
             "SELECT committed_at FROM strata_commits WHERE version = ?", (self.head,)).fetchone()[0]
@@ -261,6 +299,57 @@ class StrataStore:
         for branch, latest in c.execute(
                 "SELECT branch, max(version) FROM strata_commits WHERE branch IS NOT NULL GROUP BY branch"):
             self._latest[branch] = latest
+
+    def hold(self) -> bool | None:
+        """Hold the database for one command against every other process serving it.
+
+        Until :meth:`release`, nothing but this command commits, so the clock
+        and what it reads before it commits stay the newest.  Returns whether
+        another process committed since this one last looked (everything
+        remembered was then reloaded, and the caller drops what it derived
+        from it), or None when it holds nothing: an in-memory database, or a
+        hold already taken.  Two plain methods rather than a context manager:
+        this runs around every command, and a generator costs a cached read
+        a noticeable share of its time.
+        """
+        if self._lock_fd is None:
+            return None
+        self._db_lock.acquire()  # another thread's hold ends first; this thread's own is re-entered
+        if self._held:
+            self._db_lock.release()
+            return None
+        try:
+            _hold(self._lock_fd, self.store.path.parent)
+            self._held = True
+            shared = self._shared
+            counter, busy = _SHARED.unpack_from(shared)
+            if busy:
+                counter += 1  # its holder died mid-command: what it may have committed is news to all
+            _SHARED.pack_into(shared, 0, counter, 1)
+            self._changes = self._conn.total_changes
+            if counter == self._seen:
+                return False
+            self._load()
+            return True
+        except BaseException:
+            self.release()
+            raise
+
+    def release(self) -> None:
+        """End a hold :meth:`hold` took (one it answered True or False to)."""
+        try:
+            if self._held:
+                self._held = False
+                # Rows this command changed (a rolled-back write too: a needless reload at worst)
+                # are news to the other processes.
+                counter = _SHARED.unpack_from(self._shared)[0]
+                if self._conn.total_changes != self._changes:
+                    counter += 1
+                    self._seen = counter
+                _SHARED.pack_into(self._shared, 0, counter, 0)
+                fcntl.lockf(self._lock_fd, fcntl.LOCK_UN)
+        finally:
+            self._db_lock.release()
 
     def _remember(self, b: Branch) -> None:
         self._branches[b.id] = b
@@ -773,17 +862,45 @@ def _display_name(folder: Path) -> str:
     return folder.name or folder.absolute().resolve().name or str(folder)
 
 
-def _take_lock(path: Path) -> int:
+def _open_lock_file(path: Path) -> int:
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:  # a read-only or unwritable folder: the server could commit nothing
         raise StrataStoreError(
             f"cannot open database {_display_name(path.parent)} for writing: {exc.strerror}") from None
+
+
+def _map_shared(fd: int) -> mmap.mmap:
+    """The lock file's shared counter and flag (see _SHARED), zeros in a new file."""
+    if os.fstat(fd).st_size < _SHARED.size:
+        # Only ever grows it (a racing opener truncating to the same size changes no byte).
+        os.ftruncate(fd, _SHARED.size)
+    return mmap.mmap(fd, _SHARED.size)
+
+
+def _hold(fd: int, folder: Path) -> None:
+    """Take the record lock, waiting while another process's command holds it.
+
+    Polled rather than a blocking F_SETLKW: a stopped (not dead) holder then
+    costs a command an error after the wait, not the server for good.
+    """
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise StrataStoreError(
-            f"database {_display_name(path.parent)} is in use by another process; "
-            "stop that process or use a different path") from None
-    return fd
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EAGAIN):
+            raise
+    deadline = time.monotonic() + _LOCK_WAIT_S
+    pause = 0.0002
+    while True:
+        time.sleep(pause)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EACCES, errno.EAGAIN):
+                raise
+        if time.monotonic() >= deadline:
+            raise OSError(errno.EBUSY, f"another process has held database {_display_name(folder)} "
+                                       f"for over {_LOCK_WAIT_S:.0f} s")
+        pause = min(pause * 2, _LOCK_POLL_MAX_S)

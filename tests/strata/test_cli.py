@@ -99,24 +99,6 @@ def test_a_folder_that_is_not_a_strata_database_is_refused(tmp_path):
     assert sorted(p.name for p in project.iterdir()) == ["notes.txt"]
 
 
-def test_a_database_in_use_is_refused_and_freed_when_its_server_exits(tmp_path):
-    db = tmp_path / "db"
-    env = strata_env(tmp_path)
-    first = subprocess.Popen([STRATA, str(db), "mcp", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, env=env)
-    try:
-        first.stdin.write((tool_call(1, "strata_kv_put", {"key": "k", "value": "v"}) + "\n").encode())
-        first.stdin.flush()
-        assert json.loads(first.stdout.readline())["id"] == 1
-        second = run_lines([str(db), "mcp", "serve"], [], env=env)
-        assert second.returncode == 1
-        assert "in use by another process" in second.stderr.decode()
-    finally:
-        first.stdin.close()
-        first.wait(timeout=30)
-    assert _put_then_count([str(db), "mcp", "serve"], env)[1] == 1
-
-
 def test_session_branch(tmp_path):
     db = tmp_path / "db"
     env = strata_env(tmp_path)
