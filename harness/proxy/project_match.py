@@ -188,8 +188,12 @@ class ProjectMatcher:
 
     # -- locating ---------------------------------------------------------------------
 
-    def locate_whole(self, lines: list[str], candidates: list[str]) -> tuple[str, int] | None:
-        """(path, 0-based first line) of the file whose lines ``lines`` are, contiguously and verbatim."""
+    def locate_whole(self, lines: list[str], candidates: list[str], at: int | None = None) -> tuple[str, int] | None:
+        """(path, 0-based first line) of the file whose lines ``lines`` are, contiguously and verbatim
+        (blank lines around them aside).  A run that fits a file at two places (a range of
+        repeated code) is located only with ``at``, the line the reader says it starts at (a
+        numbered read's first number, ``sed -n 'A,Bp'``): it must fit there; without it the run is
+        nowhere, as a line number guessed between two places can be wrong."""
         body = [ln.rstrip() for ln in lines]
         lo, hi = 0, len(body)
         while lo < hi and not body[lo].strip():
@@ -203,9 +207,27 @@ class ProjectMatcher:
             if got is None:
                 continue
             file_lines, where = got
-            for p in where.get(body[lo], ())[:MAX_ANCHOR_POSITIONS]:
-                if p + (hi - lo) <= len(file_lines) and file_lines[p:p + hi - lo] == body[lo:hi]:
-                    return path, p - lo
+            if at is not None:
+                if file_lines[at + lo:at + hi] == body[lo:hi]:
+                    return path, at
+                continue
+            # Anchored on the body's rarest line: every place the run can start at is tried, so a
+            # second fit is seen, however common the run's first line is in the file.
+            k = lo
+            positions = where.get(body[lo], ())
+            for j in range(lo + 1, hi):
+                if len(positions) <= 1:
+                    break
+                if body[j].strip() and len(here := where.get(body[j], ())) < len(positions):
+                    k, positions = j, here
+            if len(positions) > MAX_ANCHOR_POSITIONS:
+                continue  # a run of lines each repeated all over the file: no place to tell
+            fits = [start for p in positions
+                    if (start := p - (k - lo)) >= 0 and file_lines[start:start + hi - lo] == body[lo:hi]]
+            if len(fits) == 1:
+                return path, fits[0] - lo
+            if fits:
+                return None  # two places: which one the agent saw is unknown
         return None
 
     def segments(self, lines: list[str], candidates: list[str], min_lines: int) -> list[tuple[int, int, str, int]]:

@@ -219,8 +219,9 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
         shown_path, language = _path_and_language(hint)
         project_path = None
         if language is None or hint is None:
-            loc = matcher.locate_whole(code, matcher.candidate_files("\n".join(code), _hints(hint, use)))
-            if loc is None or loc[1] + 1 != numbers[0]:
+            loc = matcher.locate_whole(code, matcher.candidate_files("\n".join(code), _hints(hint, use)),
+                                       at=numbers[0] - 1)
+            if loc is None:
                 return []
             project_path = loc[0]
             language = language_for_path(project_path)
@@ -230,8 +231,12 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
         block = Block(lines[a:b], code, numbers, language, shown_path,
                       is_test_path(_relative(project_path or shown_path)))
         return [Found(slot.path, *_span(lines, a, b), "result", block, slot.tool_use_id)]
-    # Unnumbered: the whole result must be a run of an indexed file.
-    loc = matcher.locate_whole(lines, matcher.candidate_files(slot.text, _hints(hint, use)))
+    # Unnumbered: the whole result must be a run of an indexed file -- at the lines the command
+    # printed when it says which (``sed -n '120,180p' file``), else at the one place it fits: its
+    # markers name lines by number, and a run found at the wrong one of two places would send
+    # the agent to lines it never saw.
+    loc = matcher.locate_whole(lines, matcher.candidate_files(slot.text, _hints(hint, use)),
+                               at=_printed_from(use))
     if loc is None:
         return []
     path, first = loc
@@ -398,6 +403,21 @@ def _hints(path: str | None, use: ToolUse | None) -> tuple[str, ...]:
     if use is not None and use.text:
         hints.extend(PATHLIKE.findall(use.text[:2000]))
     return tuple(hints)
+
+
+# ``sed -n '120,180p' file`` (Codex's usual way to read part of a file; ``120,$p`` to the end).
+_SED_RANGE = re.compile(r"""\bsed\s+-n\s+(?:'|\\?")?\s*(\d+)\s*,\s*(?:\d+|\$)\s*p\b""")
+
+
+def _printed_from(use: ToolUse | None) -> int | None:
+    """The 0-based file line an unnumbered read starts at, when its command printed one range of
+    lines with ``sed -n 'A,Bp'``; None when it says nothing of where (``cat``) or names several."""
+    if use is None or "sed" not in use.text:
+        return None
+    found = _SED_RANGE.findall(use.text)
+    if len(found) != 1:
+        return None
+    return max(int(found[0]) - 1, 0)
 
 
 def _relative(path: str) -> str:

@@ -1,0 +1,147 @@
+"""Codex CLI's shell reads through the proxy: the openai SDK's ``client.responses`` -> memstrata -> stub.
+
+Codex reads a file with a command (``cat``, ``sed -n 'A,Bp'``, ``nl -ba``); an unnumbered read is
+placed in its file at the lines the command printed, and its markers name exactly those lines.
+"""
+
+import json
+import re
+
+import openai
+import pytest
+
+from memstrata.harness.proxy.app import HarnessConfig, build_app
+from memstrata.harness.proxy.compress_request import CompressionSettings
+from memstrata.harness.proxy.forward import ProxyConfig
+from memstrata.indexer.workspace import Workspace
+from tests.stub_provider import ServerThread, StubUpstream
+
+KEY = "sk-test-codex-outputs"
+PATH = "tally/ledger.py"
+QUESTION = "Why does settle_refund round the refund down instead of up?"
+
+_STEPS = ["open", "post", "void", "merge", "split", "audit", "freeze", "thaw", "rename", "close"]
+
+
+def _function(name: str, n: int) -> str:
+    return (f"def {name}(entries, limit={n}):\n"
+            f'    """Walk the entries and {name.replace("_", " ")} the ones under the limit."""\n'
+            f"    kept = []\n"
+            f"    for entry in entries:\n"
+            f"        if entry.amount_cents < limit * {n + 3}:\n"
+            f"            kept.append(entry.with_note('{name} step {n}'))\n"
+            f"        elif entry.flagged:\n"
+            f"            kept.append(entry.flag('{name} over {n}'))\n"
+            f"    return kept\n")
+
+
+SETTLE = '''def settle_refund(entry, ratio):
+    """A refund is rounded down: the shop never pays back more than it took."""
+    cents = entry.amount_cents * ratio
+    return int(cents // 1)
+'''
+
+# Two sections of the same helpers, word for word (a copy kept for the old file format): a range
+# of lines from the second one is also, verbatim, a range of the first.
+SECTION = "".join("\n\n" + _function(f"{step}_batch", k) for k, step in enumerate(_STEPS))
+LEDGER = ('"""Ledger entries, batches and refunds (a project made up for these tests)."""\n\n'
+          + "".join("\n\n" + _function(f"{step}_entries", k) for k, step in enumerate(_STEPS))
+          + "\n\n" + SETTLE
+          + "\n\n# -- batches, current format --" + SECTION
+          + "\n\n# -- batches, legacy format (same helpers) --" + SECTION)
+LINES = LEDGER.split("\n")
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    root = tmp_path_factory.mktemp("codex") / "tally-app"
+    (root / "tally").mkdir(parents=True)
+    (root / "tally" / "__init__.py").write_text("")
+    (root / "tally" / "ledger.py").write_text(LEDGER)
+    (root / "tally" / "report.py").write_text(
+        "from tally.ledger import settle_refund\n\n\ndef refund_line(entry):\n"
+        "    return f'{entry.customer}: {settle_refund(entry, 0.5)}'\n")
+    ws = Workspace.open(root)
+    ws.index()
+    yield ws
+    ws.close()
+
+
+@pytest.fixture(scope="module")
+def stub():
+    s = StubUpstream(answer="ok")
+    with ServerThread(s.app) as server:
+        s.url = server.url
+        yield s
+
+
+@pytest.fixture(scope="module")
+def proxy(project, stub):
+    # Limits scaled to the small project: a read over 300 tokens is cut when it arrives (a file the
+    # question names too: likely_file off), as a 16,000-token read is with the defaults.
+    settings = CompressionSettings.for_mode("safe", min_tokens=100, paste_cap=0, result_cap=300, likely_file=0)
+    cfg = ProxyConfig(openai_base=stub.url + "/v1", anthropic_base=stub.url, compression=settings, trust_env=False)
+    with ServerThread(build_app(project, HarnessConfig(proxy=cfg))) as server:
+        yield server
+
+
+_conversations = iter(range(10_000))
+
+
+def forwarded_output(proxy, stub, output, command: str, question: str = QUESTION):
+    """Send one Codex turn (the user's question, a shell call, its output) in a conversation of its
+    own; what the provider got as the output."""
+    n = next(_conversations)
+    call = {"type": "function_call", "call_id": f"call_{n}", "name": "shell",
+            "arguments": json.dumps({"command": ["bash", "-lc", command], "workdir": "/home/dev/tally-app"})}
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": question}]}, call,
+             {"type": "function_call_output", "call_id": f"call_{n}", "output": output}]
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY, max_retries=0)
+    client.responses.create(model="gpt-5-codex", instructions=f"codex session {n}", input=items)
+    sent = stub.received[-1].json()["input"]
+    assert sent[1] == call
+    return sent[2]["output"]
+
+
+def cat_n(lines, first=1):
+    return "\n".join(f"{first + i:6}\t{line}" for i, line in enumerate(lines))
+
+
+MARKER = re.compile(r"^\s*# \[memstrata: lines (\d+)-(\d+) of (\S+) elided")
+
+
+def assert_exact_lines(form: str, first: int, last: int, numbered: bool = False):
+    """Every line ``form`` shows is the file's line it stands for, and every marker names exactly the
+    file lines missing between the lines shown around it: together they are lines first..last (blank
+    lines at the end aside: a piece is its code, the blank lines around it are left as they are)."""
+    at = first
+    for line in form.rstrip("\n").split("\n"):
+        m = MARKER.match(line)
+        if m:
+            assert m.group(3) == PATH and int(m.group(1)) == at, (line, at)
+            at = int(m.group(2)) + 1
+            continue
+        if numbered:
+            number, _, line = line.partition("\t")
+            assert int(number) == at, (number, at)
+        assert line.rstrip() == LINES[at - 1].rstrip(), (at, line)
+        at += 1
+    assert at <= last + 1 and not "".join(LINES[at - 1:last]).strip(), (at, last)
+
+
+# Lines of the legacy section: the same helpers, verbatim, as the current section's.
+LEGACY = LINES.index("# -- batches, legacy format (same helpers) --") + 1  # its 1-based line
+CURRENT = LINES.index("# -- batches, current format --") + 1
+
+
+def test_a_sed_range_of_repeated_code_is_cut_at_the_lines_the_command_printed(proxy, stub):
+    first, last = LEGACY + 3, LEGACY + 3 + 10 * 11 - 3  # the legacy helpers, without the section's comment
+    text = "\n".join(LINES[first - 1:last]) + "\n"
+    assert text in "\n".join(LINES[CURRENT:LEGACY]) + "\n"  # the same lines are in the current section
+    question = "Why does audit_batch keep flagged entries over the limit?"
+    sent = forwarded_output(proxy, stub, text, f"sed -n '{first},{last}p' {PATH}", question)
+    assert "[memstrata: lines" in sent and "def audit_batch(entries, limit=5):" in sent
+    assert_exact_lines(sent, first, last)  # the markers name the legacy section's lines
+    # The same text from a command that does not say where it starts: two places fit, so no line
+    # number can be trusted, and the read goes whole.
+    assert forwarded_output(proxy, stub, text, f"cat legacy_copy.txt {PATH}", question) == text
