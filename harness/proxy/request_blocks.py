@@ -16,6 +16,7 @@ errors, code that is not verbatim project code) is never a piece.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from memstrata.indexer.languages import language_for_path
 from memstrata.indexer.scan import is_test_path
 
 from .project_match import PATHLIKE, ProjectMatcher
+from .tool_output import header_length
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
@@ -211,7 +213,17 @@ def message_texts(msg: dict) -> Iterator[tuple[tuple, str]]:
 def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min_lines: int) -> list[Found]:
     if slot.is_error or slot.text.count("\n") + 1 < min_lines:
         return []
-    lines = slot.text.split("\n")
+    # A shell tool's status header (Codex's ``Exit code: 0`` / ``Wall time: ..`` / ``Output:``) is
+    # the tool's packaging, not the command's text: the piece is what follows it, found and cut as
+    # the same text sent bare, and the header is forwarded as it came (see .tool_output).
+    head = header_length(slot.text)
+    text = slot.text[head:] if head else slot.text
+    return [dataclasses.replace(f, start=f.start + head, end=f.end + head) if head else f
+            for f in _find_in_result(slot, text, use, matcher)]
+
+
+def _find_in_result(slot: Slot, text: str, use: ToolUse | None, matcher: ProjectMatcher) -> list[Found]:
+    lines = text.split("\n")
     run = _numbered_run(lines)
     hint = use.path if use is not None else None
     if run is not None:
@@ -235,8 +247,7 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
     # printed when it says which (``sed -n '120,180p' file``), else at the one place it fits: its
     # markers name lines by number, and a run found at the wrong one of two places would send
     # the agent to lines it never saw.
-    loc = matcher.locate_whole(lines, matcher.candidate_files(slot.text, _hints(hint, use)),
-                               at=_printed_from(use))
+    loc = matcher.locate_whole(lines, matcher.candidate_files(text, _hints(hint, use)), at=_printed_from(use))
     if loc is None:
         return []
     path, first = loc

@@ -1,7 +1,9 @@
-"""Codex CLI's shell reads through the proxy: the openai SDK's ``client.responses`` -> memstrata -> stub.
+"""Codex CLI's shell outputs through the proxy: the openai SDK's ``client.responses`` -> memstrata -> stub.
 
-Codex reads a file with a command (``cat``, ``sed -n 'A,Bp'``, ``nl -ba``); an unnumbered read is
-placed in its file at the lines the command printed, and its markers name exactly those lines.
+Codex reads a file with a command (``cat``, ``sed -n 'A,Bp'``, ``nl -ba``) and hands the model
+the command's text after a status header (``Exit code: 0`` / ``Wall time: ..`` / ``Output:``;
+its ``exec_command`` tool writes ``Chunk ID`` / ``Process exited with code``).  The text is
+compressed exactly as the same text sent bare, and the header goes in front of it as it came.
 """
 
 import json
@@ -145,3 +147,20 @@ def test_a_sed_range_of_repeated_code_is_cut_at_the_lines_the_command_printed(pr
     # The same text from a command that does not say where it starts: two places fit, so no line
     # number can be trusted, and the read goes whole.
     assert forwarded_output(proxy, stub, text, f"cat legacy_copy.txt {PATH}", question) == text
+
+
+HEADER = "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n"
+EXEC_HEADER = "Chunk ID: 4f1c2a\nWall time: 0.0031 seconds\nProcess exited with code 0\nOriginal token count: 2400\nOutput:\n"
+
+
+@pytest.mark.parametrize("header", [HEADER, "Exit code: 0\nWall time: 1.4 seconds\nTotal output lines: 250\nOutput:\n",
+                                    EXEC_HEADER])
+def test_a_status_header_keeps_its_lines_and_the_file_text_after_it_is_cut_as_bare(proxy, stub, header):
+    plain = LEDGER  # `cat tally/ledger.py`, or `sed -n '1,400p'` of a file shorter than that
+    bare = forwarded_output(proxy, stub, plain, f"cat {PATH}")
+    wrapped = forwarded_output(proxy, stub, header + plain, f"sed -n '1,400p' {PATH}")
+    assert "[memstrata: lines" in bare and len(bare) < len(plain) // 2
+    assert wrapped == header + bare  # the header as it came, the text as the bare read was cut
+    assert "def settle_refund(entry, ratio):" in bare
+    assert_exact_lines(bare, 1, len(LINES))
+
