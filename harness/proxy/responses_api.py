@@ -10,7 +10,10 @@ and a changed message maps straight back:
 * ``function_call`` / ``custom_tool_call`` / ``local_shell_call`` -> an
   assistant message with one tool call (its ``call_id``, name, arguments);
 * ``function_call_output`` / ``custom_tool_call_output`` /
-  ``local_shell_call_output`` -> a ``tool`` message answering that call;
+  ``local_shell_call_output`` -> a ``tool`` message answering that call; an
+  output that is a JSON envelope around a command's text (Codex's structured
+  shell output) -> that text as the message's text, the envelope kept beside
+  it and wrapped back around the text forwarded (:mod:`.tool_output`);
 * anything else (``reasoning``, web search calls, ...) -> an opaque message
   the compressor never touches but still uses to tell turns apart.
 
@@ -23,8 +26,11 @@ from __future__ import annotations
 
 import json
 
+from .tool_output import json_envelope
+
 _CALLS = ("function_call", "custom_tool_call", "local_shell_call")
 _OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output")
+_ENVELOPE = "x-json-envelope"  # the view's part holding an output's JSON envelope as sent
 
 
 def chat_view(body: dict) -> dict | None:
@@ -64,6 +70,12 @@ def _as_message(item) -> dict:
         output = item.get("output")
         if isinstance(output, list):
             output = [_as_part(p) for p in output]
+        elif isinstance(output, str) and (envelope := json_envelope(output)) is not None:
+            # A JSON envelope around a command's text (Codex's ``{"output": .., "metadata": ..}``):
+            # the text is the tool result the compressor sees, as if sent bare; the envelope rides
+            # along whole in a part nothing reads as text, so the message's digest still tells two
+            # outputs apart by their metadata, and the text is wrapped back in it (.tool_output).
+            output = [{"type": "text", "text": envelope.text}, {"type": _ENVELOPE, "json": output}]
         return {"role": "tool", "tool_call_id": str(item.get("call_id") or ""), "content": output}
     return {"role": "x-item", "item": item}
 
@@ -106,11 +118,22 @@ def _put_back(item: dict, msg: dict) -> dict | None:
         return None
     if kind in _OUTPUTS:
         output = msg.get("content")
+        if _enveloped(output) and isinstance(item.get("output"), str):
+            envelope = json_envelope(item["output"])
+            text = output[0].get("text")
+            if envelope is None or not isinstance(text, str) or text == envelope.text:
+                return None
+            return {**item, "output": envelope.wrap(text)}
         if isinstance(output, str) and output != item.get("output"):
             return {**item, "output": output}
         if isinstance(output, list) and isinstance(item.get("output"), list):
             return {**item, "output": _merge_parts(item["output"], output)}
     return None
+
+
+def _enveloped(content) -> bool:
+    return isinstance(content, list) and len(content) == 2 and isinstance(content[0], dict) \
+        and isinstance(content[1], dict) and content[1].get("type") == _ENVELOPE
 
 
 def _merge_parts(original: list, changed: list) -> list:

@@ -1,9 +1,10 @@
 """Codex CLI's shell outputs through the proxy: the openai SDK's ``client.responses`` -> memstrata -> stub.
 
 Codex reads a file with a command (``cat``, ``sed -n 'A,Bp'``, ``nl -ba``) and hands the model
-the command's text after a status header (``Exit code: 0`` / ``Wall time: ..`` / ``Output:``;
-its ``exec_command`` tool writes ``Chunk ID`` / ``Process exited with code``).  The text is
-compressed exactly as the same text sent bare, and the header goes in front of it as it came.
+the command's text wrapped: a status header (``Exit code: 0`` / ``Wall time: ..`` / ``Output:``;
+its ``exec_command`` tool writes ``Chunk ID`` / ``Process exited with code``) or a JSON envelope
+(``{"output": .., "metadata": {..}}``).  The text inside is compressed exactly as the same text
+sent bare, and goes back into the same wrapper.
 """
 
 import json
@@ -164,3 +165,53 @@ def test_a_status_header_keeps_its_lines_and_the_file_text_after_it_is_cut_as_ba
     assert "def settle_refund(entry, ratio):" in bare
     assert_exact_lines(bare, 1, len(LINES))
 
+
+
+def test_a_json_envelope_is_re_encoded_with_its_keys_and_metadata_around_the_cut_text(proxy, stub):
+    numbered = cat_n(LINES)
+    bare = forwarded_output(proxy, stub, numbered, f"cat -n {PATH}")
+    envelope = json.dumps({"output": numbered, "metadata": {"exit_code": 0, "duration_seconds": 0.1}},
+                          separators=(",", ":"), ensure_ascii=False)  # serde_json's compact form
+    sent = forwarded_output(proxy, stub, envelope, f"cat -n {PATH}")
+    assert sent.startswith('{"output":"') and sent.endswith(',"metadata":{"exit_code":0,"duration_seconds":0.1}}')
+    decoded = json.loads(sent)
+    assert list(decoded) == ["output", "metadata"]
+    assert decoded["output"] == bare and "[memstrata: lines" in bare
+    assert "settle_refund" in bare
+    assert_exact_lines(bare, 1, len(LINES), numbered=True)
+    # Small enough to stay whole (the current task's read): the same whole text, in the same envelope.
+    head = "\n".join(LINES[:12]) + "\n"
+    small = json.dumps({"output": head, "metadata": {"exit_code": 0, "duration_seconds": 0.0}},
+                       separators=(",", ":"))
+    assert forwarded_output(proxy, stub, small, f"sed -n '1,12p' {PATH}") == small
+
+
+def test_only_codex_shapes_are_unwrapped(proxy, stub):
+    """One request, several outputs: the two Codex shapes are cut, anything else goes as it came."""
+    plain = LEDGER
+    odd = {
+        "an unknown header line": "Exit code: 0\nRetries: 2\nWall time: 0.1 seconds\nOutput:\n" + plain,
+        "no wall time": "Exit code: 0\nOutput:\n" + plain,
+        "an envelope without metadata": json.dumps({"output": plain, "exit_code": 0}),
+        "an envelope the standard library writes otherwise": '{"output":' + json.dumps(plain, ensure_ascii=False)
+        + ',"metadata":{"exit_code":0,"duration_seconds":1e-5}}',
+        "apply_patch's answer": json.dumps({"output": f"Success. Updated the following files:\nM {PATH}\n",
+                                            "metadata": {"exit_code": 0, "duration_seconds": 0.0}},
+                                           separators=(",", ":")),
+    }
+    outputs = {"header": HEADER + plain,
+               "envelope": json.dumps({"output": plain, "metadata": {"exit_code": 0, "duration_seconds": 0.2}},
+                                      separators=(",", ":"), ensure_ascii=False), **odd}
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": QUESTION}]}]
+    for k, output in enumerate(outputs.values()):
+        items.append({"type": "function_call", "call_id": f"c{k}", "name": "shell",
+                      "arguments": json.dumps({"command": ["bash", "-lc", f"cat {PATH}"]})})
+        items.append({"type": "function_call_output", "call_id": f"c{k}", "output": output})
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key=KEY, max_retries=0)
+    client.responses.create(model="gpt-5-codex", instructions="several shapes", input=items)
+    sent = stub.received[-1].json()["input"]
+    got = dict(zip(outputs, (item["output"] for item in sent[2::2])))
+    assert got["header"].startswith(HEADER) and "[memstrata: lines" in got["header"]
+    assert "[memstrata: lines" in json.loads(got["envelope"])["output"]
+    for name in odd:
+        assert got[name] == outputs[name], name
