@@ -103,6 +103,12 @@ def forwarded_output(proxy, stub, output, command: str, question: str = QUESTION
     client.responses.create(model="gpt-5-codex", instructions=f"codex session {n}", input=items)
     sent = stub.received[-1].json()["input"]
     assert sent[1] == call
+    # The next turn resends the output: it goes in the form it went in the first time, byte for
+    # byte (the provider's cached prefix holds).
+    later = [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Looking."}]},
+             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "And then?"}]}]
+    client.responses.create(model="gpt-5-codex", instructions=f"codex session {n}", input=items + later)
+    assert stub.received[-1].json()["input"][:3] == sent
     return sent[2]["output"]
 
 
