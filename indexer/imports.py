@@ -34,6 +34,7 @@ Encodings beyond "the module as written" (they keep resolution unambiguous):
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
 from collections import defaultdict
@@ -420,6 +421,9 @@ class ResolveContext:
     # tsconfig "paths": (pattern, [target patterns]) in the file's order; a
     # pattern holds at most one "*", targets are project-relative.
     ts_paths: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # folder -> (baseUrl, paths) of the nearest tsconfig/jsconfig below the
+    # root that maps anything; folders not listed use the root's two above.
+    ts_dir_configs: dict[str, tuple] = field(default_factory=dict)
     # packages of a JavaScript/TypeScript workspace: (name, directory, entry
     # file or None), longest name first, so `@scope/pkg/sub` finds `@scope/pkg`.
     js_packages: tuple[tuple[str, str, str | None], ...] = ()
@@ -472,26 +476,124 @@ def _read_json_loose(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _read_ts_config(root: Path) -> tuple[str | None, tuple[tuple[str, tuple[str, ...]], ...]]:
-    """The root tsconfig's (or jsconfig's) ``baseUrl`` and ``paths`` mapping."""
-    for name in ("tsconfig.json", "jsconfig.json", "tsconfig.base.json"):
-        data = _read_json_loose(root / name)
-        if data is None:
+TsMapping = tuple[str | None, tuple[tuple[str, tuple[str, ...]], ...]]
+_TS_CONFIG_NAMES = ("tsconfig.json", "jsconfig.json")
+
+
+def _inside_project(rel: str) -> bool:
+    return rel != ".." and not rel.startswith("../") and "node_modules" not in rel.split("/")
+
+
+def _ts_extends(root: Path, config: str, value: object) -> list[str]:
+    """The project-relative configs ``extends`` names, earliest first."""
+    found: list[str] = []
+    for spec in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+        if not isinstance(spec, str) or not spec:
             continue
-        options = data.get("compilerOptions") or {}
-        base = options.get("baseUrl")
-        base_dir = _join(base) if isinstance(base, str) else None
-        mapping: list[tuple[str, tuple[str, ...]]] = []
-        paths = options.get("paths")
-        if isinstance(paths, dict):
-            for pattern, targets in paths.items():
-                if isinstance(pattern, str) and isinstance(targets, list) and pattern.count("*") <= 1:
-                    kept = tuple(_join(base_dir or "", t) for t in targets if isinstance(t, str) and t.count("*") <= 1)
-                    if kept:
-                        mapping.append((pattern, kept))
-        if base_dir is not None or mapping:
-            return base_dir, tuple(mapping)
-    return None, ()
+        if spec.startswith(("./", "../")):
+            candidates = [_join(_dirname(config), spec)]
+        else:
+            # A package name, as node resolves it from the config's folder up:
+            # followed only when it leads back into the project (a workspace
+            # package linked under node_modules), never into an installed one.
+            candidates, probe = [], _dirname(config)
+            while True:
+                candidates.append(_join(probe, "node_modules", spec))
+                if not probe:
+                    break
+                probe = _dirname(probe)
+        for candidate in candidates:
+            for path in (candidate, candidate + ".json", _join(candidate, "tsconfig.json")):
+                file = root / path
+                if file.is_file():
+                    real = Path(os.path.realpath(file))
+                    try:
+                        rel = real.relative_to(root.resolve()).as_posix()
+                    except ValueError:
+                        rel = ".."
+                    if _inside_project(rel):
+                        found.append(rel)
+                    break
+            else:
+                continue
+            break
+    return found
+
+
+def _ts_config_options(root: Path, config: str, memo: dict) -> tuple[str | None, tuple[str, dict] | None]:
+    """A config's ``baseUrl`` and ``paths`` after ``extends``, as tsc reads them:
+    the nearest declaration of each wins, and each is relative to the config
+    that declares it (``paths`` to that config's folder when no ``baseUrl``)."""
+    if config in memo:
+        return memo[config]
+    memo[config] = (None, None)  # an extends cycle ends here
+    data = _read_json_loose(root / config)
+    base: str | None = None
+    paths: tuple[str, dict] | None = None
+    if data is not None:
+        for parent in _ts_extends(root, config, data.get("extends")):
+            parent_base, parent_paths = _ts_config_options(root, parent, memo)
+            base = parent_base if parent_base is not None else base
+            paths = parent_paths or paths
+        options = data.get("compilerOptions")
+        if isinstance(options, dict):
+            if isinstance(options.get("baseUrl"), str):
+                base = _join(_dirname(config), options["baseUrl"])
+            if isinstance(options.get("paths"), dict):
+                paths = (_dirname(config), options["paths"])
+    memo[config] = (base, paths)
+    return base, paths
+
+
+def _read_ts_config(root: Path, config: str, memo: dict) -> TsMapping:
+    """One config's ``baseUrl`` and ``paths`` mapping, targets project-relative."""
+    base, paths = _ts_config_options(root, config, memo)
+    mapping: list[tuple[str, tuple[str, ...]]] = []
+    if paths is not None:
+        declared_in, raw = paths
+        anchor = base if base is not None else declared_in
+        for pattern, targets in raw.items():
+            if isinstance(pattern, str) and isinstance(targets, list) and pattern.count("*") <= 1:
+                kept = tuple(_join(anchor, t) for t in targets if isinstance(t, str) and t.count("*") <= 1)
+                if kept:
+                    mapping.append((pattern, kept))
+    return base, tuple(mapping)
+
+
+def _ts_configs(root: Path, dir_files: dict[str, list[str]]) -> tuple[TsMapping, dict[str, TsMapping]]:
+    """The root config's mapping, and the mapping of each folder of
+    JavaScript/TypeScript files whose nearest config (a package's own
+    tsconfig.json or jsconfig.json) declares one: in a monorepo each package
+    resolves its aliases (``@/*``, ``~/*``) through its own config."""
+    memo: dict = {}
+    root_mapping: TsMapping = (None, ())
+    for name in (*_TS_CONFIG_NAMES, "tsconfig.base.json"):
+        if (root / name).is_file():
+            mapping = _read_ts_config(root, name, memo)
+            if mapping[0] is not None or mapping[1]:
+                root_mapping = mapping
+                break
+    nearest: dict[str, TsMapping | None] = {"": None}  # folder -> its nearest config's mapping, None for the root's
+
+    def lookup(directory: str) -> TsMapping | None:
+        if directory not in nearest:
+            name = next((n for n in _TS_CONFIG_NAMES if (root / directory / n).is_file()), None)
+            if name is None:
+                nearest[directory] = lookup(_dirname(directory))
+            else:
+                mapping = _read_ts_config(root, _join(directory, name), memo)
+                # A package config that maps nothing keeps the root's mapping:
+                # solution-style monorepos declare aliases once, at the root.
+                nearest[directory] = mapping if mapping[0] is not None or mapping[1] else None
+        return nearest[directory]
+
+    by_dir: dict[str, TsMapping] = {}
+    for directory, names in dir_files.items():
+        if any(n.endswith(_JS_EXTENSIONS) for n in names):
+            mapping = lookup(directory)
+            if mapping is not None:
+                by_dir[directory] = mapping
+    return root_mapping, by_dir
 
 
 # Fields of package.json that name a package's entry, most source-like first:
@@ -602,7 +704,7 @@ def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
     )
 
     rust_crates = _rust_library_crates(root, dir_files)
-    ts_base_url, ts_paths = _read_ts_config(root)
+    (ts_base_url, ts_paths), ts_dir_configs = _ts_configs(root, dir_files)
 
     return ResolveContext(
         root=root,
@@ -613,6 +715,7 @@ def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
         go_modules=tuple(sorted(go_modules.items(), key=lambda kv: -len(kv[0]))),
         ts_base_url=ts_base_url,
         ts_paths=ts_paths,
+        ts_dir_configs=ts_dir_configs,
         js_packages=_js_packages(root, file_set, dir_files),
         rust_crate_dirs=rust_crate_dirs,
         rust_crates=rust_crates,
@@ -758,7 +861,8 @@ def _resolve_js(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str | N
     # A monorepo names its own packages as bare specifiers: tsconfig "paths"
     # first (what the compiler itself resolves), then the workspace's
     # package.json names, then baseUrl.
-    for pattern, targets in ctx.ts_paths:
+    base_url, ts_paths = ctx.ts_dir_configs.get(_dirname(from_path), (ctx.ts_base_url, ctx.ts_paths))
+    for pattern, targets in ts_paths:
         if "*" in pattern:
             head, tail = pattern.split("*", 1)
             if not (spec.startswith(head) and spec.endswith(tail) and len(spec) >= len(head) + len(tail)):
@@ -781,8 +885,8 @@ def _resolve_js(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str | N
             hit = _js_probe(ctx, _join(directory, sub)) or _js_probe(ctx, _join(directory, "src", sub))
             if hit is not None:
                 return hit
-    if ctx.ts_base_url is not None:
-        return _js_probe(ctx, _join(ctx.ts_base_url, spec))
+    if base_url is not None:
+        return _js_probe(ctx, _join(base_url, spec))
     return None
 
 

@@ -102,3 +102,41 @@ def test_a_re_export_chain_across_five_barrels_reaches_the_definition(ts_mono):
 
 def test_a_relative_barrel_chain_five_deep_reaches_the_renamed_definition(ts_mono):
     assert ts_mono.graph.callees("lib/use.ts::show") == ["lib/impl.ts::format"]
+
+
+@pytest.fixture(scope="module")
+def ts_apps(tmp_path_factory):
+    """Apps that each map aliases in their own tsconfig, as tsc reads it:
+    the nearest config above a file, through `extends`, with `baseUrl` and
+    `paths` relative to the config that declares them."""
+    root = tmp_path_factory.mktemp("tsapps")
+    write(root, "tsconfig.json", '{"compilerOptions": {"paths": {"@shared/*": ["./shared/*"]}}}')
+    write(root, "shared/fmt.ts", "export function fmt(): string {\n  return ''\n}\n")
+    write(root, "tools/build.ts", "import { fmt } from '@shared/fmt'\n")  # no nearer config: the root's
+    write(root, "apps/web/tsconfig.json",
+          '{"extends": "../../tsconfig.json", "compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["./src/*"]}}}')
+    write(root, "apps/web/src/lib/cart.ts", "export function cartTotal(): number {\n  return 0\n}\n")
+    write(root, "apps/web/src/page.ts", "import { cartTotal } from '@/lib/cart'\n")
+    # `paths` inherited from a sibling config, without baseUrl: relative to that config.
+    write(root, "apps/admin/tsconfig.json", '{"extends": "./tsconfig.app.json"}')
+    write(root, "apps/admin/tsconfig.app.json", '{"compilerOptions": {"paths": {"~/*": ["./app/*"]}}}')
+    write(root, "apps/admin/app/util.ts", "export function util(): number {\n  return 1\n}\n")
+    write(root, "apps/admin/app/routes/home.ts", "import { util } from '~/util'\n")
+    # A config that extends a workspace package linked under node_modules.
+    write(root, "packages/tsconfig/base.json", '{"compilerOptions": {"baseUrl": "../../apps/site/src"}}')
+    (root / "node_modules/@acme").mkdir(parents=True)
+    (root / "node_modules/@acme/tsconfig").symlink_to(root / "packages/tsconfig", target_is_directory=True)
+    write(root, "apps/site/tsconfig.json", '{"extends": "@acme/tsconfig/base.json"}')
+    write(root, "apps/site/src/theme.ts", "export const theme = 1\n")
+    write(root, "apps/site/src/pages/index.ts", "import { theme } from 'theme'\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        yield ws
+
+
+def test_each_file_resolves_through_its_nearest_tsconfig(ts_apps):
+    t = targets(ts_apps)
+    assert t[("apps/web/src/page.ts", "@/lib/cart", "cartTotal")] == "apps/web/src/lib/cart.ts"
+    assert t[("apps/admin/app/routes/home.ts", "~/util", "util")] == "apps/admin/app/util.ts"
+    assert t[("apps/site/src/pages/index.ts", "theme", "theme")] == "apps/site/src/theme.ts"
+    assert t[("tools/build.ts", "@shared/fmt", "fmt")] == "shared/fmt.ts"
