@@ -659,15 +659,17 @@ class CodeGraph(GraphQueries):
                     return hit
         if not candidates:
             return None
+        language = self.g.nodes[path].get("language")
         local = self._local(path, scope, name)
-        if local and (local in candidates or kind != "type" or self.g.nodes[path].get("language") != "csharp"):
+        if local and not self._names_bare(language, local):
+            local = None
+        if local and (local in candidates or kind != "type" or language != "csharp"):
             return local  # (a C# type's name is a type's: not a property `Color Color`)
         if bindings is not None:
             for target in bindings.wildcards:
                 hit = self._member(target, name)
                 if hit:
                     return hit
-        language = self.g.nodes[path].get("language")
         if bindings is not None and name in bindings.external:
             return None  # imported from a library (`from html import escape`): not the project's namesake
         if language == "python" and name in _PY_BUILTINS:
@@ -675,10 +677,18 @@ class CodeGraph(GraphQueries):
         if language in _EXPLICIT_RECEIVER:
             # Elsewhere in the project a bare name can only mean a top-level definition (a
             # parameter or a local called bare -- `fail(cxt)` -- is no method of some class).
-            candidates = {c for c in candidates if "." not in self.g.nodes[c]["qualname"]}
+            candidates = {c for c in candidates
+                          if "." not in self.g.nodes[c]["qualname"] and self._names_bare(language, c)}
         if len(candidates) > 1:
             candidates = self._without_constructors(candidates)
         return self._unique_outside_tests(path, scope, candidates) if candidates else None
+
+    def _names_bare(self, language: str | None, node: str) -> bool:
+        """Whether a bare name in ``language`` can mean ``node``: a JavaScript/TypeScript
+        identifier names a binding of its scope chain, never a member -- a class's method, or an
+        object literal's property, whose qualname names no owner when the object has no name
+        (`Object.assign(x, { f: (o) => f(o) })` calls the `f` in scope, not itself)."""
+        return not (language in _JS_LIKE and self.g.nodes[node].get("kind") == "method")
 
     def _without_constructors(self, candidates: set[str]) -> set[str]:
         """``candidates`` less the constructors of a class among them: a class's name names its
