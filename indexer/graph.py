@@ -55,6 +55,7 @@ _JS_LIKE = frozenset({"javascript", "typescript", "tsx"})
 # the builtin's.
 _PY_BUILTINS = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 _BIND = "bind"  # a reference row that says what a variable is declared as (indexer/model.py)
+_DEFAULT = "default"  # the variable a bind row of `export default name` declares (queries/*.scm)
 _MEMBER = "member"  # a method linked to its type in another file (graph-internal ref kind)
 # What a method is found through: base classes, and methods defined away from their type.  They
 # are resolved for every file before the rest, so a call reaching an inherited method does not
@@ -934,7 +935,7 @@ class CodeGraph(GraphQueries):
     def _member(self, target: str, member: str, _hops: int = 0, _seen: set | None = None) -> str | None:
         """``member`` as defined in (or re-exported by) file ``target``."""
         if member == "default":
-            return self._default_export(target)
+            return self._default_export(target, _hops, _seen)
         files = self._package_files(target)
         for f in files:
             node = symbol_id(f, member)
@@ -977,14 +978,17 @@ class CodeGraph(GraphQueries):
                             return hit
         return None
 
-    def _default_export(self, target: str) -> str | None:
+    def _default_export(self, target: str, _hops: int = 0, _seen: set | None = None) -> str | None:
         """The symbol a JavaScript/TypeScript module exports as a whole
-        (``module.exports = ...``, ``export default ...``)."""
+        (``module.exports = ...``, ``export default ...``); for a name
+        (``export default toRem``), that name's definition in the module or,
+        like a re-export, in the module it was imported from."""
         for n in self._file_symbols.get(target, ()):
             sig = self.g.nodes[n]["signature"] if n in self.g else ""
             if sig.startswith(("module.exports", "export default")):
                 return n
-        return None
+        name = (self._declared.get(target) or {}).get((None, _DEFAULT))
+        return self._member(target, name, _hops + 1, _seen) if name else None
 
     def _package_files(self, path: str) -> list[str]:
         """The files whose top-level names ``path`` sees unimported: a Go package's or a Java

@@ -110,6 +110,10 @@
 (class_heritage
   (member_expression object: (_) @receiver property: (property_identifier) @name)) @reference.inherit
 
+; `export default toRem`: the module's `default` is bound to the name, which the graph
+; follows to its definition (the module's own, or one it imported)
+(program (export_statement "default" @receiver value: (identifier) @name) @reference.bind)
+
 ; ---- imports ---------------------------------------------------------------
 
 (import_statement) @import

@@ -167,6 +167,10 @@
   (public_field_definition name: (property_identifier) @receiver
     type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))]) @reference.bind
 
+; `export default toRem`: the module's `default` is bound to the name, which the graph
+; follows to its definition (the module's own, or one it imported)
+(program (export_statement "default" @receiver value: (identifier) @name) @reference.bind)
+
 ; ---- imports ---------------------------------------------------------------
 
 (import_statement) @import

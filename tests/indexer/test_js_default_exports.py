@@ -1,0 +1,45 @@
+"""A JavaScript/TypeScript module whose default export is a name (`export
+default toRem`) exports that name's definition: its own or one it imported,
+followed through `export { default as x } from` and further hops."""
+
+from __future__ import annotations
+
+import pytest
+
+from memstrata.indexer.parse import parse_source
+
+from ..conftest import indexed_workspace
+
+FILES = {
+    "src/utils/size.ts": "export function toRem(px: number): string {\n  return `${px / 16}rem`\n}\n",
+    "src/utils/index.ts": "import { toRem } from './size'\nexport default toRem\n",
+    "src/use.ts": "import rem from './utils'\nexport function a(): string {\n  return rem(1)\n}\n",
+    "src/preset.ts": "export function presetMini(): number {\n  return 1\n}\nexport default presetMini\n",
+    "src/index.ts": "export { default as miniAlias } from './preset'\n",
+    "src/facade.ts": "export { miniAlias as mini } from './index'\n",
+    "src/app.ts": "import { miniAlias } from './index'\nimport presetMini from './preset'\nimport { mini } from './facade'\n"
+                  "export function build(): number {\n  return miniAlias() + presetMini() + mini()\n}\n",
+    # Namesakes, so only the exports (not a project-unique name) can decide.
+    "src/legacy.ts": "export function toRem(): string {\n  return ''\n}\n"
+                     "export function presetMini(): number {\n  return 0\n}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory):
+    w = indexed_workspace(tmp_path_factory.mktemp("defaults"), FILES)
+    yield w
+    w.close()
+
+
+def test_a_default_export_of_an_imported_name_reaches_its_definition(ws):
+    assert ws.graph.callees("src/use.ts::a") == ["src/utils/size.ts::toRem"]
+
+
+def test_a_default_export_of_a_local_name_through_re_exports(ws):
+    assert ws.graph.callees("src/app.ts::build") == ["src/preset.ts::presetMini"]
+
+
+def test_the_exported_name_is_recorded_as_the_modules_default():
+    result = parse_source("m.ts", "typescript", b"import { toRem } from './size'\nexport default toRem\n")
+    assert [(r.receiver, r.name, r.kind, r.scope) for r in result.refs] == [("default", "toRem", "bind", None)]
