@@ -110,6 +110,11 @@
 (class_heritage
   (member_expression object: (_) @receiver property: (property_identifier) @name)) @reference.inherit
 
+; ---- declared types: a `bind` row says which class a variable is constructed from
+; (`const s = new Store()`), for the calls made on it; it makes no edge.
+(variable_declarator name: (identifier) @receiver
+  value: (new_expression constructor: (identifier) @name)) @reference.bind
+
 ; `export default toRem`: the module's `default` is bound to the name, which the graph
 ; follows to its definition (the module's own, or one it imported)
 (program (export_statement "default" @receiver value: (identifier) @name) @reference.bind)

@@ -166,6 +166,9 @@
     type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))
   (public_field_definition name: (property_identifier) @receiver
     type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))]) @reference.bind
+; ... or, unannotated, with the class it is constructed from: `const s = new Store()`
+(variable_declarator name: (identifier) @receiver !type
+  value: (new_expression constructor: (identifier) @name)) @reference.bind
 
 ; `export default toRem`: the module's `default` is bound to the name, which the graph
 ; follows to its definition (the module's own, or one it imported)

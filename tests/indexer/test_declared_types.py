@@ -98,3 +98,22 @@ def test_a_call_on_a_declared_variable_reaches_its_types_method(tmp_path, langua
         assert not list(ws.graph.neighbors(other, ("calls",), "in"))  # `o.value()`: no type, no guess
     finally:
         ws.close()
+
+
+def test_a_local_made_with_new_has_the_constructed_type(tmp_path):
+    # `const s = new Store()` says the type as plainly as `const s: Store = ...`; a constructor
+    # spelled through a member (`new ns.Store()`) or any other initialiser says nothing.
+    ws = indexed_workspace(tmp_path, {
+        "src/store.ts": "export class Store {\n  get(key: string): unknown {\n    return key\n  }\n}\n"
+                        "export class Cache {\n  get(k: string): string {\n    return k\n  }\n}\n",
+        "src/main.ts": "import { Store } from './store'\n\nexport function loadLocal(key: string) {\n"
+                       "  const s = new Store()\n  const c = make()\n  return [s.get(key), c.get(key)]\n}\n",
+        "src/box.js": "class Box {\n  open() {}\n}\nclass Crate {\n  open() {}\n}\n"
+                      "function unpack() {\n  let b = new Box()\n  b.open()\n}\n",
+    })
+    try:
+        assert set(ws.graph.callees("src/main.ts::loadLocal")) == {"src/store.ts::Store", "src/store.ts::Store.get"}
+        assert "src/box.js::Box.open" in ws.graph.callees("src/box.js::unpack")
+        assert "src/box.js::Crate.open" not in ws.graph.callees("src/box.js::unpack")
+    finally:
+        ws.close()
