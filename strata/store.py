@@ -878,28 +878,31 @@ def _map_shared(fd: int) -> mmap.mmap:
     return mmap.mmap(fd, _SHARED.size)
 
 
+def _try_lock(fd: int) -> bool:
+    """Whether the record lock was free and is now this process's."""
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno not in (errno.EACCES, errno.EAGAIN):
+            raise
+        return False
+
+
 def _hold(fd: int, folder: Path) -> None:
     """Take the record lock, waiting while another process's command holds it.
 
     Polled rather than a blocking F_SETLKW: a stopped (not dead) holder then
     costs a command an error after the wait, not the server for good.
     """
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    if _try_lock(fd):
         return
-    except OSError as exc:
-        if exc.errno not in (errno.EACCES, errno.EAGAIN):
-            raise
     deadline = time.monotonic() + _LOCK_WAIT_S
     pause = 0.0002
     while True:
         time.sleep(pause)
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _try_lock(fd):
             return
-        except OSError as exc:
-            if exc.errno not in (errno.EACCES, errno.EAGAIN):
-                raise
         if time.monotonic() >= deadline:
             raise OSError(errno.EBUSY, f"another process has held database {_display_name(folder)} "
                                        f"for over {_LOCK_WAIT_S:.0f} s")

@@ -38,10 +38,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import uvicorn
@@ -93,6 +95,13 @@ class StubUpstream:
             Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
         ])
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator["StubUpstream"]:
+        """This stand-in answering on a loopback port of its own for the block (``url`` set)."""
+        with ServerThread(self.app) as server:
+            self.url = server.url
+            yield self
 
     # -- helpers ------------------------------------------------------------------
 

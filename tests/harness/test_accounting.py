@@ -45,9 +45,7 @@ def ws(python_ws):
 
 @pytest.fixture(scope="module")
 def stub():
-    s = StubUpstream(answer="Use AuthService.login.", prompt_cache=True)
-    with ServerThread(s.app) as server:
-        s.url = server.url
+    with StubUpstream(answer="Use AuthService.login.", prompt_cache=True).running() as s:
         yield s
 
 

@@ -80,9 +80,7 @@ def numbered_lines(ws, k: int) -> str:
 
 @pytest.fixture(scope="module")
 def stub():
-    s = StubUpstream(answer="normalize_record_97 drops empty fields unless strict.")
-    with ServerThread(s.app) as server:
-        s.url = server.url
+    with StubUpstream(answer="normalize_record_97 drops empty fields unless strict.").running() as s:
         yield s
 
 

@@ -93,9 +93,7 @@ def project(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def stub():
-    s = StubUpstream(answer=ANSWER, hang_seconds=2)
-    with ServerThread(s.app) as server:
-        s.url = server.url
+    with StubUpstream(answer=ANSWER, hang_seconds=2).running() as s:
         yield s
 
 

@@ -72,9 +72,7 @@ def project(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def stub():
-    s = StubUpstream(answer="ok")
-    with ServerThread(s.app) as server:
-        s.url = server.url
+    with StubUpstream(answer="ok").running() as s:
         yield s
 
 

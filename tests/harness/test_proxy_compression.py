@@ -25,9 +25,7 @@ SETTINGS = CompressionSettings.for_mode("safe", min_tokens=400, paste_cap=0, tri
 
 @pytest.fixture(scope="module")
 def stub():
-    s = StubUpstream(answer="Order.refund compares now - shipped_at with REFUND_WINDOW.")
-    with ServerThread(s.app) as server:
-        s.url = server.url
+    with StubUpstream(answer="Order.refund compares now - shipped_at with REFUND_WINDOW.").running() as s:
         yield s
 
 

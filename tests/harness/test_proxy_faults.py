@@ -36,9 +36,7 @@ def deep(levels: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def stub():
-    s = StubUpstream()
-    with ServerThread(s.app) as server:
-        s.url = server.url
+    with StubUpstream().running() as s:
         yield s
 
 

@@ -17,9 +17,7 @@ from tests.stub_provider import ServerThread, StubUpstream
 
 @pytest.fixture(scope="module")
 def stub():
-    s = StubUpstream(answer=ANSWER)
-    with ServerThread(s.app) as server:
-        s.url = server.url
+    with StubUpstream(answer=ANSWER).running() as s:
         yield s
 
 

@@ -58,3 +58,14 @@ def tool_call(id_, name: str, arguments: dict | None = None) -> str:
 INITIALIZE = request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                        "clientInfo": {"name": "tests", "version": "0"}})
 INITIALIZED = json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+
+def command_runner(server: StrataServer):
+    """``run(command)``: one wire command through the strata_command tool, its ``data`` (the
+    call must succeed)."""
+    def run(command: dict) -> dict:
+        text, is_error = server.call_tool("strata_command", {"command": command})
+        assert not is_error, text
+        return json.loads(text)["data"]
+
+    return run

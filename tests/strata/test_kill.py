@@ -21,7 +21,7 @@ from memstrata.strata.mcp import StrataServer
 from memstrata.strata.engine import Engine
 from memstrata.strata.store import StrataStore
 
-from .conftest import STRATA, strata_env, tool_call
+from .conftest import STRATA, command_runner, strata_env, tool_call
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -84,11 +84,7 @@ def test_sigkill_during_a_write_burst_loses_no_acknowledged_commit(tmp_path, kil
     try:
         assert store.integrity_ok()
         server = StrataServer(Engine(store))
-
-        def run(command: dict) -> dict:
-            text, is_error = server.call_tool("strata_command", {"command": command})
-            assert not is_error, text
-            return json.loads(text)["data"]
+        run = command_runner(server)
 
         head = max(a["data"]["commit"]["version"] for a in acknowledged.values() if "commit" in a["data"])
         assert store.head >= head

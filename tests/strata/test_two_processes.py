@@ -32,7 +32,7 @@ from memstrata.strata.engine import Engine
 from memstrata.strata.mcp import StrataServer
 from memstrata.strata.store import StrataStore
 
-from .conftest import strata_env, tool_call
+from .conftest import command_runner, strata_env, tool_call
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -95,11 +95,7 @@ def reopened(db: Path) -> Iterator[dict]:
     try:
         assert store.integrity_ok()
         server = StrataServer(Engine(store))
-
-        def run(command: dict) -> dict:
-            text, is_error = server.call_tool("strata_command", {"command": command})
-            assert not is_error, text
-            return json.loads(text)["data"]
+        run = command_runner(server)
 
         chain = run({"type": "event_verify_chain"})
         assert chain["valid"] is True, chain
