@@ -125,15 +125,27 @@ _counter_pool: ThreadPoolExecutor | None = None
 BACKGROUND_COUNT_BYTES = 64_000  # below this, counting inline is cheaper than a hand-off
 
 
-def _count_in_background(files: list[tuple[str, str]]) -> Future | None:
+COUNTING_THREADS = 2  # the encoder releases the GIL: both cores of a small machine count at once
+
+
+def _count_in_background(files: list[tuple[str, str]]) -> list[Future]:
+    """Count the files no count is remembered for on background threads, split into shares of
+    about equal size (a new question's files on a fresh index: a tenth of a second on one core)."""
     global _counter_pool
     todo = [(p, t) for p, t in files if (p, hash(t)) not in _file_tokens]
     if sum(len(t) for _, t in todo) < BACKGROUND_COUNT_BYTES:
-        return None
+        return []
     with _caches_lock:
         if _counter_pool is None:
-            _counter_pool = ThreadPoolExecutor(1, thread_name_prefix="memstrata-tokens")
-    return _counter_pool.submit(lambda: [file_tokens(p, t) for p, t in todo])
+            _counter_pool = ThreadPoolExecutor(COUNTING_THREADS, thread_name_prefix="memstrata-tokens")
+    shares: list[list[tuple[str, str]]] = [[] for _ in range(COUNTING_THREADS)]
+    sizes = [0] * COUNTING_THREADS
+    for p, t in sorted(todo, key=lambda pt: len(pt[1]), reverse=True):
+        i = sizes.index(min(sizes))
+        shares[i].append((p, t))
+        sizes[i] += len(t)
+    return [_counter_pool.submit(lambda share=share: [file_tokens(p, t) for p, t in share])
+            for share in shares if share]
 
 
 @dataclass
@@ -396,8 +408,8 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
         if tokens2 > tokens:
             context, fitted, file_order, tokens = context2, fitted2, order2, tokens2
     units = fitted
-    if counting is not None:
-        counting.result()
+    for share in counting:
+        share.result()
     baseline = sum(file_tokens(p, docs.texts[p]) for p in file_order)
     docs.save_counts(file_order)
     if not units and ranked:
