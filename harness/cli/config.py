@@ -7,7 +7,9 @@ import json
 import math
 
 from . import argtypes
-from memstrata.harness.proxy.providers import MAX_COST_PER_MTOK, Providers, ProvidersError, display_path
+from memstrata.harness.proxy.providers import (
+    MAX_COST_PER_MTOK, Providers, ProvidersError, cache_write_1h_factor, display_path,
+)
 from memstrata.harness.proxy.upstream import shown_url
 
 # A rate as providers.json takes it (the same range, the same words).
@@ -34,8 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "providers.json) and, optionally, its output and prompt-cache rates. MODEL may be an "
                            "exact name, a pattern such as 'claude-sonnet-4*', or '*' for every model of a "
                            "provider. A model without cache rates is priced with its provider family's "
-                           "multipliers (Anthropic: reads 0.1x, writes 1.25x the input rate; others: reads "
-                           "0.5x, writes 1x).")
+                           "multipliers (Anthropic: reads 0.1x, writes 1.25x, 1-hour writes 2x the input rate; "
+                           "others: reads 0.5x, writes 1x).")
     rate.add_argument("model")
     rate.add_argument("rate", type=_RATE, help="USD per million input tokens, e.g. 3.00")
     rate.add_argument("--provider", default=None,
@@ -45,7 +47,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     rate.add_argument("--cache-read", type=_RATE, default=None, metavar="RATE",
                       help="USD per million prompt tokens read from the provider's cache")
     rate.add_argument("--cache-write", type=_RATE, default=None, metavar="RATE",
-                      help="USD per million prompt tokens written to the provider's cache")
+                      help="USD per million prompt tokens written to the provider's cache (Anthropic: its "
+                      "5-minute cache)")
+    rate.add_argument("--cache-write-1h", type=_RATE, default=None, metavar="RATE",
+                      help="USD per million prompt tokens written to Anthropic's 1-hour cache (breakpoints "
+                      "marked \"ttl\": \"1h\")")
     rate.set_defaults(func=cmd_set_rate)
     day = ssub.add_parser("billing-day", help="day of the month your billing cycle starts (1-31, default 1)")
     day.add_argument("day", type=int)
@@ -73,12 +79,16 @@ def cmd_show(args) -> int:
     w_p = max([len("provider")] + [len(r.provider) for r in rows])
     w_m = max([len("model")] + [len(r.model_key) for r in rows])
     print(f"{'provider':<{w_p}}  {'model':<{w_m}}  {'input':>8}  {'output':>8}  {'cache read':>10}  "
-          f"{'cache write':>11}   (USD per million tokens; * = derived from the input rate)")
+          f"{'cache write':>11}  {'1h write':>8}   (USD per million tokens; * = derived from the input rate)")
     for r in rows:
         out = "-" if r.output_cost_per_mtok is None else f"{r.output_cost_per_mtok:.2f}"
-        mark = " " if r.cache_rates_listed else "*"
+        # Only Anthropic has 1-hour cache writes: elsewhere the column has nothing to show.
+        has_1h = r.cache_write_1h_listed or cache_write_1h_factor(r.provider, r.model_key) is not None
+        write_1h = f"{r.cache_write_1h_cost_per_mtok:>8.3f}" if has_1h else f"{'-':>8}"
+        derived = not r.cache_rates_listed or (has_1h and not r.cache_write_1h_listed)
+        mark = "*" if derived else " "
         print(f"{r.provider:<{w_p}}  {r.model_key:<{w_m}}  {r.input_cost_per_mtok:>8.2f}  {out:>8}  "
-              f"{r.cache_read_cost_per_mtok:>10.3f}  {r.cache_write_cost_per_mtok:>11.3f}{mark}")
+              f"{r.cache_read_cost_per_mtok:>10.3f}  {r.cache_write_cost_per_mtok:>11.3f}  {write_1h}{mark}")
     for name in p.providers:
         if p.base_url(name):
             print(f"{name} upstream: {shown_url(p.base_url(name))}")
@@ -89,7 +99,8 @@ def cmd_set_rate(args) -> int:
     try:
         p = Providers.load()
         provider = p.set_rate(args.model, args.rate, provider=args.provider, output=args.output,
-                              cache_read=args.cache_read, cache_write=args.cache_write)
+                              cache_read=args.cache_read, cache_write=args.cache_write,
+                              cache_write_1h=args.cache_write_1h)
         p.save()
     except ProvidersError as exc:
         return _fail(str(exc))
@@ -100,6 +111,8 @@ def cmd_set_rate(args) -> int:
             parts.append(f"output ${rate.output_cost_per_mtok:g}")
         parts.append(f"cache read ${rate.cache_read_cost_per_mtok:g}")
         parts.append(f"cache write ${rate.cache_write_cost_per_mtok:g}")
+        if rate.cache_write_1h_listed or cache_write_1h_factor(rate.provider, rate.model_key) is not None:
+            parts.append(f"1-hour cache write ${rate.cache_write_1h_cost_per_mtok:g}")
     print(f"{provider} / {args.model}: {', '.join(parts)} per million tokens ({display_path(p.path)})")
     return 0
 

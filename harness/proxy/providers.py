@@ -6,9 +6,10 @@ The file has the documented shape::
         "input_cost_per_mtok": 3.0, "output_cost_per_mtok": 15.0,
         "cache_read_cost_per_mtok": 0.3, "cache_write_cost_per_mtok": 3.75}}}}}
 
-(the two cache rates are MemStrata's addition and optional: a model without
+(the cache rates are MemStrata's addition and optional: a model without
 them gets its provider family's multipliers of the input rate, see
-:func:`cache_factors`), plus two optional keys MemStrata understands: ``base_url`` inside a provider
+:func:`cache_factors`; ``cache_write_1h_cost_per_mtok``, Anthropic's 1-hour
+cache writes, likewise), plus two optional keys MemStrata understands: ``base_url`` inside a provider
 (the upstream the proxy forwards to) and a top-level
 ``billing_cycle_start_day`` (1–31; default 1).
 
@@ -40,12 +41,22 @@ WILDCARD = "*"
 
 # List prices (USD per million tokens) when this file was written; edit the
 # file or use `memstrata config set provider-rate` when they change.  Cache
-# rates: Anthropic bills prompt-cache reads at 0.1x and 5-minute cache writes at
-# 1.25x the input rate; OpenAI bills cached input at a discount and writes at
+# rates: Anthropic bills prompt-cache reads at 0.1x, 5-minute cache writes at
+# 1.25x and 1-hour cache writes (a breakpoint marked `"ttl": "1h"`) at 2x the
+# input rate; OpenAI bills cached input at a discount and writes at
 # the plain input rate.
 def _m(inp: float, out: float, read: float, write: float) -> dict:
     return {"input_cost_per_mtok": inp, "output_cost_per_mtok": out,
             "cache_read_cost_per_mtok": read, "cache_write_cost_per_mtok": write}
+
+
+# Anthropic bills a write to its 1-hour cache at twice the input rate (5-minute writes: 1.25x).
+ANTHROPIC_WRITE_1H_FACTOR = 2.0
+
+
+def _claude(inp: float, out: float, read: float, write: float) -> dict:
+    """A Claude model's rates, with its 1-hour cache writes at Anthropic's published 2x the input rate."""
+    return {**_m(inp, out, read, write), "cache_write_1h_cost_per_mtok": round(inp * ANTHROPIC_WRITE_1H_FACTOR, 6)}
 
 
 DEFAULT_PROVIDERS: dict = {
@@ -53,22 +64,22 @@ DEFAULT_PROVIDERS: dict = {
     "providers": {
         "anthropic": {
             "models": {
-                "claude-3-7-sonnet-20250219": _m(3.00, 15.00, 0.30, 3.75),
-                "claude-sonnet-4*": _m(3.00, 15.00, 0.30, 3.75),
-                "claude-opus-4*": _m(15.00, 75.00, 1.50, 18.75),
-                "claude-opus-4-5*": _m(5.00, 25.00, 0.50, 6.25),
-                "claude-opus-4-6*": _m(5.00, 25.00, 0.50, 6.25),
-                "claude-opus-4-7*": _m(5.00, 25.00, 0.50, 6.25),
-                "claude-opus-4-8*": _m(5.00, 25.00, 0.50, 6.25),
-                "claude-opus-5*": _m(5.00, 25.00, 0.50, 6.25),
-                "claude-opus-5-5*": _m(4.00, 20.00, 0.20, 5.00),
-                "claude-sonnet-5*": _m(2.00, 10.00, 0.20, 2.50),
-                "claude-fable-5*": _m(10.00, 50.00, 1.00, 12.50),
-                "claude-fable-5-1*": _m(10.00, 50.00, 0.25, 12.50),
-                "claude-mythos-5*": _m(10.00, 50.00, 1.00, 12.50),
-                "claude-mythos-5-1*": _m(10.00, 50.00, 0.25, 12.50),
-                "claude-haiku-4-5*": _m(1.00, 5.00, 0.10, 1.25),
-                "claude-3-5-haiku*": _m(0.80, 4.00, 0.08, 1.00),
+                "claude-3-7-sonnet-20250219": _claude(3.00, 15.00, 0.30, 3.75),
+                "claude-sonnet-4*": _claude(3.00, 15.00, 0.30, 3.75),
+                "claude-opus-4*": _claude(15.00, 75.00, 1.50, 18.75),
+                "claude-opus-4-5*": _claude(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-4-6*": _claude(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-4-7*": _claude(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-4-8*": _claude(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-5*": _claude(5.00, 25.00, 0.50, 6.25),
+                "claude-opus-5-5*": _claude(4.00, 20.00, 0.20, 5.00),
+                "claude-sonnet-5*": _claude(2.00, 10.00, 0.20, 2.50),
+                "claude-fable-5*": _claude(10.00, 50.00, 1.00, 12.50),
+                "claude-fable-5-1*": _claude(10.00, 50.00, 0.25, 12.50),
+                "claude-mythos-5*": _claude(10.00, 50.00, 1.00, 12.50),
+                "claude-mythos-5-1*": _claude(10.00, 50.00, 0.25, 12.50),
+                "claude-haiku-4-5*": _claude(1.00, 5.00, 0.10, 1.25),
+                "claude-3-5-haiku*": _claude(0.80, 4.00, 0.08, 1.00),
             }
         },
         "openai": {
@@ -129,6 +140,10 @@ class Rate:
     cache_read_cost_per_mtok: float = 0.0
     cache_write_cost_per_mtok: float = 0.0
     cache_rates_listed: bool = True  # False: derived from the input rate
+    # Anthropic's 1-hour cache writes (breakpoints marked "ttl": "1h"); cache_write_cost_per_mtok is
+    # the 5-minute one.  0.0 only for a Rate built by hand: _rate always fills it in.
+    cache_write_1h_cost_per_mtok: float = 0.0
+    cache_write_1h_listed: bool = True  # False: derived (see cache_write_1h_factor)
 
     @property
     def input_per_token(self) -> float:
@@ -145,6 +160,10 @@ class Rate:
     @property
     def cache_write_per_token(self) -> float:
         return self.cache_write_cost_per_mtok / 1_000_000
+
+    @property
+    def cache_write_1h_per_token(self) -> float:
+        return self.cache_write_1h_cost_per_mtok / 1_000_000
 
 
 def memstrata_home() -> Path:
@@ -275,13 +294,13 @@ class Providers:
 
     def set_rate(self, model: str, input_cost_per_mtok: float, provider: str | None = None, *,
                  output: float | None = None, cache_read: float | None = None,
-                 cache_write: float | None = None) -> str:
+                 cache_write: float | None = None, cache_write_1h: float | None = None) -> str:
         """Set a model's input rate (USD per million tokens) and, when given, its
         output and cache rates; returns the provider it was filed under."""
         model = model.strip()
         if not model:
             raise ProvidersError("model name is empty")
-        for value in (input_cost_per_mtok, output, cache_read, cache_write):
+        for value in (input_cost_per_mtok, output, cache_read, cache_write, cache_write_1h):
             if value is not None and not _valid_cost(value):
                 raise ProvidersError(f"rate must be a number of USD per million tokens from 0 to "
                                      f"{MAX_COST_PER_MTOK:,.0f}, got {value!r}")
@@ -292,7 +311,8 @@ class Providers:
         entry["input_cost_per_mtok"] = float(input_cost_per_mtok)
         entry.setdefault("output_cost_per_mtok", None)
         for key, value in (("output_cost_per_mtok", output), ("cache_read_cost_per_mtok", cache_read),
-                           ("cache_write_cost_per_mtok", cache_write)):
+                           ("cache_write_cost_per_mtok", cache_write),
+                           ("cache_write_1h_cost_per_mtok", cache_write_1h)):
             if value is not None:
                 entry[key] = float(value)
         _validate(self.data)
@@ -336,15 +356,29 @@ def cache_factors(provider: str, model_key: str) -> tuple[float, float]:
     return OPENAI_CACHE_FACTORS
 
 
+def cache_write_1h_factor(provider: str, model_key: str) -> float | None:
+    """The 1-hour cache write's multiplier of the input rate for a model listed without it: Anthropic's
+    2x; None elsewhere (no other provider has such writes: they are priced as its cache writes)."""
+    return ANTHROPIC_WRITE_1H_FACTOR if cache_factors(provider, model_key) is ANTHROPIC_CACHE_FACTORS else None
+
+
 def _rate(provider: str, key: str, entry: dict) -> Rate:
     out = entry.get("output_cost_per_mtok")
     inp = float(entry["input_cost_per_mtok"])
     read, write = entry.get("cache_read_cost_per_mtok"), entry.get("cache_write_cost_per_mtok")
+    write_1h = entry.get("cache_write_1h_cost_per_mtok")
     f_read, f_write = cache_factors(provider, key)
+    write = inp * f_write if write is None else float(write)
+    if write_1h is None:
+        f_1h = cache_write_1h_factor(provider, key)
+        write_1h_rate = write if f_1h is None else inp * f_1h
+    else:
+        write_1h_rate = float(write_1h)
     return Rate(provider, key, inp, None if out is None else float(out),
                 cache_read_cost_per_mtok=inp * f_read if read is None else float(read),
-                cache_write_cost_per_mtok=inp * f_write if write is None else float(write),
-                cache_rates_listed=read is not None and write is not None)
+                cache_write_cost_per_mtok=write,
+                cache_rates_listed=read is not None and entry.get("cache_write_cost_per_mtok") is not None,
+                cache_write_1h_cost_per_mtok=write_1h_rate, cache_write_1h_listed=write_1h is not None)
 
 
 def _validate(data: object) -> None:
@@ -363,7 +397,8 @@ def _validate(data: object) -> None:
             if not isinstance(r, dict) or not _valid_cost(r.get("input_cost_per_mtok")):
                 raise ProvidersError(f'{name} / {key}: input_cost_per_mtok must be a number from 0 to '
                                      f'{MAX_COST_PER_MTOK:,.0f}')
-            for field_name in ("output_cost_per_mtok", "cache_read_cost_per_mtok", "cache_write_cost_per_mtok"):
+            for field_name in ("output_cost_per_mtok", "cache_read_cost_per_mtok", "cache_write_cost_per_mtok",
+                               "cache_write_1h_cost_per_mtok"):
                 v = r.get(field_name)
                 if v is not None and not _valid_cost(v):
                     raise ProvidersError(f'{name} / {key}: {field_name} must be a number from 0 to '

@@ -166,6 +166,38 @@ def test_set_rate_and_billing_day(memstrata_home):
     assert q.billing_cycle_start_day == 15
 
 
+def test_one_hour_cache_write_rate_listed_derived_and_set(memstrata_home):
+    """Anthropic bills a write to its 1-hour cache at 2x the input rate: the shipped Claude entries
+    list it, an Anthropic entry without it derives it, another provider has no such writes (its
+    cache-write rate stands), and `set_rate` files it like the other cache rates."""
+    shipped = Providers.defaults()
+    for model, rate in (("claude-sonnet-4-5", 6.0), ("claude-opus-4-1", 30.0), ("claude-3-5-haiku-1", 1.6)):
+        r = shipped.rate(model, "anthropic")
+        assert (r.cache_write_1h_cost_per_mtok, r.cache_write_1h_listed) == (rate, True), model
+        assert r.cache_write_1h_per_token == pytest.approx(rate / 1e6)
+    assert all("cache_write_1h_cost_per_mtok" in m for m in shipped.data["providers"]["anthropic"]["models"].values())
+    assert "cache_write_1h_cost_per_mtok" not in shipped.data["providers"]["openai"]["models"]["gpt-4o"]
+    gpt = shipped.rate("gpt-4o", "openai")
+    assert gpt.cache_write_1h_cost_per_mtok == gpt.cache_write_cost_per_mtok == 2.5
+    # A file of an earlier release lists no 1-hour rate: derived from the input rate.
+    providers_path().parent.mkdir(parents=True, exist_ok=True)
+    providers_path().write_text(json.dumps({"providers": {"anthropic": {"models": {
+        "claude-sonnet-4*": {"input_cost_per_mtok": 3.0, "output_cost_per_mtok": 15.0,
+                             "cache_read_cost_per_mtok": 0.3, "cache_write_cost_per_mtok": 3.75}}}}}))
+    p = Providers.load()
+    old = p.rate("claude-sonnet-4-5", "anthropic")
+    assert (old.cache_write_1h_cost_per_mtok, old.cache_write_1h_listed, old.cache_rates_listed) == (6.0, False, True)
+    p.set_rate("claude-sonnet-4*", 3.0, cache_write_1h=5.5)
+    p.save()
+    assert Providers.load().rate("claude-sonnet-4-5", "anthropic").cache_write_1h_cost_per_mtok == 5.5
+    with pytest.raises(ProvidersError, match="rate must be"):
+        p.set_rate("claude-sonnet-4*", 3.0, cache_write_1h=-1)
+    providers_path().write_text(json.dumps({"providers": {"anthropic": {"models": {
+        "claude-x": {"input_cost_per_mtok": 3.0, "cache_write_1h_cost_per_mtok": "6"}}}}}))
+    with pytest.raises(ProvidersError, match="cache_write_1h_cost_per_mtok"):
+        Providers.load()
+
+
 def test_invalid_file_is_a_clear_error(memstrata_home):
     memstrata_home.mkdir(parents=True)
     (memstrata_home / "providers.json").write_text("{not json")

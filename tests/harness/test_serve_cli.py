@@ -150,8 +150,17 @@ def test_config_show_and_set(env, memstrata_home):
     assert res.returncode == 0 and "cache read $0.2, cache write $2.5" in res.stdout  # write derived: 1.25x
     entry = json.loads((memstrata_home / "providers.json").read_text())["providers"]["anthropic"]["models"]["claude-x"]
     assert entry == {"input_cost_per_mtok": 2.0, "output_cost_per_mtok": 10.0, "cache_read_cost_per_mtok": 0.2}
+    assert "1-hour cache write $4" in res.stdout  # derived: Anthropic's 2x the input rate
     shown = memstrata("config", "show", env=env).stdout
     assert any(line.startswith("anthropic  claude-x") and line.endswith("*") for line in shown.splitlines())
+    res = memstrata("config", "set", "provider-rate", "claude-x", "2", "--cache-write-1h", "4.5", env=env)
+    assert res.returncode == 0 and "1-hour cache write $4.5" in res.stdout, res.stderr
+    entry = json.loads((memstrata_home / "providers.json").read_text())["providers"]["anthropic"]["models"]["claude-x"]
+    assert entry["cache_write_1h_cost_per_mtok"] == 4.5
+    shown = memstrata("config", "show", env=env).stdout
+    assert "1h write" in shown
+    assert any(line.startswith("anthropic  claude-sonnet-4*") and line.rstrip().endswith("6.000")
+               for line in shown.splitlines())
     for bad in ("-1", "1e308"):  # a sign typed wrong, a figure no provider charges
         res = memstrata("config", "set", "provider-rate", "gpt-4o", bad, env=env)
         assert res.returncode == 2 and "from 0 to 100,000" in res.stderr
