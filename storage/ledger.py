@@ -58,6 +58,9 @@ class LedgerEntry:
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+    # Of cache_write_tokens, those written to Anthropic's 1-hour cache (billed 2x input, not 1.25x);
+    # None: the provider reported no split (every write a 5-minute one).
+    cache_write_1h_tokens: int | None = None
     sources: list[str] = field(default_factory=list)
     slice_symbols: int | None = None
     answer_symbols: int | None = None
@@ -74,6 +77,7 @@ class LedgerEntry:
     cf_input_tokens: int | None = None
     cf_cache_read_tokens: int | None = None
     cf_cache_write_tokens: int | None = None
+    cf_cache_write_1h_tokens: int | None = None   # ... of those writes, the 1-hour ones
     counted: bool = True
     user_label: str | None = None   # who ran the serve process that recorded the row (never a key)
     host_label: str | None = None   # ... and on which machine
@@ -145,6 +149,22 @@ class ModelTotals:
     slice_symbols: int = 0
     answer_symbols: int = 0
     symbol_hits: int = 0
+    # The 1-hour part of each write figure above (Anthropic's 1-hour cache writes cost more than
+    # 5-minute ones): of the reported writes, of saved_write, of the misses re-billed as writes
+    # (in the proportion of the row's reported writes), of the counterfactual's writes, of the
+    # reported writes of rows priced against it, and of the estimate's.
+    cache_write_1h_tokens: int = 0
+    saved_write_1h: float = 0.0
+    miss_write_1h: float = 0.0
+    cf_cache_write_1h_tokens: int = 0
+    cf_reported_write_1h: int = 0
+    est_write_1h: float = 0.0
+    est_miss_write_1h: float = 0.0
+
+
+# ModelTotals' sums that are shares of a row's tokens (fractional), not whole token counts.
+_FRACTIONAL = frozenset({"saved_fresh", "saved_read", "saved_write", "est_fresh", "est_read", "est_write",
+                         "saved_write_1h", "miss_write_1h", "est_write_1h", "est_miss_write_1h"})
 
 
 @dataclass
@@ -170,12 +190,13 @@ _COLUMNS = (
     "slice_symbols", "answer_symbols", "symbol_hits", "duration_ms", "cache_read_tokens", "cache_write_tokens",
     "mode", "conversation", "compaction", "prefix_invalidated_tokens", "miss_write_tokens", "miss_input_tokens",
     "counted", "cf_input_tokens", "cf_cache_read_tokens", "cf_cache_write_tokens", "user_label", "host_label",
+    "cache_write_1h_tokens", "cf_cache_write_1h_tokens",
 )
 _BOOLS = ("stream", "compressed", "compaction", "counted")
 # What complete() may fill in once the counts are known.
 _COMPLETED = ("tokens_original", "tokens_forwarded", "tokens_saved", "sources", "slice_symbols",
               "answer_symbols", "symbol_hits", "counted", "cf_input_tokens", "cf_cache_read_tokens",
-              "cf_cache_write_tokens")
+              "cf_cache_write_tokens", "cf_cache_write_1h_tokens")
 
 
 def _value(e: LedgerEntry, col: str):
@@ -529,7 +550,18 @@ def totals(store: Store, since: float | None = None, until: float | None = None,
                sum(measured),
                sum(CASE WHEN measured = 1 THEN slice_symbols ELSE 0 END),
                sum(CASE WHEN measured = 1 THEN answer_symbols ELSE 0 END),
-               sum(CASE WHEN measured = 1 THEN symbol_hits ELSE 0 END)
+               sum(CASE WHEN measured = 1 THEN symbol_hits ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN coalesce(cache_write_1h_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND billed > 0
+                        THEN saved_f * (coalesce(cache_write_tokens, 0) - miss_write_tokens) / billed * f1h
+                        ELSE 0 END),
+               sum(CASE WHEN ok = 1 THEN miss_write_tokens * f1h ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN coalesce(cf_cache_write_1h_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 1 THEN coalesce(cache_write_1h_tokens, 0) ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 0 AND billed > 0
+                        THEN saved_f * (coalesce(cache_write_tokens, 0) - miss_write_tokens) / billed * f1h
+                        ELSE 0 END),
+               sum(CASE WHEN ok = 1 AND cf = 0 THEN miss_write_tokens * f1h ELSE 0 END)
         FROM (
             SELECT *,
                    CASE WHEN status BETWEEN 200 AND 299 AND coalesce(error, '') <> 'not_an_answer'
@@ -538,6 +570,12 @@ def totals(store: Store, since: float | None = None, until: float | None = None,
                    CAST(coalesce(input_tokens, 0) + coalesce(cache_read_tokens, 0)
                         + coalesce(cache_write_tokens, 0) AS DOUBLE PRECISION) AS billed,
                    CAST(tokens_saved AS DOUBLE PRECISION) AS saved_f,
+                   -- the 1-hour share of the reported writes of the row: the part of its
+                   -- write-priced figures (saved, missed) billed at the 1-hour rate (no quote
+                   -- marks in these comments: the PostgreSQL placeholder rewrite reads them)
+                   CASE WHEN coalesce(cache_write_tokens, 0) > 0
+                        THEN CAST(coalesce(cache_write_1h_tokens, 0) AS DOUBLE PRECISION) / cache_write_tokens
+                        ELSE 0 END AS f1h,
                    CASE WHEN slice_symbols IS NOT NULL AND answer_symbols IS NOT NULL
                              AND symbol_hits IS NOT NULL THEN 1 ELSE 0 END AS measured
             FROM ledger{where}
@@ -548,8 +586,7 @@ def totals(store: Store, since: float | None = None, until: float | None = None,
     out = []
     names = [f.name for f in fields(ModelTotals)][4:]
     for r in store.execute(sql, tuple(params)):
-        values = {n: (float(v or 0) if n.startswith(("saved_", "est_")) and "miss" not in n else int(v or 0))
-                  for n, v in zip(names, r[4:])}
+        values = {n: (float(v or 0) if n in _FRACTIONAL else int(v or 0)) for n, v in zip(names, r[4:])}
         out.append(ModelTotals(r[0], r[1], r[2], r[3], **values))
     return out
 

@@ -196,6 +196,11 @@ PG_MIGRATIONS: list[str] = [
     """
     ALTER TABLE symbol_terms DROP CONSTRAINT IF EXISTS symbol_terms_file_id_fkey;
     """,
+    # 4: the SQLite chain's step 12: the 1-hour part of the reported and counterfactual cache writes.
+    """
+    ALTER TABLE ledger ADD COLUMN cache_write_1h_tokens integer;
+    ALTER TABLE ledger ADD COLUMN cf_cache_write_1h_tokens integer;
+    """,
 ]
 
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

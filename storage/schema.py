@@ -238,6 +238,14 @@ MIGRATIONS: list[str] = [
     DROP TABLE symbols_fts;
     ALTER TABLE symbols_fts_full RENAME TO symbols_fts;
     """,
+    # 12: Anthropic's 1-hour cache writes (cache_control "ttl": "1h"), billed at 2x the input rate
+    # where 5-minute writes cost 1.25x: the part of cache_write_tokens the provider reported as
+    # usage.cache_creation.ephemeral_1h_input_tokens, and the same part of the counterfactual's
+    # writes.  NULL on rows written before and where the provider reported no split (all 5-minute).
+    """
+    ALTER TABLE ledger ADD COLUMN cache_write_1h_tokens INTEGER;
+    ALTER TABLE ledger ADD COLUMN cf_cache_write_1h_tokens INTEGER;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -181,8 +181,9 @@ def _window_lines(w: WindowSavings, answers: bool) -> list[str]:
         f"  tokens saved:   {w.tokens_saved:,} of {w.tokens_original:,}{share}",
     ]
     if w.usage_requests:
+        one_hour = f" ({w.cache_write_1h_tokens:,} of them 1-hour)" if w.cache_write_1h_tokens else ""
         lines.append(f"  provider usage: {w.input_tokens:,} input, {w.cache_read_tokens:,} cache read, "
-                     f"{w.cache_write_tokens:,} cache write, {w.output_tokens:,} output tokens")
+                     f"{w.cache_write_tokens:,} cache write{one_hour}, {w.output_tokens:,} output tokens")
     lines.append(f"  dollars saved:  {_dollars(w)}")
     if answers and w.measured:
         # recall is undefined while no measured answer named a project symbol (and

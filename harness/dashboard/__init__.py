@@ -68,6 +68,7 @@ def _request(e: ledger.LedgerEntry) -> dict:
         "tokens_before": e.tokens_original if e.counted else None,
         "tokens_after": e.tokens_forwarded if e.counted else None,
         "sources": e.sources, "cache_read_tokens": e.cache_read_tokens, "cache_write_tokens": e.cache_write_tokens,
+        "cache_write_1h_tokens": e.cache_write_1h_tokens,
         "input_tokens": e.input_tokens, "output_tokens": e.output_tokens, "compaction": e.compaction,
         "duration_ms": e.duration_ms, "session_id": e.session_id,
     }

@@ -121,7 +121,10 @@ class Answer:
     its ``prompt_tokens_details.cached_tokens``.  ``cache_read_tokens`` are
     Anthropic's ``cache_read_input_tokens`` / OpenAI's ``cached_tokens``;
     ``cache_write_tokens`` Anthropic's ``cache_creation_input_tokens``
-    (OpenAI reports none: ``None``).
+    (OpenAI reports none: ``None``), of which ``cache_write_1h_tokens`` went to
+    its 1-hour cache (``cache_creation.ephemeral_1h_input_tokens``, billed at 2x
+    the input rate where 5-minute writes cost 1.25x; ``None`` when the usage has
+    no such split: every write a 5-minute one).
     """
 
     text: str = ""
@@ -129,6 +132,7 @@ class Answer:
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
 
     def merge_anthropic(self, usage: dict) -> None:
         """Anthropic usage: ``message_start`` carries the input side, ``message_delta``
@@ -139,6 +143,11 @@ class Answer:
             v = _int(usage.get(key))
             if v is not None:
                 setattr(self, attr, v)
+        split = usage.get("cache_creation")
+        if isinstance(split, dict):
+            v = _int(split.get("ephemeral_1h_input_tokens"))
+            if v is not None:
+                self.cache_write_1h_tokens = v
 
     def set_responses(self, usage: dict) -> None:
         """Responses API usage: ``input_tokens`` with ``input_tokens_details.cached_tokens``."""

@@ -300,7 +300,8 @@ def _build_mcp(ws, harness: Harness, extra_hosts: Iterable[str]):
 _OPENAI_ROOTS = frozenset({"chat", "responses", "completions", "embeddings", "models", "moderations"})
 _WINDOW_FIELDS = (
     "requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded", "tokens_saved",
-    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "compactions",
+    "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens",
+    "compactions",
     "prefix_invalidated_tokens", "dollar_saved_gross", "cache_miss_dollars", "dollar_saved", "dollar_spent",
     "cf_requests", "bill_direct", "bill_proxied",
     "unpriced_tokens_saved", "top_model",

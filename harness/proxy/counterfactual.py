@@ -64,6 +64,7 @@ class Split:
     cache_read: int = 0
     cache_write: int = 0
     blocks: int = 0   # prompt blocks (tool definitions, system parts, content blocks): the same sent or forwarded
+    cache_write_1h: int = 0   # of cache_write, the tokens written to Anthropic's 1-hour cache
 
     @property
     def total(self) -> int:
@@ -419,12 +420,13 @@ class TextRatio:
 
 
 def scaled(split: Split, reported_total: int | None, forwarded_tokens: int,
-           framing: int = 0, text_ratio: float | None = None) -> tuple[int, int, int] | None:
+           framing: int = 0, text_ratio: float | None = None) -> tuple[int, int, int, int] | None:
     """``split`` in the provider's tokens: its texts scaled by the provider's count of the forwarded
     request's texts over ours (the provider's count less ``framing``), plus that framing.  With
     ``text_ratio`` (a request that also holds images or files, billed apart), the texts the proxy
     removed are added to the provider's count at that ratio, and nothing else is scaled.
-    None when the provider reported no usage (nothing to scale by)."""
+    Returns (input, cache read, cache write, of those writes the 1-hour ones); None when the provider
+    reported no usage (nothing to scale by)."""
     if reported_total is None or forwarded_tokens <= 0:
         return None
     framing = min(framing, reported_total)
@@ -436,4 +438,4 @@ def scaled(split: Split, reported_total: int | None, forwarded_tokens: int,
         total = round(split.total * r) + framing
     k = total / split.total if split.total else r
     read, write = round(split.cache_read * k), round(split.cache_write * k)
-    return total - read - write, read, write
+    return total - read - write, read, write, min(round(split.cache_write_1h * k), write)

@@ -116,9 +116,10 @@ class Counting:
     def tokens(self) -> tuple[int, int] | None:
         return (self.original, self.forwarded) if self.done else None
 
-    def counterfactual_usage(self, ans: Answer) -> tuple[int, int, int] | None:
-        """(input, cache read, cache write) the provider would have billed for the unmodified request,
-        in its own tokens; None until counted or when it reported no usage."""
+    def counterfactual_usage(self, ans: Answer) -> tuple[int, int, int, int] | None:
+        """(input, cache read, cache write, of those writes the 1-hour ones) the provider would have
+        billed for the unmodified request, in its own tokens; None until counted or when it reported
+        no usage."""
         if not self.done or self.counterfactual is None or ans.input_tokens is None:
             return None
         reported = ans.input_tokens + (ans.cache_read_tokens or 0) + (ans.cache_write_tokens or 0)
@@ -139,7 +140,8 @@ class Counting:
             # Forwarded as the client sent it: the provider billed the very request the counterfactual
             # prices, by its own count and cache.  (The shadow's estimate can differ from it: it counts
             # in cl100k, so a prefix near the provider's cacheable minimum may fall on the other side.)
-            return ans.input_tokens, ans.cache_read_tokens or 0, ans.cache_write_tokens or 0
+            return (ans.input_tokens, ans.cache_read_tokens or 0, ans.cache_write_tokens or 0,
+                    ans.cache_write_1h_tokens or 0)
         ratio = None
         if uncounted:
             ratio = self.text_ratio.get(key) if self.text_ratio is not None else None
@@ -193,7 +195,7 @@ def miss_split(invalidated: int, api: str, ans: Answer) -> tuple[int, int]:
 def _set_counterfactual(e: LedgerEntry, counting: Counting, ans: Answer) -> None:
     usage = counting.counterfactual_usage(ans)
     if usage is not None:
-        e.cf_input_tokens, e.cf_cache_read_tokens, e.cf_cache_write_tokens = usage
+        e.cf_input_tokens, e.cf_cache_read_tokens, e.cf_cache_write_tokens, e.cf_cache_write_1h_tokens = usage
 
 
 class Recorder:
@@ -384,6 +386,7 @@ class Recorder:
             session_id=it.session_id if it.session_id is not None else self.session_id,
             input_tokens=ans.input_tokens, output_tokens=ans.output_tokens,
             cache_read_tokens=ans.cache_read_tokens, cache_write_tokens=ans.cache_write_tokens,
+            cache_write_1h_tokens=ans.cache_write_1h_tokens,
             mode=getattr(comp, "mode", None), conversation=getattr(comp, "conversation", None),
             compaction=bool(getattr(comp, "compaction", False)), prefix_invalidated_tokens=invalidated,
             miss_write_tokens=miss_write, miss_input_tokens=miss_input,

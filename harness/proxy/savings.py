@@ -59,24 +59,42 @@ class Dollars:
     saved: float = 0.0          # bill_direct - bill_proxied, plus the estimate for rows without them
 
 
+def writes_cost(tokens: float, tokens_1h: float, rate: Rate) -> float:
+    """Cache writes at their rates: Anthropic bills a write to its 1-hour cache at 2x the input rate
+    where a 5-minute one costs 1.25x, so ``tokens_1h`` of the ``tokens`` are priced apart."""
+    return (tokens - tokens_1h) * rate.cache_write_per_token + tokens_1h * rate.cache_write_1h_per_token
+
+
+def misses_cost(write: float, write_1h: float, input_: float, rate: Rate) -> float:
+    """What re-billing cached tokens cost beyond the cache reads they would have been: ``write`` as
+    cache writes (``write_1h`` of them 1-hour ones), ``input_`` at the full input rate."""
+    read = rate.cache_read_per_token
+    return ((write - write_1h) * max(rate.cache_write_per_token - read, 0.0)
+            + write_1h * max(rate.cache_write_1h_per_token - read, 0.0)
+            + input_ * max(rate.input_per_token - read, 0.0))
+
+
 def price(t: ModelTotals, rate: Rate) -> Dollars:
     """The dollar figures of ``t``'s token sums at ``rate``."""
-    inp, read, write = rate.input_per_token, rate.cache_read_per_token, rate.cache_write_per_token
-    gross = t.saved_fresh * inp + t.saved_read * read + t.saved_write * write
-    miss = (t.miss_write_tokens * max(write - read, 0.0) + t.miss_input_tokens * max(inp - read, 0.0))
-    direct = t.cf_input_tokens * inp + t.cf_cache_read_tokens * read + t.cf_cache_write_tokens * write
-    proxied = t.cf_reported_input * inp + t.cf_reported_read * read + t.cf_reported_write * write
-    estimate = (t.est_fresh * inp + t.est_read * read + t.est_write * write
-                - t.est_miss_write * max(write - read, 0.0) - t.est_miss_input * max(inp - read, 0.0))
+    inp, read = rate.input_per_token, rate.cache_read_per_token
+    gross = t.saved_fresh * inp + t.saved_read * read + writes_cost(t.saved_write, t.saved_write_1h, rate)
+    miss = misses_cost(t.miss_write_tokens, t.miss_write_1h, t.miss_input_tokens, rate)
+    direct = (t.cf_input_tokens * inp + t.cf_cache_read_tokens * read
+              + writes_cost(t.cf_cache_write_tokens, t.cf_cache_write_1h_tokens, rate))
+    proxied = (t.cf_reported_input * inp + t.cf_reported_read * read
+               + writes_cost(t.cf_reported_write, t.cf_reported_write_1h, rate))
+    estimate = (t.est_fresh * inp + t.est_read * read + writes_cost(t.est_write, t.est_write_1h, rate)
+                - misses_cost(t.est_miss_write, t.est_miss_write_1h, t.est_miss_input, rate))
     out = rate.output_per_token
     spent = None if out is None and t.output_tokens else (
-        t.input_tokens * inp + t.cache_read_tokens * read + t.cache_write_tokens * write
-        + t.output_tokens * (out or 0.0))
+        t.input_tokens * inp + t.cache_read_tokens * read
+        + writes_cost(t.cache_write_tokens, t.cache_write_1h_tokens, rate) + t.output_tokens * (out or 0.0))
     return Dollars(gross, miss, spent, direct, proxied, direct - proxied + estimate)
 
 
 _SUMMED = ("requests", "ok_requests", "compressed_requests", "tokens_original", "tokens_forwarded", "tokens_saved",
-           "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "usage_requests",
+           "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens",
+           "usage_requests",
            "compactions", "prefix_invalidated_tokens", "miss_write_tokens", "miss_input_tokens", "measured",
            "cf_requests")
 
@@ -94,6 +112,7 @@ class WindowSavings:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0         # of the cache writes, those to Anthropic's 1-hour cache
     usage_requests: int = 0
     compactions: int = 0
     prefix_invalidated_tokens: int = 0
@@ -187,9 +206,11 @@ def _summed(w: WindowSavings, totals: list[ModelTotals], providers: Providers | 
         w.models.append({
             "provider": t.provider, "model": t.model, "requests": t.requests, "tokens_saved": t.tokens_saved,
             "cache_read_tokens": t.cache_read_tokens, "cache_write_tokens": t.cache_write_tokens,
+            "cache_write_1h_tokens": t.cache_write_1h_tokens,
             "input_cost_per_mtok": rate.input_cost_per_mtok if rate else None,
             "cache_read_cost_per_mtok": rate.cache_read_cost_per_mtok if rate else None,
             "cache_write_cost_per_mtok": rate.cache_write_cost_per_mtok if rate else None,
+            "cache_write_1h_cost_per_mtok": rate.cache_write_1h_cost_per_mtok if rate else None,
             "dollar_saved": None if dollars is None else _round(dollars.saved),
             "cache_miss_dollars": None if dollars is None else _round(dollars.miss_cost),
         })

@@ -320,3 +320,87 @@ def test_parse_answer_cache_fields():
     o = parse_answer("openai", False, json.dumps({"choices": [], "usage": {
         "prompt_tokens": 2000, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 1536}}}).encode())
     assert (o.input_tokens, o.cache_read_tokens, o.cache_write_tokens, o.output_tokens) == (464, 1536, None, 4)
+
+
+# -- Anthropic's 1-hour cache -------------------------------------------------------------
+
+ONE_HOUR_USAGE = {"input_tokens": 100, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 100_000,
+                  "cache_creation": {"ephemeral_5m_input_tokens": 40_000, "ephemeral_1h_input_tokens": 60_000},
+                  "output_tokens": 10}
+
+
+def test_parse_answer_one_hour_cache_writes():
+    """The 1-hour part of the writes is read from usage.cache_creation, in a JSON answer and in a stream
+    (message_start's usage, and message_delta's where newer streams repeat the input side)."""
+    a = parse_answer("anthropic", False, anthropic_json(ONE_HOUR_USAGE))
+    assert (a.cache_write_tokens, a.cache_write_1h_tokens) == (100_000, 60_000)
+    start = {**ONE_HOUR_USAGE, "output_tokens": 1}
+    sse = (b'event: message_start\ndata: ' + json.dumps({"type": "message_start", "message": {"usage": start}}).encode()
+           + b'\n\nevent: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":9}}\n\n')
+    a = parse_answer("anthropic", True, sse)
+    assert (a.cache_write_tokens, a.cache_write_1h_tokens, a.output_tokens) == (100_000, 60_000, 9)
+    late = {"input_tokens": 100, "cache_creation_input_tokens": 500, "output_tokens": 9,
+            "cache_creation": {"ephemeral_5m_input_tokens": 200, "ephemeral_1h_input_tokens": 300}}
+    sse = (b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":100,'
+           b'"cache_creation_input_tokens":500,"output_tokens":1}}}\n\n'
+           b'event: message_delta\ndata: ' + json.dumps({"type": "message_delta", "usage": late}).encode() + b'\n\n')
+    assert parse_answer("anthropic", True, sse).cache_write_1h_tokens == 300
+    # no split reported (an older API version): every write is a 5-minute one
+    plain = {k: v for k, v in ONE_HOUR_USAGE.items() if k != "cache_creation"}
+    assert parse_answer("anthropic", False, anthropic_json(plain)).cache_write_1h_tokens is None
+
+
+def test_one_hour_cache_writes_are_billed_at_their_rate(ws):
+    """The new user's report: a request with a 1-hour breakpoint, forwarded as sent, whose 100,000
+    written tokens the provider billed at 2x the input rate.  Its row keeps the split, and every bill
+    prices 5-minute writes at 1.25x and 1-hour ones at 2x: the prompt cost $0.6003, not $0.3753."""
+    store = ws.store
+    rec = Recorder(ws, None, None, providers=Providers.defaults())
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 10,
+            "system": [{"type": "text", "text": "long system prompt " * 500,
+                        "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+            "messages": [{"role": "user", "content": "hi"}]}
+    usage = {**ONE_HOUR_USAGE, "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 100_000}}
+    try:
+        before = ledger.count(store)
+        counting = rec.begin(body, None, "anthropic", family="anthropic", model="claude-sonnet-4-5", arrived=3000.0)
+        rec.commit(Finished(time=3000.0, endpoint="anthropic.messages", api="anthropic", provider="anthropic",
+                            model="claude-sonnet-4-5", stream=False, status=200, error=None, body=body,
+                            compression=None, response=anthropic_json(usage), duration_ms=5.0, session_id=None,
+                            counting=counting))
+        rec.flush()
+    finally:
+        rec.close()
+    (row,) = ledger.entries(store, limit=10_000)[before:]
+    assert (row.cache_write_tokens, row.cache_write_1h_tokens) == (100_000, 100_000)
+    assert (row.cf_cache_write_tokens, row.cf_cache_write_1h_tokens) == (100_000, 100_000)  # the very request
+    w = window(store, 2999.0, Providers.defaults(), until=3001.0)
+    assert w.cache_write_1h_tokens == 100_000
+    assert w.bill_proxied == pytest.approx((100 * 3.0 + 100_000 * 6.0) / 1e6)
+    assert w.bill_direct == w.bill_proxied and w.dollar_saved == 0
+    assert w.dollar_spent == pytest.approx((100 * 3.0 + 100_000 * 6.0 + 10 * 15.0) / 1e6)
+
+
+def test_one_hour_share_of_saved_and_missed_writes_is_priced_at_the_one_hour_rate(tmp_path):
+    """The estimate's figures priced at the write rate (the saved tokens' write share, the misses
+    re-billed as writes) split like the row's reported writes: here 3/4 of them 1-hour ones."""
+    p = Providers.defaults()
+    rate = p.rate("claude-sonnet-4-6", "anthropic")
+    e = LedgerEntry(time=10.0, endpoint="anthropic.messages", provider="anthropic", model="claude-sonnet-4-6",
+                    tokens_original=3000, tokens_forwarded=2000, status=200, compressed=True, input_tokens=100,
+                    cache_read_tokens=800, cache_write_tokens=400, cache_write_1h_tokens=300, output_tokens=10,
+                    miss_write_tokens=200)
+    with Store(tmp_path / "index.db") as store:
+        ledger.record(store, [e])
+        w = savings_report(store, since=0, now=20.0, providers=p).session
+    w5, w1, r, i = (rate.cache_write_per_token, rate.cache_write_1h_per_token, rate.cache_read_per_token,
+                    rate.input_per_token)
+    assert w1 == pytest.approx(2 * i)
+    billed = 100 + 800 + 400
+    saved_write = 1000 * (400 - 200) / billed
+    gross = 1000 * 100 / billed * i + 1000 * (800 + 200) / billed * r + saved_write * (0.25 * w5 + 0.75 * w1)
+    miss = 200 * (0.25 * (w5 - r) + 0.75 * (w1 - r))
+    assert w.dollar_saved_gross == pytest.approx(gross, abs=2e-6)  # figures are rounded to 6 decimals
+    assert w.cache_miss_dollars == pytest.approx(miss, abs=2e-6)  # figures are rounded to 6 decimals
+    assert w.dollar_saved == pytest.approx(gross - miss, abs=2e-6)  # figures are rounded to 6 decimals  # no counterfactual: the estimate
+    assert w.dollar_spent == pytest.approx(100 * i + 800 * r + 100 * w5 + 300 * w1 + 10 * 15e-6, abs=2e-6)  # figures are rounded to 6 decimals

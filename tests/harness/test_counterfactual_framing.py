@@ -67,7 +67,7 @@ def test_small_saving_on_a_cached_conversation_is_reported_within_2_percent(fram
                 c = Counting(sent, comp, "anthropic", shadow=shadow, family=ANTHROPIC_FAMILY, model=MODEL,
                              arrived=now, framing=est)
                 c.run()
-                i, r, w = c.counterfactual_usage(ans)
+                i, r, w, _ = c.counterfactual_usage(ans)
                 reported[kind] += (i * 3.0 + r * 0.3 + w * 3.75) / 1e6 - proxied
     prompt_only = {**ANTHROPIC_RATES, "output": 0.0}
     true_saving = direct.total(prompt_only) - through.total(prompt_only)
@@ -112,7 +112,7 @@ def test_images_beside_the_texts_do_not_inflate_the_saving():
                      family=NO_CACHE, model=MODEL, text_ratio=learnt)
         c.run()
         billed = round(prompt_tokens(fwd, "anthropic") * ratio) + per_image * images
-        i, r, w = c.counterfactual_usage(Answer(input_tokens=billed, cache_read_tokens=0, cache_write_tokens=0))
+        i, r, w, _ = c.counterfactual_usage(Answer(input_tokens=billed, cache_read_tokens=0, cache_write_tokens=0))
         saved.append(i + r + w - billed)
     removed = round((prompt_tokens(sent, "anthropic") - prompt_tokens(fwd, "anthropic")) * ratio)
     assert saved == [pytest.approx(removed, rel=0.01)] * 4, saved

@@ -58,6 +58,7 @@ def sample_entries(session_id: int | None) -> list[LedgerEntry]:
             input_tokens=3_000 + i if usage else None, output_tokens=200 + i if usage else None,
             cache_read_tokens=(900 + 7 * i) if usage and i % 2 else None,
             cache_write_tokens=(50 + i) if usage and i % 4 == 1 else None,
+            cache_write_1h_tokens=(20 + i) if usage and i % 8 == 1 else None,
             sources=[f"app/m{i % 4}.py", f"app/m{(i + 1) % 4}.py"][: i % 3],
             slice_symbols=5 if i % 4 == 0 else None, answer_symbols=3 if i % 4 == 0 else None,
             symbol_hits=2 if i % 4 == 0 else None, duration_ms=12.5 + i, session_id=session_id,
@@ -66,6 +67,7 @@ def sample_entries(session_id: int | None) -> list[LedgerEntry]:
             cf_input_tokens=9_000 + i if usage and i % 2 == 0 else None,
             cf_cache_read_tokens=800 if usage and i % 2 == 0 else None,
             cf_cache_write_tokens=0 if usage and i % 2 == 0 else None,
+            cf_cache_write_1h_tokens=0 if usage and i % 4 == 0 else None,
             user_label=("alice", "bob")[i % 2], host_label=("laptop-a", "ci-runner", "laptop-b")[i % 3]))
     return out
 
