@@ -15,7 +15,10 @@ by the provider's published caching rules:
   last breakpoint is written (1.25x), what follows is plain input.  Prefixes
   shorter than the model's minimum (1,024 tokens; 2,048 for Haiku 3/3.5;
   4,096 for Haiku 4.5 and Opus 4.5) are never cached.  An entry lives 5
-  minutes, renewed by every hit.
+  minutes, renewed by every hit -- or an hour, when its breakpoint is marked
+  ``"ttl": "1h"``: then the writes up to the last such breakpoint after the
+  hit are 1-hour writes (2x), the rest up to the last breakpoint 5-minute
+  ones (Anthropic's "mixing TTLs" rule: positions A, B and C).
 * **OpenAI** (automatic prefix caching, chat completions and responses):
   every prompt of 1,024 tokens or more is cached; a later prompt reads the
   longest prefix it shares with one cached, in 128-token steps from 1,024.
@@ -49,6 +52,7 @@ OPENAI_FAMILY = "openai"
 NO_CACHE = "none"
 
 TTL_SECONDS = 300.0
+ONE_HOUR_SECONDS = 3600.0   # a breakpoint marked "ttl": "1h"
 MAX_BREAKPOINTS = 4
 LOOKBACK_BLOCKS = 20
 OPENAI_MIN_TOKENS = 1024
@@ -76,6 +80,7 @@ class PromptBlock:
     digest: bytes     # digest of the prompt up to and including this block
     tokens: int       # cl100k tokens up to and including this block
     marked: bool      # carries a cache_control breakpoint
+    one_hour: bool = False   # ... marked "ttl": "1h": its entry lives an hour, written at the 1-hour rate
 
 
 def cache_family(api: str, provider: str | None) -> str:
@@ -103,23 +108,24 @@ def prompt_blocks(body: dict, api: str, model: str | None = None) -> list[Prompt
     out: list[PromptBlock] = []
     h = hashlib.blake2b(f"{api}\0{model or ''}".encode(), digest_size=16).digest()
     total = 0
-    for key, tokens, marked in _keyed_blocks(body, api):
+    for key, tokens, mark in _keyed_blocks(body, api):
         total += tokens
         h = hashlib.blake2b(h + key, digest_size=16).digest()
-        out.append(PromptBlock(h, total, marked))
+        out.append(PromptBlock(h, total, mark is not None, mark == ONE_HOUR))
     if api == ANTHROPIC and isinstance(body.get("cache_control"), dict) and out:
-        out[-1] = PromptBlock(out[-1].digest, out[-1].tokens, True)
+        out[-1] = PromptBlock(out[-1].digest, out[-1].tokens, True, _lifetime(body["cache_control"]) == ONE_HOUR)
     return out
 
 
-def _keyed_blocks(body: dict, api: str) -> Iterator[tuple[bytes, int, bool]]:
-    """(the block's digest, markers left out; the tokens of its texts; marked), block by block."""
+def _keyed_blocks(body: dict, api: str) -> Iterator[tuple[bytes, int, str | None]]:
+    """(the block's digest, markers left out; the tokens of its texts; its mark, see :func:`_mark`),
+    block by block."""
     if api != RESPONSES and _plain_tools(body, api):
         # Every tool is a block of its own, the same in every request of every conversation:
         # remembered, they are not written out as JSON and counted again on each request.
         for tool in body["tools"]:
             key, tokens = _tool_block(tool, api)
-            yield key, tokens, isinstance(tool, dict) and "cache_control" in tool
+            yield key, tokens, _mark(tool)
         blocks = _raw_blocks(body, api, tools=False)
     else:
         blocks = _raw_blocks(body, api)
@@ -163,40 +169,40 @@ def _tool_block(tool, api: str) -> tuple[bytes, int]:
     return entry
 
 
-def _raw_blocks(body: dict, api: str, tools: bool = True) -> Iterator[tuple[object, list[str], bool]]:
-    """(what identifies the block, its texts, marked) in the order the provider caches them.
+def _raw_blocks(body: dict, api: str, tools: bool = True) -> Iterator[tuple[object, list[str], str | None]]:
+    """(what identifies the block, its texts, its mark) in the order the provider caches them.
     The texts are exactly :func:`.analysis.prompt_texts`'s, so the blocks sum to the request's count."""
     if api == RESPONSES:
         if body.get("instructions") is not None:
-            yield ("instructions", body["instructions"]), list(content_texts(body["instructions"])), False
+            yield ("instructions", body["instructions"]), list(content_texts(body["instructions"])), None
         for tool, text in zip(_tools(body), tool_definitions(body, api)):
-            yield ("tool", tool), [text], False
+            yield ("tool", tool), [text], None
         view = chat_view(body)
         for item, msg in zip(_items(body), view["messages"] if view else []):
-            yield ("item", item), list(message_texts(msg, OPENAI)), False
+            yield ("item", item), list(message_texts(msg, OPENAI)), None
         return
     if tools:
         tools = _tools(body)
         definitions = list(tool_definitions(body, api))
         for k, text in enumerate(definitions):
             tool = tools[k] if k < len(tools) else ("function", k)
-            yield ("tool", tool), [text], isinstance(tool, dict) and "cache_control" in tool
+            yield ("tool", tool), [text], _mark(tool)
     if api == ANTHROPIC:
         system = body.get("system")
         if isinstance(system, list):
             for part in system:
-                yield ("system", part), list(content_texts([part])), _marked(part)
+                yield ("system", part), list(content_texts([part])), _mark(part)
         elif system is not None:
-            yield ("system", system), list(content_texts(system)), False
+            yield ("system", system), list(content_texts(system)), None
     for m in body.get("messages") or []:
         if not isinstance(m, dict):
-            yield ("message", m), [], False
+            yield ("message", m), [], None
         elif api == ANTHROPIC and isinstance(m.get("content"), list):
             role = m.get("role")
             for part in m["content"]:
-                yield ("part", role, part), list(content_texts([part])), _marked(part)
+                yield ("part", role, part), list(content_texts([part])), _mark(part)
         else:
-            yield ("message", m), list(message_texts(m, api)), _marked(m)
+            yield ("message", m), list(message_texts(m, api)), _mark(m)
 
 
 def _tools(body: dict) -> list:
@@ -213,13 +219,25 @@ def _items(body: dict) -> list:
     return list(items) if isinstance(items, list) else []
 
 
-def _marked(part) -> bool:
+FIVE_MINUTES, ONE_HOUR = "5m", "1h"
+
+
+def _lifetime(control) -> str:
+    """The lifetime a ``cache_control`` value asks for: Anthropic's ``"ttl": "1h"``, else its default 5m."""
+    return ONE_HOUR if isinstance(control, dict) and control.get("ttl") == ONE_HOUR else FIVE_MINUTES
+
+
+def _mark(part) -> str | None:
+    """The lifetime of the breakpoint ``part`` carries (its own ``cache_control``, else that of the last
+    block inside it that has one, nearest the prefix's end), None when it carries none."""
     if not isinstance(part, dict):
-        return False
+        return None
     if "cache_control" in part:
-        return True
+        return _lifetime(part["cache_control"])
     inner = part.get("content")
-    return isinstance(inner, list) and any(isinstance(x, dict) and "cache_control" in x for x in inner)
+    marks = [x["cache_control"] for x in inner if isinstance(x, dict) and "cache_control" in x] \
+        if isinstance(inner, list) else []
+    return _lifetime(marks[-1]) if marks else None
 
 
 class ShadowCache:
@@ -230,11 +248,14 @@ class ShadowCache:
     share those entries.  Bounded to ``max_entries``, least recently used out.
     """
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, ttl: float = TTL_SECONDS):
-        self._entries: OrderedDict[bytes, float] = OrderedDict()   # digest -> expires at
+    def __init__(self, max_entries: int = MAX_ENTRIES, ttl: float = TTL_SECONDS,
+                 long_ttl: float = ONE_HOUR_SECONDS):
+        # digest -> (expires at, lifetime): a hit renews an entry for the lifetime it was written with
+        self._entries: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
         self.max_entries = max_entries
         self.ttl = ttl
+        self.long_ttl = long_ttl
 
     def bill(self, body: dict, api: str, family: str, model: str | None, now: float,
              blocks: list[PromptBlock] | None = None) -> Split:
@@ -250,14 +271,16 @@ class ShadowCache:
                 split = self._anthropic(blocks, total, anthropic_min_tokens(model), now)
             else:
                 split = self._openai(blocks, total, now)
-        return Split(split.input, split.cache_read, split.cache_write, len(blocks))
+        return Split(split.input, split.cache_read, split.cache_write, len(blocks), split.cache_write_1h)
 
     def _live(self, digest: bytes, now: float) -> bool:
-        expires = self._entries.get(digest)
-        return expires is not None and expires > now
+        entry = self._entries.get(digest)
+        return entry is not None and entry[0] > now
 
-    def _put(self, digest: bytes, now: float) -> None:
-        self._entries[digest] = now + self.ttl
+    def _put(self, digest: bytes, now: float, lifetime: float | None = None) -> None:
+        if lifetime is None:
+            lifetime = self.ttl
+        self._entries[digest] = (now + lifetime, lifetime)
         self._entries.move_to_end(digest)
         while len(self._entries) > self.max_entries:
             self._entries.popitem(last=False)
@@ -276,15 +299,21 @@ class ShadowCache:
                     break
         read = blocks[hit].tokens if hit >= 0 else 0
         if hit >= 0:
-            self._put(blocks[hit].digest, now)  # a hit renews the entry's lifetime
+            digest = blocks[hit].digest
+            self._put(digest, now, self._entries[digest][1])  # a hit renews the entry's own lifetime
         last = breakpoints[-1]
-        write = 0
+        write = write_1h = 0
         if last > hit and blocks[last].tokens >= minimum:
+            # Anthropic's rule for mixed lifetimes: A the hit (read), B the last 1-hour breakpoint after
+            # it (A to B written at the 1-hour rate), C the last breakpoint (B to C at the 5-minute
+            # rate).  A 1-hour breakpoint under the minimum caches nothing, so it is no B.
+            written = [bp for bp in breakpoints if bp > hit and blocks[bp].tokens >= minimum]
             write = blocks[last].tokens - read
-            for bp in breakpoints:
-                if bp > hit and blocks[bp].tokens >= minimum:
-                    self._put(blocks[bp].digest, now)
-        return Split(input=total - read - write, cache_read=read, cache_write=write)
+            long = [bp for bp in written if blocks[bp].one_hour]
+            write_1h = blocks[long[-1]].tokens - read if long else 0
+            for bp in written:
+                self._put(blocks[bp].digest, now, self.long_ttl if blocks[bp].one_hour else self.ttl)
+        return Split(input=total - read - write, cache_read=read, cache_write=write, cache_write_1h=write_1h)
 
     def _openai(self, blocks: list[PromptBlock], total: int, now: float) -> Split:
         shared = 0

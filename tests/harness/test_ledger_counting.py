@@ -51,12 +51,13 @@ def computed_blocks(body, api, model):
     out = []
     h = hashlib.blake2b(f"{api}\0{model or ''}".encode(), digest_size=16).digest()
     total = 0
-    for key, texts, marked in _raw_blocks(body, api):
+    for key, texts, mark in _raw_blocks(body, api):
         total += sum(count_tokens(t) for t in texts)
         h = hashlib.blake2b(h + message_key(list(key)), digest_size=16).digest()
-        out.append(counterfactual.PromptBlock(h, total, marked))
+        out.append(counterfactual.PromptBlock(h, total, mark is not None, mark == "1h"))
     if api == "anthropic" and isinstance(body.get("cache_control"), dict) and out:
-        out[-1] = counterfactual.PromptBlock(out[-1].digest, out[-1].tokens, True)
+        out[-1] = counterfactual.PromptBlock(out[-1].digest, out[-1].tokens, True,
+                                             body["cache_control"].get("ttl") == "1h")
     return out
 
 
@@ -70,6 +71,8 @@ BODIES = [
     ("anthropic", anthropic_body([tool("Read"), {"name": "x", "v": float("nan")}, "odd", 3])),
     ("anthropic", anthropic_body({"not": "a list"})),
     ("anthropic", dict(anthropic_body([tool("Read")]), cache_control=MARK)),
+    ("anthropic", dict(anthropic_body([tool("Read", cache_control={"type": "ephemeral", "ttl": "1h"})]),
+                       cache_control={"type": "ephemeral", "ttl": "1h"})),
     ("openai", openai_body([{"type": "function", "function": tool("Read")}, tool("Grep")])),
     ("openai", openai_body([{"type": "function", "function": tool("Read")}],
                            functions=[{"name": "legacy", "parameters": {}}])),
