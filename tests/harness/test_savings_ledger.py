@@ -218,3 +218,15 @@ def test_report_lines_when_no_measured_answer_named_a_project_symbol(store):
     assert rep.cycle.measured == 1 and rep.cycle.recall is None and rep.cycle.precision == 0.0
     (line,) = [x for x in report_lines(rep, None) if "answers:" in x]
     assert "recall n/a, precision 0.00 over 1 measured" in line
+
+
+def test_report_says_how_many_writes_went_to_the_one_hour_cache(store):
+    from memstrata.harness.cli.savings import _window_lines
+
+    ledger.record(store, [entry(ts(2025, 3, 20, 10), model="claude-sonnet-4-6", provider="anthropic",
+                                input_tokens=100, cache_read_tokens=0, cache_write_tokens=2000,
+                                cache_write_1h_tokens=1500, output_tokens=10)])
+    w = savings_report(store, since=ts(2025, 3, 20, 9), now=ts(2025, 3, 20), providers=Providers.defaults()).session
+    assert (w.cache_write_tokens, w.cache_write_1h_tokens) == (2000, 1500)
+    assert w.dollar_spent == pytest.approx((100 * 3.0 + 500 * 3.75 + 1500 * 6.0 + 10 * 15.0) / 1e6)
+    assert any("2,000 cache write (1,500 of them 1-hour)" in line for line in _window_lines(w, answers=False))
