@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 from memstrata.indexer.graph_view import GraphView
 from memstrata.storage import code_index as ci
-from memstrata.storage.fts_terms import query_terms as fts_terms
 from memstrata.storage.text import query_terms, split_identifier
 
 from .english import ENGLISH
@@ -195,31 +194,6 @@ _HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
 # own (a private member, ``Ky.#retry``), as the index spells it.
 _QUAL_SPLIT = re.compile(r"\.|::|->|(?<=[\w$])#")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-
-
-# Code that converts between a format and objects comes in two mirror halves whose names share
-# every noun (read_block_mapping / write_block_mapping, decodeTable / encodeTable), so a question
-# about one direction finds both equally by its nouns, while its verb ("parsing", "when dumping")
-# rarely is the other verbs the code's names use for that direction.  The question's direction
-# adds the verbs names commonly use for it to the full-text search, so its own half wins the tie.
-# Only verbs of conversion trigger it: "read", "load", "write" on their own mean too many things.
-_INWARD = ("parse", "read", "load", "decode")
-_OUTWARD = ("dump", "write", "encode", "serialize")
-_DIRECTION = re.compile(r"\b(?:(pars(?:e|es|ed|ing|er|ers)|deserializ\w*|unmarshal\w*|decod(?:e|es|ed|ing|er|ers))"
-                        r"|(serializ\w*|marshal\w*|encod(?:e|es|ed|ing|er|ers)|dump(?:s|ed|ing|er)?|stringif\w*))\b",
-                        re.IGNORECASE)
-
-
-def direction_terms(text: str) -> list[str]:
-    """The verbs of the one conversion direction ``text`` asks about (see _DIRECTION), or none
-    when it names both or neither."""
-    inward = outward = False
-    for m in _DIRECTION.finditer(text):
-        inward |= m.group(1) is not None
-        outward |= m.group(2) is not None
-    if inward == outward:
-        return []
-    return list(_INWARD if inward else _OUTWARD)
 
 
 # When the question names symbols or paths outright, everything found by
@@ -572,10 +546,6 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
     # plain name is still searched: its namesakes in another case (Go's `Settle`) are found so.
     terms = [t for t in query_terms(text)
              if (t not in stop or t in quoted_words) and len(t) > 1 and t not in qualified_words]
-    if terms:
-        # Each verb once: "parsing" already searches the stem "parse" does.
-        stems = {stem for t in terms for stem in fts_terms(t)}
-        terms += [t for t in direction_terms(text) if not stems.intersection(fts_terms(t))]
     if len(terms) > MAX_SEARCH_TERMS:
         # Long questions (a pasted stack trace, a proxied prompt): keep the
         # longest words, which tend to be the rarest and cheapest to match.
