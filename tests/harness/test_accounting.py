@@ -228,6 +228,21 @@ def anthropic_json(usage: dict) -> bytes:
                        "usage": usage}).encode()
 
 
+def record_answer(rec: Recorder, store, body: dict, comp, usage: dict, at: float, **begin) -> LedgerEntry:
+    """The ledger row ``rec`` writes for one non-streamed Anthropic answer reporting ``usage``."""
+    before = ledger.count(store)
+    model = body["model"]
+    if begin:
+        begin.update(model=model, arrived=at)
+    counting = rec.begin(body, comp, "anthropic", **begin)
+    rec.commit(Finished(time=at, endpoint="anthropic.messages", api="anthropic", provider="anthropic",
+                        model=model, stream=False, status=200, error=None, body=body, compression=comp,
+                        response=anthropic_json(usage), duration_ms=5.0, session_id=None, counting=counting))
+    rec.flush()
+    (row,) = ledger.entries(store, limit=10_000)[before:]
+    return row
+
+
 def test_compaction_miss_is_subtracted(ws):
     """A request on which the proxy rewrote 2,000 already-forwarded tokens: the provider
     wrote them to its cache again (cache write) where they would have been cache reads."""
@@ -238,18 +253,11 @@ def test_compaction_miss_is_subtracted(ws):
         fwd = {"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "x " * 1000}]}
         comp = CompressionResult(body=fwd, reason="compaction", sources=["app/auth/service.py"])
         comp.mode, comp.conversation, comp.compaction, comp.prefix_invalidated_tokens = "safe", "conv-1", True, 2000
-        before = ledger.count(store)
-        counting = rec.begin(body, comp, "anthropic")
         usage = {"input_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 2500,
                  "output_tokens": 5}
-        rec.commit(Finished(time=1000.0, endpoint="anthropic.messages", api="anthropic", provider="anthropic",
-                            model="claude-sonnet-4-6", stream=False, status=200, error=None, body=body,
-                            compression=comp, response=anthropic_json(usage), duration_ms=5.0, session_id=None,
-                            counting=counting))
-        rec.flush()
+        row = record_answer(rec, store, body, comp, usage, at=1000.0)
     finally:
         rec.close()
-    (row,) = ledger.entries(store, limit=10_000)[before:]
     assert (row.mode, row.conversation, row.compaction) == ("safe", "conv-1", True)
     assert (row.prefix_invalidated_tokens, row.miss_write_tokens, row.miss_input_tokens) == (2000, 2000, 0)
     assert row.counted and row.tokens_saved == prompt_tokens(body, "anthropic") - prompt_tokens(fwd, "anthropic")
@@ -362,16 +370,9 @@ def test_one_hour_cache_writes_are_billed_at_their_rate(ws):
             "messages": [{"role": "user", "content": "hi"}]}
     usage = {**ONE_HOUR_USAGE, "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 100_000}}
     try:
-        before = ledger.count(store)
-        counting = rec.begin(body, None, "anthropic", family="anthropic", model="claude-sonnet-4-5", arrived=3000.0)
-        rec.commit(Finished(time=3000.0, endpoint="anthropic.messages", api="anthropic", provider="anthropic",
-                            model="claude-sonnet-4-5", stream=False, status=200, error=None, body=body,
-                            compression=None, response=anthropic_json(usage), duration_ms=5.0, session_id=None,
-                            counting=counting))
-        rec.flush()
+        row = record_answer(rec, store, body, None, usage, at=3000.0, family="anthropic")
     finally:
         rec.close()
-    (row,) = ledger.entries(store, limit=10_000)[before:]
     assert (row.cache_write_tokens, row.cache_write_1h_tokens) == (100_000, 100_000)
     assert (row.cf_cache_write_tokens, row.cf_cache_write_1h_tokens) == (100_000, 100_000)  # the very request
     w = window(store, 2999.0, Providers.defaults(), until=3001.0)
