@@ -33,6 +33,7 @@ Encodings beyond "the module as written" (they keep resolution unambiguous):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import posixpath
@@ -434,6 +435,14 @@ class ResolveContext:
     # (base, dotted) -> Python module file; thousands of files import the
     # same modules, so a cold index resolves each pair once.
     py_memo: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def config_digest(self) -> str:
+        """A digest of what the project's configuration files tell resolution (tsconfig and
+        jsconfig mappings, package.json names, go.mod modules, Cargo crates): when it moves, an
+        import can point elsewhere though no source file changed."""
+        read = (self.go_modules, self.ts_base_url, self.ts_paths, sorted(self.ts_dir_configs.items()),
+                self.js_packages, sorted(self.rust_crates.items()))
+        return hashlib.blake2b(repr(read).encode(), digest_size=16).hexdigest()
 
 
 def _dirname(path: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import posixpath
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -26,6 +28,11 @@ from .scan import (DEFAULT_MAX_FILE_BYTES, NOT_A_FILE, PARSE_TIMEOUT, UNREADABLE
 from .worker import (
     Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
 )
+
+# Files the import resolution reads (indexer/imports.py: build_resolve_context): none is an
+# indexed source, so an edit of one names no file to parse, but it can move where imports point.
+_RESOLUTION_CONFIG = re.compile(r"(?:tsconfig|jsconfig)[\w.-]*\.json|package\.json|go\.mod|Cargo\.toml")
+RESOLUTION_META = "resolution_configs"  # the config digest the stored import targets were resolved with
 
 _BATCH_FILES = 24  # files per worker task
 _COMMIT_FILES = 200  # files per write transaction during a full run
@@ -62,6 +69,8 @@ class IndexSummary:
     seconds: float = 0.0
     changed_paths: list[str] = field(default_factory=list)
     removed_paths: list[str] = field(default_factory=list)
+    # import targets of unchanged files moved (a configuration file changed what they resolve to)
+    imports_repointed: bool = False
 
 
 ProgressFn = Callable[[Progress], None]
@@ -149,10 +158,12 @@ class Indexer:
                 log.warning("the symbol search was not merged after rewriting %d files (%s)", rewritten, exc)
 
         new_files = any(p not in states for p in summary.changed_paths)
-        if (removed or new_files) and summary.unchanged:
+        configs_moved = self._configs_moved()
+        if (removed or new_files or configs_moved) and summary.unchanged:
             # Files parsed in this run were resolved against the new file set;
             # only the untouched ones can hold stale targets.
             self._reresolve_imports(exclude=set(summary.changed_paths))
+            summary.imports_repointed = configs_moved
         with self.store.write() as conn:
             ci.replace_skipped(conn, scan.skipped + parse_skipped)
             self.store.set_meta("status", "ready", conn)
@@ -160,6 +171,7 @@ class Indexer:
             self.store.set_meta("project_root", str(self.root), conn)
             self.store.set_meta("max_file_bytes", str(self.max_file_bytes), conn)
             self.store.set_meta("extractor", EXTRACTOR_VERSION, conn)
+            self.store.set_meta(RESOLUTION_META, self._ctx.config_digest(), conn)
         self._give_back_space(summary)
         summary.skipped = ci.skipped_counts(self.store)
         counts = ci.status_counts(self.store)
@@ -233,6 +245,12 @@ class Indexer:
                 if rec.status == "syntax_error":
                     summary.syntax_errors += 1
             ci.write_files(conn, parsed)
+
+    def _configs_moved(self) -> bool:
+        """Whether the configuration files tell resolution something else than they did when the
+        stored targets were resolved (never for an index that has not recorded it yet)."""
+        stored = self.store.get_meta(RESOLUTION_META)
+        return stored is not None and self._ctx is not None and stored != self._ctx.config_digest()
 
     def _reresolve_imports(self, exclude: set[str] = frozenset()) -> None:
         """New or removed files can change where other files' imports point."""
@@ -328,9 +346,12 @@ class Indexer:
                     gone.append(rel)  # indexed before, skipped now (grew too large, became binary)
                 outcomes.append(outcome)
             new_paths = [o.record.path for o in outcomes if isinstance(o, Parsed) and o.record.path not in states]
-            if new_paths or gone or self._ctx is None:
+            configs_moved = False
+            if (new_paths or gone or self._ctx is None
+                    or any(_RESOLUTION_CONFIG.fullmatch(posixpath.basename(p)) for p in paths)):
                 all_paths = set(states) - set(gone) | set(new_paths)
                 self._ctx = build_resolve_context(self.root, sorted(all_paths))
+                configs_moved = self._configs_moved()
             if gone:
                 with self.store.write() as conn:
                     ci.delete_files(conn, gone)
@@ -344,8 +365,11 @@ class Indexer:
                     ci.forget_skipped(conn, [printable_path(p) for p in vanished])  # as they were listed
                     for rel, reason in excluded:
                         ci.set_skipped(conn, rel, reason, None)
-            if new_paths or gone:
+            if new_paths or gone or configs_moved:
                 self._reresolve_imports()
+            if configs_moved:
+                self.store.set_meta(RESOLUTION_META, self._ctx.config_digest())
+                summary.imports_repointed = True
             if summary.parsed or summary.removed:
                 self.store.set_meta("last_indexed", now_iso())
             self._give_back_space(summary)

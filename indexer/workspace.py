@@ -248,7 +248,12 @@ class Workspace:
                 self.indexer.filter.cap = cap
 
     def _after_update(self, summary: IndexSummary) -> None:
-        if self._graph is not None and (summary.changed_paths or summary.removed_paths):
+        if self._graph is not None and summary.imports_repointed:
+            # Files no change names now import elsewhere: the graph is built again from the rows
+            # when next asked for (a refresh follows only the files it is told of).
+            with self.lock:
+                self._graph = None
+        elif self._graph is not None and (summary.changed_paths or summary.removed_paths):
             with self.lock:
                 self._refresh_graph(summary.changed_paths, summary.removed_paths)
         self._update_history(bool(summary.changed_paths or summary.removed_paths))

@@ -9,6 +9,7 @@ import json
 
 import pytest
 
+from memstrata.indexer.watcher import Changes
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
 
@@ -140,3 +141,26 @@ def test_each_file_resolves_through_its_nearest_tsconfig(ts_apps):
     assert t[("apps/admin/app/routes/home.ts", "~/util", "util")] == "apps/admin/app/util.ts"
     assert t[("apps/site/src/pages/index.ts", "theme", "theme")] == "apps/site/src/theme.ts"
     assert t[("tools/build.ts", "@shared/fmt", "fmt")] == "shared/fmt.ts"
+
+
+def test_an_edited_tsconfig_moves_the_imports_it_maps(tmp_path):
+    """A tsconfig names no source file to parse, but an edit of its `paths` moves where imports
+    point: an update that names it re-resolves them, as a full run would."""
+    write(tmp_path, "tsconfig.json", '{"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["./v1/*"]}}}')
+    for version in ("v1", "v2"):
+        write(tmp_path, f"{version}/price.ts", f"export function price(): number {{\n  return 1\n}}\n")
+    write(tmp_path, "app/main.ts", "import { price } from '@/price'\n\nexport function main(): number {\n"
+                                   "  return price()\n}\n")
+    with Workspace.open(tmp_path) as ws:
+        ws.index()
+        assert targets(ws)[("app/main.ts", "@/price", "price")] == "v1/price.ts"
+        assert ws.graph.callees("app/main.ts::main") == ["v1/price.ts::price"]
+        write(tmp_path, "tsconfig.json", '{"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["./v2/*"]}}}')
+        ws.apply_changes(Changes({"tsconfig.json"}, set()))  # as the watcher hands it over
+        assert targets(ws)[("app/main.ts", "@/price", "price")] == "v2/price.ts"
+        assert ws.graph.callees("app/main.ts::main") == ["v2/price.ts::price"]
+        # A catch-up run finds the same when the edit came while nothing watched.
+        write(tmp_path, "tsconfig.json", '{"compilerOptions": {"baseUrl": ".", "paths": {"@/*": ["./v1/*"]}}}')
+        ws.index()
+        assert targets(ws)[("app/main.ts", "@/price", "price")] == "v1/price.ts"
+        assert ws.graph.callees("app/main.ts::main") == ["v1/price.ts::price"]
