@@ -53,7 +53,7 @@ from memstrata.compressor.block_rank import Asked, named_units, prepare, relevan
 from memstrata.compressor.outline import outline_of
 
 from . import token_counts
-from .breakpoints import task_marks
+from .breakpoints import client_breakpoints, task_marks
 from .conversation import PieceState, Record, message_key
 from .gutter import unpad_gutter_counted
 from .project_match import ProjectMatcher
@@ -813,6 +813,7 @@ class CacheEconomics:
 # caching): cached input at a discount (half for gpt-4o, a quarter or less for later models: the
 # dearer assumption is the cautious one), no write charge beyond the input rate.
 ANTHROPIC_CACHE = CacheEconomics(read=0.10, write=1.25, breakpoints=True)
+ANTHROPIC_WRITE_1H = 2.00  # a write to the 1-hour cache (a breakpoint marked "ttl": "1h")
 OPENAI_CACHE = CacheEconomics(read=0.50, write=1.00)
 
 
@@ -826,7 +827,13 @@ def cache_economics(body: dict, api: str) -> CacheEconomics | None:
     base_marked = "cache_control" in body or any(
         _marked(part) for value in (body.get("system"), body.get("tools")) if isinstance(value, list)
         for part in value)
-    return dataclasses.replace(ANTHROPIC_CACHE, base_marked=base_marked)
+    # What a step re-bills runs from its change to the end, and the provider writes the part up to
+    # its last 1-hour breakpoint at the 1-hour rate: all of it when the last breakpoint (the one a
+    # client moves along the conversation) is a 1-hour one; after a 5-minute last breakpoint, a
+    # change in the messages lies past any 1-hour one (those may only come first).
+    marks = client_breakpoints(body)
+    write = ANTHROPIC_WRITE_1H if marks and marks[-1].get("ttl") == "1h" else ANTHROPIC_CACHE.write
+    return dataclasses.replace(ANTHROPIC_CACHE, base_marked=base_marked, write=write)
 
 
 def _cached_start(starts: list[int], index: int) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 from memstrata.compressor.tokens import count_tokens
 from memstrata.harness.proxy.app import HarnessConfig, build_app
-from memstrata.harness.proxy.compaction import ANTHROPIC_CACHE, CacheEconomics
+from memstrata.harness.proxy.compaction import ANTHROPIC_CACHE, CacheEconomics, cache_economics
 from memstrata.harness.proxy.compress_request import AGGRESSIVE_RESULT_CAP, CompressionSettings, Compressor
 from memstrata.harness.proxy.forward import ProxyConfig
 from memstrata.indexer.workspace import Workspace
@@ -295,6 +295,18 @@ def test_a_compaction_step_must_pay_under_the_cache_prices():
     # OpenAI's cached input at half price and no write charge: the same step pays after 2 more turns.
     o = CacheEconomics(read=0.5, write=1.0)
     assert o.net_saving(20_000, 30_000, 0) < 0 < o.net_saving(20_000, 30_000, 1)
+
+
+def test_behind_a_one_hour_breakpoint_a_step_is_priced_at_the_one_hour_write():
+    """A conversation whose moving breakpoint is a 1-hour one has what a step re-bills written at 2x
+    the input rate, not 1.25x: the same step needs 28 turns to come, not 17."""
+    def body(last_ttl):
+        mark = {"type": "ephemeral", **({"ttl": last_ttl} if last_ttl else {})}
+        return {"system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "q", "cache_control": mark}]}]}
+    five, hour = cache_economics(body(None), "anthropic"), cache_economics(body("1h"), "anthropic")
+    assert (five.write, hour.write) == (1.25, 2.00)
+    assert hour.net_saving(20_000, 30_000, 27) < 0 < hour.net_saving(20_000, 30_000, 28)
 
 
 def _long_task(ws, agent, reads, system_words=20):
