@@ -485,6 +485,15 @@ def _read_json_loose(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+# The files build_resolve_context reads besides the sources: none is an indexed source, so an edit
+# of one names no file to parse, but it can move where imports point.
+_RESOLUTION_CONFIG = re.compile(r"(?:tsconfig|jsconfig)[\w.-]*\.json|package\.json|go\.mod|Cargo\.toml")
+
+
+def is_resolution_config(path: str) -> bool:
+    return _RESOLUTION_CONFIG.fullmatch(posixpath.basename(path)) is not None
+
+
 TsMapping = tuple[str | None, tuple[tuple[str, tuple[str, ...]], ...]]
 _TS_CONFIG_NAMES = ("tsconfig.json", "jsconfig.json")
 

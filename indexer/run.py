@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import posixpath
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -18,7 +16,7 @@ from pathlib import Path
 from memstrata.storage import Store, StoreError
 from memstrata.storage import code_index as ci
 
-from .imports import ResolveContext, build_resolve_context, resolve_import
+from .imports import ResolveContext, build_resolve_context, is_resolution_config, resolve_import
 from .languages import language_for_path
 from .model import ImportFact
 from .parse import EXTRACTOR_VERSION
@@ -29,9 +27,6 @@ from .worker import (
     Parsed, Skipped, content_hash, init_worker, parse_bytes, process_batch, read_bytes,
 )
 
-# Files the import resolution reads (indexer/imports.py: build_resolve_context): none is an
-# indexed source, so an edit of one names no file to parse, but it can move where imports point.
-_RESOLUTION_CONFIG = re.compile(r"(?:tsconfig|jsconfig)[\w.-]*\.json|package\.json|go\.mod|Cargo\.toml")
 RESOLUTION_META = "resolution_configs"  # the config digest the stored import targets were resolved with
 
 _BATCH_FILES = 24  # files per worker task
@@ -348,7 +343,7 @@ class Indexer:
             new_paths = [o.record.path for o in outcomes if isinstance(o, Parsed) and o.record.path not in states]
             configs_moved = False
             if (new_paths or gone or self._ctx is None
-                    or any(_RESOLUTION_CONFIG.fullmatch(posixpath.basename(p)) for p in paths)):
+                    or any(is_resolution_config(p) for p in paths)):
                 all_paths = set(states) - set(gone) | set(new_paths)
                 self._ctx = build_resolve_context(self.root, sorted(all_paths))
                 configs_moved = self._configs_moved()
