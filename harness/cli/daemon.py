@@ -52,6 +52,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="how long to wait for a daemon being replaced to let go (default 0.5)")
     run.add_argument("--replacing", action="store_true",
                      help="take over from a daemon of another build that was told to stop")
+    run.add_argument("--requested-at", type=int, default=None, metavar="NS",
+                     help="when this start was asked for (ns since the epoch): a `daemon stop` "
+                          "since then cancels it")
     run.set_defaults(func=cmd_run)
 
 
@@ -216,7 +219,7 @@ def cmd_run(args, found) -> int:
     logging.getLogger("memstrata.harness.daemon").setLevel(logging.INFO)
     daemon = Daemon(root, folder, handlers(), open_workspace=open_indexed, warm=_warm,
                     idle_timeout=_idle_timeout(args), index_file=INDEX_FILE, lock_wait=args.lock_wait,
-                    replacing=args.replacing)
+                    replacing=args.replacing, requested_at=args.requested_at)
     return daemon.run()
 
 

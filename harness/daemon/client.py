@@ -228,6 +228,7 @@ def spawn(root: Path, index_folder: Path, lock_wait: float | None = None,
         argv += ["--idle-timeout", repr(idle)]
     if lock_wait is not None:
         argv += ["--lock-wait", str(lock_wait)]
+    argv += ["--requested-at", str(time.time_ns())]
     try:
         log_fd = os.open(index_folder / sockets.LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     except OSError:
@@ -296,6 +297,9 @@ def status(index_folder: Path) -> DaemonState:
 def stop(index_folder: Path, timeout: float = 10.0) -> DaemonState:
     """Stop the project's daemon (whatever build it runs) and remove a stale socket;
     the state before stopping is returned."""
+    # First, so that a daemon a command asked for just before (still starting, not yet
+    # holding the lock, where nothing below can see it) does not start after this.
+    sockets.mark_stopped(index_folder)
     state = status(index_folder)
     if state.running and not state.pid:  # still loading: not listening yet
         state.pid = _lock_holder(index_folder)

@@ -56,7 +56,7 @@ class Daemon:
     def __init__(self, root: Path, index_folder: Path, handlers: dict[str, Handler],
                  open_workspace: Callable[[Path], object], warm: Callable[[object], None] | None = None,
                  idle_timeout: float = DEFAULT_IDLE_TIMEOUT, index_file: str = "index.db",
-                 lock_wait: float = 0.5, replacing: bool = False):
+                 lock_wait: float = 0.5, replacing: bool = False, requested_at: int | None = None):
         self.root = root
         self.folder = index_folder
         self.handlers = handlers
@@ -66,6 +66,7 @@ class Daemon:
         self.index_file = index_folder / index_file
         self.lock_wait = lock_wait
         self.replacing = replacing
+        self.requested_at = requested_at
         self._waited = False
         self.build = build_id()
         self.path = sockets.socket_path(index_folder)
@@ -92,6 +93,12 @@ class Daemon:
                 # The daemon it waited for was stopped or left on purpose (it took its
                 # socket with it): a start queued behind it must not undo that.
                 log.info("the daemon this one waited for was stopped; not starting")
+                return 0
+            stop = sockets.stopped_at(self.folder)
+            if self.requested_at is not None and stop is not None and stop >= self.requested_at:
+                # Started late (a loaded machine, a slow interpreter start): the user
+                # stopped the daemon after this start was asked for.
+                log.info("`daemon stop` ran after this start was asked for; not starting")
                 return 0
         except (OSError, sockets.Refused) as exc:
             log.error("cannot start: %s", exc)

@@ -25,12 +25,16 @@ import os
 import socket
 import stat
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 SOCKET_NAME = "daemon.sock"
 LOCK_NAME = "daemon.lock"
 LOG_NAME = "daemon.log"
+# When `daemon stop` last ran (ns since the epoch): a daemon whose start was asked
+# for before it does not start, however late it gets going.
+STOPPED_NAME = "daemon.stopped"
 SOCKET_MODE = 0o600
 MAX_MESSAGE = 64 * 1024 * 1024  # an answer is a context slice: far below this
 # sun_path holds 108 bytes; a longer path is reached through the folder's descriptor.
@@ -51,6 +55,27 @@ def socket_path(index_folder: Path) -> Path:
 
 def lock_path(index_folder: Path) -> Path:
     return index_folder / LOCK_NAME
+
+
+def mark_stopped(index_folder: Path) -> None:
+    """Say that the user stopped the project's daemon now (best effort: a read-only
+    folder has no daemon started from it either)."""
+    tmp = index_folder / f"{STOPPED_NAME}.{os.getpid()}"
+    with contextlib.suppress(OSError):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, f"{time.time_ns()}\n".encode())
+        finally:
+            os.close(fd)
+        os.replace(tmp, index_folder / STOPPED_NAME)
+
+
+def stopped_at(index_folder: Path) -> int | None:
+    """When `daemon stop` last ran for the project (ns since the epoch), if it ever did."""
+    try:
+        return int((index_folder / STOPPED_NAME).read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def check_folder(index_folder: Path) -> None:

@@ -251,6 +251,37 @@ def test_a_busy_daemon_is_not_replaced(indexed, env):
     assert after["served"] == before["served"]
 
 
+def test_a_start_asked_for_before_daemon_stop_does_not_start_after_it(indexed, env):
+    """A command asks for a daemon, which is slow to get going (a loaded machine); the user runs
+    `daemon stop` before it holds its lock. It must not start serving afterwards."""
+    root = indexed
+    folder = root / ".memstrata"
+    argv = [sys.executable, "-m", "memstrata", "daemon", "run", "--project", str(root),
+            "--requested-at", str(time.time_ns())]
+    late = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env, cwd=str(root))
+    try:
+        os.kill(late.pid, signal.SIGSTOP)  # still in the interpreter's start-up: no lock taken
+        stopped = run(env, "daemon", "stop", str(root))
+        assert stopped.returncode == 0 and stopped.stdout == b"not running\n", stopped
+    finally:
+        os.kill(late.pid, signal.SIGCONT)
+    try:
+        _, err = late.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        late.kill()
+        late.communicate()
+        pytest.fail("the daemon started after `daemon stop` and is serving")
+    assert late.returncode == 0, err
+    assert b"not starting" in err
+    assert not socket_file(root).exists()
+    assert not status(env, root)["running"]
+    # A start asked for after the stop starts as usual.
+    assert run(env, "daemon", "start", str(root)).returncode == 0
+    assert serving(env, root)["pid"]
+    run(env, "daemon", "stop", str(root))
+
+
 def test_sigkill_mid_query_twenty_times(indexed, env):
     """Every call answers (in-process or through a new daemon), and no stale socket is left."""
     root = indexed
