@@ -324,7 +324,9 @@ def is_test_path(path: str) -> bool:
     stem = name.rsplit(".", 1)[0]
     return (
         stem.startswith("test_")
-        or stem.endswith(("_test", "_spec", "Test", "Tests", ".test", ".spec"))
+        # `.test-d` / `.spec-d`: TypeScript type tests (tsd, vitest's typecheck), which
+        # assert what the declarations accept and are run by the test tools only
+        or stem.endswith(("_test", "_spec", "Test", "Tests", ".test", ".spec", ".test-d", ".spec-d"))
         or stem in _TEST_STEMS
     )
 

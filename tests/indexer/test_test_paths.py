@@ -17,6 +17,8 @@ from memstrata.indexer.scan import is_test_path
     # what JavaScript test runners read beside the code, and a monorepo's package of scaffolding
     "packages/store/src/__mocks__/useStore.ts", "src/v5/rename/__testfixtures__/default.input.tsx",
     "lib/__fixtures__/tree.js", "packages/shop-test-utils/src/index.ts", "crates/net_testutils/src/lib.rs",
+    # TypeScript type tests beside the declarations they check
+    "index.test-d.ts", "src/types/options.spec-d.ts", "packages/x/src/api.test-d.tsx",
 ])
 def test_test_code_and_its_scaffolding_are_test_paths(path):
     assert is_test_path(path)
@@ -26,6 +28,7 @@ def test_test_code_and_its_scaffolding_are_test_paths(path):
     "src/click/testing.py",  # a library's own testing API is what its users call
     "src/utils.ts", "src/contest.py", "lib/attest.rs", "pkg/latest/util.go", "src/testimony/render.py",
     "packages/latest-utils/src/index.ts", "src/mocks/http.ts",  # a suffix that only looks alike; a mock the app ships
+    "src/contest-d.ts", "types/index.d.ts",  # declarations are the product's, not its type tests
 ])
 def test_production_code_is_not(path):
     assert not is_test_path(path)
