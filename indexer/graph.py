@@ -547,6 +547,7 @@ class CodeGraph(GraphQueries):
                     continue
                 if (only is not None and i not in was and name not in only and name not in aliased
                         and not (typed and receiver)
+                        and not (receiver and _field_chain(receiver))
                         and not (receiver and receiver.replace("::", ".").rsplit(".", 1)[-1] in only)
                         and only.isdisjoint(_path_modules(receiver))
                         and (not scope or scope.split(".", 1)[0] not in only)):
@@ -820,32 +821,56 @@ class CodeGraph(GraphQueries):
         return self._unique_outside_tests(path, scope, candidates)
 
     def _declared_class(self, path: str, scope: str | None, receiver: str) -> str | None:
-        """The project class a receiver variable is declared as: a parameter, variable or field
-        of an enclosing scope (`writer` with `JsonWriter writer`), or one of the class's own
-        fields (`this.db`, `self.client`: declared on the class, or as the constructor's
-        parameter of the same name, `self.client = client`)."""
-        declared = self._declared.get(path)
-        if not declared:
-            return None
-        type_name = None
-        head, _, var = receiver.partition(".")
-        if var and head in _SELF and "." not in var:
+        """The project class a receiver is declared as: a parameter, variable or field of an
+        enclosing scope (`writer` with `JsonWriter writer`), one of the class's own fields
+        (`this.db`, `self.client`: declared on the class, or as the constructor's parameter of
+        the same name, `self.client = client`), or a field of such a field (`self.conn.io`,
+        `writer.sink`), each field looked up where its class is defined."""
+        head, _, rest = receiver.partition(".")
+        fields = rest.split(".") if rest else []
+        if head in _SELF:
+            if not fields:
+                return None
             cls = self._enclosing_class(path, scope)
             if cls is None:
                 return None
-            owner = split_symbol_id(cls)[1]
-            for where in (owner, *(f"{owner}.{init}" for init in _INITIALISERS)):
-                type_name = declared.get((where, var))
-                if type_name:
-                    break
-        elif not var:
+            # A field is declared beside its class; the caller's own file first (a Python class
+            # and its methods are one file, and so is a field set in the constructor).
+            cls = self._field_class(cls, fields[0], path) or self._field_class(cls, fields[0])
+        else:
+            declared = self._declared.get(path)
+            if not declared:
+                return None
+            type_name = None
             parts = scope.split(".") if scope else []
             for i in range(len(parts), -1, -1):
-                type_name = declared.get((".".join(parts[:i]) or None, receiver))
+                type_name = declared.get((".".join(parts[:i]) or None, head))
                 if type_name:
                     break
-        if not type_name:
+            cls = self._bound_class(path, scope, type_name) if type_name else None
+        # Composition: a field's own fields (`self.conn.io.flush()`), a hop at a time.
+        for field in fields[1:]:
+            if cls is None:
+                return None
+            cls = self._field_class(cls, field)
+        return cls
+
+    def _field_class(self, cls: str, field: str, where: str | None = None) -> str | None:
+        """The project class field ``field`` of class ``cls`` is declared as, as the bind rows of
+        file ``where`` (by default ``cls``'s own file) say."""
+        owner_path, owner = split_symbol_id(cls)
+        path = where or owner_path
+        declared = self._declared.get(path)
+        if not declared or not _TYPE_PATH.fullmatch(field):
             return None
+        for scope in (owner, *(f"{owner}.{init}" for init in _INITIALISERS)):
+            type_name = declared.get((scope, field))
+            if type_name:
+                return self._bound_class(path, scope, type_name)
+        return None
+
+    def _bound_class(self, path: str, scope: str | None, type_name: str) -> str | None:
+        """The project class a bind row's type (as file ``path`` spells it) names."""
         type_name, _, function = type_name.partition("::")
         cls = self._resolve(path, scope, type_name, "type", None)
         if cls is None or self.g.nodes[cls].get("kind") not in _CLASSLIKE:
@@ -1030,9 +1055,15 @@ class CodeGraph(GraphQueries):
             if data is not None and data.get("kind") in _CLASSLIKE:
                 return node
         # Rust impl blocks / Go receivers: the qualname prefix names the type,
-        # which may be defined in another file of the package.
+        # which may be defined in another file of the package, or (a Rust `impl T` in a file
+        # of its own) in a module the file imports it from.
         if len(parts) > 1:
-            return self._local(path, None, parts[-2])
+            local = self._local(path, None, parts[-2])
+            if local is not None or self.g.nodes[path].get("language") != "rust":
+                return local
+            owner = self._resolve(path, None, parts[-2], "type", None)
+            if owner is not None and self.g.nodes[owner].get("kind") in _CLASSLIKE:
+                return owner
         return None
 
     def _method_in_bases(self, cls: str, name: str) -> str | None:
@@ -1183,6 +1214,15 @@ def _rust_mod_declared(module: str, name: str | None, alias: str | None) -> str 
     if module.startswith("self::") and alias is None and "::" not in module[6:]:
         return module[6:]
     return alias if module.startswith((".", "/")) else None
+
+
+def _field_chain(receiver: str) -> bool:
+    """Whether a receiver reaches its object through another type's field (`self.conn.io`,
+    `writer.sink`): which class that is depends on bind rows of files the reference's own names
+    need not point at, so an update resolves it again whenever its file is resolved again."""
+    if not _TYPE_PATH.fullmatch(receiver):
+        return False
+    return receiver.count(".") >= (2 if receiver.split(".", 1)[0] in _SELF else 1)
 
 
 def _dotted(module: str) -> bool:

@@ -40,7 +40,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "28"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "29"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -48,7 +48,8 @@ EXTRACTOR_VERSION = "28"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # namespaces and `declare module 'x'` blocks nest what they hold; Rust `#[path] mod x;` names its
 # file, `let q = Queue::new();` and `let q = Queue { .. };` bind q; 27: JavaScript/TypeScript
 # `export default name` is a bind row of `default`, `const s = new Store()` binds s;
-# 28: TypeScript type tests (`*.test-d.ts`, `*.spec-d.ts`) are test code
+# 28: TypeScript type tests (`*.test-d.ts`, `*.spec-d.ts`) are test code; 29: Rust struct
+# fields bind their declared type (the content's, through `Arc`/`Rc`/`Box`)
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300

@@ -72,6 +72,25 @@
 (let_declaration
   pattern: (identifier) @receiver
   type: [(type_identifier) @name (generic_type type: (type_identifier) @name)]) @reference.bind
+; A struct's fields: Rust composes types by holding one in a field, so most method calls of an
+; `impl` are made on `self.field` (`self.io.flush()` with `io: Buffered<T>`).  A field held
+; through a pointer that dereferences to its content (`inner: Arc<Inner>`, `Box<T>`, `Rc<T>`) is
+; called as the content's type.
+(field_declaration
+  name: (field_identifier) @receiver
+  type: [(type_identifier) @name
+         (generic_type type: (type_identifier) @name)
+         (scoped_type_identifier name: (type_identifier) @name)
+         (generic_type type: (scoped_type_identifier name: (type_identifier) @name))]
+  (#not-match? @name "^(Arc|Rc|Box)$")) @reference.bind
+(field_declaration
+  name: (field_identifier) @receiver
+  type: (generic_type
+    type: (type_identifier) @_pointer
+    type_arguments: (type_arguments . [(type_identifier) @name
+                                       (generic_type type: (type_identifier) @name)
+                                       (scoped_type_identifier name: (type_identifier) @name)]))
+  (#match? @_pointer "^(Arc|Rc|Box)$")) @reference.bind
 ; A local built by a struct literal is of that type; one an associated function of a type returns
 ; (`Queue::new()`) is bound to the function's path, and is of the type only if the function returns
 ; `Self` or the type (the graph reads that from its signature).

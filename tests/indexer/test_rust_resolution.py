@@ -115,3 +115,51 @@ def test_a_local_built_by_its_types_constructor_is_of_that_type(tmp_path):
         for caller in ("by_new", "by_capacity", "by_literal"):
             assert "src/queue.rs::Queue.len" in g.callees(f"src/lib.rs::{caller}"), caller
         assert g.callees("src/lib.rs::by_result") == ["src/queue.rs::Queue.build"]
+
+
+# Two types with a method of one name: only the field's declared type tells which one a call on
+# the field means.
+SINKS = ("pub struct Wire;\n\nimpl Wire {\n    pub fn flush(&self) -> u32 {\n        1\n    }\n}\n\n"
+         "pub struct Disk;\n\nimpl Disk {\n    pub fn flush(&self) -> u32 {\n        2\n    }\n}\n")
+
+
+def test_a_call_on_a_field_reaches_the_method_of_the_fields_type(tmp_path):
+    w = indexed_workspace(tmp_path / "p", {
+        "Cargo.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/lib.rs": "mod sinks;\nmod conn;\nmod session;\n",
+        "src/sinks.rs": SINKS,
+        "src/conn.rs": ("use std::sync::Arc;\nuse crate::sinks::{Disk, Wire};\n\n"
+                        "pub struct Conn {\n    io: Wire,\n    log: Arc<Disk>,\n    pub(crate) spare: Box<Wire>,\n}\n\n"
+                        "impl Conn {\n    pub fn close(&mut self) -> u32 {\n        self.io.flush()\n    }\n"
+                        "    pub fn sync(&self) -> u32 {\n        self.log.flush()\n    }\n}\n"),
+        # An impl in another file than its struct; a field of a field.
+        "src/session.rs": ("use crate::conn::Conn;\n\npub struct Session {\n    conn: Conn,\n}\n\n"
+                           "impl Conn {\n    pub fn drain(&self) -> u32 {\n        self.spare.flush()\n    }\n}\n\n"
+                           "impl Session {\n    pub fn end(&self) -> u32 {\n        self.conn.io.flush()\n    }\n"
+                           "    pub fn unknown(&self, x: u32) -> u32 {\n        self.other.flush()\n    }\n}\n"),
+    })
+    with w:
+        g = w.graph
+        assert g.callees("src/conn.rs::Conn.close") == ["src/sinks.rs::Wire.flush"]
+        assert g.callees("src/conn.rs::Conn.sync") == ["src/sinks.rs::Disk.flush"]
+        assert g.callees("src/session.rs::Conn.drain") == ["src/sinks.rs::Wire.flush"]
+        assert g.callees("src/session.rs::Session.end") == ["src/sinks.rs::Wire.flush"]
+        assert g.callees("src/session.rs::Session.unknown") == []  # no such field: no guess
+
+
+def test_field_types_follow_an_edit_of_the_struct(tmp_path):
+    # A call through a field of a field depends on the middle struct's declaration in another
+    # file: an edit there moves it, as a fresh build resolves it.
+    root = write_files(tmp_path / "p", {
+        "Cargo.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/lib.rs": "mod sinks;\nmod conn;\nmod session;\n",
+        "src/sinks.rs": SINKS,
+        "src/conn.rs": "use crate::sinks::{Disk, Wire};\n\npub struct Conn {\n    io: Wire,\n}\n",
+        "src/session.rs": ("use crate::conn::Conn;\n\npub struct Session {\n    conn: Conn,\n}\n\n"
+                           "impl Session {\n    pub fn end(&self) -> u32 {\n        self.conn.io.flush()\n    }\n}\n"),
+    })
+    with indexed_graph(root) as (w, g):
+        assert g.callees("src/session.rs::Session.end") == ["src/sinks.rs::Wire.flush"]
+        _edit(w, g, root, {"src/conn.rs": "use crate::sinks::{Disk, Wire};\n\npub struct Conn {\n    io: Disk,\n}\n"})
+        assert g.callees("src/session.rs::Session.end") == ["src/sinks.rs::Disk.flush"]
+        assert_same_as_fresh(w, g)
