@@ -34,7 +34,7 @@ from .project import (
     resolve_root,
     writer_active_elsewhere,
 )
-from .run import IndexCancelled, Indexer, IndexSummary, Progress
+from .run import RESOLUTION_META, IndexCancelled, Indexer, IndexSummary, Progress
 from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
 from .watcher import GIT_EXCLUDE, Changes, Watcher
 from .worker import content_hash, read_bytes
@@ -86,6 +86,7 @@ class Workspace:
         self._graph: GraphView | None = None  # a CodeGraph, or a SnapshotGraph until the first change
         self._known: dict[str, tuple[str, float]] = {}  # path -> (hash, written at) the graph reflects
         self._data_version: int | None = None
+        self._resolution: str | None = None  # the import-resolution digest the graph was built with
         self._snapshot_timer: threading.Timer | None = None
         self._upgrading: threading.Thread | None = None
         # The full graph built behind a snapshot, waiting for the first change (see _upgrade_in_background).
@@ -369,6 +370,7 @@ class Workspace:
             self._data_version = self._current_data_version()
             generation = ci.code_generation(self.store)
             self._known = ci.file_versions(self.store)
+            self._resolution = self.store.get_meta(RESOLUTION_META)
         graph: GraphView | None = graph_snapshot.load(self.store, generation)
         if graph is None:
             graph = self._graph = CodeGraph.load(self.store)
@@ -443,6 +445,13 @@ class Workspace:
 
     def _take_store_changes(self) -> None:
         """Apply to the graph whatever the index holds that the graph does not, read in one go."""
+        if self._resolution_moved():
+            # Another process re-resolved the stored imports after an edit of a tsconfig,
+            # package.json, go.mod or Cargo.toml: files no change names now import elsewhere,
+            # which a refresh of the changed files would not see. Built again, as it would be
+            # in the process that made the change.
+            self._load_graph()
+            return
         generation, states = self._generation_and_states()
         changed = [p for p, h in states.items() if self._known.get(p) != h]
         removed = [p for p in self._known if p not in states]
@@ -451,6 +460,12 @@ class Workspace:
         else:  # no file was written anew (imports re-pointed to what graphs resolve alike): only the label moves
             assert self._graph is not None
             self._graph.generation = generation
+
+    def _resolution_moved(self) -> bool:
+        try:
+            return self.store.get_meta(RESOLUTION_META) != self._resolution
+        except StoreError:
+            return False
 
     def _generation_and_states(self) -> tuple[str | None, dict[str, tuple[str, float]]]:
         with self.store.read():

@@ -164,3 +164,24 @@ def test_an_edited_tsconfig_moves_the_imports_it_maps(tmp_path):
         ws.index()
         assert targets(ws)[("app/main.ts", "@/price", "price")] == "v1/price.ts"
         assert ws.graph.callees("app/main.ts::main") == ["v1/price.ts::price"]
+
+
+def test_a_reader_follows_imports_another_process_re_pointed_after_a_tsconfig_edit(tmp_path):
+    """A long-running reader (the daemon, an MCP server) holds a graph when another process's
+    `memstrata index` re-resolves the imports of a tsconfig edit, no source file changed: its
+    next answer is the one a process started now gives."""
+    write(tmp_path, "tsconfig.json", '{"compilerOptions": {"baseUrl": ".", "paths": {"lib": ["v1/price.ts"]}}}')
+    for version in ("v1", "v2"):
+        write(tmp_path, f"{version}/price.ts", "export function price(): number {\n  return 1\n}\n")
+    write(tmp_path, "app/main.ts", "import { price } from 'lib'\n\nexport function main(): number {\n"
+                                   "  return price()\n}\n")
+    with Workspace.open(tmp_path) as writer:
+        writer.index()
+    with Workspace.open(tmp_path) as reader:
+        assert reader.graph.callees("app/main.ts::main") == ["v1/price.ts::price"]
+        write(tmp_path, "tsconfig.json", '{"compilerOptions": {"baseUrl": ".", "paths": {"lib": ["v2/price.ts"]}}}')
+        with Workspace.open(tmp_path) as writer:
+            summary = writer.index()
+            assert summary.parsed == 0
+        assert reader.graph.callees("app/main.ts::main") == ["v2/price.ts::price"]
+        assert reader.graph_in_step().callees("app/main.ts::main") == ["v2/price.ts::price"]
