@@ -218,15 +218,16 @@ def _consider_file(root, rel, entry, is_link, ignores, cap, out: ScanResult) -> 
     if language is None:
         out.skipped.append((rel, UNSUPPORTED, None))
         return
+    link = link_target(root, entry.path) if is_link else None
+    if is_link and link is None:
+        # A symlinked file is indexed only when it points inside the project; one pointing
+        # outside is never opened, whether its target exists or not (as the watcher lists it).
+        out.skipped.append((rel, OUTSIDE, None))
+        return
     try:
         st = os.stat(entry.path)  # follows file symlinks; ELOOP on a loop
     except OSError:
         out.skipped.append((rel, UNREADABLE if is_link else VANISHED, None))
-        return
-    link = link_target(root, entry.path) if is_link else None
-    if is_link and link is None:
-        # A symlinked file is indexed only when it points inside the project.
-        out.skipped.append((rel, OUTSIDE, None))
         return
     if not stat.S_ISREG(st.st_mode):
         out.skipped.append((rel, NOT_A_FILE, None))

@@ -59,13 +59,15 @@ def test_the_skipped_list_follows_the_tree(tmp_path):
         assert ("build/", "excluded_dir", None) in ci.skipped_files(ws.store)
         assert ci.skipped_files(ws.store) == _fresh(root, tmp_path)
 
-        (root / "gone.py").symlink_to(root / "nowhere.py")  # a dangling link
+        (root / "gone.py").symlink_to("nowhere.py")  # a dangling link (relative: the fresh copy keeps it inside)
+        (root / "gone_far.py").symlink_to(tmp_path / "elsewhere" / "nowhere.py")  # dangling, to outside
         bad = os.fsdecode(b"src/caf\xe9")  # a folder whose name is not UTF-8
         os.makedirs(root / bad)
         (root / bad / "k.py").write_text("x = 1\n")
-        ws.apply_changes(Changes({"gone.py", f"{bad}/k.py"}, set()))
+        ws.apply_changes(Changes({"gone.py", "gone_far.py", f"{bad}/k.py"}, set()))
         listed = {p: r for p, r, _s in ci.skipped_files(ws.store)}
         assert listed["gone.py"] == "unreadable" and listed["src/caf\ufffd"] == "name_not_utf8"
+        assert listed["gone_far.py"] == "symlink_outside_project"
         assert ci.skipped_files(ws.store) == _fresh(root, tmp_path)
 
 
