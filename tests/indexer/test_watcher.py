@@ -305,15 +305,24 @@ def test_memstrata_watch_subprocess(project, tmp_path, run_cli, cli_env, memstra
     assert seen[-1] == "stopped", seen
 
 
+@pytest.mark.timeout(300)  # two index runs of 8,000 files: its own bounds (60 s + 120 s) exceed the module's
 def test_sigterm_stops_memstrata_watch_during_its_first_index(tmp_path, run_cli, cli_env, memstrata_exe):
     """A first index of a large project takes minutes: SIGTERM stops it as Ctrl-C does, and
     the next run finishes the job."""
     root = many_small_files(tmp_path / "big", packages=80)
     proc = subprocess.Popen([memstrata_exe, "watch", str(root)], env=cli_env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    time.sleep(1.0)  # the first index is under way (8,000 files: many seconds on two cores)
+    # Signalled once the first index is under way (its first progress line, 8,000 files: many
+    # seconds on two cores), not after a fixed delay: a loaded machine can take longer than any
+    # delay to start the interpreter, and a SIGTERM that lands before `watch` handles it kills it.
+    first: list[str] = []
+    while not any(line.startswith("indexing: ") for line in first):
+        line = proc.stderr.readline()
+        assert line, f"memstrata watch ended before its first index got under way: {first}"
+        first.append(line)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
+    err = "".join(first) + err
     assert proc.returncode == 0, err
     assert "watching" not in out and out.strip().endswith("stopped"), out
     assert "Traceback" not in err, err
