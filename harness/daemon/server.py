@@ -110,6 +110,10 @@ class Daemon:
                 if self.warm is not None:
                     self.warm(self._ws)
                 self._listen()
+                # Idle from now on: the time spent getting here (a loaded machine, a large
+                # graph to load, waiting out a daemon being replaced) is not time without
+                # requests, and a daemon that counted it could leave before anyone could ask.
+                self._last_active = time.monotonic()
             except Exception as exc:  # an unreadable index: the CLI answers in-process and says why
                 log.error("cannot start: %s", exc)
                 return 1

@@ -7,6 +7,7 @@ command run in-process (``MEMSTRATA_DAEMON=off``).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -185,6 +186,67 @@ def test_idle_daemon_leaves_and_removes_its_socket(indexed, env):
     run(env, *QUERIES[0], str(root))
     pid = serving(env, root)["pid"]
     wait_for(lambda: not alive(pid), timeout=30, what="the idle daemon to leave")
+    assert not socket_file(root).exists()
+
+
+def _answer_of(root: Path) -> dict | None:
+    """What the daemon listening at the project's socket answers to a status question (a client
+    of any build gets an answer: a refusal naming the daemon's pid); None when nothing does."""
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(30)
+            s.connect(str(socket_file(root)))
+            s.sendall(b'{"op": "status", "build": "a test"}\n')
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    return None
+                data += chunk
+    except OSError:
+        return None
+    return json.loads(data)
+
+
+def _has_open(pid: int, path: Path) -> bool:
+    fds = Path(f"/proc/{pid}/fd")
+    with contextlib.suppress(OSError):
+        for fd in fds.iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) == str(path):
+                    return True
+    return False
+
+
+def test_a_daemon_slow_to_get_going_waits_its_idle_time_for_a_first_question(indexed, env):
+    """The idle time counts from when the daemon listens: getting going took longer than it here
+    (a daemon being replaced held the lock; a loaded machine or a large graph does the same), and
+    the daemon must still answer a question asked at once, not leave before anyone could ask."""
+    root = indexed
+    lock = root / ".memstrata" / "daemon.lock"
+    held = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.lockf(held, fcntl.LOCK_EX)  # the daemon it replaces, not gone yet
+    proc = subprocess.Popen([sys.executable, "-m", "memstrata", "daemon", "run", "--project", str(root),
+                             "--idle-timeout", "3", "--lock-wait", "120", "--replacing"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env, cwd=str(root))
+    try:
+        try:
+            wait_for(lambda: _has_open(proc.pid, lock) or proc.poll() is not None,
+                     what="the daemon to wait for the lock")
+            assert proc.poll() is None, proc.stderr.read()
+            time.sleep(4)  # longer than its idle timeout goes by before it can start
+        finally:
+            os.close(held)  # lets go of the lock
+        wait_for(lambda: socket_file(root).exists() or proc.poll() is not None, what="the daemon to listen")
+        reply = _answer_of(root)
+        assert reply is not None and reply["pid"] == proc.pid, (reply, proc.poll())
+        _, err = proc.communicate(timeout=60)  # it leaves after 3 s without a question of its own build
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0 and b"leaving: idle for 3 s" in err, err
     assert not socket_file(root).exists()
 
 
