@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -183,9 +184,20 @@ def test_socket_is_private_and_status_and_stop(indexed, env):
 def test_idle_daemon_leaves_and_removes_its_socket(indexed, env):
     root = indexed
     env = dict(env, MEMSTRATA_DAEMON_IDLE="1")
-    run(env, *QUERIES[0], str(root))
-    pid = serving(env, root)["pid"]
-    wait_for(lambda: not alive(pid), timeout=30, what="the idle daemon to leave")
+    run(env, *QUERIES[0], str(root))  # answered in-process; starts a daemon that leaves after 1 s idle
+    # Followed in its log rather than by asking it: a question is not idleness, and one asked by a
+    # new `memstrata` process each time can come later than its second on a loaded machine.
+    log = root / ".memstrata" / "daemon.log"
+
+    def left() -> str | None:
+        text = log.read_text() if log.exists() else ""
+        return text if "stopped after" in text else None  # its last line, once the socket is removed
+
+    text = wait_for(left, what=lambda: f"the daemon to serve, then leave; daemon.log: "
+                                       f"{log.read_text() if log.exists() else None!r}")
+    serving_line = re.search(r"serving .* \(pid (\d+), build \S+, idle timeout 1 s\)", text)
+    assert serving_line and "leaving: idle for 1 s" in text, text
+    wait_for(lambda: not alive(int(serving_line.group(1))), timeout=30, what="the idle daemon to exit")
     assert not socket_file(root).exists()
 
 
