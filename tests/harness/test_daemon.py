@@ -17,6 +17,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -309,13 +310,28 @@ def test_a_busy_daemon_is_not_replaced(indexed, env):
     pid = before["pid"]
     path = socket_file(root)
     expected = answer(run(env, *QUERIES[1], str(root), daemon=False))
-    # Occupy the daemon (it takes one call at a time): a connection that never sends its request.
+    # Occupy the daemon (it takes one call at a time): a connection whose request never ends. It
+    # trickles in, a blank at a time, so the daemon waits on it for as long as the query runs
+    # (one that sent nothing would be dropped after REQUEST_TIMEOUT, 5 s, and a query slower than
+    # that to start on a loaded machine would find the daemon free and be served by it).
     hog = socket.socket(socket.AF_UNIX)
     hog.connect(str(path))
+    hog.sendall(b"{")
+    done = threading.Event()
+
+    def trickle() -> None:
+        with contextlib.suppress(OSError):
+            while not done.wait(0.5):
+                hog.sendall(b" ")
+
+    feeder = threading.Thread(target=trickle, daemon=True)
+    feeder.start()
     try:
         assert answer(run(env, *QUERIES[1], str(root), timeout=60)) == expected
         assert alive(pid)
     finally:
+        done.set()
+        feeder.join()
         hog.close()
     after = serving(env, root)
     assert after["pid"] == pid
