@@ -223,6 +223,9 @@ class CodeGraph(GraphQueries):
         self._file_symbols: dict[str, list[str]] = {}
         self._bindings: dict[str, _Bindings] = {}
         self._refs: dict[str, list[tuple]] = {}  # path -> [(id, scope, name, kind, receiver, count)]
+        # path -> the target the index holds for each of _refs[path] (same order): what a
+        # resolution is compared with to know which rows to write (see take_resolved_targets)
+        self._saved: dict[str, list[str | None]] = {}
         # path -> {(scope, variable): type name}: what a parameter, variable or field is declared
         # as (`bind` rows), for the calls made on it
         self._declared: dict[str, dict[tuple[str | None, str], str]] = {}
@@ -290,11 +293,6 @@ class CodeGraph(GraphQueries):
             rebound = self._rebound_files(store, set(changed) | set(removed))
             changed = sorted(set(changed) | rebound)
         keep = set(changed) | set(removed)
-        # A re-pointed file's references are resolved afresh: what each resolved to before, by
-        # ref id, says which stored targets to write (only its own ids: a rewritten file's are new).
-        prior = {ref[0]: edge[1] for path in rebound
-                 for ref, edge in zip(self._refs.get(path, ()), self._ref_edges.get(path, ()))
-                 if edge is not None and ref[0] is not None}
         incoming = [(u, v, w) for v in changed if v in self.g
                     for u, _, k, w in self.g.in_edges(v, keys=True, data="weight")
                     if k == "imports" and u not in keep]
@@ -330,7 +328,7 @@ class CodeGraph(GraphQueries):
         dependents &= self._refs.keys()
         reset: set[str] = set()
         for phase in _PHASES:
-            self._resolve_files(present, phase=phase, reset=reset, prior=prior)
+            self._resolve_files(present, phase=phase, reset=reset)
             if dependents:
                 self._resolve_files(sorted(dependents), only_names=old_names | new_names, cut=cut,
                                     phase=phase, reset=reset)
@@ -393,7 +391,10 @@ class CodeGraph(GraphQueries):
     def _drop_file(self, path: str) -> None:
         for edge in filter(None, self._ref_edges.pop(path, [])):
             self._dec_edge(*edge)
+        self._saved.pop(path, None)
         for ref in self._refs.pop(path, []):
+            # A row that goes takes its unwritten target along (a rewritten file's ids may be reused).
+            self._pending_targets.pop(ref[0], None)
             for name in (ref[2], *_path_modules(ref[4])):
                 users = self._name_users.get(name)
                 if users is not None:
@@ -430,6 +431,7 @@ class CodeGraph(GraphQueries):
             self._file_symbols[path] = []
             self._bindings[path] = _Bindings()
             self._refs[path] = []
+            self._saved[path] = []
             self._declared[path] = {}
             self._dir_files[posixpath.dirname(path)].add(path)
         for sid, path, name, qualname, kind, parent, start, end, sig, doc in _in_steps(symbols, pause):
@@ -498,6 +500,7 @@ class CodeGraph(GraphQueries):
                     self._name_users[type_name].add(path)
                 continue
             self._refs[path].append((row[0], scope, row[3], row[4], row[5], float(row[7])))
+            self._saved[path].append(row[8] if len(row) > 8 else None)
             self._name_users[row[3]].add(path)
             for module in _path_modules(row[5]):
                 self._name_users[module].add(path)  # `crate::x::f()` uses module x (_defined_names)
@@ -509,17 +512,18 @@ class CodeGraph(GraphQueries):
             # Go or C++ method, `Foo.prototype.m = ...`): linked to the type by name.
             name = owner.rsplit(".", 1)[-1]
             self._refs[path].append((None, split_symbol_id(node)[1], name, _MEMBER, None, 1.0))
+            self._saved[path].append(None)
             self._name_users[name].add(path)
 
     def _resolve_files(self, paths: Iterable[str], only_names: set[str] | None = None,
                        cut: dict[str, dict[int, str | None]] | None = None, phase: str | None = None,
-                       reset: set[str] | None = None, prior: dict[int, str | None] | None = None,
-                       pause: Callable[[], None] | None = None) -> None:
+                       reset: set[str] | None = None, pause: Callable[[], None] | None = None) -> None:
         """Resolve the references of ``paths`` (all of them, or with ``only_names`` those a change
         to these names can move, plus those ``cut`` lists).  ``phase``: the links a method is
         found through (base classes, methods defined away from their type) or the rest; None
         both.  ``reset`` collects the files resolved afresh in the first phase, for the second.
-        ``pause``: as for :meth:`load`."""
+        ``pause``: as for :meth:`load`.  A reference whose target differs from the one the index
+        holds for it is queued for :meth:`take_resolved_targets`."""
         users = self._edge_files
         reset = set() if reset is None else reset
         for path in paths:
@@ -527,6 +531,7 @@ class CodeGraph(GraphQueries):
             if refs is None:
                 continue
             edges = self._ref_edges.get(path)
+            saved = self._saved[path]
             was = (cut or {}).get(path, {})  # references whose edges went with their nodes: target before
             if edges is None or len(edges) != len(refs):
                 edges = self._ref_edges[path] = [None] * len(refs)
@@ -575,9 +580,11 @@ class CodeGraph(GraphQueries):
                         if users is not None:
                             users[src].add(path)
                             users[target].add(path)
-                before = old[1] if old else was.get(i, (prior or {}).get(rid))
-                if before != target:
+                # Compared with the stored target, not with the edge before: a reference to its
+                # own scope makes no edge, and a graph built from rows had none to compare with.
+                if saved[i] != target:
                     self._pending_targets[rid] = target
+                saved[i] = target  # (the node's own string: the row's copy is freed)
 
     def _scope_source(self, path: str, scope: str | None) -> str:
         """The node a reference from ``scope`` starts at: the scope's symbol, or
@@ -1100,10 +1107,19 @@ class CodeGraph(GraphQueries):
     # -- persistence of resolved targets --------------------------------------
 
     def take_resolved_targets(self) -> list[tuple[str | None, int]]:
-        """(target, ref id) pairs resolved differently since the last call."""
+        """(target, ref id) pairs of the references whose resolution differs from the target the
+        index holds for them (None: resolved to nothing), since the last call: written back, they
+        leave every row's target as a graph built afresh from the rows resolves it."""
         out = [(t, rid) for rid, t in self._pending_targets.items()]
         self._pending_targets.clear()
         return out
+
+    def untake_resolved_targets(self, rows: Iterable[tuple[str | None, int]]) -> None:
+        """Queue again the pairs :meth:`take_resolved_targets` gave that could not be written
+        (a full disk, a locked file), unless a later resolution of the row queued its own; a row
+        dropped since takes its pair along (see _drop_file)."""
+        for target, rid in rows:
+            self._pending_targets.setdefault(rid, target)
 
     # -- queries (GraphView; those derived from neighbors are GraphQueries') --
 

@@ -514,15 +514,21 @@ class Workspace:
                 graph_snapshot.save(self._graph, self.store)
 
     def _persist_targets(self) -> None:
+        """Write the targets of the references the graph resolves otherwise than their rows say
+        (the graph compares with the stored column, so a target that became None or moved is
+        written too): the rows then hold what a graph built afresh resolves."""
         # Only a CodeGraph resolves references; a snapshot holds no resolution state.
-        rows = self._graph.take_resolved_targets() if isinstance(self._graph, CodeGraph) else []
+        graph = self._graph
+        rows = graph.take_resolved_targets() if isinstance(graph, CodeGraph) else []
         if rows and not self.store.readonly and not self.detached:
             try:
                 with self.store.write() as conn:
                     ci.set_ref_targets(conn, rows)
             except (StoreError, sqlite3.OperationalError) as exc:  # a full disk, a read-only or locked file
+                graph.untake_resolved_targets(rows)  # the column catches up at the next write
                 log.warning("could not save resolved references (%s); the answers are unaffected", exc)
             except Exception:  # the graph stays right; the column catches up next time
+                graph.untake_resolved_targets(rows)
                 log.warning("could not persist resolved references", exc_info=True)
 
     # -- watching -------------------------------------------------------------

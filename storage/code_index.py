@@ -483,7 +483,7 @@ def _path_filter(paths: Sequence[str] | None) -> tuple[str, tuple]:
 _FILE_ROWS = ("f.path, f.language, f.is_test, f.lines, f.status", "files f", "f.id")
 _SYMBOL_ROWS = ("s.id, f.path, s.name, s.qualname, s.kind, s.parent, s.start_line, s.end_line, s.signature,"
                 " s.docstring", "symbols s JOIN files f ON f.id = s.file_id", "s.id")
-_REF_ROWS = ("r.id, f.path, r.scope, r.name, r.kind, r.receiver, r.line, r.count",
+_REF_ROWS = ("r.id, f.path, r.scope, r.name, r.kind, r.receiver, r.line, r.count, r.target",
              "refs r JOIN files f ON f.id = r.file_id", "r.id")
 _IMPORT_ROWS = ("f.path, i.module, i.name, i.alias, i.line, i.target_path",
                 "imports i JOIN files f ON f.id = i.file_id", "i.id")
@@ -506,7 +506,8 @@ def load_symbols(store: Store, paths: Sequence[str] | None = None) -> list[tuple
 
 
 def load_refs(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
-    """Rows of (id, path, scope, name, kind, receiver, line, count)."""
+    """Rows of (id, path, scope, name, kind, receiver, line, count, target): ``target`` as
+    stored, which the graph compares with what it resolves the reference to."""
     return _load(store, _REF_ROWS, paths)
 
 
