@@ -331,11 +331,12 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     def is_use(path: str, scope: str | None, kind: str, target: str | None) -> bool:
         if made and kind != "call":
             return False  # a type named in a declaration makes nothing
-        if target is not None:
+        if target is not None and target in graph:
             return target == used
-        # Not resolved in the index yet (a read-only index, a file parsed a moment ago): trust
-        # the graph's edge of the same kind from the same scope (a trait method's `inherit` of
-        # a library trait is not its call of a namesake).
+        # Not resolved in the index yet (a read-only index, a file parsed a moment ago), or
+        # resolved to a definition that is gone since (a process that could not write the rows
+        # again): trust the graph's edge of the same kind from the same scope (a trait method's
+        # `inherit` of a library trait is not its call of a namesake).
         return (f"{path}::{scope}" if scope else path, REF_EDGE.get(kind, "references")) in used_by
 
     refs: list[dict] = []

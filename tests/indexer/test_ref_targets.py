@@ -177,6 +177,19 @@ def test_the_repro_in_one_store_after_restarts(tmp_path):
         assert ws.store.execute("SELECT target FROM refs WHERE receiver = 'wrapper'") == [(None,)]
 
 
+def test_refs_does_not_trust_a_stored_target_that_names_a_gone_symbol(tmp_path):
+    """A row left pointing at a definition that no longer exists (written by a process that could
+    not write again) is no use of anything: `refs` asks the graph instead."""
+    root = tmp_path / "p"
+    write_files(root, {"lib.py": HELPER + OTHER, "app.py": CALLER})
+    with Workspace.open(root, workers=1) as ws:
+        ws.index()
+        _ = ws.graph
+        with ws.store.write() as conn:
+            conn.execute("UPDATE refs SET target = 'lib.py::gone' WHERE name = 'helper'")
+        assert answers(ws, "lib.py::helper")[0] == [("app.py", 2, "call")]
+
+
 def test_targets_that_could_not_be_written_are_written_at_the_next_chance(tmp_path, monkeypatch):
     root = tmp_path / "p"
     write_files(root, {"lib.py": HELPER + OTHER, "app.py": CALLER})
