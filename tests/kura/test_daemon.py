@@ -15,6 +15,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from memstrata.kura.daemon import START_TIMEOUT
+
 from .conftest import KuraEnv, wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -164,7 +166,9 @@ def test_two_daemons_started_at_once_one_wins(kura):
     kura.ok("add", "notes")
     procs = [kura.popen("daemon") for _ in range(2)]
     try:
-        url = wait_until(lambda: (kura.home / "endpoint").exists() and kura.url)
+        # As long as kura's own CLI waits for a daemon it started (two starting at once on a
+        # loaded machine each take seconds to import and bind).
+        url = wait_until(lambda: (kura.home / "endpoint").exists() and kura.url, timeout=START_TIMEOUT)
         assert url
         kura._remember_pid()
         loser = wait_until(lambda: next((p for p in procs if p.poll() is not None), None))
