@@ -105,6 +105,12 @@ _PACKAGE_IS_DIRECTORY = {"go": ".go", "java": ".java"}
 # of the caller's own enclosing scopes): a method needs a receiver (`self.`, `this.`, `$this->`,
 # `Type::`).  Java, C#, C++, Kotlin and Ruby call their own and inherited methods bare.
 _EXPLICIT_RECEIVER = frozenset({"python", "javascript", "typescript", "tsx", "rust", "go", "php", "c"})
+# Languages where a call on an object (`x.m()`) can only mean a method: a free function is reached
+# through a module, never through a value.  (C calls through function-pointer fields, and
+# JavaScript objects hold functions: see _value_receiver.)
+_VALUE_RECEIVERS = frozenset({"python", "go", "rust"})
+# The Rust crates every project links without naming them in Cargo.toml.
+_RUST_STD = frozenset({"std", "core", "alloc"})
 # Import spellings that stay inside the project even when no file was found for them: relative
 # paths and path aliases (`@/x`, `~/x`, Node's `#x`); Rust's `crate::`, `self::`, `super::` are
 # _RELATIVE_HEADS.
@@ -238,6 +244,7 @@ class CodeGraph(GraphQueries):
         self._dir_files: dict[str, set[str]] = defaultdict(set)
         self._mod_parents: dict[str, set[str]] = defaultdict(set)  # Rust module file -> files declaring it
         self._crates: tuple[int, dict[str, str]] = (0, {})  # (graph version, _rust_crates())
+        self._module_names: tuple[int, set[str]] = (0, set())  # (graph version, _rust_module_names())
         self._pending_targets: dict[int, str | None] = {}
         self._by_db_id: dict[int, str] = {}
         self._adj_cache: dict[str, list[Adjacent]] = {}  # node -> adjacency(node), dropped when its edges change
@@ -825,7 +832,85 @@ class CodeGraph(GraphQueries):
                     # index's re-resolution by name assumes.
                     methods = {cls: methods[cls] for cls in _at_module_path(list(methods), recv.rsplit(".", 1)[0])}
                 return self._unique(set(methods.values()))
+            if self._external_path(path, receiver):
+                return None  # `std::fs::f()`, `serde_json::f()`: a library's function, not the project's namesake
+            if self._value_receiver(path, scope, receiver, recv):
+                # A method call on an object (`wrapper.wrap()` with `wrapper = TextWrapper()`,
+                # `", ".join()`, `b.len()`) never calls a free function: not the project's one of
+                # that name, which is often the caller itself.
+                candidates = {c for c in candidates if self.g.nodes[c]["kind"] != "function"
+                              or self._go_package_call(path, c)}
         return self._unique_outside_tests(path, scope, candidates)
+
+    def _value_receiver(self, path: str, scope: str | None, receiver: str, recv: str) -> bool:
+        """Whether a call's receiver is an object, not a module: in Python, Go and Rust, one that
+        no import binds and the file defines no type or module for (a local, a parameter, a
+        field, a call's result, a literal); in JavaScript/TypeScript, where objects of functions
+        stand in for modules (`const utils = { f }`), only a variable declared with a type or a
+        constructor (`const d = new Date()`)."""
+        language = self.g.nodes[path].get("language")
+        if language in _JS_LIKE:
+            return _TYPE_PATH.fullmatch(recv) is not None and self._declared_type(path, scope, recv.split(".", 1)[0]) is not None
+        if language not in _VALUE_RECEIVERS:
+            return False
+        if language == "rust" and "::" in receiver and _RUST_PATH.fullmatch(receiver):
+            return False  # a path: a module's or a type's function
+        head = recv.split(".", 1)[0]
+        if not _TYPE_PATH.fullmatch(recv):
+            return True  # `make().wrap()`, `", ".join()`, `items[0].keys()`
+        if head in _SELF and "." not in recv:
+            return False  # `self.m()` outside a class the index knows: as before
+        b = self._bindings.get(path)
+        if b is not None and (head in b.names or head in b.imported or head in b.external
+                              or any(m == recv or recv.startswith(m + ".") for m in b.modules)):
+            return False  # an imported module (or something bound by an import)
+        local = self._local(path, scope, head) if head not in _SELF else None
+        return local is None or self.g.nodes[local]["kind"] not in _MEMBER_HOLDERS
+
+    def _go_package_call(self, path: str, function: str) -> bool:
+        """Whether a Go call `x.F()` may be of function ``function`` of a package ``path``
+        imports: a package is called by its declared name, which need not be its directory's
+        (`package yaml` in `v3/`), so a receiver no import binds may still be a package."""
+        if self.g.nodes[path].get("language") != "go":
+            return False
+        home = posixpath.dirname(split_symbol_id(function)[0])
+        return home != posixpath.dirname(path) and any(
+            k == "imports" and posixpath.dirname(v) == home for _, v, k in self.g.out_edges(path, keys=True))
+
+    def _external_path(self, path: str, receiver: str) -> bool:
+        """Whether a Rust call's path (`std::fs`, `serde_json`) names a module outside the project:
+        the standard library, or a first segment that is no module, crate, `use` binding or
+        definition the project has (an external crate, spelled without a `use`)."""
+        if "::" not in receiver or not _RUST_PATH.fullmatch(receiver) or self.g.nodes[path].get("language") != "rust":
+            return False
+        head = receiver.split("::", 1)[0]
+        if head in _RUST_STD:
+            return True
+        if head in _RELATIVE_HEADS or head in _SELF or head in self._by_name:
+            return False
+        b = self._bindings.get(path)
+        if b is not None and (head in b.names or head in b.submodules or head in b.imported):
+            return False
+        return head not in self._rust_module_names()
+
+    def _rust_module_names(self) -> set[str]:
+        """Every name a Rust module of the project goes by: the workspace's crates, the modules
+        files declare (`mod x;`, `#[path] mod x;`), and the stems and directories of its files
+        (a module declared inside a macro, `cfg_rt! { mod runtime; }`, is read by no query)."""
+        version, names = self._module_names
+        if version != self.version:
+            names = set(self._rust_crates())
+            for directory, paths in self._dir_files.items():
+                rust = [p for p in paths if p.endswith(".rs")]
+                if rust:
+                    names.add(posixpath.basename(directory).replace("-", "_"))
+                    names.update(posixpath.splitext(posixpath.basename(p))[0] for p in rust)
+                    for p in rust:
+                        b = self._bindings.get(p)
+                        if b is not None:
+                            names.update(b.submodules)
+            self._module_names = (self.version, names)
+        return names
 
     def _declared_class(self, path: str, scope: str | None, receiver: str) -> str | None:
         """The project class a receiver is declared as: a parameter, variable or field of an
@@ -845,15 +930,7 @@ class CodeGraph(GraphQueries):
             # and its methods are one file, and so is a field set in the constructor).
             cls = self._field_class(cls, fields[0], path) or self._field_class(cls, fields[0])
         else:
-            declared = self._declared.get(path)
-            if not declared:
-                return None
-            type_name = None
-            parts = scope.split(".") if scope else []
-            for i in range(len(parts), -1, -1):
-                type_name = declared.get((".".join(parts[:i]) or None, head))
-                if type_name:
-                    break
+            type_name = self._declared_type(path, scope, head)
             cls = self._bound_class(path, scope, type_name) if type_name else None
         # Composition: a field's own fields (`self.conn.io.flush()`), a hop at a time.
         for field in fields[1:]:
@@ -861,6 +938,18 @@ class CodeGraph(GraphQueries):
                 return None
             cls = self._field_class(cls, field)
         return cls
+
+    def _declared_type(self, path: str, scope: str | None, variable: str) -> str | None:
+        """The type a bind row of ``scope`` or an enclosing scope declares ``variable`` with."""
+        declared = self._declared.get(path)
+        if not declared:
+            return None
+        parts = scope.split(".") if scope else []
+        for i in range(len(parts), -1, -1):
+            type_name = declared.get((".".join(parts[:i]) or None, variable))
+            if type_name:
+                return type_name
+        return None
 
     def _field_class(self, cls: str, field: str, where: str | None = None) -> str | None:
         """The project class field ``field`` of class ``cls`` is declared as, as the bind rows of
