@@ -834,12 +834,15 @@ class CodeGraph(GraphQueries):
                 return self._unique(set(methods.values()))
             if self._external_path(path, receiver):
                 return None  # `std::fs::f()`, `serde_json::f()`: a library's function, not the project's namesake
-            if self._value_receiver(path, scope, receiver, recv):
+            hit = self._unique_outside_tests(path, scope, candidates)
+            if (hit is not None and self.g.nodes[hit]["kind"] == "function"
+                    and self._value_receiver(path, scope, receiver, recv) and not self._go_package_call(path, hit)):
                 # A method call on an object (`wrapper.wrap()` with `wrapper = TextWrapper()`,
                 # `", ".join()`, `b.len()`) never calls a free function: not the project's one of
-                # that name, which is often the caller itself.
-                candidates = {c for c in candidates if self.g.nodes[c]["kind"] != "function"
-                              or self._go_package_call(path, c)}
+                # that name, which is often the caller itself.  (The free function still counts
+                # among the candidates: a method the name then leaves alone is no likelier.)
+                return None
+            return hit
         return self._unique_outside_tests(path, scope, candidates)
 
     def _value_receiver(self, path: str, scope: str | None, receiver: str, recv: str) -> bool:
