@@ -21,7 +21,10 @@ is caught up first (``memstrata index CORPUS`` builds it ahead of time).
    are the truth, as far as Python lets that name reach it: a bare
    ``name(...)`` is a use only of a module-level function or class (a method
    needs a receiver), of a builtin's namesake (``open``) only in its own
-   file, and a call on a module or name imported from outside the project
+   file, ``x.name(...)`` is a use of a module-level function only when ``x``
+   is a name a project import binds (a module: not a local, a parameter, a
+   call's result, ``np = import_module("numpy")``), and a call on a module or
+   name imported from outside the project
    (``np.array(...)``, ``sqrt(...)`` after ``from math import sqrt``) is the
    library's, and a call spelled by an import's alias (``dp(...)`` after
    ``from .delta import deltaproduct as dp``) is a use of what it imports;
@@ -87,6 +90,9 @@ class Truth:
         self.def_names: Counter[str] = Counter()
         self.function_ids: dict[str, str] = {}  # function name -> project id (meaningful when defined once)
         self.calls: dict[str, set[tuple[str, int]]] = defaultdict(set)  # name -> {(path, line)} of x.name(...)
+        # name -> {(path, line)} of m.name(...) where m is a name a project import binds: the only
+        # receivers through which Python reaches a module-level function (a module)
+        self.module_calls: dict[str, set[tuple[str, int]]] = defaultdict(set)
         self.bare_calls: dict[str, set[tuple[str, int]]] = defaultdict(set)  # name -> {(path, line)} of name(...)
         self.lines = 0
         self.unparsable = 0
@@ -118,6 +124,19 @@ def _project_aliases(tree: ast.AST, project_roots: set[str]) -> dict[str, str]:
     return out
 
 
+def _project_imported(tree: ast.AST, project_roots: set[str]) -> set[str]:
+    """Names a file's imports of the project bind (`from . import util`, `import pkg.mod as m`):
+    a receiver that can be a module."""
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.asname or a.name.split(".", 1)[0] for a in node.names
+                       if a.name.split(".", 1)[0] in project_roots)
+        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".", 1)[0] in project_roots):
+            out.update(a.asname or a.name for a in node.names if a.name != "*")
+    return out
+
+
 def read_truth(root: Path, paths: list[str]) -> Truth:
     t = Truth()
     # The project's importable top-level names: its packages and top-level modules.
@@ -133,6 +152,7 @@ def read_truth(root: Path, paths: list[str]) -> Truth:
         t.lines += text.count("\n") + 1
         library = _library_names(tree, project_roots)
         aliases = _project_aliases(tree, project_roots)
+        imported = _project_imported(tree, project_roots)
         seen: set[str] = set()
         stubs: dict[str, int] = {}  # qualname -> index in t.defs of its pending @overload signature
 
@@ -175,6 +195,8 @@ def read_truth(root: Path, paths: list[str]) -> Truth:
                         elif isinstance(f, ast.Attribute):
                             if not (isinstance(f.value, ast.Name) and f.value.id in library):
                                 t.calls[f.attr].add((path, f.end_lineno))
+                                if isinstance(f.value, ast.Name) and f.value.id in imported:
+                                    t.module_calls[f.attr].add((path, f.end_lineno))
                     visit(child, stack, in_redefinition)
 
         visit(tree, [])
@@ -256,7 +278,12 @@ def references(ws: Workspace, truth: Truth) -> dict:
             truncated += 1
             continue
         found = {(r["path"], r["line"]) for r in out["references"] if r["kind"] == "call" and r["path"].endswith(".py")}
-        want = truth.calls.get(name, set()) | _bare_uses(truth, name, pid)
+        # A module-level function is reached through a receiver only when that is a module
+        # (`util.f()` after `from . import util`): `x.f()` on a local, a parameter, a call's
+        # result or `np = import_module("numpy")` is a method of that object, not a use of it.
+        module_level = "." not in pid.partition("::")[2]
+        through = (truth.module_calls if module_level else truth.calls).get(name, set())
+        want = through | _bare_uses(truth, name, pid)
         hit = len(found & want)
         for key in ("all", "builtin-method names" if name in _BUILTIN_METHODS else "other names"):
             g = groups[key]
