@@ -30,11 +30,14 @@ COMMAND_MODULES = [
 
 
 # The module defining each command the resident query process answers
-# (harness/cli/resident.py): a call of one of them builds only that module's
-# parser, so a one-shot query does not import every other command (the proxy,
-# the MCP server) before asking the daemon.  A command missing here still
-# works, with the full parser.
-LEAN_COMMANDS = {"query": "memstrata.harness.cli.index", "daemon": "memstrata.harness.cli.daemon",
+# (harness/cli/resident.py), and the index commands: a call of one of them
+# builds only that module's parser, so a one-shot query does not import every
+# other command (the proxy, the MCP server) before asking the daemon, and an
+# index run does not pay for them before its first parse.  A command missing
+# here still works, with the full parser.
+LEAN_COMMANDS = {"query": "memstrata.harness.cli.index", "index": "memstrata.harness.cli.index",
+                 "watch": "memstrata.harness.cli.index", "status": "memstrata.harness.cli.index",
+                 "daemon": "memstrata.harness.cli.daemon",
                  "symbol": "memstrata.harness.cli.navigate", "refs": "memstrata.harness.cli.navigate",
                  "outline": "memstrata.harness.cli.navigate"}
 
