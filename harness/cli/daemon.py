@@ -147,8 +147,9 @@ def cmd_stop(args, found) -> int:
         print("not running")
         return 0
     before = client.stop(found[1])
-    if not sockets.lock_is_free(found[1]):
-        return fail(f"the daemon (pid {before.pid}) did not stop")
+    if before.left_running is not None:
+        return fail(f"the daemon (pid {before.left_running}) did not stop" if before.left_running
+                    else "a daemon still runs for the project: it did not stop")
     if before.pid:
         print(f"stopped (pid {before.pid})")
     elif before.removed == "socket":

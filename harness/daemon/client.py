@@ -270,6 +270,7 @@ class DaemonState:
     answering: bool = True     # False: it did not answer in time (busy with another call, or stopped)
     stopped: bool = False
     removed: str | None = None  # stop: what was left at the socket's path and removed (socket, file, folder)
+    left_running: int | None = None  # stop: a daemon still held the lock when it gave up (its pid, or 0)
 
 
 def status(index_folder: Path) -> DaemonState:
@@ -314,11 +315,14 @@ def stop(index_folder: Path, timeout: float = 10.0) -> DaemonState:
                         asked = bool(sockets.receive(sock).get("ok"))
         if not asked:
             terminate(state.pid)
-        deadline = time.monotonic() + timeout
-        while not sockets.lock_is_free(index_folder) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    if sockets.lock_is_free(index_folder):
-        state.removed = _clear_socket_path(sockets.socket_path(index_folder))
+    # Done when this process holds the lock itself: a start queued behind the daemon (asked
+    # for before the mark above, so it gives up) may hold it for an instant after the daemon
+    # let go, and a look at the lock in that instant would take it for the daemon still running.
+    with sockets.holding_lock(index_folder, timeout) as held:
+        if held:
+            state.removed = _clear_socket_path(sockets.socket_path(index_folder))
+    if not held:
+        state.left_running = _lock_holder(index_folder) or state.pid or 0
     return state
 
 

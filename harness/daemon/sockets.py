@@ -175,6 +175,51 @@ def lock_is_free(index_folder: Path) -> bool:
         os.close(fd)
 
 
+@contextlib.contextmanager
+def holding_lock(index_folder: Path, timeout: float) -> Iterator[bool]:
+    """Hold the project's daemon lock for the block, waiting up to ``timeout`` seconds for
+    whoever holds it to let go: True while it is held here (no daemon runs, and none can take
+    it until the block ends), False when it was not let go in time.
+
+    A single look at the lock cannot tell that no daemon runs: a start queued behind a stopped
+    daemon takes the lock an instant after it is let go, finds it has nothing to do and lets go
+    again.  Taking it here settles the question for as long as the block lasts.  Nothing in the
+    block may open and close the lock file again (:func:`lock_is_free`): closing any descriptor
+    of it drops this process's record locks."""
+    mode = fcntl.LOCK_EX
+    try:
+        fd = os.open(lock_path(index_folder), os.O_RDWR)
+    except FileNotFoundError:
+        yield True  # no daemon ever ran here
+        return
+    except OSError:
+        try:  # a read-only index folder, as in lock_is_free
+            fd = os.open(lock_path(index_folder), os.O_RDONLY)
+        except OSError:
+            yield False
+            return
+        mode = fcntl.LOCK_SH
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.lockf(fd, mode | fcntl.LOCK_NB)
+                break
+            except OSError as exc:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(0.02)
+        try:
+            yield True
+        finally:
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
 def send(sock: socket.socket, message: dict) -> None:
     # One JSON document a line: json.dumps escapes every newline inside it.
     sock.sendall(json.dumps(message, separators=(",", ":")).encode("utf-8", "surrogatepass") + b"\n")

@@ -372,6 +372,43 @@ def test_a_start_asked_for_before_daemon_stop_does_not_start_after_it(indexed, e
     run(env, "daemon", "stop", str(root))
 
 
+# A start queued behind a daemon: it takes the lock the instant it is let go, and (asked for
+# before `daemon stop`) gives up and lets go.  Here it holds on longer, as on a loaded machine,
+# in the moment before it writes its pid into the lock file.
+_QUEUED_START = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+os.ftruncate(fd, 0)
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_stop_is_not_fooled_by_a_queued_start_holding_the_lock_for_an_instant(indexed, env):
+    """`daemon stop` reported "did not stop" when, right as it looked, a start queued behind the
+    daemon held the lock on its way out: stop now waits until it holds the lock itself."""
+    root = indexed
+    assert run(env, "daemon", "start", str(root)).returncode == 0
+    pid = serving(env, root)["pid"]
+    stopped = run(env, "daemon", "stop", str(root))
+    assert stopped.returncode == 0 and f"stopped (pid {pid})".encode() in stopped.stdout, stopped
+    wait_for(lambda: not alive(pid), what="the daemon to exit")
+    # The daemon is gone; the queued start holds the lock for a moment, then leaves.
+    queued = subprocess.Popen([sys.executable, "-c", _QUEUED_START, str(root / ".memstrata" / "daemon.lock"),
+                               "1.5"], stdout=subprocess.PIPE)
+    try:
+        assert queued.stdout.readline() == b"held\n"
+        again = run(env, "daemon", "stop", str(root))
+        assert again.returncode == 0 and again.stdout == b"not running\n", again
+        assert queued.wait(timeout=30) == 0
+    finally:
+        if queued.poll() is None:
+            queued.kill()
+            queued.wait()
+    assert not status(env, root)["running"]
+
+
 def test_sigkill_mid_query_twenty_times(indexed, env):
     """Every call answers (in-process or through a new daemon), and no stale socket is left."""
     root = indexed
