@@ -135,6 +135,14 @@ _RETURNS = re.compile(r"->\s*([\w:]+)(?:<.*>)?\s*(?:where\b.*|\{.*)?$", re.S)
 _TYPE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
+def _type_parts(type_name: str) -> list[str]:
+    """The names a bind row's type is spelled with: `Queue::new` -> Queue, new; `ns.Store` -> ns, Store."""
+    return _TYPE_PARTS.split(type_name)
+
+
+_TYPE_PARTS = re.compile(r"::|\.")
+
+
 def _names_type(receiver: str) -> bool:
     """Whether a call's receiver is written as a type name (a capitalised last segment, or a
     builtin type), not as a value whose type the index cannot know."""
@@ -503,7 +511,7 @@ class CodeGraph(GraphQueries):
                 if scope and scope.rsplit(".", 1)[-1] == var:  # a field that is a definition itself
                     scope = scope.rsplit(".", 1)[0] if "." in scope else None
                 self._declared[path].setdefault((scope, var), row[3])
-                for type_name in row[3].split("::"):  # `Queue::new`: the type and what builds it
+                for type_name in _type_parts(row[3]):  # `Queue::new`: the type and what builds it
                     self._name_users[type_name].add(path)
                 continue
             self._refs[path].append((row[0], scope, row[3], row[4], row[5], float(row[7])))
@@ -551,7 +559,7 @@ class CodeGraph(GraphQueries):
                 # with a changed type, carries no changed name of its own.
                 b = self._bindings.get(path)
                 aliased = {a for a, n in b.imported.items() if n in only and a != n} if b else set()
-                typed = any(not only.isdisjoint(t.split("::")) for t in (self._declared.get(path) or {}).values())
+                typed = any(not only.isdisjoint(_type_parts(t)) for t in (self._declared.get(path) or {}).values())
             for i, (rid, scope, name, kind, receiver, count) in enumerate(refs):
                 if pause is not None:
                     pause()
@@ -971,7 +979,10 @@ class CodeGraph(GraphQueries):
     def _bound_class(self, path: str, scope: str | None, type_name: str) -> str | None:
         """The project class a bind row's type (as file ``path`` spells it) names."""
         type_name, _, function = type_name.partition("::")
-        cls = self._resolve(path, scope, type_name, "type", None)
+        # A JavaScript/TypeScript class reached through a name (`new ns.Store()`): the member
+        # `Store` of what `ns` is, found as a call on `ns` would find it.
+        receiver, _, type_name = type_name.rpartition(".")
+        cls = self._resolve(path, scope, type_name, "type", receiver or None)
         if cls is None or self.g.nodes[cls].get("kind") not in _CLASSLIKE:
             return None
         if function:

@@ -35,14 +35,15 @@ from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
 log = logging.getLogger(__name__)
 
 SNAPSHOT_FILE = "graph.snapshot"
-_MAGIC = b"MSGRAPH10"  # 2: inline test modules' symbols; 3: no name-only link into tests, type paths;
+_MAGIC = b"MSGRAPH11"  # 2: inline test modules' symbols; 3: no name-only link into tests, type paths;
 # 4: no bare-name link to a method, no link from a call on a library module; 5: a class's name is the
 # class, not its constructors; a Java package's files see each other's names; 6: a C# type name
 # is a type's, an attribute names its `...Attribute` class; 7: base classes resolved before calls;
 # 8: `super.m()` is the base class's method, not the caller's own; 9: a call on a module defined in a file
 # (`Geometry.area()`, a TypeScript namespace) is its member; 10: a call on `self.field` reaches the field
 # type's method, a method call on an object is no call of a free function, an external crate's path no
-# call of the project's namesake
+# call of the project's namesake; 11: a JavaScript/TypeScript local made by `new ns.Klass()` has the type
+# `ns` names
 _KIND_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
 _LAYOUT = [sys.byteorder, array("I").itemsize, array("d").itemsize]
 

@@ -40,7 +40,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "29"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "30"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -49,7 +49,8 @@ EXTRACTOR_VERSION = "29"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # file, `let q = Queue::new();` and `let q = Queue { .. };` bind q; 27: JavaScript/TypeScript
 # `export default name` is a bind row of `default`, `const s = new Store()` binds s;
 # 28: TypeScript type tests (`*.test-d.ts`, `*.spec-d.ts`) are test code; 29: Rust struct
-# fields bind their declared type (the content's, through `Arc`/`Rc`/`Box`)
+# fields bind their declared type (the content's, through `Arc`/`Rc`/`Box`); 30: JavaScript/
+# TypeScript `const v = new ns.Klass()` binds v (to `ns.Klass`)
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -345,6 +346,8 @@ def _uses(uses: list[tuple], builtin_types: frozenset[str] | None, source: bytes
     starts = list(map(_first, ranges))
     names = [source[a:b].decode("utf-8", "replace") for a, b in ranges]
     kinds = list(map(_second, uses))
+    if "bind" in kinds:  # a type's path written over lines (`new ns\n  .Store()`) is one name
+        names = [_WS.sub("", n) if k == "bind" else n for n, k in zip(names, kinds)]
     receivers = [_receiver(r, source) if r else None for r in map(_third, uses)]
     keep = None
     if "" in names or (builtin_types is not None and ("type" in kinds or "bind" in kinds)):

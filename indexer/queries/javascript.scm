@@ -114,6 +114,12 @@
 ; (`const s = new Store()`), for the calls made on it; it makes no edge.
 (variable_declarator name: (identifier) @receiver
   value: (new_expression constructor: (identifier) @name)) @reference.bind
+; ... or from a class reached through a name (`new ns.Store()` after `import * as ns`,
+; `new Intl.NumberFormat()`): the row's type is the dotted path
+(variable_declarator name: (identifier) @receiver
+  value: (new_expression
+    constructor: (member_expression object: [(identifier) (member_expression)]
+                                    property: (property_identifier)) @name)) @reference.bind
 
 ; `export default toRem`: the module's `default` is bound to the name, which the graph
 ; follows to its definition (the module's own, or one it imported)

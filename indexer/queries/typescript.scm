@@ -169,6 +169,12 @@
 ; ... or, unannotated, with the class it is constructed from: `const s = new Store()`
 (variable_declarator name: (identifier) @receiver !type
   value: (new_expression constructor: (identifier) @name)) @reference.bind
+; ... or from a class reached through a name (`new ns.Store()` after `import * as ns`,
+; `new Intl.NumberFormat()`): the row's type is the dotted path
+(variable_declarator name: (identifier) @receiver !type
+  value: (new_expression
+    constructor: (member_expression object: [(identifier) (member_expression)]
+                                    property: (property_identifier)) @name)) @reference.bind
 
 ; `export default toRem`: the module's `default` is bound to the name, which the graph
 ; follows to its definition (the module's own, or one it imported)

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from memstrata.indexer.parse import parse_source
+
 from ..conftest import indexed_workspace
+
+LANGUAGE = {"ts": "typescript", "js": "javascript"}
 
 PROJECTS = {
     "java": ({
@@ -101,8 +105,8 @@ def test_a_call_on_a_declared_variable_reaches_its_types_method(tmp_path, langua
 
 
 def test_a_local_made_with_new_has_the_constructed_type(tmp_path):
-    # `const s = new Store()` says the type as plainly as `const s: Store = ...`; a constructor
-    # spelled through a member (`new ns.Store()`) or any other initialiser says nothing.
+    # `const s = new Store()` says the type as plainly as `const s: Store = ...`; any other
+    # initialiser (a call's result) says nothing.
     ws = indexed_workspace(tmp_path, {
         "src/store.ts": "export class Store {\n  get(key: string): unknown {\n    return key\n  }\n}\n"
                         "export class Cache {\n  get(k: string): string {\n    return k\n  }\n}\n",
@@ -115,5 +119,31 @@ def test_a_local_made_with_new_has_the_constructed_type(tmp_path):
         assert set(ws.graph.callees("src/main.ts::loadLocal")) == {"src/store.ts::Store", "src/store.ts::Store.get"}
         assert "src/box.js::Box.open" in ws.graph.callees("src/box.js::unpack")
         assert "src/box.js::Crate.open" not in ws.graph.callees("src/box.js::unpack")
+    finally:
+        ws.close()
+
+
+@pytest.mark.parametrize("ext", ["ts", "js"])
+def test_a_local_made_with_new_through_a_namespace_has_the_constructed_type(tmp_path, ext):
+    # `new ns.Klass()` with `import * as ns from './shapes'` names the class as plainly as
+    # `new Klass()`; `new Intl.NumberFormat()` names a class outside the project, so a call on
+    # the local is a method call on an object, never a call of the project's function `format`.
+    ws = indexed_workspace(tmp_path, {
+        f"src/shapes.{ext}": "export class Klass {\n  method() {\n    return 1\n  }\n}\n"
+                             "export class Other {\n  method() {\n    return 2\n  }\n}\n",
+        f"src/format.{ext}": "export function format(n) {\n  return String(n)\n}\n",
+        f"src/main.{ext}": "import * as ns from './shapes'\nimport { format } from './format'\n\n"
+                           "export function run() {\n  const v = new ns.Klass()\n  return v.method()\n}\n\n"
+                           "export function money(n) {\n  const f = new Intl.NumberFormat()\n"
+                           "  return f.format(n) + format(n)\n}\n",
+    })
+    try:
+        main = f"src/main.{ext}"
+        assert set(ws.graph.callees(f"{main}::run")) == {f"src/shapes.{ext}::Klass", f"src/shapes.{ext}::Klass.method"}
+        source = (tmp_path / main).read_bytes()
+        binds = {(r.name, r.receiver) for r in parse_source(main, LANGUAGE[ext], source).refs if r.kind == "bind"}
+        assert binds == {("ns.Klass", "v"), ("Intl.NumberFormat", "f")}
+        # the one call of `format` is the bare one; `f.format(n)` is Intl's
+        assert ws.graph.callees(f"{main}::money") == [f"src/format.{ext}::format"]
     finally:
         ws.close()
