@@ -132,15 +132,18 @@ _RUST_PATH = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
 # The type a Rust function signature returns, when it is a plain path (`-> Self`, `-> Queue<T>`;
 # not `-> Result<Self, E>`).
 _RETURNS = re.compile(r"->\s*([\w:]+)(?:<.*>)?\s*(?:where\b.*|\{.*)?$", re.S)
+# ... and what the Result or Option it returns holds (`-> io::Result<Self>`, `-> Option<Queue<T>>`).
+_RETURNS_WRAPPED = re.compile(r"->\s*(?:[\w:]+::)?(?:Result|Option)\s*<\s*([\w:]+)")
 _TYPE_PATH = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 
 
 def _type_parts(type_name: str) -> list[str]:
-    """The names a bind row's type is spelled with: `Queue::new` -> Queue, new; `ns.Store` -> ns, Store."""
+    """The names a bind row's type is spelled with: `Queue::new` -> Queue, new; `Queue::open?` ->
+    Queue, open; `ns.Store` -> ns, Store."""
     return _TYPE_PARTS.split(type_name)
 
 
-_TYPE_PARTS = re.compile(r"::|\.")
+_TYPE_PARTS = re.compile(r"::|\.|\?")
 
 
 def _names_type(receiver: str) -> bool:
@@ -987,9 +990,13 @@ class CodeGraph(GraphQueries):
             return None
         if function:
             # A local an associated function built (`let q = Queue::new();`, a Rust `bind` row
-            # spelled `Queue::new`) is of the type only when the function says it returns it.
-            built = self._method_in_hierarchy(cls, function)
-            returned = _RETURNS.search(self.g.nodes[built]["signature"] or "") if built else None
+            # spelled `Queue::new`) is of the type only when the function says it returns it;
+            # unwrapped (`Queue::open()?`, spelled `Queue::open?`), when it returns a Result or
+            # an Option of it.
+            unwrapped = function.endswith("?")
+            built = self._method_in_hierarchy(cls, function.rstrip("?"))
+            returns = _RETURNS_WRAPPED if unwrapped else _RETURNS
+            returned = returns.search(self.g.nodes[built]["signature"] or "") if built else None
             if returned is None or returned.group(1).rsplit("::", 1)[-1] not in ("Self", type_name):
                 return None
         return cls

@@ -43,7 +43,7 @@ _MAGIC = b"MSGRAPH11"  # 2: inline test modules' symbols; 3: no name-only link i
 # (`Geometry.area()`, a TypeScript namespace) is its member; 10: a call on `self.field` reaches the field
 # type's method, a method call on an object is no call of a free function, an external crate's path no
 # call of the project's namesake; 11: a JavaScript/TypeScript local made by `new ns.Klass()` has the type
-# `ns` names
+# `ns` names, a Rust local made by `T::open()?` (`.unwrap()`, `.expect(..)`) the type T
 _KIND_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
 _LAYOUT = [sys.byteorder, array("I").itemsize, array("d").itemsize]
 

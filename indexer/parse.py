@@ -50,7 +50,8 @@ EXTRACTOR_VERSION = "30"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # `export default name` is a bind row of `default`, `const s = new Store()` binds s;
 # 28: TypeScript type tests (`*.test-d.ts`, `*.spec-d.ts`) are test code; 29: Rust struct
 # fields bind their declared type (the content's, through `Arc`/`Rc`/`Box`); 30: JavaScript/
-# TypeScript `const v = new ns.Klass()` binds v (to `ns.Klass`)
+# TypeScript `const v = new ns.Klass()` binds v (to `ns.Klass`); Rust `let q = Queue::open()?;`
+# (`.unwrap()`, `.expect(..)`, `.await`) binds q (to `Queue::open?`)
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -346,8 +347,8 @@ def _uses(uses: list[tuple], builtin_types: frozenset[str] | None, source: bytes
     starts = list(map(_first, ranges))
     names = [source[a:b].decode("utf-8", "replace") for a, b in ranges]
     kinds = list(map(_second, uses))
-    if "bind" in kinds:  # a type's path written over lines (`new ns\n  .Store()`) is one name
-        names = [_WS.sub("", n) if k == "bind" else n for n, k in zip(names, kinds)]
+    if "bind" in kinds:
+        names = [_bind_name(n, u[0]) if k == "bind" else n for n, k, u in zip(names, kinds, uses)]
     receivers = [_receiver(r, source) if r else None for r in map(_third, uses)]
     keep = None
     if "" in names or (builtin_types is not None and ("type" in kinds or "bind" in kinds)):
@@ -366,6 +367,21 @@ def _uses(uses: list[tuple], builtin_types: frozenset[str] | None, source: bytes
         kinds = [kinds[i] for i in kept]
         receivers = [receivers[i] for i in kept]
     return starts, names, kinds, receivers
+
+
+def _bind_name(name: str, node: ts.Node) -> str:
+    """A bind row's type as stored: a path written over lines (`new ns\n  .Store()`) as one
+    name; a Rust function's path followed by `?` when the local holds what its Result or Option
+    holds (`Queue::open()?`, `.unwrap()`, `.expect(..)`)."""
+    name = _WS.sub("", name)
+    if node.type == "scoped_identifier":
+        call = node.parent
+        outer = call.parent if call is not None else None
+        if outer is not None and outer.type == "await_expression":
+            outer = outer.parent
+        if outer is not None and outer.type in ("try_expression", "field_expression"):
+            name += "?"  # (a field_expression here is the `.unwrap`/`.expect` the query matched)
+    return name
 
 
 def _receiver(nodes: list[ts.Node], source: bytes) -> str:

@@ -103,6 +103,27 @@
   !type
   value: (call_expression function: (scoped_identifier path: (identifier) name: (identifier)) @name))
   @reference.bind (#match? @name "^[A-Z]"))
+; ... or awaited, or unwrapped (`Queue::open()?`, `.unwrap()`, `.expect(..)`, after an `.await`
+; too): the row's name then ends in `?` (indexer/parse.py), and the local is of the type only if
+; the function returns a Result or Option of `Self` or the type.
+((let_declaration
+  pattern: (identifier) @receiver
+  !type
+  value: [(await_expression (call_expression function: (scoped_identifier path: (identifier) name: (identifier)) @name))
+          (try_expression (call_expression function: (scoped_identifier path: (identifier) name: (identifier)) @name))
+          (try_expression (await_expression
+            (call_expression function: (scoped_identifier path: (identifier) name: (identifier)) @name)))])
+  @reference.bind (#match? @name "^[A-Z]"))
+((let_declaration
+  pattern: (identifier) @receiver
+  !type
+  value: (call_expression
+    function: (field_expression
+      value: [(call_expression function: (scoped_identifier path: (identifier) name: (identifier)) @name)
+              (await_expression
+                (call_expression function: (scoped_identifier path: (identifier) name: (identifier)) @name))]
+      field: (field_identifier) @_unwrap)))
+  @reference.bind (#match? @name "^[A-Z]") (#match? @_unwrap "^(unwrap|expect)$"))
 
 ; ---- imports ---------------------------------------------------------------
 

@@ -117,6 +117,34 @@ def test_a_local_built_by_its_types_constructor_is_of_that_type(tmp_path):
         assert g.callees("src/lib.rs::by_result") == ["src/queue.rs::Queue.build"]
 
 
+def test_a_local_built_by_a_fallible_constructor_and_unwrapped_is_of_that_type(tmp_path):
+    # `T::open()?`, `.unwrap()`, `.expect(..)` (after an `.await` too) give what the Result or
+    # Option the function returns holds: the type when that is `Self` or the type, else nothing.
+    w = indexed_workspace(tmp_path / "p", {
+        "Cargo.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/queue.rs": ("pub struct Queue;\n\nimpl Queue {\n"
+                         "    pub fn open() -> Result<Self, std::io::Error> {\n        Ok(Queue)\n    }\n"
+                         "    pub fn find(name: &str) -> Option<Queue> {\n        Some(Queue)\n    }\n"
+                         "    pub async fn connect() -> std::io::Result<Self> {\n        Ok(Queue)\n    }\n"
+                         "    pub fn count() -> Result<Other, ()> {\n        Ok(Other)\n    }\n"
+                         "    pub fn len(&self) -> usize {\n        0\n    }\n}\n\n"
+                         "pub struct Other;\n\nimpl Other {\n    pub fn len(&self) -> usize {\n        1\n    }\n}\n"),
+        "src/lib.rs": ("mod queue;\nuse crate::queue::Queue;\n\n"
+                       "pub fn by_try() -> std::io::Result<usize> {\n    let q = Queue::open()?;\n    Ok(q.len())\n}\n"
+                       "pub fn by_unwrap() -> usize {\n    let q = Queue::find(\"a\").unwrap();\n    q.len()\n}\n"
+                       "pub fn by_expect() -> usize {\n    let q = Queue::open().expect(\"open\");\n    q.len()\n}\n"
+                       "pub async fn by_await() -> std::io::Result<usize> {\n    let q = Queue::connect().await?;\n"
+                       "    Ok(q.len())\n}\n"
+                       # What `count` returns holds an Other, not a Queue.
+                       "pub fn by_other() -> usize {\n    let n = Queue::count().unwrap();\n    n.len()\n}\n"),
+    })
+    with w:
+        g = w.graph
+        for caller in ("by_try", "by_unwrap", "by_expect", "by_await"):
+            assert "src/queue.rs::Queue.len" in g.callees(f"src/lib.rs::{caller}"), caller
+        assert "src/queue.rs::Queue.len" not in g.callees("src/lib.rs::by_other")
+
+
 # Two types with a method of one name: only the field's declared type tells which one a call on
 # the field means.
 SINKS = ("pub struct Wire;\n\nimpl Wire {\n    pub fn flush(&self) -> u32 {\n        1\n    }\n}\n\n"
