@@ -290,6 +290,9 @@ def resolve_one(graph: GraphView, name: str, arg: str) -> str:
 
 # -- references -----------------------------------------------------------------
 
+_DEFAULT = "default"  # the name an import of a module's default export is stored under (indexer/imports.py)
+
+
 def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> dict:
     name = check_name(symbol, "symbol")
     limit = clamp_results(max_results)
@@ -325,8 +328,16 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
             ws.store, list(id_path), short, used):
         rows_by_file[id_path[fid]].append((scope, spelled, kind, receiver, line, count, target))
     imports_by_file: dict[str, list[tuple]] = defaultdict(list)
-    for path, module, alias, line in () if made else code_nav.member_imports(ws.store, target_path, short):
-        imports_by_file[path].append((module, line))
+    # A module's default export is imported as `default` under a name of the importer's choosing
+    # (`import Foo from './foo'`): listed where that name is written, as a named import is.
+    default = not made and _default_export(ws, attrs, target_path)
+    # (path, module, line, the name the statement writes)
+    imported = [] if made else [(p, m, ln, short) for p, m, _a, ln in code_nav.member_imports(ws.store, target_path, short)]
+    if default:
+        imported += [(p, m, ln, a or short) for p, m, a, ln in code_nav.member_imports(ws.store, target_path, _DEFAULT)]
+    for path, module, line, written in imported:
+        imports_by_file[path].append((module, line, written))
+    import_names = {short, _DEFAULT} if default else {short}
 
     def is_use(path: str, scope: str | None, kind: str, target: str | None) -> bool:
         if made and kind != "call":
@@ -355,16 +366,17 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
             kept = {(scope, spelled, kind, receiver) for scope, spelled, kind, receiver, _l, _c, target in rows
                     if is_use(path, scope, kind, target)}
             uses = [(s, n, k, r, ln, c) for s, n, k, r, ln, c in facts.refs if (s, n, k, r) in kept]
-            modules = {m for m, _ in imports_by_file.get(path, [])}
-            import_lines = [ln for m, n, _a, ln in facts.imports if n == short and m in modules]
+            modules = {m for m, _ln, _w in imports_by_file.get(path, [])}
+            import_lines = [(ln, a or short if n == _DEFAULT else short) for m, n, a, ln in facts.imports
+                            if n in import_names and m in modules]
         else:
             uses = [(s, n, k, r, ln, c) for s, n, k, r, ln, c, target in rows if is_use(path, s, k, target)]
-            import_lines = [ln for _m, ln in imports_by_file.get(path, [])]
+            import_lines = [(ln, written) for _m, ln, written in imports_by_file.get(path, [])]
         for scope, spelled, kind, receiver, line, count in uses:
             for ln in use_lines(facts, scope, spelled, receiver, line, count):
                 found.setdefault((ln, _REF_KIND.get(kind, "other")), f"{path}::{scope}" if scope else None)
-        for ln in import_lines:
-            ln = _name_line(facts, ln, short)
+        for ln, written in import_lines:
+            ln = _name_line(facts, ln, written)
             found.setdefault((ln, "import"), _enclosing(facts, ln))
         for (ln, kind), where in sorted(found.items()):
             refs.append({"path": path, "line": ln, "symbol": where, "kind": kind,
@@ -403,6 +415,17 @@ def _class_constructed(graph: GraphView, node: str, short: str, qual: str) -> st
 
 
 _IMPORT_SPAN = 200  # lines an import statement may run over (`from x import (` one name a line)
+
+
+def _default_export(ws: Workspace, attrs: dict, path: str) -> bool:
+    """Whether the symbol is what its JavaScript/TypeScript module exports as `default`:
+    declared so (`export default class Foo`, `module.exports = ...`), or named by an
+    `export default foo` of its module."""
+    if "." in attrs["qualname"]:
+        return False
+    if (attrs.get("signature") or "").startswith(("export default", "module.exports")):
+        return True
+    return code_nav.default_export_name(ws.store, path) == attrs["qualname"]
 
 
 def _name_line(facts: FileFacts, first: int, name: str) -> int:

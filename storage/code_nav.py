@@ -86,3 +86,12 @@ def member_imports(store: Store, target_path: str, name: str) -> list[tuple]:
     return store.execute(
         "SELECT f.path, i.module, i.alias, i.line FROM imports i JOIN files f ON f.id = i.file_id"
         " WHERE i.target_path = ? AND i.name = ? ORDER BY f.path, i.line", (target_path, name))
+
+
+def default_export_name(store: Store, path: str) -> str | None:
+    """The name a JavaScript/TypeScript module's `export default name` names (its `bind` row of
+    `default`), if it has one."""
+    rows = store.execute(
+        "SELECT r.name FROM refs r JOIN files f ON f.id = r.file_id"
+        " WHERE f.path = ? AND r.kind = 'bind' AND r.receiver = 'default' AND r.scope IS NULL LIMIT 1", (path,))
+    return rows[0][0] if rows else None

@@ -571,3 +571,33 @@ def test_a_cpp_type_use_means_the_class_not_its_constructor(tmp_path):
     with indexed_workspace(tmp_path / "p", files) as ws:
         out = find_references(ws, "widget.h::Widget")
     assert [(r["path"], r["line"], r["kind"]) for r in out["references"]] == [("main.cpp", 3, "type")]
+
+
+def test_a_default_import_is_listed_as_a_named_import_is(tmp_path):
+    # `import Foo from './foo'` imports Foo as plainly as `import { Bar } from './foo'` imports
+    # Bar (and Python's `from pkg.gen import make_fn` make_fn): its line is a use, under whatever
+    # name the importer gives it, for a class declared `export default` and for a name an
+    # `export default toRem` exports; a file edited since indexing is read again.
+    files = {
+        "src/foo.ts": "export default class Foo {\n  run(): number {\n    return 1\n  }\n}\n"
+                      "export class Bar {\n  go(): number {\n    return 2\n  }\n}\n",
+        "src/helper.ts": "function toRem(px: number): string {\n  return `${px / 16}rem`\n}\nexport default toRem\n",
+        "src/main.ts": "import Foo from './foo'\nimport { Bar } from './foo'\nimport toRem from './helper'\n\n"
+                       "export function main(): string {\n  const f = new Foo()\n  const b = new Bar()\n"
+                       "  return toRem(f.run() + b.go())\n}\n",
+        "src/other.ts": "import {\n  Bar as B,\n} from './foo'\nimport Renamed from './foo'\n\n"
+                        "export function other(): number {\n  return new Renamed().run() + new B().go()\n}\n",
+    }
+
+    def listed(ws, name):
+        return [(r["path"], r["line"], r["kind"]) for r in find_references(ws, name)["references"]]
+
+    with indexed_workspace(tmp_path / "p", files) as ws:
+        assert listed(ws, "Bar") == [("src/main.ts", 2, "import"), ("src/main.ts", 7, "call"),
+                                     ("src/other.ts", 2, "import"), ("src/other.ts", 7, "call")]
+        assert listed(ws, "Foo") == [("src/main.ts", 1, "import"), ("src/main.ts", 6, "call"),
+                                     ("src/other.ts", 4, "import"), ("src/other.ts", 7, "call")]
+        assert listed(ws, "toRem") == [("src/main.ts", 3, "import"), ("src/main.ts", 8, "call")]
+        other = tmp_path / "p/src/other.ts"
+        other.write_text("// moved down a line\n" + other.read_text())
+        assert ("src/other.ts", 5, "import") in listed(ws, "Foo")
