@@ -221,12 +221,62 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
             # full-text matches of those words are still a better answer than none.
             ranking = rank_candidates(ws, graph, query, include_tests, relaxed=True)
             if ranking is None:
-                notes.append("nothing in the project matches the query")
-                return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
+                # "How does this work?": no word of it is a name, a path or a word of the code.
+                # An empty answer helps nobody; the definitions the rest of the project uses most
+                # are where a reader starts, and the note says that is what they are.
+                overview = overview_ranking(graph, include_tests)
+                if not overview:
+                    notes.append("nothing in the project matches the query (no code is indexed)")
+                    return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
+                notes.append("nothing in the project matches the query (no word of it is a name, a path or a "
+                             "word of the code): shown instead is an overview, the definitions the project "
+                             "uses most; ask with the names of functions, classes or files for a focused slice")
+                return _build(ws, graph, overview, budget, notes, in_step=not last)
             notes.append("no name, path or distinctive word of the query matches the project: shown are the "
                          "closest full-text matches of its everyday words")
         return _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
                       ranking.sig_only, ranking.evidence, in_step=not last)
+
+
+OVERVIEW_METHOD = 0.5  # a method ranks below a top-level definition used as often: its class shows it
+
+
+def overview_ranking(graph: GraphView, include_tests: bool) -> list[tuple[str, float]]:
+    """The project's definitions ranked by how much the rest of it uses them (the distinct
+    definitions and files of other files that call, reference, subclass them), for a question
+    that names nothing: the slice's best candidates, best first, ties broken by node id."""
+    with _caches_lock:
+        hit = _overviews.get((id(graph), include_tests))
+    if hit is not None and hit[0] == graph.version:
+        return hit[1]
+    priors = _priors_of(graph)
+    scored = []
+    for path in graph.files():
+        if not include_tests and graph.is_test_node(path):
+            continue
+        for node in graph.symbols_in_file(path):
+            if not include_tests and graph.is_test_node(node):
+                continue
+            users = {v for v, kind, _w, outgoing, is_test in graph.adjacency(node)
+                     if not outgoing and kind != "contains" and (include_tests or not is_test)
+                     and (v.split("::", 1)[0] != path)}
+            prior = priors.get(node)
+            if prior is None:
+                prior = priors[node] = _prior(graph, node)
+            score = (1.0 + len(users)) * prior
+            if "." in graph.node(node)["qualname"]:
+                score *= OVERVIEW_METHOD
+            scored.append((node, score))
+    scored.sort(key=lambda kv: (-kv[1], kv[0]))
+    ranked = scored[:MAX_CANDIDATES]
+    with _caches_lock:
+        if len(_overviews) >= 8:
+            _overviews.clear()
+        _overviews[(id(graph), include_tests)] = (graph.version, ranked)
+    return ranked
+
+
+_overviews: dict[tuple[int, bool], tuple[int, list[tuple[str, float]]]] = {}
 
 
 def _names_note(names: list[str], what: str) -> str:

@@ -46,8 +46,10 @@ Result fields:
 what a file-level RAG would have sent to give the model the same sources.
 - sources: project-relative paths of the files the slice draws from, most relevant first.
 
-An empty `context` means nothing in the project matched: rephrase with the names \
-of functions, classes or files."""
+When nothing in the project matches the question, `context` is an overview (the \
+definitions the project uses most) and a note after the result says so: rephrase \
+with the names of functions, classes or files for a focused slice. An empty \
+`context` means the project has no code indexed."""
 
 QUERY_ARG = "Natural-language question or symbol name, e.g. 'AuthService.login and its callers'."
 MAX_TOKENS_ARG = "Token budget for `context` (cl100k_base). Default 4096."

@@ -142,10 +142,21 @@ def test_numeric_string_budget_and_non_ascii_query(ws):
     assert "app/auth/service.py" in r.sources
 
 
-def test_query_naming_nothing_is_a_well_defined_empty_answer(ws):
-    r = context_query(ws, "zebra quantum flux capacitor", max_tokens=1000)
-    assert (r.context, r.tokens, r.baseline_tokens, r.sources) == ("", 0, 0, [])
-    assert any("nothing in the project matches" in n for n in r.notes)
+def test_query_naming_nothing_gets_an_overview_and_says_so(ws):
+    # No word of it is a name, a path or a word of the code: an empty answer helps nobody, so the
+    # slice shows the definitions the rest of the project uses most, and the note says what it is.
+    for query in ("zebra quantum flux capacitor", "how does this work?"):
+        r = context_query(ws, query, max_tokens=1000)
+        assert 0 < r.tokens <= 1000 and r.sources and r.context
+        assert any(n.startswith("nothing in the project matches the query") and "overview" in n for n in r.notes)
+        # Most used first: the service every route and the session go through, and the hash.
+        assert r.sources[0] == "app/auth/service.py"
+        assert "app/util/crypto.py::hash_password" in r.symbols
+        assert not any(p.startswith("tests/") for p in r.sources)
+        assert r.baseline_tokens == sum(count_tokens((FIXTURE / p).read_text()) for p in r.sources)
+    assert context_query(ws, "zebra quantum flux capacitor", max_tokens=1000).context == r.context
+    small = context_query(ws, "zebra quantum flux capacitor", max_tokens=60)
+    assert 0 < small.tokens <= 60
 
 
 def test_edit_is_reflected_after_reindex(tmp_path):
@@ -247,9 +258,9 @@ def test_a_question_of_everyday_words_only_gets_their_full_text_matches(tmp_path
         assert "def merge_notes(first, second):" in r.context
         assert "clock.py" not in r.sources
         assert any("everyday words" in n for n in r.notes)
-        # Words that match nothing at all still get the empty answer.
+        # Words that match nothing at all get the overview, said to be one.
         r = context_query(ws, "zebra quantum flux capacitor", max_tokens=1000)
-        assert r.sources == [] and any("nothing in the project matches" in n for n in r.notes)
+        assert r.sources and any("nothing in the project matches" in n and "overview" in n for n in r.notes)
     finally:
         ws.close()
 
@@ -305,3 +316,12 @@ def test_a_name_the_project_does_not_define_is_said_so(ws):
            "name" in r.notes, r.notes
     r = context_query(ws, "how does hash_pasword work?", max_tokens=2000)
     assert any("closest to the words of its name" in n for n in r.notes), r.notes
+
+
+def test_a_project_without_code_gets_an_empty_answer_that_says_why(tmp_path):
+    (tmp_path / "README.md").write_text("Nothing here yet.\n")
+    with Workspace.open(tmp_path) as w:
+        w.index()
+        r = context_query(w, "how does this work?", max_tokens=500)
+    assert (r.context, r.tokens, r.baseline_tokens, r.sources) == ("", 0, 0, [])
+    assert r.notes == ["nothing in the project matches the query (no code is indexed)"]

@@ -127,6 +127,17 @@ def test_edited_copy_and_vague_questions_leave_pastes_whole(shop_ws):
     assert comp.compress(vague, "openai").body is None  # it points at nothing: nothing can be elided safely
 
 
+@pytest.mark.parametrize("mode", ["safe", "aggressive"])
+def test_a_question_naming_nothing_in_the_project_loses_no_code(shop_ws, mode):
+    # A question none of whose words names or matches the project: context_query answers it with
+    # an overview, but the proxy, ranking blocks the same way, finds nothing pointed at in any
+    # block, so every paste goes whole however many there are.
+    settings = CompressionSettings.for_mode(mode, paste_cap=0, min_tokens=400)
+    for question in ("How does this work?", "zebra quantum flux capacitor"):
+        body = paste(shop_ws, question, "shop/orders.py", "shop/inventory.py")
+        assert Compressor(shop_ws, settings).compress(body, "openai").body is None
+
+
 def test_a_paste_of_a_file_edited_since_it_was_indexed_goes_whole(tmp_path):
     """The index has not caught up with an edit (no watcher, or before it fires): a paste of the
     indexed text is not the file on disk any more, and markers numbered from the index would
