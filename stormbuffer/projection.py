@@ -7,7 +7,9 @@ and hashed: the same bytes only refresh the stat, new bytes are parsed and
 re-projected.  Files gone from disk leave the projection.  A file read within
 :data:`RACY_WINDOW_NS` of its last change is marked racy and hashed again on
 the next sync, since a second write inside one timestamp tick could leave its
-stat unchanged.
+stat unchanged.  A file changed within the last moments that does not parse may be one an
+editor is saving in place (truncated, not yet written): it is read again once it changes, for
+up to :data:`SAVE_WAIT_S`, so a sync never takes a half-saved file for the record.
 
 Within one process the known states stay in memory and are reloaded only
 when another connection has committed (SQLite's ``data_version``), so a
@@ -44,6 +46,13 @@ RACY_WINDOW_NS = 2_000_000_000
 FILE_RETRY_S = 30.0
 # A record file bigger than this is reported invalid without being read.
 MAX_RECORD_FILE_BYTES = 8 * 1024 * 1024
+# A record file changed this recently that does not parse may be one an editor is saving (truncated,
+# not yet written): the sync waits up to SAVE_WAIT_S for it to change, looking every SAVE_POLL_S.
+SAVE_WINDOW_NS = 2_000_000_000
+SAVE_WAIT_S = 0.5
+SAVE_POLL_S = 0.02
+_TOO_LARGE, _UNREADABLE = "record file is too large", "record file cannot be read"
+_NOT_PARSED = frozenset({_TOO_LARGE, _UNREADABLE})  # errors of a file that was never parsed
 
 
 @dataclass(slots=True)
@@ -400,11 +409,15 @@ class Projection:
         upserts: list[sb.ProjectedFile] = []
         touches: list[sb.ProjectedFile] = []
         now = time.time_ns()
+        seen: dict[str, sb.ProjectedFile | None] = {}
         for rel, st in candidates:
             old = known.get(rel)
             if old is not None and _same_stat(old, st):
                 continue
-            projected = self._read(rel, st, now)
+            seen[rel] = self._read(rel, st, now)
+        self._settle(seen, now)
+        for rel, projected in seen.items():
+            old = known.get(rel)
             if projected is None:  # vanished between the walk and the read
                 if old is not None:
                     gone.append(rel)
@@ -432,13 +445,46 @@ class Projection:
         report.invalid = len(self.problems().invalid)
         return report
 
+    def _settle(self, seen: dict[str, sb.ProjectedFile | None], now: int) -> None:
+        """Read again the files just written that did not parse, once their writer is done.
+
+        An editor saving in place truncates the file, then writes it: a sync between the two sees
+        an empty or cut-off file, which is no record and must not replace the one being saved.
+        Such a file is watched for up to :data:`SAVE_WAIT_S` (one wait for all of them) and read
+        again when its stat changes; one that stays as it is is as it was meant to be (invalid).
+        """
+        waiting = {rel: p for rel, p in seen.items()
+                   if p is not None and p.error is not None and p.error not in _NOT_PARSED
+                   and max(p.state.mtime_ns, p.state.ctime_ns) >= now - SAVE_WINDOW_NS}
+        deadline = time.monotonic() + SAVE_WAIT_S
+        while waiting and time.monotonic() < deadline:
+            time.sleep(SAVE_POLL_S)
+            for rel, before in list(waiting.items()):
+                try:
+                    st = os.lstat(self.loc.records_dir / rel)
+                except OSError:
+                    st = None
+                if st is None or not stat.S_ISREG(st.st_mode):
+                    seen[rel] = None if st is None else before
+                    del waiting[rel]
+                    continue
+                if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) == (
+                        before.state.size, before.state.mtime_ns, before.state.ctime_ns, before.state.inode):
+                    continue
+                again = self._read(rel, st, time.time_ns())
+                seen[rel] = again
+                if again is None or again.error is None:
+                    del waiting[rel]
+                else:
+                    waiting[rel] = again  # written further, still not whole: wait on
+
     def _read(self, rel: str, st: os.stat_result, now: int) -> sb.ProjectedFile | None:
         path = self.loc.records_dir / rel
         racy = max(st.st_mtime_ns, st.st_ctime_ns) >= now - RACY_WINDOW_NS
         if st.st_size > MAX_RECORD_FILE_BYTES:
             state = sb.FileState(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, racy,
                                  f"oversized:{st.st_size}:{st.st_mtime_ns}")
-            return sb.ProjectedFile(rel, state, error="record file is too large")
+            return sb.ProjectedFile(rel, state, error=_TOO_LARGE)
         try:
             with open(path, "rb") as fh:
                 data = fh.read(MAX_RECORD_FILE_BYTES + 1)
@@ -446,7 +492,7 @@ class Projection:
             return None
         except OSError:
             state = sb.FileState(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, True, "unreadable")
-            return sb.ProjectedFile(rel, state, error="record file cannot be read")
+            return sb.ProjectedFile(rel, state, error=_UNREADABLE)
         digest = hashlib.blake2b(data, digest_size=16).hexdigest()
         state = sb.FileState(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, racy, digest)
         return project_file(rel, data, state)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 
 import pytest
 
@@ -181,3 +182,37 @@ def test_a_foreign_index_at_the_same_path_is_replaced(view, sbuf):
     foreign.close()
     core = Core(view)
     assert core.invoke("get", {"version": 1, "id": record_id})["result"]["title"] == "Mine"
+
+
+@pytest.mark.parametrize("watch", [False, True])
+def test_a_file_caught_between_an_editors_truncation_and_its_write_is_read_once_written(view, sbuf, watch):
+    # An editor saving in place truncates the file, then writes it.  A sync (`sbuf watch`, a
+    # read) that looks in between sees an empty or cut-off file: it must not take that for the
+    # record (an invalid file, a record gone), only the saved text (one update, nothing invalid).
+    if watch and open_feed(sbuf.records) is None:
+        pytest.skip("no inotify on this filesystem")
+    rid = hand_written(sbuf.records, title="Saved in place", body="the first text\n")
+    v = View.resolve("project", cwd=sbuf.project, env=sbuf.env, watch=watch) if watch else view
+    proj = v.projection(v.selected)
+    try:
+        assert proj.sync().added == 1
+        path = sbuf.record_file(rid)
+        for word, cut in (("second", 0), ("third", 3)):
+            saved = path.read_bytes().replace(b"the first text", f"the {word} text".encode())
+            saved = saved.replace(b"the second text", f"the {word} text".encode())
+            partial = saved[: len(saved) // cut] if cut else b""
+            with open(path, "wb") as fh:  # truncated, and maybe part written: the editor is mid-save
+                fh.write(partial)
+                fh.flush()
+                finish = threading.Timer(0.15, lambda: (fh.write(saved[len(partial):]), fh.flush()))
+                finish.start()
+                report = proj.sync()
+                finish.join()
+            report2 = proj.sync()
+            assert (report.updated + report2.updated, report.invalid, report2.invalid) == (1, 0, 0), (word, report)
+            assert not proj.problems().invalid
+            blocks = Core(v).invoke("context", {"version": 1, "query": word})["result"]["blocks"]
+            assert [b["record_id"] for b in blocks] == [rid]
+    finally:
+        if watch:
+            v.close()
