@@ -96,3 +96,38 @@ def test_real_files_and_slices_cost_the_sum_of_their_lines():
     for text in texts:
         assert tokens.count_tokens_by_lines(text) == tokens.count_tokens(text)
         assert tokens.count_tokens_memo(text) == tokens.count_tokens(text)   # long: counted by its lines
+
+
+def test_a_cut_after_a_line_break_before_any_character_but_whitespace_counts_exactly():
+    """exact_parts cuts after a line break that a character other than (Python's) whitespace
+    follows: whatever that character is, cl100k makes no piece across the cut."""
+    n = tokens.count_tokens
+    lefts = ["x;\n", "  \n", "a\r\n", ":\n\n"]
+    for cp in range(0x10000):
+        c = chr(cp)
+        if c.isspace() or 0xD800 <= cp <= 0xDFFF:
+            continue
+        for left in lefts:
+            assert n(left + c + "y") == n(left) + n(c + "y"), (left, hex(cp))
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=12).map("\n".join), st.integers(1, 60))
+def test_a_text_cut_into_exact_parts_costs_the_sum_of_its_parts(text, size):
+    parts = tokens.exact_parts(text, size)
+    assert "".join(parts) == text
+    assert all(len(p) >= size for p in parts[:-1])
+    assert sum(tokens.count_tokens(p) for p in parts) == tokens.count_tokens(text)
+
+
+def test_real_files_cut_into_exact_parts_cost_the_sum_of_their_parts():
+    texts = [p.read_text(encoding="utf-8") for p in sorted((REPO / "compressor").glob("*.py"))]
+    texts += [t.replace("\n", "\r\n") for t in texts[:3]]
+    texts += [t.replace("    ", "\t") for t in texts[:3]]
+    for text in texts:
+        for size in (1, 100, 2_000, 32_000):
+            parts = tokens.exact_parts(text, size)
+            assert "".join(parts) == text
+            assert sum(tokens.count_tokens(p) for p in parts) == tokens.count_tokens(text)
+    assert tokens.exact_parts("", 10) == [""]
+    assert tokens.exact_parts("    indented only\n    and again\n", 1) == ["    indented only\n    and again\n"]
