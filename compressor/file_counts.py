@@ -1,4 +1,4 @@
-"""Whole-file token counts, worked out in the background once the index is ready.
+"""Whole-file token counts, worked out in the background once the index is up to date.
 
 Every slice reports ``baseline_tokens``, the tokens of the complete files it
 draws on; a file nobody has counted yet costs its query a full encoding of
@@ -19,7 +19,9 @@ from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreBusy, StoreError
 from memstrata.storage import code_index as ci
 
-from .slice import file_tokens
+from .slice import file_tokens, remember_file_tokens, remembered_file_tokens
+from .text_cache import for_store as texts_for_store
+from .tokens import count_tokens, exact_parts
 
 log = logging.getLogger(__name__)
 
@@ -28,12 +30,21 @@ BUSY_PAUSE_S = 0.5  # another process is writing: try again after this
 
 
 def count_missing(ws: Workspace, stop: threading.Event | None = None,
-                  pause: Callable[[], None] | None = None) -> int:
+                  pause: Callable[[], None] | None = None, step_chars: int | None = None) -> int:
     """Count and save every indexed file's whole-text tokens that the index
-    lacks; returns how many were saved.  Stops early on ``stop``, and for
-    good when the store cannot be written (read-only, a reader's role).
-    ``pause`` is called before each file (a server's: wait while a question
-    is answered)."""
+    lacks; returns how many were saved.  Stops early on ``stop``, and for good
+    when the store cannot be written (read-only, a reader's role).  ``pause``
+    is called before each file (a server's: give way to a question being
+    answered), and with ``step_chars`` also between parts of about that many
+    characters of a longer file, which are counted apart (exactly: see
+    :func:`tokens.exact_parts`).
+
+    Files a question draws on by default (not tests) first, largest first:
+    the questions asked meanwhile count what this has not reached yet
+    themselves, and a large file is both the likelier to be drawn on (it
+    holds more definitions) and the longer to count.  A count made here is
+    also remembered in this process (the slices' memo, the kept file texts),
+    so a question finds it without reading the index again."""
     store = ws.store
     try:
         if not store.may_update("files"):
@@ -41,45 +52,95 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
     except StoreError as exc:
         log.debug("file token counts: %s", exc)
         return 0
-    saved, after = 0, ""
+    texts = texts_for_store(store)
+    saved = 0
+    tried: set[str] = set()  # a file rewritten between its reading and its saving is left to its next reader
     while stop is None or not stop.is_set():
         if pause is not None:
             pause()
         try:
-            todo = ci.uncounted_texts(store, BATCH, after)
+            todo = [p for p, _size in ci.uncounted_files(store) if p not in tried]
         except StoreError as exc:
             log.debug("file token counts: %s", exc)
             return saved
         if not todo:
             return saved
-        rows = []
-        for path, digest, text in todo:
-            if stop is not None and stop.is_set():
-                break
-            if pause is not None and rows:
-                # Each file gives way on its own: a batch of large files is a
-                # tenth of a second or more of a core that requests would wait for.
-                pause()
-            rows.append((file_tokens(path, text), path, digest))
-        while True:
+        first = True
+        for i in range(0, len(todo), BATCH):
+            batch = todo[i : i + BATCH]
+            tried.update(batch)
             try:
-                with store.write(wait=False) as conn:
-                    ci.set_file_tokens(conn, rows)
-                break
-            except StoreBusy:
-                if stop is not None and stop.wait(BUSY_PAUSE_S):
-                    return saved
-                if stop is None:
-                    time.sleep(BUSY_PAUSE_S)
-            except StoreError as exc:  # read-only for this role, a full disk: counting can wait
-                log.debug("file token counts not saved: %s", exc)
+                found = ci.file_texts_counted(store, batch)
+            except StoreError as exc:
+                log.debug("file token counts: %s", exc)
                 return saved
-        saved += len(rows)
-        after = todo[-1][0]
+            rows = []
+            for path in batch:
+                if stop is not None and stop.is_set():
+                    break
+                row = found.get(path)
+                if row is None or row[2] is not None:  # dropped, or counted by a question meanwhile
+                    continue
+                if pause is not None and not first:
+                    # Each file gives way on its own: a batch of large files is a tenth
+                    # of a second or more of a core that requests would wait for.
+                    pause()
+                first = False
+                text, digest, _ = row
+                n = _count(path, text, pause, step_chars, stop)
+                if n is None:  # stopped
+                    break
+                rows.append((n, path, digest))
+            if rows and not _save(store, rows, stop):
+                return saved
+            for tokens, path, digest in rows:
+                texts.counted(path, digest, tokens)
+            saved += len(rows)
+            if stop is not None and stop.is_set():
+                return saved
     return saved
 
 
-def start_counting(ws: Workspace, pause: Callable[[], None] | None = None) -> threading.Thread | None:
+def _count(path: str, text: str, pause: Callable[[], None] | None, step_chars: int | None,
+           stop: threading.Event | None) -> int | None:
+    """``text``'s whole count, made in parts of about ``step_chars`` characters with ``pause``
+    between them; None when ``stop`` was set meanwhile."""
+    if step_chars is None or len(text) <= step_chars:
+        return file_tokens(path, text)
+    n = 0
+    for i, part in enumerate(exact_parts(text, step_chars)):
+        if i:
+            if pause is not None:
+                pause()
+            if stop is not None and stop.is_set():
+                return None
+            known = remembered_file_tokens(path, text)
+            if known is not None:  # a question that needed it counted it meanwhile
+                return known
+        n += count_tokens(part)
+    remember_file_tokens(path, text, n)
+    return n
+
+
+def _save(store, rows: list[tuple[int, str, str]], stop: threading.Event | None) -> bool:
+    """Save counted rows, waiting while another process writes; False when they cannot be saved."""
+    while True:
+        try:
+            with store.write(wait=False) as conn:
+                ci.set_file_tokens(conn, rows)
+            return True
+        except StoreBusy:
+            if stop is not None and stop.wait(BUSY_PAUSE_S):
+                return False
+            if stop is None:
+                time.sleep(BUSY_PAUSE_S)
+        except StoreError as exc:  # read-only for this role, a full disk: counting can wait
+            log.debug("file token counts not saved: %s", exc)
+            return False
+
+
+def start_counting(ws: Workspace, pause: Callable[[], None] | None = None,
+                   step_chars: int | None = None) -> threading.Thread | None:
     """:func:`count_missing` on a daemon thread, giving way to questions
     through ``pause`` (the encoding releases the interpreter lock, the
     Python around it does not)."""
@@ -88,7 +149,7 @@ def start_counting(ws: Workspace, pause: Callable[[], None] | None = None) -> th
 
     def run() -> None:
         try:
-            n = count_missing(ws, pause=pause)
+            n = count_missing(ws, pause=pause, step_chars=step_chars)
             if n:
                 log.info("saved the token counts of %d files", n)
         except Exception:  # the workspace closed under it, a damaged row: queries count what they need

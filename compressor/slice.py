@@ -113,6 +113,11 @@ def remember_file_tokens(path: str, text: str, n: int) -> None:
         _file_tokens[(path, hash(text))] = n
 
 
+def remembered_file_tokens(path: str, text: str) -> int | None:
+    """The whole-text count of ``text`` this process has made or read, if any."""
+    return _file_tokens.get((path, hash(text)))
+
+
 def file_tokens(path: str, text: str) -> int:
     n = _file_tokens.get((path, hash(text)))
     if n is None:

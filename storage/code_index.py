@@ -336,13 +336,12 @@ def set_file_tokens(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, str
     conn.executemany("UPDATE files SET tokens = ? WHERE path = ? AND hash = ?", list(rows))
 
 
-def uncounted_texts(store: Store, limit: int, after: str = "") -> list[tuple[str, str, str]]:
-    """Up to ``limit`` files whose whole-text token count is not saved yet, in
-    path order from after ``after``: rows of (path, content hash, text)."""
-    rows = store.execute(
-        "SELECT f.path, f.hash, t.text FROM files f JOIN file_text t ON t.file_id = f.id "
-        "WHERE f.tokens IS NULL AND f.path > ? ORDER BY f.path LIMIT ?", (after, limit))
-    return [(p, h, stored_text(t)) for p, h, t in rows]
+def uncounted_files(store: Store) -> list[tuple[str, int]]:
+    """(path, size in bytes) of every file whose whole-text token count is not
+    saved yet, files not tests first, then largest first; the texts are read
+    a few at a time with :func:`file_texts_counted`."""
+    return [(p, size) for p, size in store.execute(
+        "SELECT path, size FROM files WHERE tokens IS NULL ORDER BY is_test, size DESC, path")]
 
 
 def _file_rows(store: Store, columns: str, paths: Iterable[str]) -> dict[str, tuple]:

@@ -8,6 +8,7 @@ import contextlib
 
 from memstrata.compressor import context_query, count_tokens
 from memstrata.compressor.file_counts import count_missing
+from memstrata.compressor.tokens import exact_parts
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import Store
 from memstrata.storage import code_index as ci
@@ -98,7 +99,7 @@ def test_missing_file_counts_are_saved_exact(project_copy):
         rows = ws.store.execute("SELECT f.path, f.tokens, t.text FROM files f JOIN file_text t ON t.file_id = f.id")
         assert rows and all(tokens == count_tokens(text) for _, tokens, text in rows)
         assert count_missing(ws) == 0  # nothing left to do
-        assert ci.uncounted_texts(ws.store, 10) == []
+        assert ci.uncounted_files(ws.store) == []
 
 
 def test_counting_gives_way_before_every_file(project_copy):
@@ -108,6 +109,32 @@ def test_counting_gives_way_before_every_file(project_copy):
         # One pause before each file (the batch's first is the batch's own), and one more
         # before the look that finds nothing left: a server's requests never wait a batch out.
         assert n_files > 1 and len(pauses) == n_files + 1
+
+
+def test_counts_made_in_steps_are_the_whole_counts_and_give_way_between_steps(project_copy):
+    with _uncounted(project_copy) as (ws, n_files):
+        texts = {p: t for p, t in ws.store.execute(
+            "SELECT f.path, t.text FROM files f JOIN file_text t ON t.file_id = f.id")}
+        step = 200
+        pauses = []
+        assert count_missing(ws, pause=lambda: pauses.append(1), step_chars=step) == n_files
+        rows = ws.store.execute("SELECT path, tokens FROM files")
+        assert all(tokens == count_tokens(texts[p]) for p, tokens in rows)
+        # Besides the pause before each file, one before each further part of a longer one: a
+        # question that comes meanwhile waits for a few milliseconds of counting, not a file's.
+        parts = sum(len(exact_parts(t, step)) - 1 for t in texts.values())
+        assert parts > 0 and len(pauses) == n_files + 1 + parts
+
+
+def test_counting_starts_with_the_largest_of_the_files_questions_draw_on(project_copy):
+    with _uncounted(project_copy) as (ws, n_files):
+        with ws.store.write() as conn:
+            conn.execute("UPDATE files SET tokens = 1 WHERE path = 'app/auth/service.py'")
+        facts = {p: (bool(t), size) for p, t, size in ws.store.execute("SELECT path, is_test, size FROM files")}
+        order = [p for p, _ in ci.uncounted_files(ws.store)]
+        assert len(order) == n_files - 1 and "app/auth/service.py" not in order
+        assert any(facts[p][0] for p in order) and not all(facts[p][0] for p in order)
+        assert order == sorted(order, key=lambda p: (facts[p][0], -facts[p][1], p))
 
 
 def test_counting_leaves_a_read_only_index_alone(project_copy):
