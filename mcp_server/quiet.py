@@ -87,6 +87,25 @@ class QuestionGate:
                     return
                 self._cond.wait(min(self.quiet - silent, deadline - now))
 
+    def wait_unanswered(self) -> None:
+        """Return as soon as no question is being answered, or after ``max_wait``.
+
+        For steps that hold the interpreter for almost none of their time (encoding
+        text: tiktoken lets go of the lock) and take a few milliseconds each: a question
+        that arrives during one shares a core with the rest of that step, never the
+        interpreter, so the moment of silence :meth:`wait_quiet` waits for, which keeps a
+        question from meeting a long Python step, would only leave the server's idle
+        moments unused (a client asking back to back leaves tens of milliseconds between
+        an answer and its next question, never a tenth of a second)."""
+        time.sleep(YIELD_S)
+        deadline = time.monotonic() + self.max_wait
+        with self._cond:
+            while self._answering:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                self._cond.wait(left)
+
     def wait_quiet_and_settle(self) -> None:
         """:meth:`wait_quiet`, then freeze every object alive now (see the module docstring).
 

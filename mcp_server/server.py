@@ -75,7 +75,7 @@ def build_server(ws: Workspace | None, *, savings: SavingsProvider | None = None
     else:
         ws.background_pause = gate.wait_quiet_and_settle
         if warmup is not None:
-            warmup.pause = gate.wait_quiet
+            warmup.pause = gate.wait_unanswered  # the token counts' steps (see warmup.py)
         tools = MemStrataTools(ws, savings=savings, warmup=warmup, ready_timeout=ready_timeout, gate=gate)
 
     @contextlib.asynccontextmanager

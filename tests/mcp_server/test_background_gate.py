@@ -55,6 +55,34 @@ def test_a_gate_no_question_came_through_lets_work_run_at_once():
     assert time.monotonic() - started < 10
 
 
+def test_short_steps_outside_the_interpreter_lock_wait_only_while_a_question_is_answered():
+    """The token counts' steps (encoding, which lets go of the lock) run in the moments between
+    questions, however short: a client asking back to back never leaves a silence."""
+    gate = QuestionGate(max_wait=60, quiet=30)
+    with gate.answering():
+        pass
+    started = time.monotonic()
+    gate.wait_unanswered()
+    assert time.monotonic() - started < 10  # no wait for the 30 s of silence wait_quiet wants
+    inside, leave, resumed = threading.Event(), threading.Event(), threading.Event()
+
+    def question():
+        with gate.answering():
+            inside.set()
+            leave.wait(30)
+
+    asker = threading.Thread(target=question)
+    asker.start()
+    assert inside.wait(30)
+    worker = threading.Thread(target=lambda: (gate.wait_unanswered(), resumed.set()))
+    worker.start()
+    assert not resumed.wait(0.3)  # a question is being answered: the step waits
+    leave.set()
+    assert resumed.wait(30)
+    for t in (asker, worker):
+        t.join(30)
+
+
 def test_background_work_waits_for_a_moment_of_silence_after_an_answer():
     """An agent asks its next question right after an answer: a step started in between would
     share the interpreter with it.  Work resumes once no question has come for ``quiet`` seconds."""
@@ -197,3 +225,35 @@ def test_rows_that_move_between_pages_are_refused(project_copy, monkeypatch):
         assert edited
         # Read again with nothing moving, it is the whole index as it now is.
         assert "app/reports.py::added_while_paused" in CodeGraph.load(ws.store, pause=lambda: None).g
+
+
+def test_a_server_counts_whole_files_from_the_catch_up_on_through_its_gate(project_copy, wait_until, monkeypatch):
+    """A client asks its first questions right after start-up: the counts begin as soon as
+    the index is up to date, beside the graph's load, in steps that give way through the
+    server's gate while a question is answered."""
+    from memstrata.mcp_server import IndexWarmup, warmup as warmup_module
+
+    root = project_copy("python_project")
+    with Workspace.open(root) as ws:
+        ws.index()
+        with ws.store.write() as conn:
+            conn.execute("UPDATE files SET tokens = NULL")
+    seen = {}
+    real_start = warmup_module.start_counting
+
+    def start_counting(ws, pause=None, step_chars=None):
+        seen.update(graph_loaded=ws._graph is not None, pause=pause, step_chars=step_chars)
+        return real_start(ws, pause=pause, step_chars=step_chars)
+
+    monkeypatch.setattr(warmup_module, "start_counting", start_counting)
+    with Workspace.open(root) as ws:
+        warmup = IndexWarmup(ws, watch=False)
+        build_server(ws, warmup=warmup)
+        warmup.start()
+        assert warmup.wait(60)
+        assert seen["graph_loaded"] is False
+        assert seen["pause"].__func__ is QuestionGate.wait_unanswered and seen["step_chars"] > 0
+        wait_until(lambda: ws.store.execute("SELECT count(*) FROM files WHERE tokens IS NULL")[0][0] == 0,
+                   message="every file counted")
+        warmup.join(10)
+        gc.unfreeze()
