@@ -26,6 +26,7 @@ from .tokens import count_tokens, exact_parts
 log = logging.getLogger(__name__)
 
 BATCH = 32  # files counted and saved together
+BATCH_BYTES = 1_000_000  # ... at most about this much text (one read of a batch holds the interpreter lock)
 BUSY_PAUSE_S = 0.5  # another process is writing: try again after this
 
 
@@ -59,15 +60,16 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
         if pause is not None:
             pause()
         try:
-            todo = [p for p, _size in ci.uncounted_files(store) if p not in tried]
+            todo = [(p, size) for p, size in ci.uncounted_files(store) if p not in tried]
         except StoreError as exc:
             log.debug("file token counts: %s", exc)
             return saved
         if not todo:
             return saved
-        first = True
-        for i in range(0, len(todo), BATCH):
-            batch = todo[i : i + BATCH]
+        for k, batch in enumerate(_batches(todo)):
+            if pause is not None and k:
+                # Reading a batch's texts holds the interpreter: it gives way first, as each file does.
+                pause()
             tried.update(batch)
             try:
                 found = ci.file_texts_counted(store, batch)
@@ -75,17 +77,16 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
                 log.debug("file token counts: %s", exc)
                 return saved
             rows = []
-            for path in batch:
+            for j, path in enumerate(batch):
                 if stop is not None and stop.is_set():
                     break
                 row = found.get(path)
                 if row is None or row[2] is not None:  # dropped, or counted by a question meanwhile
                     continue
-                if pause is not None and not first:
+                if pause is not None and j:
                     # Each file gives way on its own: a batch of large files is a tenth
                     # of a second or more of a core that requests would wait for.
                     pause()
-                first = False
                 text, digest, _ = row
                 n = _count(path, text, pause, step_chars, stop)
                 if n is None:  # stopped
@@ -99,6 +100,19 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
             if stop is not None and stop.is_set():
                 return saved
     return saved
+
+
+def _batches(todo: list[tuple[str, int]]) -> list[list[str]]:
+    """The paths of ``todo`` in order, a batch at most BATCH files or about BATCH_BYTES bytes."""
+    out: list[list[str]] = []
+    size = 0
+    for path, n in todo:
+        if not out or len(out[-1]) >= BATCH or size + n > BATCH_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(path)
+        size += n
+    return out
 
 
 def _count(path: str, text: str, pause: Callable[[], None] | None, step_chars: int | None,

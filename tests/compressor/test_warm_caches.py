@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 
-from memstrata.compressor import context_query, count_tokens
+import pytest
+
+from memstrata.compressor import context_query, count_tokens, file_counts
 from memstrata.compressor.file_counts import count_missing
 from memstrata.compressor.tokens import exact_parts
 from memstrata.indexer.workspace import Workspace
@@ -102,13 +104,25 @@ def test_missing_file_counts_are_saved_exact(project_copy):
         assert ci.uncounted_files(ws.store) == []
 
 
-def test_counting_gives_way_before_every_file(project_copy):
+@pytest.mark.parametrize("batch", [32, 2])
+def test_counting_gives_way_before_every_file(project_copy, monkeypatch, batch):
+    monkeypatch.setattr(file_counts, "BATCH", batch)
     with _uncounted(project_copy) as (ws, n_files):
-        pauses = []
-        assert count_missing(ws, pause=lambda: pauses.append(1)) == n_files
-        # One pause before each file (the batch's first is the batch's own), and one more
-        # before the look that finds nothing left: a server's requests never wait a batch out.
-        assert n_files > 1 and len(pauses) == n_files + 1
+        events = []
+        read = ci.file_texts_counted
+        monkeypatch.setattr(ci, "file_texts_counted", lambda *a: (events.append("read"), read(*a))[1])
+        count = file_counts.file_tokens
+        monkeypatch.setattr(file_counts, "file_tokens", lambda *a: (events.append("count"), count(*a))[1])
+        assert count_missing(ws, pause=lambda: events.append("pause")) == n_files
+        # One pause before each file (the batch's first is the batch's own, made before its
+        # texts are read), and one more before the look that finds nothing left: a server's
+        # requests never wait a batch out.
+        assert n_files > 2 and events.count("pause") == n_files + 1
+        assert events.count("read") == -(-n_files // batch)
+        assert events.count("count") == n_files
+        # Between two files' counts, or a count and the next batch's reading, there is a pause.
+        assert all(events[i - 1] == "pause" for i, e in enumerate(events) if e == "read")
+        assert all(events[i - 1] in ("pause", "read") for i, e in enumerate(events) if e == "count")
 
 
 def test_counts_made_in_steps_are_the_whole_counts_and_give_way_between_steps(project_copy):
