@@ -134,7 +134,7 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
     scores = propagate(outline, unit_scores(outline, asked, block.path), set(named), s.propagation)
     if not tests_ok:
         for i, u in enumerate(units):
-            if looks_like_test(u.name) and i not in named:
+            if _is_test(u) and i not in named:
                 scores[i] = 0.0
     keep: set[int] = set()
     total_chars = sum(len(line) + 1 for line in block.code) or 1
@@ -152,7 +152,7 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
     # their words' rank in this block.
     chances = unit_chances(outline, asked)
     likely = sorted((i for i, c in enumerate(chances) if c >= s.chance_first and i not in keep
-                     and (tests_ok or not looks_like_test(units[i].name))), key=lambda i: (-chances[i], i))
+                     and (tests_ok or not _is_test(units[i]))), key=lambda i: (-chances[i], i))
     first = set(likely)
     candidates = sorted((i for i, u in enumerate(units) if i not in keep and i not in first and scores[i] > 0),
                         key=lambda i: (-scores[i], i))
@@ -165,7 +165,7 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
     if s.fill and keep:
         # What the question names is read with its surroundings (callers and helpers sit nearby in
         # most files): half the budget goes to the region around it, before the ranked units.
-        used = _fill(outline, keep, used, budget * s.around_share)
+        used = _fill(outline, keep, used, budget * s.around_share, tests_ok)
     for rank, i in enumerate(likely + candidates):
         if i not in first and scores[i] < s.rel_score * best:
             break
@@ -176,13 +176,15 @@ def _select(outline: Outline, asked: Asked, block: Block, s: BlockSettings, toke
         keep.update(_frames(outline, i))  # a class frame is paid for once, by its first kept member
         used += cost
     if s.fill:
-        used = _fill(outline, keep, used, budget)
+        used = _fill(outline, keep, used, budget, tests_ok)
     _add_dependencies(outline, keep, s)
     return keep, True
 
 
-def _fill(outline: Outline, keep: set[int], used: float, budget: float) -> float:
-    """Spend what is left of the budget on the units nearest (in the file) to the ones kept."""
+def _fill(outline: Outline, keep: set[int], used: float, budget: float, tests_ok: bool = True) -> float:
+    """Spend what is left of the budget on the units nearest (in the file) to the ones kept.  Test
+    code is no neighbour worth showing unless the question is about tests (rule 6): a file that
+    holds its own unit tests (Rust's ``mod tests``) has them next to the code they test."""
     units = outline.units
     order = [i for i, u in enumerate(units) if u.kind != "stmt"]  # definitions, in file order
     position = {i: k for k, i in enumerate(order)}
@@ -193,7 +195,7 @@ def _fill(outline: Outline, keep: set[int], used: float, budget: float) -> float
     kept = [position[i] if i in position else bisect.bisect_left(starts, units[i].start) - 0.5 for i in keep]
     if not kept:
         return used
-    rest = sorted((i for i in order if i not in keep), key=lambda i: (min(abs(position[i] - k) for k in kept), i))
+    rest = sorted((i for i in order if i not in keep and (tests_ok or not _is_test(units[i]))), key=lambda i: (min(abs(position[i] - k) for k in kept), i))
     for i in rest:
         cost = units[i].chars + sum(units[f].chars for f in _frames(outline, i) if f not in keep)
         if used + cost <= budget:
@@ -201,6 +203,10 @@ def _fill(outline: Outline, keep: set[int], used: float, budget: float) -> float
             keep.update(_frames(outline, i))
             used += cost
     return used
+
+
+def _is_test(unit) -> bool:
+    return unit.test or looks_like_test(unit.name)
 
 
 def _members(outline: Outline, frame: int) -> list[int]:

@@ -29,6 +29,12 @@ from memstrata.indexer.parse import parse_definitions
 
 CALLABLE = frozenset({"function", "method"})
 _IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+# Unit tests that live in the source file they test, marked by an attribute rather than a name:
+# Rust's ``#[cfg(test)] mod tests { ... }`` and the ``#[test]`` / ``#[tokio::test]`` / ``#[rstest]``
+# functions in it.  A read of such a file carries its tests at the end; they are test code (rule 6,
+# tests stay out), however their names read.
+_TEST_ATTRIBUTE = re.compile(r"^\s*#\[(?:cfg\((?:all\()?test\b|(?:[\w:]+::)?(?:test|rstest|test_case|bench)\b)")
+_ATTRIBUTE = re.compile(r"^\s*#!?\[")
 _COMMENT = re.compile(r"^\s*(#|//|/\*|\*|\*/|--|;;)")
 _IMPORT = re.compile(r"^\s*(from\s+\S+\s+import\b|import\b|use\s|#include\b|require\b|using\s|package\s)")
 _BINDS = re.compile(r"^\s*+(?:export\s+)?(?:const|let|var|type|static|final)?\s*([A-Za-z_$][\w$]*)\s*(?::[^=]*)?=")
@@ -49,6 +55,7 @@ class Unit:
     idents: frozenset[str] = frozenset()    # identifiers the unit uses
     chars: int = 0
     text: str = ""
+    test: bool = False                      # marked test-only by an attribute, or inside such a module
 
     @property
     def start(self) -> int:
@@ -120,10 +127,24 @@ def build_outline(lines: list[str], language: str, path: str = "block") -> Outli
         unit.text = text
         unit.chars = len(text)
         unit.idents = frozenset(_IDENT.findall(_STRING.sub(" ", text)))
+    for unit in units:  # a parent comes before its members
+        unit.test = unit.kind != "stmt" and (
+            (unit.parent is not None and units[unit.parent].test) or _test_marked(lines, unit.start))
     for ln in range(n):
         if not lines[ln].strip() and owner[ln] >= 0 and units[owner[ln]].kind == "frame":
             owner[ln] = -1  # blank lines between members belong to nobody
     return Outline(units, owner, top_level, members)
+
+
+def _test_marked(lines: list[str], start: int) -> bool:
+    """Whether the attributes heading the definition at line ``start`` (after its doc comments)
+    mark it test-only."""
+    for line in lines[start:start + 12]:
+        if _TEST_ATTRIBUTE.match(line):
+            return True
+        if not (_ATTRIBUTE.match(line) or _COMMENT.match(line) or not line.strip()):
+            return False
+    return False
 
 
 def _with_leading_comments(lines: list[str], start: int, owner: list[int], frame: int | None = None) -> int:
