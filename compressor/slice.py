@@ -94,16 +94,25 @@ _name_indexes: dict[int, tuple[int, NameIndex]] = {}
 _file_tokens: dict[tuple[str, int], int] = {}
 
 
+def _once_per_version(cache: dict, key, graph: GraphView, build):
+    """``cache[key]``'s value if it was built on this version of ``graph``, else ``build()``'s,
+    kept for later calls (built outside the lock; the cache forgets everything past 8 entries:
+    graphs of other projects or versions, gone or rarely asked)."""
+    with _caches_lock:
+        hit = cache.get(key)
+    if hit is not None and hit[0] == graph.version:
+        return hit[1]
+    value = build()
+    with _caches_lock:
+        if len(cache) >= 8:
+            cache.clear()
+        cache[key] = (graph.version, value)
+    return value
+
+
 def name_index(graph: GraphView) -> NameIndex:
     """The graph's :class:`NameIndex`, built once per graph version."""
-    with _caches_lock:
-        hit = _name_indexes.get(id(graph))
-        if hit is not None and hit[0] == graph.version:
-            return hit[1]
-    index = NameIndex(graph)
-    with _caches_lock:
-        _name_indexes[id(graph)] = (graph.version, index)
-    return index
+    return _once_per_version(_name_indexes, id(graph), graph, lambda: NameIndex(graph))
 
 
 def remember_file_tokens(path: str, text: str, n: int) -> None:
@@ -250,10 +259,11 @@ def overview_ranking(graph: GraphView, include_tests: bool) -> list[tuple[str, f
     """The project's definitions ranked by how much the rest of it uses them (the distinct
     definitions and files of other files that call, reference, subclass them), for a question
     that names nothing: the slice's best candidates, best first, ties broken by node id."""
-    with _caches_lock:
-        hit = _overviews.get((id(graph), include_tests))
-    if hit is not None and hit[0] == graph.version:
-        return hit[1]
+    return _once_per_version(_overviews, (id(graph), include_tests), graph,
+                             lambda: _overview(graph, include_tests))
+
+
+def _overview(graph: GraphView, include_tests: bool) -> list[tuple[str, float]]:
     priors = _priors_of(graph)
     scored = []
     for path in graph.files():
@@ -273,12 +283,7 @@ def overview_ranking(graph: GraphView, include_tests: bool) -> list[tuple[str, f
                 score *= OVERVIEW_METHOD
             scored.append((node, score))
     scored.sort(key=lambda kv: (-kv[1], kv[0]))
-    ranked = scored[:MAX_CANDIDATES]
-    with _caches_lock:
-        if len(_overviews) >= 8:
-            _overviews.clear()
-        _overviews[(id(graph), include_tests)] = (graph.version, ranked)
-    return ranked
+    return scored[:MAX_CANDIDATES]
 
 
 _overviews: dict[tuple[int, bool], tuple[int, list[tuple[str, float]]]] = {}
