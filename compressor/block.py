@@ -195,7 +195,8 @@ def _fill(outline: Outline, keep: set[int], used: float, budget: float, tests_ok
     kept = [position[i] if i in position else bisect.bisect_left(starts, units[i].start) - 0.5 for i in keep]
     if not kept:
         return used
-    rest = sorted((i for i in order if i not in keep and (tests_ok or not _is_test(units[i]))), key=lambda i: (min(abs(position[i] - k) for k in kept), i))
+    rest = sorted((i for i in order if i not in keep and (tests_ok or not _is_test(units[i]))),
+                  key=lambda i: (min(abs(position[i] - k) for k in kept), i))
     for i in rest:
         cost = units[i].chars + sum(units[f].chars for f in _frames(outline, i) if f not in keep)
         if used + cost <= budget:

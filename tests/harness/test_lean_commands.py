@@ -4,6 +4,7 @@ or a one-shot query pays no start-up for the proxy or the MCP server it does not
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -23,6 +24,6 @@ def test_index_and_query_commands_import_no_server(tmp_path, argv):
     (tmp_path / "a.py").write_text("def greet(name):\n    return 'hello ' + name\n")
     subprocess.run([sys.executable, "-m", "memstrata", "index", str(tmp_path)], check=True, capture_output=True)
     proc = subprocess.run([sys.executable, "-c", PROBE, *argv, str(tmp_path)], capture_output=True, text=True,
-                          env={**__import__("os").environ, "MEMSTRATA_DAEMON": "off"}, timeout=120)
+                          env={**os.environ, "MEMSTRATA_DAEMON": "off"}, timeout=120)
     report = json.loads(proc.stderr.strip().splitlines()[-1])
     assert report == {"code": 0, "heavy": []}, proc.stderr
