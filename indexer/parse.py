@@ -32,7 +32,7 @@ from operator import attrgetter, gt, itemgetter
 
 import tree_sitter as ts
 
-from . import grammar_repair
+from . import grammar_repair, rust_macros
 from .imports import extract_imports
 from .languages import QueryPass, get_definition_passes, get_parser, get_query_passes
 from .model import ImportFact, ParseResult, RefFact, SymbolFact
@@ -40,7 +40,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "30"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "31"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -51,7 +51,8 @@ EXTRACTOR_VERSION = "30"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # 28: TypeScript type tests (`*.test-d.ts`, `*.spec-d.ts`) are test code; 29: Rust struct
 # fields bind their declared type (the content's, through `Arc`/`Rc`/`Box`); 30: JavaScript/
 # TypeScript `const v = new ns.Klass()` binds v (to `ns.Klass`); Rust `let q = Queue::open()?;`
-# (`.unwrap()`, `.expect(..)`, `.await`) binds q (to `Queue::open?`)
+# (`.unwrap()`, `.expect(..)`, `.await`) binds q (to `Queue::open?`); 31: Rust items inside
+# item-level brace macro calls (`cfg_feature! { .. }`, `pin_project! { .. }`) are definitions
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -154,30 +155,37 @@ def _grammar_source(language: str, source: bytes) -> bytes:
 def parse_tree(language: str, source: bytes) -> ts.Tree:
     """The tree of ``source``; raises :class:`ParseTimeout` past the deadline.  A C, C++ or C#
     file that parses with errors is read again with its conditionals and annotation macros
-    blanked, and the reading with fewer errors is kept (see :mod:`indexer.grammar_repair`)."""
+    blanked, and the reading with fewer errors is kept (see :mod:`indexer.grammar_repair`); a
+    Rust file's items inside brace macro calls are read as items (:mod:`indexer.rust_macros`)."""
     source = _grammar_source(language, source)
     tree = _parse(language, source)
     if language in grammar_repair.CONDITIONAL_LANGUAGES and tree.root_node.has_error:
         tree = grammar_repair.best_reading(language, source, tree, functools.partial(_parse_in_time, language))
+    elif language == "rust":
+        tree = rust_macros.unwrap_item_macros(source, tree, functools.partial(_parse_in_time, language))
     return tree
 
 
-def _parse_in_time(language: str, source: bytes) -> ts.Tree | None:
+def _parse_in_time(language: str, source: bytes, old_tree: ts.Tree | None = None) -> ts.Tree | None:
     try:
-        return _parse(language, source)
+        return _parse(language, source, old_tree)
     except ParseTimeout:
         return None
 
 
-def _parse(language: str, source: bytes) -> ts.Tree:
+def _parse(language: str, source: bytes, old_tree: ts.Tree | None = None) -> ts.Tree:
+    """The tree of ``source``; ``old_tree``, an earlier parse edited to match it, lends the parser
+    what did not change."""
     parser = get_parser(language)
+    earlier = {} if old_tree is None else {"old_tree": old_tree}  # the binding refuses None
     if len(source) < GUARD_BYTES:
-        return parser.parse(source)
+        return parser.parse(source, **earlier)
     allowed = PARSE_SECONDS + len(source) / PARSE_BYTES_PER_SECOND
     deadline = time.monotonic() + allowed
     view = memoryview(source)
     try:
-        tree = parser.parse(lambda byte, _point: view[byte:], progress_callback=lambda *_: time.monotonic() > deadline)
+        tree = parser.parse(lambda byte, _point: view[byte:], **earlier,
+                            progress_callback=lambda *_: time.monotonic() > deadline)
     except ValueError:  # what the binding raises when the callback cancels the parse
         parser.reset()  # or the next parse would resume this one
         raise ParseTimeout(f"the parse took over {allowed:.0f} s") from None

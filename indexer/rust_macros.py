@@ -1,0 +1,134 @@
+"""Rust items written inside a brace macro call, read as the items they are.
+
+Crates gate whole groups of items behind a macro of their own
+(``cfg_feature! { pub fn spawn(..) { .. } impl Handle { .. } }``), or
+declare a type through one that re-emits it (``pin_project! { pub struct
+Fut<F> { #[pin] inner: F } }``).  The grammar reads a macro's argument as a
+token tree, never as items, so every definition in it was invisible: no
+symbol, no body to show, no call resolving to it.
+
+When a file holds such calls at item level (the file's top, a module's, an
+impl's or a trait's body), each call's argument is parsed on its own.  One
+that reads as items without an error is unwrapped: the file is parsed again
+with its ``name! {`` and closing ``}`` blanked (spaces; newlines kept, so
+every byte offset and line stays the file's own).  One that does not
+(``lazy_static! { static ref X ..}``, a list of type names, a DSL) stays the
+token tree it was.  Calls nested in an unwrapped one are taken the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import tree_sitter as ts
+
+# Nested gates (`cfg_a! { cfg_b! { .. } }`) are a level or two deep in practice.
+_ROUNDS = 3
+# Where a call stands at item level.
+_ITEM_PARENTS = frozenset({"source_file", "declaration_list"})
+# A macro whose argument is code of another shape, or that defines rather than wraps.
+_NOT_ITEMS = frozenset({b"macro_rules"})
+
+
+# An item-level call, first on its line: a (path-qualified) name, `!` and a brace.
+_CALL_LINE = re.compile(rb"[ \t]*((?:[A-Za-z_]\w*::)*[A-Za-z_]\w*)[ \t]*![ \t]*\{")
+_BANG_BRACE = re.compile(rb"![ \t]*\{")
+# What an argument made of items starts with, after blanks and comments: an attribute, a
+# visibility, an item keyword, or another call.  Anything else (a list of names, `$x`, a DSL) is
+# not parsed at all: a grammar's error recovery on such text costs far more than a clean parse.
+_ITEMS_START = re.compile(
+    rb"(?:\s|//[^\n]*|/\*.*?\*/)*(?:#|pub\b|fn\b|struct\b|enum\b|union\b|impl\b|trait\b|mod\b|use\b|"
+    rb"const\b|static\b|type\b|unsafe\b|async\b|extern\b|(?:[A-Za-z_]\w*::)*[A-Za-z_]\w*[ \t]*!)", re.S)
+
+
+def _item_calls(source: bytes, root: ts.Node) -> list[tuple[int, int, int]]:
+    """(call start, argument's opening brace end, closing brace start) for every brace macro call
+    at item level, outermost only (a call nested inside one is still a token tree).  Found from
+    the text first: walking every top-level node in Python costs more than the rest of this."""
+    calls = []
+    seen = -1
+    for bang in _BANG_BRACE.finditer(source):
+        line_start = source.rfind(b"\n", 0, bang.start()) + 1
+        match = _CALL_LINE.match(source, line_start)
+        if line_start <= seen or match is None or match.end() != bang.end():
+            continue
+        seen = line_start
+        if match.group(1).rsplit(b"::", 1)[-1] in _NOT_ITEMS:
+            continue
+        start = match.start(1)
+        node = root.descendant_for_byte_range(start, start + 1)
+        while node is not None and node.start_byte == start and node.type != "macro_invocation":
+            node = node.parent
+        if node is None or node.type != "macro_invocation" or node.start_byte != start:
+            continue
+        parent = node.parent
+        args = node.children[-1]
+        if (parent is None or parent.type not in _ITEM_PARENTS or args.type != "token_tree"
+                or args.child_count < 2 or args.children[0].type != "{" or args.children[-1].type != "}"):
+            continue
+        calls.append((start, args.children[0].end_byte, args.children[-1].start_byte))
+    return calls
+
+
+def _blank(buf: bytearray, start: int, end: int) -> None:
+    for i in range(start, end):
+        if buf[i] not in (0x0A, 0x0D):
+            buf[i] = 0x20
+
+
+def _item_spans(source: bytes, root: ts.Node, offset: int, parse: Callable[..., ts.Tree | None],
+                depth: int) -> list[tuple[int, int]] | None:
+    """The (start, end) byte spans to blank so that the calls under ``root`` whose arguments are
+    items read as items, nested calls included (offsets into the file: ``root`` is the parse of
+    ``source`` read from byte ``offset``).  Each call's argument is parsed on its own first, so a
+    whole file is parsed again only when something is to be unwrapped.  None past the parse's
+    deadline."""
+    spans: list[tuple[int, int]] = []
+    for start, open_end, close_start in _item_calls(source, root):
+        inner = source[open_end:close_start]
+        if not _ITEMS_START.match(inner):
+            continue
+        tree = parse(inner)
+        if tree is None:
+            return None
+        if tree.root_node.has_error:
+            continue  # no items: a DSL, a list of names, a fragment
+        spans.append((offset + start, offset + open_end))
+        spans.append((offset + close_start, offset + close_start + 1))
+        if depth + 1 < _ROUNDS:
+            nested = _item_spans(inner, tree.root_node, offset + open_end, parse, depth + 1)
+            if nested is None:
+                return None
+            spans.extend(nested)
+    return spans
+
+
+def _point(source: bytes, byte: int) -> tuple[int, int]:
+    row = source.count(b"\n", 0, byte)
+    return row, byte - (source.rfind(b"\n", 0, byte) + 1)
+
+
+def unwrap_item_macros(source: bytes, tree: ts.Tree, parse: Callable[..., ts.Tree | None]) -> ts.Tree:
+    """``tree`` (the parse of ``source``), or a parse in which the item-level brace macro calls whose
+    arguments are items read as those items.  ``parse(bytes, old_tree=None)`` parses Rust (None
+    past its deadline)."""
+    if b"!" not in source:
+        return tree
+    spans = _item_spans(source, tree.root_node, 0, parse, 0)
+    if not spans:
+        return tree
+    candidate = bytearray(source)
+    old = tree.copy()
+    for start, end in spans:
+        _blank(candidate, start, end)
+        # Same length, newlines kept: the edit moves nothing, and the parse below reads again only
+        # the calls (everything else is reused from the first parse).
+        start_point, end_point = _point(source, start), _point(source, end)
+        old.edit(start, end, end, start_point, end_point, end_point)
+    again = parse(bytes(candidate), old_tree=old)
+    # Read on its own, each argument was items; read in place it should be too.  Should the file
+    # then read worse, it is kept as it was.
+    if again is None or again.root_node.has_error and not tree.root_node.has_error:
+        return tree
+    return again

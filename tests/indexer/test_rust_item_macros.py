@@ -1,0 +1,90 @@
+"""Rust items written inside a brace macro call (a crate's feature gates, `pin_project!`) are
+definitions like any other: found by name, shown whole, reached by calls; an argument that is no
+items stays a token tree, and nothing else in the file moves."""
+
+from __future__ import annotations
+
+from memstrata.compressor.outline import build_outline
+from memstrata.indexer.parse import parse_source
+
+GATED = b"""macro_rules! cfg_rt { ($($item:item)*) => { $( $item )* } }
+
+cfg_rt! {
+    /// Spawns a task.
+    pub fn spawn_task(x: u32) -> u32 {
+        let y = x + 1;
+        y * 2
+    }
+
+    cfg_net! {
+        pub struct Handle { id: u32 }
+    }
+}
+
+impl Handle {
+    cfg_rt! {
+        pub fn current() -> Handle {
+            Handle { id: spawn_task(1) }
+        }
+    }
+}
+
+lazy_static! {
+    static ref TABLE: Vec<u8> = vec![1, 2];
+}
+
+forward_to_deserialize_any! {
+    bool u8 u16 string
+}
+
+pub fn caller() -> u32 { spawn_task(3) }
+"""
+
+
+def _defs(result) -> set[tuple]:
+    return {(s.qualname, s.kind, s.start_line, s.end_line) for s in result.symbols}
+
+
+def test_items_inside_a_brace_macro_call_are_definitions_at_their_own_lines():
+    result = parse_source("src/lib.rs", "rust", GATED)
+    assert result.syntax_error is None
+    assert _defs(result) == {
+        ("cfg_rt", "function", 1, 1),
+        ("spawn_task", "function", 5, 8),
+        ("Handle", "struct", 11, 11),  # nested one call deeper
+        ("Handle.current", "method", 17, 19),  # a call inside an impl's body
+        ("TABLE", "constant", 24, 24),  # what `lazy_static!` defines is a static of that name
+        ("caller", "function", 31, 31),
+    }
+    spawn = next(s for s in result.symbols if s.qualname == "spawn_task")
+    assert spawn.signature == "pub fn spawn_task(x: u32) -> u32"
+    assert spawn.docstring == "Spawns a task."
+    calls = {(r.scope, r.name) for r in result.refs if r.kind == "call"}
+    assert {("Handle.current", "spawn_task"), ("caller", "spawn_task")} <= calls
+
+
+def test_an_argument_that_is_no_items_stays_a_token_tree():
+    """A list of names, a DSL, or items that do not parse: nothing is made of them, and the
+    file reads without an error, as before."""
+    source = (b"foo! { a b c }\nbar! { fn broken() -> }\nrules! {\n    GET /x => handler;\n}\n"
+              b"pub fn f() {}\nmacro_rules! m {\n    () => { fn inner() {} };\n}\n")
+    result = parse_source("a.rs", "rust", source)
+    assert result.syntax_error is None
+    assert _defs(result) == {("f", "function", 6, 6), ("m", "function", 7, 9)}
+
+
+def test_a_call_inside_a_function_body_is_left_alone():
+    """Only calls standing where items stand are unwrapped: a `select!` or `quote!` in a body is
+    an expression."""
+    source = b"pub fn run() {\n    tokio::select! {\n        fn_like = x => {}\n    }\n    quote! { fn generated() {} }\n}\n"
+    result = parse_source("b.rs", "rust", source)
+    assert _defs(result) == {("run", "function", 1, 6)}
+
+
+def test_macro_wrapped_items_are_cut_whole_by_the_proxy_outline():
+    """The proxy's block cuts see the same definitions: a function inside a gate is a unit of
+    its own, not part of one long statement."""
+    units = build_outline(GATED.decode().split("\n"), "rust", "src/lib.rs").units
+    defs = {u.qualname: u.ranges for u in units if u.kind == "def"}
+    assert defs["spawn_task"] == [(3, 7)]  # 0-based, its doc comment with it
+    assert defs["Handle.current"] == [(16, 18)]
