@@ -639,7 +639,7 @@ class RequestPass:
         file read again every ``write / read`` turns or sooner (12.5 under Anthropic's prices) --
         on average so far, and its latest read no longer ago than that -- is cheaper kept."""
         e = self.economics
-        if e is None or e.read <= 0:
+        if e is None or e.read <= 0 or not self.s.hold_returned_reads:
             return set()
         gap = e.write / e.read
         turn, n = [], 0

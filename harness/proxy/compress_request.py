@@ -90,6 +90,8 @@ class CompressionSettings:
     #                                 this chance of holding what it needs (0: no result is so treated), ...
     likely_cap: int = 32_000        # ... is cut only past this size
     unpad_gutter: bool = True       # numbered reads go without the padding before their line numbers
+    hold_returned_reads: bool = True  # an earlier task's read of a file the agent keeps re-reading stays
+    #                                   whole for the next re-read to point into (see _AGGRESSIVE)
 
     @classmethod
     def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
@@ -113,10 +115,17 @@ class CompressionSettings:
 # missed the code the task changes.  An earlier task's results keep only what the conversation
 # names: the task they served is over, and every later turn pays to re-read them.  Compaction keeps
 # only the latest result and comes sooner.
+#
+# Nor is an earlier task's read held whole because the agent keeps re-reading its file
+# (``hold_returned_reads`` off).  Such a read is cheap to compact only while its task is among the
+# latest two (the proxy's breakpoints at those task starts keep the cache of what precedes it); held
+# past that, it sits so deep in the cached prefix that no later step pays to clear it, and it is
+# read again on every turn of the rest of the session.  Its task is over: it goes with the rest of
+# that task's results, and a later re-read is cut on arrival like any new result.
 AGGRESSIVE_RESULT_CAP = 3_000
 _AGGRESSIVE = dict(paste_cap=0, result_cap=AGGRESSIVE_RESULT_CAP, budget_ratio=0.25, rel_score=0.3,
                    earlier_ratio=0.0, earlier_cap=0, keep_tool_uses=1, trigger=12_000, clear_at_least=3_000,
-                   likely_cap=SAFE_RESULT_CAP)
+                   likely_cap=SAFE_RESULT_CAP, hold_returned_reads=False)
 
 
 @dataclass
