@@ -462,14 +462,17 @@ class RequestPass:
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
         # A read that a recent pointer names is as recent as the pointer.
         held = {t for ri, pi, p in results if (ri, pi) in recent for t in p.pointed_at}
-        recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held and p.status != "pointer"}
+        recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held}
         recent |= self._returned_to(results)
         plan = self._repeated_reads(results)
         # A result cut on arrival (over the whole-result limit) was cut for the task it served;
         # once that task is over it is compacted like a whole one.
+        # So is, with ``compact_pointers``, a re-read forwarded as pointers into an earlier read plus
+        # its changed lines verbatim (see CompressionSettings.compact_pointers).
         stale = {(ri, pi): p for ri, pi, p in results
                  if (ri, pi) not in recent and (ri, pi) not in plan
-                 and (p.status == "whole" or (ri < task and _cut_on_arrival(p)))}
+                 and (p.status == "whole" or (ri < task and _cut_on_arrival(p))
+                      or (ri < task and self.s.compact_pointers and _pointed_on_arrival(p)))}
         # What compaction could clear at most; most requests stop here.
         bound = sum(p.forwarded_tokens for p in stale.values()) + sum(
             self.records[ri].pieces[pi].forwarded_tokens - new.forwarded_tokens for (ri, pi), new in plan.items())
@@ -482,7 +485,7 @@ class RequestPass:
         plans: list[tuple[int, int, PieceState, BlockPlan]] = []
         pointed = False
         for ri, pi, p in results:
-            if (ri, pi) in plan or p.status == "pointer":
+            if (ri, pi) in plan or (p.status == "pointer" and (ri, pi) not in stale):
                 continue
             asked = self._asked_for(ri, p, question, later, earlier=ri < task)
             block = self._block_of(ri, p)
@@ -502,7 +505,7 @@ class RequestPass:
             # needs: its definitions go behind markers even when nothing else is pointed at either.
             cut = self._cut(p, bp, pointed or ri < task)
             if cut.form is not None and cut.form != p.form and cut.forwarded_tokens < p.forwarded_tokens:
-                plan[(ri, pi)] = cut
+                plan[(ri, pi)] = dataclasses.replace(cut, pointed_at=()) if cut.status != "pointer" else cut
         if not plan:
             return
         # The step may also leave the part before a cached prefix's end alone: compressing only
@@ -1131,6 +1134,12 @@ def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, toke
     if max(unit_scores(outline, asked, block.path), default=0.0) >= settings.min_score:
         return None
     return BlockPlan(block, outline, set(), False, tokens)
+
+
+def _pointed_on_arrival(p: PieceState) -> bool:
+    """Whether ``p`` is a re-read forwarded, since it arrived, as pointers into an earlier read (and
+    its changed lines, or nothing else: a same-text pointer, which no cut makes smaller)."""
+    return p.status == "pointer" and p.before is None and p.kind == "result"
 
 
 def _cut_on_arrival(p: PieceState) -> bool:

@@ -92,6 +92,7 @@ class CompressionSettings:
     unpad_gutter: bool = True       # numbered reads go without the padding before their line numbers
     hold_returned_reads: bool = True  # an earlier task's read of a file the agent keeps re-reading stays
     #                                   whole for the next re-read to point into (see _AGGRESSIVE)
+    compact_pointers: bool = False  # an earlier task's re-read forwarded as pointers is compacted too
 
     @classmethod
     def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
@@ -122,10 +123,14 @@ class CompressionSettings:
 # past that, it sits so deep in the cached prefix that no later step pays to clear it, and it is
 # read again on every turn of the rest of the session.  Its task is over: it goes with the rest of
 # that task's results, and a later re-read is cut on arrival like any new result.
+#
+# For the same reason an earlier task's re-read forwarded as pointers into an earlier read (the
+# file edited in between: its changed lines verbatim, often thousands of tokens) is compacted with
+# its task too (``compact_pointers``), to what the conversation names, like any read of that task.
 AGGRESSIVE_RESULT_CAP = 3_000
 _AGGRESSIVE = dict(paste_cap=0, result_cap=AGGRESSIVE_RESULT_CAP, budget_ratio=0.25, rel_score=0.3,
                    earlier_ratio=0.0, earlier_cap=0, keep_tool_uses=1, trigger=12_000, clear_at_least=3_000,
-                   likely_cap=SAFE_RESULT_CAP, hold_returned_reads=False)
+                   likely_cap=SAFE_RESULT_CAP, hold_returned_reads=False, compact_pointers=True)
 
 
 @dataclass

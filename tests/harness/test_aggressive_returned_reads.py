@@ -56,3 +56,46 @@ def test_held_it_stays_whole_for_the_pointers(big_ws):
     reads = _part_a_reads(big_ws, _settings("aggressive", hold_returned_reads=True))
     assert "[memstrata:" not in reads[0]
     assert sum("[memstrata: the same text as the earlier read" in text for text in reads[1:]) >= 2
+
+
+def _edited_reread_then_a_new_task(ws, settings) -> tuple[str, str]:
+    """A task reads part_a, part_b, then part_a again after two of its functions changed (forwarded as
+    pointers into the first read, the changed functions verbatim); the next task reads two other
+    modules.  Returns the re-read as forwarded when it arrived and as the last request forwards it."""
+    comp = Compressor(ws, settings)
+    agent = Agent(ws, TASKS[0][0])
+    comp.compress(_body(agent.messages), "anthropic")
+    agent.read("records/part_a.py")
+    comp.compress(_body(agent.messages), "anthropic")
+    agent.read("records/part_b.py")
+    comp.compress(_body(agent.messages), "anthropic")
+    text = (ws.root / "records" / "part_a.py").read_text()
+    edited = text.replace("value = int(value) + 2003", "value = int(value) * 2003").replace(
+        "value = int(value) + 2007", "value = int(value) * 2007")
+    assert edited.count("* 200") == 2
+    agent.read("records/part_a.py", edited)
+    at = len(agent.messages) - 1
+    res = comp.compress(_body(agent.messages), "anthropic")
+    then = res.body["messages"][at]["content"][0]["content"]
+    agent.say("Done.", TASKS[1][0])
+    for path in ("records/part_c.py", "records/small.py"):
+        agent.read(path)
+        body = _body(agent.messages)
+        res = comp.compress(copy.deepcopy(body), "anthropic")
+    return then, (res.body or body)["messages"][at]["content"][0]["content"]
+
+
+def test_aggressive_compacts_an_earlier_tasks_reread_forwarded_as_pointers(big_ws):
+    """The re-read's pointer form (its changed lines verbatim) is compacted with its task, like
+    any read of that task, once the next task has begun reading."""
+    assert CompressionSettings.for_mode("aggressive").compact_pointers
+    assert not CompressionSettings.for_mode("safe").compact_pointers
+    then, later = _edited_reread_then_a_new_task(big_ws, _settings("aggressive"))
+    assert "of the earlier read of" in then and "* 2003" in then          # pointers, the change verbatim
+    assert "of the earlier read of" not in later and "[memstrata: lines " in later
+    assert len(later) < len(then) / 2
+
+
+def test_without_it_the_pointer_form_stays(big_ws):
+    then, later = _edited_reread_then_a_new_task(big_ws, _settings("aggressive", compact_pointers=False))
+    assert "of the earlier read of" in then and later == then
