@@ -19,6 +19,7 @@ token tree it was.  Calls nested in an unwrapped one are taken the same way.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable
 
 import tree_sitter as ts
@@ -104,9 +105,14 @@ def _item_spans(source: bytes, root: ts.Node, offset: int, parse: Callable[..., 
     return spans
 
 
-def _point(source: bytes, byte: int) -> tuple[int, int]:
-    row = source.count(b"\n", 0, byte)
-    return row, byte - (source.rfind(b"\n", 0, byte) + 1)
+def _points(source: bytes):
+    """byte -> (row, column) of ``source``, by a search among its line starts."""
+    starts = [0] + [m.end() for m in re.finditer(b"\n", source)]
+
+    def point(byte: int) -> tuple[int, int]:
+        row = bisect_right(starts, byte) - 1
+        return row, byte - starts[row]
+    return point
 
 
 def unwrap_item_macros(source: bytes, tree: ts.Tree, parse: Callable[..., ts.Tree | None]) -> ts.Tree:
@@ -120,11 +126,12 @@ def unwrap_item_macros(source: bytes, tree: ts.Tree, parse: Callable[..., ts.Tre
         return tree
     candidate = bytearray(source)
     old = tree.copy()
+    point = _points(source)
     for start, end in spans:
         _blank(candidate, start, end)
         # Same length, newlines kept: the edit moves nothing, and the parse below reads again only
         # the calls (everything else is reused from the first parse).
-        start_point, end_point = _point(source, start), _point(source, end)
+        start_point, end_point = point(start), point(end)
         old.edit(start, end, end, start_point, end_point, end_point)
     again = parse(bytes(candidate), old_tree=old)
     # Read on its own, each argument was items; read in place it should be too.  Should the file
