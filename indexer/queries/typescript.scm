@@ -150,6 +150,8 @@
 (type_annotation (array_type (type_identifier) @name)) @reference.type
 (type_annotation
   (nested_type_identifier module: (_) @receiver name: (type_identifier) @name)) @reference.type
+(type_annotation
+  (generic_type name: (nested_type_identifier module: (_) @receiver name: (type_identifier) @name))) @reference.type
 (type_arguments (type_identifier) @name) @reference.type
 (union_type (type_identifier) @name) @reference.type
 (intersection_type (type_identifier) @name) @reference.type
@@ -166,6 +168,16 @@
     type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))
   (public_field_definition name: (property_identifier) @receiver
     type: (type_annotation [(type_identifier) @name (generic_type name: (type_identifier) @name)]))]) @reference.bind
+; ... or with a type reached through a name (`const v: ns.Store = ...` after `import * as ns`,
+; `ns.Store<T>`): the row's type is the dotted path, as for `new ns.Store()` below
+([(required_parameter pattern: (identifier) @receiver
+    type: (type_annotation [(nested_type_identifier) @name (generic_type name: (nested_type_identifier) @name)]))
+  (optional_parameter pattern: (identifier) @receiver
+    type: (type_annotation [(nested_type_identifier) @name (generic_type name: (nested_type_identifier) @name)]))
+  (variable_declarator name: (identifier) @receiver
+    type: (type_annotation [(nested_type_identifier) @name (generic_type name: (nested_type_identifier) @name)]))
+  (public_field_definition name: (property_identifier) @receiver
+    type: (type_annotation [(nested_type_identifier) @name (generic_type name: (nested_type_identifier) @name)]))]) @reference.bind
 ; ... or, unannotated, with the class it is constructed from: `const s = new Store()`
 (variable_declarator name: (identifier) @receiver !type
   value: (new_expression constructor: (identifier) @name)) @reference.bind

@@ -147,3 +147,29 @@ def test_a_local_made_with_new_through_a_namespace_has_the_constructed_type(tmp_
         assert ws.graph.callees(f"{main}::money") == [f"src/format.{ext}::format"]
     finally:
         ws.close()
+
+
+def test_a_type_annotation_through_a_namespace_import_binds_the_variable(tmp_path):
+    # `const v: ns.Klass = make()` (and a parameter, an optional one, a field, `ns.Klass<T>`)
+    # says the type as plainly as `new ns.Klass()`: a call on the variable is the method of the
+    # class `ns` names, not of a namesake class of the same module.
+    ws = indexed_workspace(tmp_path, {
+        "src/shapes.ts": "export class Klass {\n  method(): number {\n    return 1\n  }\n}\n"
+                         "export class Other {\n  method(): number {\n    return 2\n  }\n}\n",
+        "src/main.ts": "import * as ns from './shapes'\n\n"
+                       "export function run(): number {\n  const v: ns.Klass = make()\n  return v.method()\n}\n\n"
+                       "export function two(k: ns.Klass<string>, o?: ns.Other): number {\n"
+                       "  return k.method() + (o ? o.method() : 0)\n}\n\n"
+                       "export class Holder {\n  field: ns.Other\n  go(): number {\n    return this.field.method()\n  }\n}\n",
+    })
+    try:
+        assert "src/shapes.ts::Klass.method" in ws.graph.callees("src/main.ts::run")
+        assert "src/shapes.ts::Other.method" not in ws.graph.callees("src/main.ts::run")
+        two = set(ws.graph.callees("src/main.ts::two"))
+        assert two == {"src/shapes.ts::Klass.method", "src/shapes.ts::Other.method"}
+        assert ws.graph.callees("src/main.ts::Holder.go") == ["src/shapes.ts::Other.method"]
+        # `ns.Klass<string>` is a use of the type, as `ns.Klass` is
+        uses = {n.node for n in ws.graph.neighbors("src/main.ts::two", ("references",), "out")}
+        assert uses == {"src/shapes.ts::Klass", "src/shapes.ts::Other"}
+    finally:
+        ws.close()
