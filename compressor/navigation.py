@@ -34,7 +34,7 @@ MAX_NAME_CHARS = 1000
 MAX_SNIPPET_CHARS = 400
 _USE_EDGES = ("calls", "references", "inherits")
 _CLASSLIKE = frozenset({"class", "struct", "interface", "enum", "type"})
-_REF_KIND = {"call": "call", "type": "type", "inherit": "inherit"}
+_REF_KIND = {"call": "call", "type": "type", "inherit": "inherit", "export": "export"}
 _TEST_PENALTY = 0.5
 
 
@@ -335,9 +335,18 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     imported = [] if made else [(p, m, ln, short) for p, m, _a, ln in code_nav.member_imports(ws.store, target_path, short)]
     if default:
         imported += [(p, m, ln, a or short) for p, m, a, ln in code_nav.member_imports(ws.store, target_path, _DEFAULT)]
+    # A module that exports the symbol, imported from it, as its own default (`import { toRem }
+    # from './size'` + `export default toRem`): an import of that module's default is an import
+    # of the symbol under the importer's name too.
+    re_defaults = set() if made else {
+        p for p, rows in rows_by_file.items() if p != target_path
+        and any(kind == "export" and scope is None and target == used for scope, _s, kind, _r, _l, _c, target in rows)
+        and code_nav.default_export_name(ws.store, p) in {r[1] for r in rows if r[2] == "export"}}
+    for p in sorted(re_defaults):
+        imported += [(i, m, ln, a or short) for i, m, a, ln in code_nav.member_imports(ws.store, p, _DEFAULT)]
     for path, module, line, written in imported:
         imports_by_file[path].append((module, line, written))
-    import_names = {short, _DEFAULT} if default else {short}
+    import_names = {short, _DEFAULT} if default or re_defaults else {short}
 
     def is_use(path: str, scope: str | None, kind: str, target: str | None) -> bool:
         if made and kind != "call":

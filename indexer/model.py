@@ -22,9 +22,11 @@ SYMBOL_KINDS = (
 )
 
 # Reference kinds a query file may declare with ``@reference.<kind>``.
-REF_KINDS = ("call", "type", "inherit", "bind")  # bind: a variable's declared type (no edge)
+# bind: a variable's declared type (no edge); export: a module exporting a name it has
+# (JavaScript/TypeScript `export default toRem`, `export { toRem }`), a use of that name
+REF_KINDS = ("call", "type", "inherit", "bind", "export")
 # The graph edge a resolved reference of each kind becomes.
-REF_EDGE = {"call": "calls", "type": "references", "inherit": "inherits"}
+REF_EDGE = {"call": "calls", "type": "references", "inherit": "inherits", "export": "references"}
 
 
 @dataclass(slots=True)

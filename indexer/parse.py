@@ -40,7 +40,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "32"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "33"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -53,7 +53,8 @@ EXTRACTOR_VERSION = "32"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # TypeScript `const v = new ns.Klass()` binds v (to `ns.Klass`); Rust `let q = Queue::open()?;`
 # (`.unwrap()`, `.expect(..)`, `.await`) binds q (to `Queue::open?`); 31: Rust items inside
 # item-level brace macro calls (`cfg_feature! { .. }`, `pin_project! { .. }`) are definitions;
-# 32: TypeScript `v: ns.Klass` (and `ns.Klass<T>`) binds v
+# 32: TypeScript `v: ns.Klass` (and `ns.Klass<T>`) binds v; 33: JavaScript/TypeScript
+# `export default name` and `export { name }` are `export` rows (a use of the name)
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300

@@ -191,6 +191,10 @@
 ; `export default toRem`: the module's `default` is bound to the name, which the graph
 ; follows to its definition (the module's own, or one it imported)
 (program (export_statement "default" @receiver value: (identifier) @name) @reference.bind)
+; ... and the export is a use of the name (the module refers to its definition), as is
+; `export { toRem, b as c }` of names the module has (no `from`: that is an import)
+(program (export_statement "default" value: (identifier) @name) @reference.export)
+(program (export_statement !source (export_clause (export_specifier name: (identifier) @name))) @reference.export)
 
 ; ---- imports ---------------------------------------------------------------
 

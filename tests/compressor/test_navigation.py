@@ -597,7 +597,30 @@ def test_a_default_import_is_listed_as_a_named_import_is(tmp_path):
                                      ("src/other.ts", 2, "import"), ("src/other.ts", 7, "call")]
         assert listed(ws, "Foo") == [("src/main.ts", 1, "import"), ("src/main.ts", 6, "call"),
                                      ("src/other.ts", 4, "import"), ("src/other.ts", 7, "call")]
-        assert listed(ws, "toRem") == [("src/main.ts", 3, "import"), ("src/main.ts", 8, "call")]
+        assert listed(ws, "toRem") == [("src/helper.ts", 4, "export"), ("src/main.ts", 3, "import"), ("src/main.ts", 8, "call")]
         other = tmp_path / "p/src/other.ts"
         other.write_text("// moved down a line\n" + other.read_text())
         assert ("src/other.ts", 5, "import") in listed(ws, "Foo")
+
+
+def test_exporting_a_name_is_listed_and_so_are_imports_of_a_default_that_re_exports_it(tmp_path):
+    # `export default toRem` (of the module's own toRem, or one it imported) is a use of toRem;
+    # `import rem from './utils'` of a module whose default is the imported toRem imports toRem
+    # as plainly as `import toRem from './helper'` does, under the importer's name.
+    files = {
+        "src/utils/size.ts": "export function toRem(px: number): string {\n  return `${px / 16}rem`\n}\n",
+        "src/utils/index.ts": "import { toRem } from './size'\nexport default toRem\n",
+        "src/use.ts": "import rem from './utils'\n\nexport function a(): string {\n  return rem(1)\n}\n",
+        "src/helper.ts": "function toPx(px: number): string {\n  return `${px}px`\n}\nexport { toPx as px }\nexport default toPx\n",
+        "src/list.ts": "import px from './helper'\n\nexport const units = [px]\n",
+    }
+
+    def listed(ws, name):
+        return [(r["path"], r["line"], r["kind"]) for r in find_references(ws, name)["references"]]
+
+    with indexed_workspace(tmp_path / "p", files) as ws:
+        assert listed(ws, "src/utils/size.ts::toRem") == [
+            ("src/use.ts", 1, "import"), ("src/use.ts", 4, "call"),
+            ("src/utils/index.ts", 1, "import"), ("src/utils/index.ts", 2, "export")]
+        assert listed(ws, "toPx") == [("src/helper.ts", 4, "export"), ("src/helper.ts", 5, "export"),
+                                      ("src/list.ts", 1, "import")]

@@ -42,4 +42,22 @@ def test_a_default_export_of_a_local_name_through_re_exports(ws):
 
 def test_the_exported_name_is_recorded_as_the_modules_default():
     result = parse_source("m.ts", "typescript", b"import { toRem } from './size'\nexport default toRem\n")
-    assert [(r.receiver, r.name, r.kind, r.scope) for r in result.refs] == [("default", "toRem", "bind", None)]
+    assert [(r.receiver, r.name, r.kind, r.scope) for r in result.refs] == [
+        ("default", "toRem", "bind", None), (None, "toRem", "export", None)]
+
+
+def test_exporting_a_name_is_a_use_of_it():
+    # `export default toRem` and `export { a, b as c }` (no `from`) use names the module has;
+    # `export { x } from './x'` is an import, not a use.
+    src = b"import { toRem } from './size'\nfunction a() {}\nconst b = 1\nexport { a, b as c }\nexport { x } from './x'\nexport default toRem\n"
+    for language in ("typescript", "javascript"):
+        refs = parse_source("m.ts", language, src).refs
+        assert sorted((r.name, r.kind, r.line) for r in refs if r.kind == "export") == [
+            ("a", "export", 4), ("b", "export", 4), ("toRem", "export", 6)]
+
+
+def test_a_module_exporting_an_imported_name_as_its_default_refers_to_it(ws):
+    # the re-exporting module is a user of the definition, so an importer of its default
+    # reaches the definition through it in the graph
+    users = {n.node for n in ws.graph.neighbors("src/utils/size.ts::toRem", ("references",), "in")}
+    assert "src/utils/index.ts" in users
