@@ -945,7 +945,18 @@ class CodeGraph(GraphQueries):
             cls = self._field_class(cls, fields[0], path) or self._field_class(cls, fields[0])
         else:
             type_name = self._declared_type(path, scope, head)
-            cls = self._bound_class(path, scope, type_name) if type_name else None
+            # A variable declared through its own name or a cycle of names (`ts: ts.Node`, a
+            # parameter named like the namespace it is typed by) names no class through itself.
+            key = (path, scope, head)
+            declaring = self.__dict__.setdefault("_declaring", set())
+            if type_name and key not in declaring:
+                declaring.add(key)
+                try:
+                    cls = self._bound_class(path, scope, type_name)
+                finally:
+                    declaring.discard(key)
+            else:
+                cls = None
         # Composition: a field's own fields (`self.conn.io.flush()`), a hop at a time.
         for field in fields[1:]:
             if cls is None:

@@ -173,3 +173,27 @@ def test_a_type_annotation_through_a_namespace_import_binds_the_variable(tmp_pat
         assert uses == {"src/shapes.ts::Klass", "src/shapes.ts::Other"}
     finally:
         ws.close()
+
+
+@pytest.mark.parametrize("ext", ["ts", "js"])
+def test_a_variable_typed_through_its_own_name_resolves_no_class_and_does_not_loop(tmp_path, ext):
+    # `const AST: AST.Program = ...` (a variable named like the namespace it is typed by), a
+    # parameter `ts: ts.Node`, `var foo = new foo.Klass()`, and a cycle of two such names: the
+    # type is looked up through the variable itself, which names no class of its own (the type's
+    # name alone may still, when the project defines it once); the index is built.
+    typed = ("const AST: AST.Program = make()\nexport function walk(ts: ts.Node) {\n  return ts.kind() + AST.body()\n}\n"
+             "export function pair(a: b.Klass, b: a.Klass) {\n  return a.method() + b.method()\n}\n")
+    files = {
+        f"src/shapes.{ext}": "export class Klass {\n  method() {\n    return 1\n  }\n}\n"
+                             "export class Other {\n  method() {\n    return 2\n  }\n}\n",
+        f"src/main.{ext}": (typed if ext == "ts" else "")
+        + "export function own() {\n  var foo = new foo.Klass()\n  return foo.method()\n}\n",
+    }
+    ws = indexed_workspace(tmp_path, files)
+    try:
+        assert set(ws.graph.callees(f"src/main.{ext}::own")) <= {f"src/shapes.{ext}::Klass", f"src/shapes.{ext}::Klass.method"}
+        if ext == "ts":
+            assert ws.graph.callees("src/main.ts::walk") == []
+            assert set(ws.graph.callees("src/main.ts::pair")) <= {"src/shapes.ts::Klass.method"}
+    finally:
+        ws.close()
