@@ -501,6 +501,12 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
         for d, w in zip(defs, weights):
             seeds.add_symbol(d, total * w / norm)
         favoured = [d for d, w in zip(defs, weights) if w > 1.0] or defs
+        if len(favoured) > 3:
+            # A name defined alike in many packages of a monorepo (one hook per framework's
+            # package), where the question's scope or words point at one package more than the
+            # rest: the definitions backed clearly best are the ones it names.
+            best = max(weights)
+            favoured = [d for d, w in zip(defs, weights) if w > 1.0 and w >= best * STRONGEST_EVIDENCE]
         # Only a mention written as code names its target outright (shown
         # first, whole): a plain prose word that happens to equal a name
         # ("add quotes around the option", "fix the watch callback") is a
@@ -843,6 +849,9 @@ def _path_has(path: str, module: list[str]) -> bool:
     pieces = [p.lower() for p in path.rsplit(".", 1)[0].split("/")]
     n = len(module)
     return any(pieces[i : i + n] == module for i in range(len(pieces) - n + 1))
+
+
+STRONGEST_EVIDENCE = 0.75  # definitions within this share of the best-backed namesake's evidence are its peers
 
 
 def _def_evidence(node: str, graph: GraphView, seeds: Seeds, words: set[str]) -> float:

@@ -450,3 +450,19 @@ def test_a_long_run_of_one_shape_is_read_in_one_pass(ws, shape):
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_name_in_many_packages_is_named_in_the_package_the_scope_names(tmp_path):
+    # One hook per framework's package of a monorepo: `useItems` written in a message scoped to
+    # one package names that package's definition (shown first, whole), not all four alike --
+    # and without a scope none of them is singled out.
+    body = "".join(f"  const v{k} = items.map((x) => x * {k})\n" for k in range(30))
+    files = {f"packages/{fw}-items/src/useItems.ts":
+             f"export function useItems(items: number[]): number[] {{\n{body}  return items\n}}\n"
+             for fw in ("react", "preact", "solid", "vue")}
+    files["packages/items-core/src/store.ts"] = "export class Store {\n  size(): number {\n    return 0\n  }\n}\n"
+    with indexed_workspace(tmp_path / "ws", files) as w:
+        query = "fix(react-items): keep unsubscribed `useItems` idle"
+        assert seeds(w, query).named == {"packages/react-items/src/useItems.ts::useItems"}
+        assert "packages/react-items/src/useItems.ts::useItems" in context_query(w, query, max_tokens=1200).full_symbols
+        assert not seeds(w, "fix: keep unsubscribed `useItems` idle").named
