@@ -68,6 +68,11 @@ def _item_calls(source: bytes, root: ts.Node) -> list[tuple[int, int, int]]:
         if (parent is None or parent.type not in _ITEM_PARENTS or args.type != "token_tree"
                 or args.child_count < 2 or args.children[0].type != "{" or args.children[-1].type != "}"):
             continue
+        # An unclosed call (a file being typed) ends in a `}` the parser only supposed: it has no
+        # byte to blank (past the file's end, or another token's), and unwrapping it would hide
+        # the file's syntax error.
+        if args.children[-1].is_missing:
+            continue
         calls.append((start, args.children[0].end_byte, args.children[-1].start_byte))
     return calls
 

@@ -88,3 +88,14 @@ def test_macro_wrapped_items_are_cut_whole_by_the_proxy_outline():
     defs = {u.qualname: u.ranges for u in units if u.kind == "def"}
     assert defs["spawn_task"] == [(3, 7)]  # 0-based, its doc comment with it
     assert defs["Handle.current"] == [(16, 18)]
+
+
+def test_an_unclosed_call_is_left_alone_and_its_error_kept():
+    """A file being typed: a call whose closing brace is missing.  The parser supplies a `}` of
+    no width there, which is no byte to blank (at the file's end it is past the last byte); the
+    file reads as before, with its syntax error."""
+    for source in (b"cfg_rt! {\n    pub fn a() {}", b"cfg_rt! {\n    pub fn a() {}\n",
+                   b"impl H {\n    pub fn h() {}\n    cfg_rt! {\n        pub fn a() {}"):
+        result = parse_source("c.rs", "rust", source)
+        assert result.syntax_error is not None
+        assert "a" not in {s.name for s in result.symbols}
