@@ -48,13 +48,22 @@ def _item_calls(source: bytes, root: ts.Node) -> list[tuple[int, int, int]]:
     at item level, outermost only (a call nested inside one is still a token tree).  Found from
     the text first: walking every top-level node in Python costs more than the rest of this."""
     calls = []
-    seen = -1
+    tried = -1  # the line last matched against _CALL_LINE
+    # The line's start is searched for only back to the previous `!{`: a long line holding many
+    # (a generated table, a minified literal) is then read once, not once per `!{` on it.
+    line_start = scanned = 0
     for bang in _BANG_BRACE.finditer(source):
-        line_start = source.rfind(b"\n", 0, bang.start()) + 1
-        match = _CALL_LINE.match(source, line_start)
-        if line_start <= seen or match is None or match.end() != bang.end():
+        newline = source.rfind(b"\n", scanned, bang.start())
+        if newline >= 0:
+            line_start = newline + 1
+        scanned = bang.start()
+        # A call first on its line is that line's first `!{`: each line is matched once.
+        if line_start == tried:
             continue
-        seen = line_start
+        tried = line_start
+        match = _CALL_LINE.match(source, line_start)
+        if match is None or match.end() != bang.end():
+            continue
         if match.group(1).rsplit(b"::", 1)[-1] in _NOT_ITEMS:
             continue
         start = match.start(1)

@@ -99,3 +99,29 @@ def test_an_unclosed_call_is_left_alone_and_its_error_kept():
         result = parse_source("c.rs", "rust", source)
         assert result.syntax_error is not None
         assert "a" not in {s.name for s in result.symbols}
+
+
+class _CountingBytes(bytes):
+    """Source text that counts the bytes its backward searches read."""
+
+    read = 0
+
+    def rfind(self, sub, start=0, end=None):
+        end = len(self) if end is None else end
+        _CountingBytes.read += max(0, end - start)
+        return super().rfind(sub, start, end)
+
+
+def test_a_long_line_of_many_bang_braces_is_read_once():
+    """A generated table or literal on one long line holding thousands of `!{`: the search for
+    each one's line start reads back only to the previous one, not to the line's start (which
+    made a 3 MB line take half a minute)."""
+    from memstrata.indexer import rust_macros
+    from memstrata.indexer.parse import _parse  # the tree before any unwrapping
+
+    text = b'cfg_rt! {\n    pub fn a() {}\n}\npub const S: &str = "' + b"!{" * 5000 + b'";\n'
+    source = _CountingBytes(text)
+    _CountingBytes.read = 0
+    calls = rust_macros._item_calls(source, _parse("rust", text).root_node)
+    assert [start for start, _, _ in calls] == [0]
+    assert _CountingBytes.read <= len(text)
