@@ -301,6 +301,43 @@ def test_the_depth_check_counts_containers_exactly():
             assert _too_deep(v, limit) == (depth(v) > limit), (v, limit)
 
 
+def test_the_body_reader_gives_what_the_standard_library_reads():
+    """The fast reader (orjson) must give every body exactly the value, types and key order the
+    standard library gives it, and hand what it reads otherwise (integers past 64 bits, which it
+    would read as floats) or refuses to the standard library; its depth check is _too_deep's."""
+    from memstrata.harness.proxy.forward import _parse, _parse_std, _too_deep
+
+    def same(a, b):
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        if isinstance(a, float):
+            return repr(a) == repr(b)
+        return a == b
+
+    edges = [2 ** 64 - 1, 2 ** 64, -(2 ** 63), -(2 ** 63) - 1, 2 ** 63, 10 ** 30, -(10 ** 25)]
+    bodies = [json.dumps({"n": n, "m": [{"k": n}]}).encode() for n in edges]
+    bodies += [b'{"a": 1, "a": 2, "b": [1.5, -0.0, 5e-324, 1.7976931348623157e308, 9.2e18, 1e19]}',
+               b'{"t": 9223372036854775807.0}', b'{"x": "\u00e9\ud83d\ude00 caf\u00e9", "y": null, "z": true}',
+               b'{"a": 1e400}', b'{"a": NaN}', b'{"s": "\ud800"}', b'\xef\xbb\xbf{"a": 1}', b'7', b'1e19',
+               b'[[[[1]]]]', json.dumps({"deep": json.loads("[" * 101 + "]" * 101)}).encode(),
+               json.dumps(json.loads("[" * 100 + "2e19" + "]" * 100)).encode(), '{"u": 1}'.encode("utf-16")]
+    for raw in bodies:
+        body, plain, deep = _parse(raw)
+        expected, expected_plain = _parse_std(raw)
+        assert same(body, expected) and plain == expected_plain, raw
+        assert deep is None or deep == _too_deep(body, 100), raw
+    for raw in (b'{"a": ', b'{"a": "\xff"}', b'{"a": "\x01"}'):
+        with pytest.raises((ValueError, UnicodeDecodeError)) as fast:
+            _parse(raw)
+        with pytest.raises((ValueError, UnicodeDecodeError)) as std:
+            _parse_std(raw)
+        assert type(fast.value) is type(std.value) and str(fast.value) == str(std.value)
+
+
 def test_the_stand_in_provider_run_as_a_script_streams():
     # The benchmarks run it as a process of its own: everything its answers use is defined by then.
     proc, url = start_stub()
