@@ -26,6 +26,7 @@ from memstrata.compressor.block import Block
 from memstrata.indexer.languages import language_for_path
 from memstrata.indexer.scan import is_test_path
 
+from .memo import SizedLRU
 from .project_match import PATHLIKE, ProjectMatcher
 from .tool_output import header_length
 
@@ -223,8 +224,7 @@ def find_in_result(slot: Slot, use: ToolUse | None, matcher: ProjectMatcher, min
 
 
 def _find_in_result(slot: Slot, text: str, use: ToolUse | None, matcher: ProjectMatcher) -> list[Found]:
-    lines = text.split("\n")
-    run = _numbered_run(lines)
+    lines, run = _lines_and_run(text)
     hint = use.path if use is not None else None
     if run is not None:
         a, b, numbers, code = run
@@ -323,6 +323,26 @@ def _files_in_one_fence(body: list[str], segments: list[tuple[int, int, str, int
         if k not in covered and line.strip() and not _LABEL_LINE.match(line):
             return []
     return segments
+
+
+# A tool result's lines and numbered run, by its exact text: the same read comes back whole when
+# an agent reads a file again, a conversation restarts from an earlier turn, or several agents
+# read one file, and splitting and matching every line of it again costs about as much as the
+# rest of finding it.  Bounded by the characters of the texts held.
+MAX_RUN_CHARS = 8_000_000
+_runs = SizedLRU(None, MAX_RUN_CHARS)
+
+
+def _lines_and_run(text: str) -> tuple[list[str], tuple | None]:
+    """``text``'s lines and :func:`_numbered_run` of them, remembered by the text.  The lists
+    handed out are shared between hits: callers only read them (a Block slices its display lines,
+    and its code and numbers are never changed)."""
+    hit = _runs.get(text)
+    if hit is None:
+        lines = text.split("\n")
+        hit = (lines, _numbered_run(lines))
+        _runs.put(text, hit, len(text))
+    return hit
 
 
 def _numbered_run(lines: list[str]):

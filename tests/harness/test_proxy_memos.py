@@ -351,3 +351,27 @@ def test_the_numbered_run_is_the_longest_first_run():
         assert _numbered_run(lines) == _numbered_run_reference(lines), lines
     read = cat_n("def f(x):\n    return x\n" * 40).split("\n")
     assert _numbered_run(read) == _numbered_run_reference(read) and _numbered_run(read)[:2] == (0, 80)
+
+
+def test_remembered_numbered_runs_are_the_computed_ones_and_bounded(monkeypatch):
+    """A tool result's lines and numbered run, remembered by its text, equal what splitting and
+    matching it gives; a text not remembered (evicted, or too large to keep) is worked out again;
+    the memo holds at most its bound of characters."""
+    from memstrata.harness.proxy import request_blocks
+    from memstrata.harness.proxy.memo import SizedLRU
+    from memstrata.harness.proxy.request_blocks import _lines_and_run, _numbered_run
+
+    monkeypatch.setattr(request_blocks, "_runs", SizedLRU(None, 3000))
+    texts = [cat_n(f"def f{i}(x):\n    return x + {i}\n" * (5 + i)) for i in range(10)]
+    texts += ["no numbers here\n" * 30, cat_n("x = 1\n" * 400), "  3\ta\n  4\tb\n  5\tc\n  6\td"]
+    for _ in range(2):
+        for t in texts:
+            lines = t.split("\n")
+            assert _lines_and_run(t) == (lines, _numbered_run(lines))
+            assert request_blocks._runs.size <= 3000
+    assert 0 < len(request_blocks._runs) < len(texts)
+    assert texts[-2] not in request_blocks._runs   # longer than the whole bound: never kept
+    # A hit hands out what was computed the first time, and another text of the same lines
+    # (an equal string, not the same object) finds it.
+    first = _lines_and_run(texts[-1])
+    assert _lines_and_run("".join(list(texts[-1]))) is first
