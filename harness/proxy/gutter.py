@@ -11,15 +11,32 @@ from __future__ import annotations
 
 import re
 
-_GUTTER_PADDING = re.compile(r"^( +)(?=\d{1,7}(?:→|\t))", re.MULTILINE)
-_ONE_SPACE_PADDING = re.compile(r"^ (?=\d{1,7}(?:→|\t))", re.MULTILINE)
+# The padding is a run of spaces at a line's start before a number and its arrow or tab.  Found
+# after each line break (a literal the regex engine jumps between) and, apart, at the text's start:
+# a pattern anchored by ``^`` in multiline mode is tried at every character of a read instead.
+_PADDING_AFTER_BREAK = re.compile(r"\n +(?=\d{1,7}(?:→|\t))")
+_ONE_SPACE_AFTER_BREAK = re.compile(r"\n (?=\d{1,7}(?:→|\t))")
+_PADDING_AT_START = re.compile(r" +(?=\d{1,7}(?:→|\t))")
 
 
 def unpad_gutter(text: str) -> str:
     """``text`` with the padding before each line number removed (``     12→code`` becomes
     ``12→code``): every line, its number and its code as the tool gave them, in fewer tokens.
     Lines that carry no number (an elision marker, a pointer to an earlier read) stay as they are."""
-    return _GUTTER_PADDING.sub("", text)
+    return _unpadded(text)[0]
+
+
+def _unpadded(text: str) -> tuple[str, int, int]:
+    """(``text`` without its numbers' padding, how many lines were padded, how many of those by a
+    single space)."""
+    bare, runs = _PADDING_AFTER_BREAK.subn("\n", text)
+    ones = len(_ONE_SPACE_AFTER_BREAK.findall(text)) if runs else 0
+    head = _PADDING_AT_START.match(bare)   # the first line: the replacements above never reach it
+    if head is not None:
+        runs += 1
+        ones += head.end() == 1
+        bare = bare[head.end():]
+    return bare, runs, ones
 
 
 def unpad_gutter_counted(text: str) -> tuple[str, int]:
@@ -37,9 +54,9 @@ def unpad_gutter_counted(text: str) -> tuple[str, int]:
         # The proxy counts a new read (.token_counts) and then forwards it unpadded: the same text
         # object twice in a row.  Held by the reference kept here, it cannot be another text.
         return last[1]
-    bare, runs = _GUTTER_PADDING.subn("", text)
+    bare, runs, ones = _unpadded(text)
     # Two tokens per padding run, one for a run of a single space (rare: six-digit numbers).
-    out = bare, 2 * runs - len(_ONE_SPACE_PADDING.findall(text)) if runs else 0
+    out = bare, 2 * runs - ones if runs else 0
     _last = (text, out)
     return out
 

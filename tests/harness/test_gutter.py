@@ -33,6 +33,35 @@ def test_unpad_gutter_removes_only_the_padding_before_line_numbers():
     assert unpad_gutter("") == ""
 
 
+def test_unpadding_matches_a_line_by_line_reference():
+    """The padding is found after line breaks and at the text's start apart (see .gutter): the
+    same text and the same token saving as taking every line on its own, on texts that start or
+    end anywhere, with one-space paddings, lone line breaks and lines that only look numbered."""
+    import random
+
+    number = re.compile(r"( +)(?=\d{1,7}(?:→|\t))")
+
+    def reference(text):
+        out, saved = [], 0
+        for line in text.split("\n"):
+            m = number.match(line)
+            if m:
+                saved += 1 if len(m.group(1)) == 1 else 2
+                line = line[m.end():]
+            out.append(line)
+        return "\n".join(out), saved
+
+    pieces = ["     1\tx", " 12345\ty", "  7→a", " 8→", "    x", " ", "", "\t", "  12345678\tno", " 9 \tno",
+              "10\tten", "      \u0663\tarabic", "   3\t   4\tz", "\r", "  5\t\r"]
+    rng = random.Random(11)
+    for _ in range(4000):
+        text = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 9)))
+        if rng.random() < 0.3:
+            text = text[rng.randint(0, len(text)):]
+        assert unpad_gutter_counted(text) == reference(text), text
+        assert unpad_gutter(text) == reference(text)[0]
+
+
 def _numbered(text: str, sep: str, first: int = 1, width: int = 6) -> str:
     return "\n".join(f"{n:>{width}}{sep}{line}" for n, line in enumerate(text.split("\n"), first))
 
