@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from memstrata.storage import Store, ledger
 from memstrata.storage.ledger import LedgerEntry
 
-from .analysis import Answer, parse_answer, prompt_tokens, symbol_overlap
+from .analysis import Answer, _count, message_texts, parse_answer, prompt_tokens, symbol_overlap
 from .compress_request import ANTHROPIC, RESPONSES, CompressionResult
 from .labels import Labels
 from .counterfactual import (
@@ -99,12 +99,35 @@ class Counting:
                 except Exception:
                     blocks = None   # counted and billed below as before (the bill fails again there)
             self.original = blocks[-1].tokens if blocks else prompt_tokens(self.body, self.api)
-            self.forwarded = prompt_tokens(self.compression.body, self.api) if self.changed else self.original
+            self.forwarded = self._forwarded_tokens() if self.changed else self.original
             if self.shadow is not None:
                 self.counterfactual = self.shadow.bill(self.body, self.api, self.family, self.model, self.arrived,
                                                        blocks=blocks)
         finally:
             self._done.set()
+
+    def _forwarded_tokens(self) -> int:
+        """The forwarded body's count.  A compressed request differs from the one sent only in some
+        of its messages (the compressor replaces those and keeps every other value, the system
+        prompt and the tool definitions included, as the same objects), and a request's count is
+        the sum of its texts' counts: so it is the original count less what the replaced messages
+        counted, plus what their forwarded forms count, instead of every text of the request
+        walked again and every tool definition written out as JSON again.  Any other shape is
+        counted whole."""
+        sent, fwd = self.body, self.compression.body
+        msgs, out = sent.get("messages"), fwd.get("messages")
+        if (self.api == RESPONSES or not isinstance(msgs, list) or not isinstance(out, list)
+                or len(msgs) != len(out) or fwd.keys() != sent.keys()
+                or any(fwd[k] is not v for k, v in sent.items() if k != "messages")):
+            return prompt_tokens(fwd, self.api)
+        n = self.original
+        for old, new in zip(msgs, out):
+            if new is not old:
+                if isinstance(old, dict):
+                    n -= sum(_count(t) for t in message_texts(old, self.api))
+                if isinstance(new, dict):
+                    n += sum(_count(t) for t in message_texts(new, self.api))
+        return n
 
     @property
     def done(self) -> bool:

@@ -375,3 +375,39 @@ def test_remembered_numbered_runs_are_the_computed_ones_and_bounded(monkeypatch)
     # (an equal string, not the same object) finds it.
     first = _lines_and_run(texts[-1])
     assert _lines_and_run("".join(list(texts[-1]))) is first
+
+
+@pytest.mark.parametrize("api,marked", [("anthropic", True), ("anthropic", False), ("openai", False)])
+def test_the_forwarded_count_is_the_count_of_the_forwarded_body(shop_ws, monkeypatch, api, marked):
+    """The ledger's count of a compressed request's forwarded body, worked out from the original
+    count and the replaced messages, is the forwarded body's own count; a forwarded body that
+    differs outside its messages is counted whole."""
+    from memstrata.harness.proxy import recorder
+    from memstrata.harness.proxy.analysis import prompt_tokens
+    from memstrata.harness.proxy.counterfactual import ShadowCache
+    from memstrata.harness.proxy.recorder import Counting
+
+    whole = []
+    real = recorder.prompt_tokens
+    monkeypatch.setattr(recorder, "prompt_tokens", lambda body, api: whole.append(body) or real(body, api))
+    comp = Compressor(shop_ws, PAYING)
+    changed = 0
+    tools = [{"name": "Read", "description": "Reads a file.", "input_schema": {"type": "object"}}]
+    for body in conversation(shop_ws, api, marked):
+        body["tools"] = tools if api == "anthropic" else [{"type": "function", "function": tools[0]}]
+        result = comp.compress(body, api)   # as the proxy does: the body it counts is the one compressed
+        if not result.changed:
+            continue
+        changed += 1
+        kept = sum(new is old for old, new in zip(body["messages"], result.body["messages"]))
+        assert 0 < kept < len(body["messages"])
+        c = Counting(body, result, api, shadow=ShadowCache())
+        c.run()
+        assert c.forwarded == prompt_tokens(result.body, api) and c.original == prompt_tokens(body, api)
+        assert result.body not in whole
+        # a forwarded body that differs from the one sent outside its messages: counted whole
+        other = type(result)(**{**vars(result), "body": {**result.body, "model": "another"}})
+        c = Counting(body, other, api, shadow=ShadowCache())
+        c.run()
+        assert c.forwarded == prompt_tokens(other.body, api) and other.body in whole
+    assert changed >= 3
