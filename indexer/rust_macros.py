@@ -24,8 +24,13 @@ from collections.abc import Callable
 
 import tree_sitter as ts
 
+from . import grammar_repair
+
 # Nested gates (`cfg_a! { cfg_b! { .. } }`) are a level or two deep in practice.
 _ROUNDS = 3
+# Larger files are left as they parse: an argument is parsed on its own and then in place, two
+# more parses (a generated file of that size is rarely code anyone asks about).
+MAX_UNWRAP_BYTES = 1024 * 1024
 # Where a call stands at item level.
 _ITEM_PARENTS = frozenset({"source_file", "declaration_list"})
 # A macro whose argument is code of another shape, or that defines rather than wraps.
@@ -133,7 +138,7 @@ def unwrap_item_macros(source: bytes, tree: ts.Tree, parse: Callable[..., ts.Tre
     """``tree`` (the parse of ``source``), or a parse in which the item-level brace macro calls whose
     arguments are items read as those items.  ``parse(bytes, old_tree=None)`` parses Rust (None
     past its deadline)."""
-    if b"!" not in source:
+    if b"!" not in source or len(source) > MAX_UNWRAP_BYTES:
         return tree
     spans = _item_spans(source, tree.root_node, 0, parse, 0)
     if not spans:
@@ -149,7 +154,9 @@ def unwrap_item_macros(source: bytes, tree: ts.Tree, parse: Callable[..., ts.Tre
         old.edit(start, end, end, start_point, end_point, end_point)
     again = parse(bytes(candidate), old_tree=old)
     # Read on its own, each argument was items; read in place it should be too.  Should the file
-    # then read worse, it is kept as it was.
-    if again is None or again.root_node.has_error and not tree.root_node.has_error:
+    # then read worse (more code inside errors), it is kept as it was.
+    if again is None or again.root_node.has_error and (
+            not tree.root_node.has_error
+            or grammar_repair.error_weight(again.root_node) > grammar_repair.error_weight(tree.root_node)):
         return tree
     return again

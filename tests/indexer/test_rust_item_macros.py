@@ -125,3 +125,22 @@ def test_a_long_line_of_many_bang_braces_is_read_once():
     calls = rust_macros._item_calls(source, _parse("rust", text).root_node)
     assert [start for start, _, _ in calls] == [0]
     assert _CountingBytes.read <= len(text)
+
+
+def test_a_file_over_the_size_limit_is_read_as_it_parses(monkeypatch):
+    """Unwrapping costs two more parses; a file past the limit (generated, rarely asked about)
+    keeps its calls as token trees."""
+    from memstrata.indexer import rust_macros
+    source = b"gate! {\n    pub fn gated() {}\n}\npub fn plain() {}\n"
+    monkeypatch.setattr(rust_macros, "MAX_UNWRAP_BYTES", len(source) - 1)
+    assert _defs(parse_source("big.rs", "rust", source)) == {("plain", "function", 4, 4)}
+    monkeypatch.setattr(rust_macros, "MAX_UNWRAP_BYTES", len(source))
+    assert ("gated", "function", 2, 2) in _defs(parse_source("big.rs", "rust", source))
+
+
+def test_a_file_with_an_error_elsewhere_is_unwrapped_when_it_reads_no_worse():
+    """An error outside the calls stays where it was, and the gated items are found."""
+    source = b"gate! {\n    pub fn gated() {}\n}\npub fn broken( {\n}\npub fn after() {}\n"
+    result = parse_source("err.rs", "rust", source)
+    assert result.syntax_error is not None
+    assert ("gated", "function", 2, 2) in _defs(result)
