@@ -435,6 +435,9 @@ class ResolveContext:
     # (base, dotted) -> Python module file; thousands of files import the
     # same modules, so a cold index resolves each pair once.
     py_memo: dict[tuple[str, str], str | None] = field(default_factory=dict, compare=False, repr=False)
+    # a file's directory -> the bases its absolute Python imports are looked for under (the
+    # roots, and the directory itself when it is no package); every file of a folder asks the same.
+    py_bases: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def config_digest(self) -> str:
         """A digest of what the project's configuration files tell resolution (tsconfig and
@@ -814,6 +817,15 @@ def _py_module_lookup(ctx: ResolveContext, base: str, dotted: str) -> str | None
     return None
 
 
+def _py_absolute_bases(ctx: ResolveContext, here: str) -> tuple[str, ...]:
+    """Where an absolute import of a file in directory ``here`` is looked for, in order."""
+    bases = list(ctx.python_roots)
+    # A script outside any package sees its own directory too.
+    if _join(here, "__init__.py") not in ctx.files and here not in bases:
+        bases.append(here)
+    return tuple(bases)
+
+
 def _resolve_python(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str | None:
     module = imp.module
     submodule = imp.name if imp.name not in (None, "*") else None
@@ -828,11 +840,10 @@ def _resolve_python(imp: ImportFact, from_path: str, ctx: ResolveContext) -> str
         bases = [package]
     else:
         rest = module
-        bases = list(ctx.python_roots)
-        # A script outside any package sees its own directory first.
         here = _dirname(from_path)
-        if _join(here, "__init__.py") not in ctx.files and here not in bases:
-            bases.append(here)
+        bases = ctx.py_bases.get(here)
+        if bases is None:
+            bases = ctx.py_bases[here] = _py_absolute_bases(ctx, here)
     for base in bases:
         if submodule is not None:
             found = _py_module_file(ctx, base, f"{rest}.{submodule}" if rest else submodule)

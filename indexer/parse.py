@@ -27,6 +27,7 @@ import re
 import time
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Iterable
 from itertools import islice, repeat
 from operator import attrgetter, gt, itemgetter
 
@@ -472,6 +473,18 @@ def _passes(language: str) -> list[tuple[QueryPass, dict[int, tuple]]]:
     if passes is None:
         passes = _passes_by_language[language] = [(p, {}) for p in get_query_passes(language)]
     return passes
+
+
+def warm_queries(languages: Iterable[str | None]) -> None:
+    """Compile the query passes of ``languages`` now, in this process (a process about to fork
+    its parse workers: they inherit them)."""
+    for language in languages:
+        if language is None:
+            continue
+        try:
+            _passes(language)
+        except Exception:  # only a head start: the worker meets the same error as it did before
+            pass
 
 
 def _definition_passes(language: str) -> list[tuple[QueryPass, dict[int, tuple]]]:

@@ -19,7 +19,7 @@ from memstrata.storage import code_index as ci
 from .imports import ResolveContext, build_resolve_context, is_resolution_config, resolve_import
 from .languages import language_for_path
 from .model import ImportFact
-from .parse import EXTRACTOR_VERSION
+from .parse import EXTRACTOR_VERSION, warm_queries
 from .project import writer_lock
 from .scan import (DEFAULT_MAX_FILE_BYTES, NOT_A_FILE, PARSE_TIMEOUT, UNREADABLE, PathFilter, link_target,
                    printable_path, scan_project)
@@ -197,6 +197,11 @@ class Indexer:
             # fork is cheapest but unsafe once other threads exist (a watcher,
             # a server loop); forkserver is the safe fallback there.
             method = "fork" if threading.active_count() == 1 else "forkserver"
+            if method == "fork":
+                # Compiling a language's query costs about as much as parsing a few dozen small
+                # files: done once here, every forked worker inherits it instead of each
+                # compiling its own.
+                warm_queries({language for _, language in items})
             ctx = multiprocessing.get_context(method)
             executor = ProcessPoolExecutor(
                 max_workers=self.workers, mp_context=ctx,

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 
 from memstrata.storage.code_index import FileRecord
-from memstrata.storage.text import expand_identifiers
+from memstrata.storage.text import expand_name
 
 from .imports import ResolveContext, resolve_import
 from .languages import language_of
@@ -209,7 +209,7 @@ def fts_rows(result: ParseResult, source: bytes) -> list[tuple[str, str, str, st
         body = source[s.start_byte : min(s.end_byte, s.start_byte + cap)].decode("utf-8", "ignore")
         rows.append(
             (
-                expand_identifiers(s.qualname.replace(".", " ")),
+                expand_name(s.qualname),
                 s.signature,
                 s.docstring or "",
                 body,

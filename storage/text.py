@@ -9,6 +9,7 @@ every identifier with inner capitals, and split queries the same way.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HUMP = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]|[A-Za-z][0-9]")
@@ -33,6 +34,26 @@ def expand_identifiers(text: str) -> str:
         return text
     extra = " ".join(" ".join(split_identifier(i)) for i in sorted(idents))
     return text + "\n" + extra
+
+
+# The dotted parts of qualified names repeat across a file's symbols (a class's name in each of
+# its methods') and across files (the same method names): each part's camel-cased identifiers and
+# their split text are worked out once.
+@lru_cache(maxsize=1 << 16)
+def _camel_parts(word: str) -> tuple[tuple[str, str], ...]:
+    """(identifier, its split parts joined by spaces) of each camel-cased identifier in ``word``."""
+    return tuple((i, " ".join(split_identifier(i))) for i in _CAMEL_IDENT.findall(word))
+
+
+def expand_name(qualname: str) -> str:
+    """:func:`expand_identifiers` of a qualified name with its dots as spaces
+    (``Foo.barBaz`` -> ``Foo barBaz`` and the split parts), the same text."""
+    text = qualname.replace(".", " ")
+    # No identifier spans a space, so the identifiers of the whole text are those of its words.
+    found = dict(p for word in text.split(" ") for p in _camel_parts(word))
+    if not found:
+        return text
+    return text + "\n" + " ".join(found[i] for i in sorted(found))
 
 
 def query_terms(text: str, number_parts: bool = True) -> list[str]:
