@@ -11,9 +11,9 @@ When a file holds such calls at item level (the file's top, a module's, an
 impl's or a trait's body), each call's argument is parsed on its own.  One
 that reads as items without an error is unwrapped: the file is parsed again
 with its ``name! {`` and closing ``}`` blanked (spaces; newlines kept, so
-every byte offset and line stays the file's own).  One that does not
-(``lazy_static! { static ref X ..}``, a list of type names, a DSL) stays the
-token tree it was.  Calls nested in an unwrapped one are taken the same way.
+every byte offset and line stays the file's own).  One that does not (a list
+of type names, a DSL such as ``bitflags!``'s ``struct Flags: u32 { .. }``)
+stays the token tree it was.  Calls nested in an unwrapped one are taken the same way.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import tree_sitter as ts
 from . import grammar_repair
 
 # Nested gates (`cfg_a! { cfg_b! { .. } }`) are a level or two deep in practice.
-_ROUNDS = 3
+_MAX_DEPTH = 3
 # Larger files are left as they parse: an argument is parsed on its own and then in place, two
 # more parses (a generated file of that size is rarely code anyone asks about).
 MAX_UNWRAP_BYTES = 1024 * 1024
@@ -113,10 +113,10 @@ def _item_spans(source: bytes, root: ts.Node, offset: int, parse: Callable[..., 
         if tree is None:
             return None
         if tree.root_node.has_error:
-            continue  # no items: a DSL, a list of names, a fragment
+            continue  # no items: a DSL, a list of names, a fragment of an item
         spans.append((offset + start, offset + open_end))
         spans.append((offset + close_start, offset + close_start + 1))
-        if depth + 1 < _ROUNDS:
+        if depth + 1 < _MAX_DEPTH:
             nested = _item_spans(inner, tree.root_node, offset + open_end, parse, depth + 1)
             if nested is None:
                 return None
