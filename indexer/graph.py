@@ -246,6 +246,9 @@ class CodeGraph(GraphQueries):
         # path -> {(scope, variable): type name}: what a parameter, variable or field is declared
         # as (`bind` rows), for the calls made on it
         self._declared: dict[str, dict[tuple[str | None, str], str]] = {}
+        # (path, scope, variable) being looked up through its declared type just now: a variable
+        # declared through its own name or a cycle of names (`ts: ts.Node`) names no class so
+        self._declaring: set[tuple[str, str | None, str]] = set()
         self._ref_edges: dict[str, list[tuple[str, str, str, float] | None]] = {}
         # node -> files whose reference edges start or end at it (some may since point elsewhere):
         # when a node goes, the edges it takes with it are found in those files alone.  Built at
@@ -948,13 +951,12 @@ class CodeGraph(GraphQueries):
             # A variable declared through its own name or a cycle of names (`ts: ts.Node`, a
             # parameter named like the namespace it is typed by) names no class through itself.
             key = (path, scope, head)
-            declaring = self.__dict__.setdefault("_declaring", set())
-            if type_name and key not in declaring:
-                declaring.add(key)
+            if type_name and key not in self._declaring:
+                self._declaring.add(key)
                 try:
                     cls = self._bound_class(path, scope, type_name)
                 finally:
-                    declaring.discard(key)
+                    self._declaring.discard(key)
             else:
                 cls = None
         # Composition: a field's own fields (`self.conn.io.flush()`), a hop at a time.
