@@ -54,12 +54,13 @@ def test_the_parent_compiles_the_query_passes_its_forked_workers_use(tmp_path, m
     for i in range(run._INLINE_BELOW + 2 * run._BATCH_FILES):
         (tmp_path / f"m{i}.py").write_text(f"def f{i}(x):\n    return g(x)\n")
     (tmp_path / "app.js").write_text("function h() { return 1; }\n")
-    warmed: list[set] = []
-    monkeypatch.setattr(run, "warm_queries", lambda languages: warmed.append(set(languages)))
+    # The parent parses nothing itself (every file goes to the pool): the passes it holds
+    # afterwards are the ones it compiled for its workers, and only those of the run's languages.
+    monkeypatch.setattr(parse, "_passes_by_language", {})
     with Workspace.open(tmp_path, workers=2) as ws:
         summary = ws.indexer.index_all()
     assert summary.parsed == run._INLINE_BELOW + 2 * run._BATCH_FILES + 1
-    assert warmed == [{"python", "javascript"}]
+    assert set(parse._passes_by_language) == {"python", "javascript"}
 
 
 def test_warming_an_unknown_language_leaves_the_run_to_meet_it(monkeypatch):
