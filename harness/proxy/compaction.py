@@ -201,8 +201,9 @@ class RequestPass:
         # share is a budget, with no floor of "the five best whatever their size": that floor
         # keeps what a question may need in the read it is asked about, and an earlier read
         # holding five long definitions the new question merely ranks would keep most of itself.
-        self.earlier_settings = dataclasses.replace(self.block_settings, ranked_share=settings.earlier_ratio,
-                                                    ranked_cap=settings.earlier_cap, min_ranked=0)
+        self.earlier_settings = dataclasses.replace(
+            self.block_settings, ranked_share=settings.earlier_ratio, ranked_cap=settings.earlier_cap, min_ranked=0,
+            min_tokens=settings.min_tokens if settings.earlier_min_tokens is None else settings.earlier_min_tokens)
         if settings.result_cap > settings.min_tokens:
             self.current_settings = dataclasses.replace(self.block_settings, ranked_share=1.0,
                                                         ranked_cap=settings.result_cap, rel_score=0.0, fill=True)

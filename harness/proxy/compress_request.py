@@ -93,6 +93,8 @@ class CompressionSettings:
     hold_returned_reads: bool = True  # an earlier task's read of a file the agent keeps re-reading stays
     #                                   whole for the next re-read to point into (see _AGGRESSIVE)
     compact_pointers: bool = False  # an earlier task's re-read forwarded as pointers is compacted too
+    earlier_min_tokens: int | None = None  # an earlier task's result under this stays whole at compaction
+    #                                        (None: ``min_tokens``; see _AGGRESSIVE)
 
     @classmethod
     def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
@@ -127,10 +129,17 @@ class CompressionSettings:
 # For the same reason an earlier task's re-read forwarded as pointers into an earlier read (the
 # file edited in between: its changed lines verbatim, often thousands of tokens) is compacted with
 # its task too (``compact_pointers``), to what the conversation names, like any read of that task.
+#
+# Rule 2's floor (a piece under ``min_tokens`` stays whole) does not hold an earlier task's results
+# either (``earlier_min_tokens`` 0): it protects what the agent is working with, where a cut of a
+# small read saves little and risks what the task needs.  An earlier task's small reads (projects
+# that put each type or command in a file of its own) otherwise stay whole for the rest of the
+# session, and their re-reads on every later turn add up to more than the larger reads compacted.
 AGGRESSIVE_RESULT_CAP = 3_000
 _AGGRESSIVE = dict(paste_cap=0, result_cap=AGGRESSIVE_RESULT_CAP, budget_ratio=0.25, rel_score=0.3,
                    earlier_ratio=0.0, earlier_cap=0, keep_tool_uses=1, trigger=12_000, clear_at_least=3_000,
-                   likely_cap=SAFE_RESULT_CAP, hold_returned_reads=False, compact_pointers=True)
+                   likely_cap=SAFE_RESULT_CAP, hold_returned_reads=False, compact_pointers=True,
+                   earlier_min_tokens=0)
 
 
 @dataclass
