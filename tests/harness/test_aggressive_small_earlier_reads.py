@@ -42,11 +42,11 @@ def _settings(mode, **overrides):
 
 
 def test_aggressive_compacts_an_earlier_tasks_small_read(big_ws):
-    assert CompressionSettings.for_mode("aggressive").earlier_min_tokens == 0
-    assert CompressionSettings.for_mode("safe").earlier_min_tokens is None
     first = _first_small_read(big_ws, _settings("aggressive"))
     assert "[memstrata: lines " in first                 # its definitions behind markers
     assert first.count("\n") < 10
+    assert CompressionSettings.for_mode("aggressive").earlier_min_tokens == 0
+    assert CompressionSettings.for_mode("safe").earlier_min_tokens is None
 
 
 def test_with_a_floor_it_stays_whole(big_ws):
