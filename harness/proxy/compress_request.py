@@ -30,8 +30,8 @@ The rules (docs/proxy.md, "Compression"):
    provider's cache of what precedes it.
 5. Tests stay out unless the question is about tests or the block is one.
 7. ``mode``: ``safe`` (default), ``aggressive`` (cuts the current turn's results
-   to a far smaller limit, keeps only what is named of earlier tasks', compacts
-   sooner), ``off``.
+   to a far smaller limit, keeps only what is named of earlier tasks' results of
+   any size, compacts sooner), ``off``.
 
 :class:`CompressionResult` carries what the ledger needs to count
 honestly (rule 6): the mode, the conversation, whether this request is a
