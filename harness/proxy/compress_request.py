@@ -134,7 +134,7 @@ class CompressionSettings:
 # either (``earlier_min_tokens`` 0): it protects what the agent is working with, where a cut of a
 # small read saves little and risks what the task needs.  An earlier task's small reads (projects
 # that put each type or command in a file of its own) otherwise stay whole for the rest of the
-# session, and their re-reads on every later turn add up to more than the larger reads compacted.
+# session, and every later turn pays to read them again from the cache.
 AGGRESSIVE_RESULT_CAP = 3_000
 _AGGRESSIVE = dict(paste_cap=0, result_cap=AGGRESSIVE_RESULT_CAP, budget_ratio=0.25, rel_score=0.3,
                    earlier_ratio=0.0, earlier_cap=0, keep_tool_uses=1, trigger=12_000, clear_at_least=3_000,
