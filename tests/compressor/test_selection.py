@@ -95,6 +95,21 @@ def test_target_probability_follows_the_rankings_confidence():
     assert all(0.0 < p(rank=r, ratio=x) < 1.0 for r in (0, 10, 150) for x in (4.0, 1.0, 1e-9))
 
 
+def test_a_python_special_method_is_a_likelier_target():
+    """A class's behaviour lives in its special methods (``__call__``, ``__eq__``, ``__init__``,
+    a library's own ``__foo__`` hook): ranked alike, one of them is the likelier target.  Only
+    Python's: a name with underscores around it means nothing special in other languages."""
+    def p(path: str, name: str) -> float:
+        unit = Unit(f"{path}::Klass.{name}", path, 1.0, FULL, 5, 24, "method", f"{path}::Klass")
+        return target_probability(_Evidence().features(3, 0.5, unit, False, False, False))
+
+    for name in ("__call__", "__init__", "__rich_console__"):
+        assert p("pkg/mod.py", name) > p("pkg/mod.py", "call") * 1.3
+        assert p("pkg/mod.pyi", name) == p("pkg/mod.py", name)
+    assert p("pkg/mod.py", "__") == p("pkg/mod.py", "call")  # no name between the underscores
+    assert p("src/mod.js", "__call__") == p("src/mod.js", "call")
+
+
 def test_lines_changed_lately_make_a_likelier_target():
     """Work comes in series: what the last commits (or uncommitted edits)
     changed is likelier to be what a question is about, the newer the more."""
