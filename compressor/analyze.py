@@ -304,6 +304,7 @@ class NameIndex:
         # Stems of several words (auth_tokens, cache_entriesV2): by
         # their first word, with all their words, singular.
         self.stem_parts: dict[str, list[tuple[frozenset[str], str]]] = defaultdict(list)
+        self.stem_words: dict[str, list[str]] = defaultdict(list)  # each word of such a stem -> its files
         for path in files:
             base = path.rsplit("/", 1)[-1]
             stem = base.split(".", 1)[0]
@@ -311,6 +312,8 @@ class NameIndex:
             parts = [_fold(p) for p in split_identifier(stem.replace("-", "_")) if len(p) > 1 and not p.isdigit()]
             if len(set(parts)) > 1:
                 self.stem_parts[parts[0]].append((frozenset(parts), path))
+                for part in set(parts):
+                    self.stem_words[part].append(path)
             d = path
             while "/" in d:
                 d = d.rsplit("/", 1)[0]
@@ -680,6 +683,29 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
         for path in matched:
             seeds.add_evidence(path, boost)
             seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
+    # One distinctive word of such a stem, the rest unsaid ("find mutex
+    # violations" -> flag_mutex.go): files named `<area>_<topic>` are asked
+    # about by their topic alone.  Only a word few files' stems hold says
+    # where, and only a word of the project's vocabulary: an everyday word
+    # ("parse the value", "copy the headers") names a file by chance.  Weaker
+    # than the whole stem, and never beside a whole-stem match.  A scope's
+    # words are left to _stem_part_evidence (never a file seed).
+    area_folded = {_fold(w) for w in _WORD.findall(" ".join(area))}
+    for w in folded - area_folded:
+        if len(w) < 4 or w in _STOP_FOR_PATHS or w in ENGLISH or w in names.file_stems:
+            continue
+        found = [path for path in names.stem_words.get(w, ()) if include_tests or path not in tests]
+        if not found or len(found) > STEM_WORD_MAX_FILES or any(path in matched for path in found):
+            continue
+        boost = FILE_EVIDENCE * STEM_WORD_EVIDENCE * selectivity(len(found)) ** 2
+        for path in found:
+            seeds.add_evidence(path, boost)
+            seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
+
+
+# A single word of a file's stem (see _path_evidence): how strong, and how few files may hold it.
+STEM_WORD_EVIDENCE = 0.5
+STEM_WORD_MAX_FILES = 2
 
 
 def _package_evidence(scope: str, names: NameIndex, seeds: Seeds) -> None:

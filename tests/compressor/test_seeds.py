@@ -177,6 +177,21 @@ def test_a_file_stem_of_several_words_used_in_any_order(tmp_path):
         assert seeds(w, "print help for bash along other completions").path_boost("bash_completionsV2.go") > 1.0
 
 
+def test_a_distinctive_word_of_a_file_stem_names_the_file(tmp_path):
+    # `<area>_<topic>` files are asked about by their topic alone; a word many stems share says nothing.
+    files = {f"{stem}.go": f"package flags\n\nfunc {stem.title().replace('_', '')}() {{}}\n"
+             for stem in ("flag_mutex", "flag_bool", "flag_int", "flag_string", "command", "command_parse")}
+    with indexed_workspace(tmp_path / "flags", files) as w:
+        s = seeds(w, "use indexed loops to find mutex violations")
+        assert s.path_boost("flag_mutex.go") > 1.0
+        assert "flag_mutex.go" in s.files
+        assert s.path_boost("flag_bool.go") == 1.0
+        s = seeds(w, "find flag violations")
+        assert s.path_boost("flag_mutex.go") == 1.0 and "flag_mutex.go" not in s.files
+        # An everyday word names a file by chance.
+        assert seeds(w, "how it parses the values").path_boost("command_parse.go") == 1.0
+
+
 def test_a_commit_area_prefix_is_strong_directory_evidence(ws):
     plain = seeds(ws, "rendering of the lock clause on mysql")
     area = seeds(ws, "mysql: rendering of the lock clause")
