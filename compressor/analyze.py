@@ -647,6 +647,20 @@ def _expand_braces(scope: str) -> list[str]:
     return out
 
 
+# Code that is rarely what a question is about unless it says so: examples,
+# benchmarks, docs, scripts, and what JavaScript monorepos call a
+# "playground" (small apps that exercise the library in its end-to-end tests
+# or by hand).
+PERIPHERAL_DIRS = frozenset({"examples", "example", "benchmarks", "benchmark", "bench", "benches", "docs",
+                             "doc", "tools", "scripts", "demo", "demos", "samples", "sample",
+                             "playground", "playgrounds"})
+
+
+def is_peripheral(path: str) -> bool:
+    """Whether ``path`` (a file, or a directory ending in "/") lies under a peripheral directory."""
+    return any(part in PERIPHERAL_DIRS for part in path.split("/")[:-1])
+
+
 def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:
     candidates = {m.group(0) for m in _HYPHENATED.finditer(text)}
     candidates |= {w for w in _WORD.findall(text) if len(w) >= 2 and w.lower() not in _STOP_FOR_PATHS}
@@ -655,18 +669,31 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     for word in sorted(area):
         _package_evidence(word, names, seeds)
         _stem_part_evidence(word, names, seeds, include_tests, tests)
+    # A name the project's own code and its examples share ("worker" -> src/worker.ts and a
+    # dozen example apps' worker.js) names the project's own file, unless the question says
+    # it is about the examples.
+    own_first = not any(_fold(w.lower()) in PERIPHERAL_DIRS or w.lower() in PERIPHERAL_DIRS
+                        for w in _WORD.findall(text))
     for word in candidates:
         key = _key(word)
         strength = AREA_FACTOR if word in area else 1.0
         if len(key) < 3 and word not in area:
             continue
+        if key not in names.file_stems and key not in names.dirs:
+            # A plural names the file or directory of its singular ("preserve params of
+            # workers" -> worker.ts, "hooks/"), as it names a multi-word stem's part.
+            key = _key(_fold(word))
         files = [p for p in names.file_stems.get(key, ()) if include_tests or p not in tests]
+        if own_first:
+            files = [p for p in files if not is_peripheral(p)] or files
         if files:
             boost = strength * FILE_EVIDENCE * selectivity(len(files)) ** 2
             for path in files:
                 seeds.add_evidence(path, boost)
                 seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
         dirs = names.dirs.get(key, ())
+        if own_first:
+            dirs = [d for d in dirs if not is_peripheral(d)] or dirs
         if dirs:
             covered = sum(names.dir_files[d] for d in dirs)
             if covered <= DIR_MAX_SHARE * names.file_count:

@@ -18,7 +18,8 @@ from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
 from .analyze import (
-    BASE_WEIGHTS, NameIndex, find_seeds, has_other_words, intent_of, names_in_tests_only, names_not_defined,
+    BASE_WEIGHTS, NameIndex, find_seeds, has_other_words, intent_of, is_peripheral, names_in_tests_only,
+    names_not_defined,
     validate,
 )
 from .rank import personalized_rank
@@ -399,11 +400,6 @@ def _fill_candidates(graph: GraphView, seeds, adjusted: list[tuple[str, float]],
     return out
 
 
-# Code that is rarely what a question is about unless it says so.
-_PERIPHERAL_DIRS = frozenset({"examples", "example", "benchmarks", "benchmark", "bench", "benches", "docs",
-                              "doc", "tools", "scripts", "demo", "demos", "samples", "sample"})
-
-
 _RUST_TEST_MODULES = frozenset({"tests", "test"})
 
 
@@ -429,7 +425,7 @@ def _prior(graph: GraphView, node: str) -> float:
     data = graph.node(node)
     path = data["path"]
     factor = 1.0
-    if any(part in _PERIPHERAL_DIRS for part in path.split("/")[:-1]):
+    if is_peripheral(path):  # examples, docs, scripts (analyze.PERIPHERAL_DIRS)
         factor *= 0.4
     if path.endswith(".pyi") and f"{path[:-1]}::{data['qualname']}" in graph:
         factor *= 0.3  # the stub of a symbol whose implementation is indexed

@@ -192,6 +192,29 @@ def test_a_distinctive_word_of_a_file_stem_names_the_file(tmp_path):
         assert seeds(w, "how it parses the values").path_boost("command_parse.go") == 1.0
 
 
+def test_a_plural_names_the_file_of_its_singular(tmp_path):
+    files = {"src/worker.ts": "export function spawnWorker(url: string) {\n  return url\n}\n",
+             "src/client.ts": "export function connect(url: string) {\n  return url\n}\n"}
+    with indexed_workspace(tmp_path / "lib", files) as w:
+        s = seeds(w, "keep the search params of workers")
+        assert s.path_boost("src/worker.ts") > 1.0 and "src/worker.ts" in s.files
+        assert s.path_boost("src/client.ts") == 1.0
+
+
+def test_a_name_shared_with_examples_names_the_project_s_own_file(tmp_path):
+    # A library's `worker.ts` and the worker.js of each of its example apps: the question means the
+    # library's, unless it says it is about the examples.
+    files = {"src/worker.ts": "export function spawnWorker(url: string) {\n  return url\n}\n"}
+    for app in ("alias", "legacy", "wasm", "ssr"):
+        files[f"playground/{app}/worker.js"] = "export function run() {\n  return 1\n}\n"
+        files[f"examples/{app}/worker.js"] = "export function run() {\n  return 2\n}\n"
+    with indexed_workspace(tmp_path / "lib", files) as w:
+        s = seeds(w, "keep the search params of the worker")
+        assert "src/worker.ts" in s.files and not any(p.startswith(("playground/", "examples/")) for p in s.files)
+        assert s.path_boost("src/worker.ts") > seeds(w, "the worker of the example app").path_boost("src/worker.ts")
+        assert "examples/wasm/worker.js" in seeds(w, "the worker of the example app").files
+
+
 def test_a_commit_area_prefix_is_strong_directory_evidence(ws):
     plain = seeds(ws, "rendering of the lock clause on mysql")
     area = seeds(ws, "mysql: rendering of the lock clause")
