@@ -672,8 +672,7 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     # A name the project's own code and its examples share ("worker" -> src/worker.ts and a
     # dozen example apps' worker.js) names the project's own file, unless the question says
     # it is about the examples.
-    own_first = not any(_fold(w.lower()) in PERIPHERAL_DIRS or w.lower() in PERIPHERAL_DIRS
-                        for w in _WORD.findall(text))
+    own_first = not any(w.lower() in PERIPHERAL_DIRS or _fold(w) in PERIPHERAL_DIRS for w in _WORD.findall(text))
     for word in candidates:
         key = _key(word)
         strength = AREA_FACTOR if word in area else 1.0

@@ -19,8 +19,7 @@ from memstrata.storage import code_index as ci
 
 from .analyze import (
     BASE_WEIGHTS, NameIndex, find_seeds, has_other_words, intent_of, is_peripheral, names_in_tests_only,
-    names_not_defined,
-    validate,
+    names_not_defined, validate,
 )
 from .rank import personalized_rank
 from .render import (
