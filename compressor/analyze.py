@@ -661,6 +661,13 @@ def is_peripheral(path: str) -> bool:
     return any(part in PERIPHERAL_DIRS for part in path.split("/")[:-1])
 
 
+def _own_first(paths, own_first: bool) -> list[str]:
+    """``paths`` without those under a peripheral directory when ``own_first`` and any are left."""
+    if not own_first:
+        return list(paths)
+    return [p for p in paths if not is_peripheral(p)] or list(paths)
+
+
 def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: bool, tests: set[str]) -> None:
     candidates = {m.group(0) for m in _HYPHENATED.finditer(text)}
     candidates |= {w for w in _WORD.findall(text) if len(w) >= 2 and w.lower() not in _STOP_FOR_PATHS}
@@ -671,33 +678,32 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
         _stem_part_evidence(word, names, seeds, include_tests, tests)
     # A name the project's own code and its examples share ("worker" -> src/worker.ts and a
     # dozen example apps' worker.js) names the project's own file, unless the question says
-    # it is about the examples.
+    # it is about the examples.  The examples' namesakes still count in how much the name
+    # says (a name several files share is no less ambiguous for it): they only get nothing.
     own_first = not any(w.lower() in PERIPHERAL_DIRS or _fold(w) in PERIPHERAL_DIRS for w in _WORD.findall(text))
+    # Words written on their own, not a part of a snake_case name (`tracebacks_code_width`).
+    prose = {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text) if "_" not in w}
     for word in candidates:
         key = _key(word)
         strength = AREA_FACTOR if word in area else 1.0
         if len(key) < 3 and word not in area:
             continue
-        if key not in names.file_stems and key not in names.dirs:
-            # A plural names the file or directory of its singular ("preserve params of
-            # workers" -> worker.ts, "hooks/"), as it names a multi-word stem's part.
+        if key not in names.file_stems and key not in names.dirs and word.lower() in prose:
+            # A plural in prose names the file or directory of its singular ("preserve
+            # params of workers" -> worker.ts, "hooks/"), as it names a multi-word stem's part.
             key = _key(_fold(word))
         files = [p for p in names.file_stems.get(key, ()) if include_tests or p not in tests]
-        if own_first:
-            files = [p for p in files if not is_peripheral(p)] or files
         if files:
             boost = strength * FILE_EVIDENCE * selectivity(len(files)) ** 2
-            for path in files:
+            for path in _own_first(files, own_first):
                 seeds.add_evidence(path, boost)
                 seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
         dirs = names.dirs.get(key, ())
-        if own_first:
-            dirs = [d for d in dirs if not is_peripheral(d)] or dirs
         if dirs:
             covered = sum(names.dir_files[d] for d in dirs)
             if covered <= DIR_MAX_SHARE * names.file_count:
                 boost = strength * DIR_EVIDENCE * selectivity(len(dirs)) ** 2
-                for d in dirs:
+                for d in _own_first(dirs, own_first):
                     seeds.add_evidence(d, boost)
     # A stem of several words, all of which the question uses, in any order
     # ("refresh the token used for auth" -> auth_tokens.go).
@@ -725,6 +731,8 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
             continue
         boost = FILE_EVIDENCE * STEM_WORD_EVIDENCE * selectivity(len(found)) ** 2
         for path in found:
+            if own_first and is_peripheral(path):
+                continue  # this weak a hint never points into the examples
             seeds.add_evidence(path, boost)
             seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
 

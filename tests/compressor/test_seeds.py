@@ -181,11 +181,14 @@ def test_a_distinctive_word_of_a_file_stem_names_the_file(tmp_path):
     # `<area>_<topic>` files are asked about by their topic alone; a word many stems share says nothing.
     files = {f"{stem}.go": f"package flags\n\nfunc {stem.title().replace('_', '')}() {{}}\n"
              for stem in ("flag_mutex", "flag_bool", "flag_int", "flag_string", "command", "command_parse")}
+    files["examples/flag_mutex.go"] = "package main\n\nfunc Demo() {}\n"
     with indexed_workspace(tmp_path / "flags", files) as w:
         s = seeds(w, "use indexed loops to find mutex violations")
         assert s.path_boost("flag_mutex.go") > 1.0
         assert "flag_mutex.go" in s.files
         assert s.path_boost("flag_bool.go") == 1.0
+        # ... never a file under examples/ (this weak a hint).
+        assert seeds(w, "mutex violations").path_boost("examples/flag_mutex.go") == 1.0
         s = seeds(w, "find flag violations")
         assert s.path_boost("flag_mutex.go") == 1.0 and "flag_mutex.go" not in s.files
         # An everyday word names a file by chance.
@@ -211,8 +214,15 @@ def test_a_name_shared_with_examples_names_the_project_s_own_file(tmp_path):
     with indexed_workspace(tmp_path / "lib", files) as w:
         s = seeds(w, "keep the search params of the worker")
         assert "src/worker.ts" in s.files and not any(p.startswith(("playground/", "examples/")) for p in s.files)
-        assert s.path_boost("src/worker.ts") > seeds(w, "the worker of the example app").path_boost("src/worker.ts")
+        assert s.path_boost("examples/wasm/worker.js") == 1.0 and s.path_boost("playground/wasm/worker.js") == 1.0
         assert "examples/wasm/worker.js" in seeds(w, "the worker of the example app").files
+
+
+def test_a_plural_inside_a_snake_case_name_names_no_file(tmp_path):
+    files = {"src/traceback.py": "def render(tb):\n    return tb\n", "src/logging.py": "def log(x):\n    return x\n"}
+    with indexed_workspace(tmp_path / "lib", files) as w:
+        assert seeds(w, "fix tracebacks_code_width type hint").path_boost("src/traceback.py") == 1.0
+        assert seeds(w, "fix width of tracebacks").path_boost("src/traceback.py") > 1.0
 
 
 def test_a_commit_area_prefix_is_strong_directory_evidence(ws):
