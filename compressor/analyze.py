@@ -681,8 +681,9 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     # it is about the examples.  The examples' namesakes still count in how much the name
     # says (a name several files share is no less ambiguous for it): they only get nothing.
     own_first = not any(w.lower() in PERIPHERAL_DIRS or _fold(w) in PERIPHERAL_DIRS for w in _WORD.findall(text))
-    # Words written on their own, not a part of a snake_case name (`tracebacks_code_width`).
-    prose = {w.lower() for w in re.findall(r"[A-Za-z0-9_]+", text) if "_" not in w}
+    # Words written on their own, not a part of a snake_case or hyphenated name
+    # (`tracebacks_code_width`, `grpc-google`).
+    prose = {w.lower() for w in re.findall(r"[A-Za-z0-9_\-]+", text) if "_" not in w and "-" not in w}
     for word in candidates:
         key = _key(word)
         strength = AREA_FACTOR if word in area else 1.0
@@ -721,9 +722,10 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     # where, and only a word of the project's vocabulary: an everyday word
     # ("parse the value", "copy the headers") names a file by chance.  Weaker
     # than the whole stem, and never beside a whole-stem match.  A scope's
-    # words are left to _stem_part_evidence (never a file seed).
+    # words are left to _stem_part_evidence (never a file seed), and a word of
+    # a longer name (`grpc-google`) is that name's, not a topic of its own.
     area_folded = {_fold(w) for w in _WORD.findall(" ".join(area))}
-    for w in folded - area_folded:
+    for w in {_fold(w) for w in prose} - area_folded:
         if len(w) < 4 or w in _STOP_FOR_PATHS or w in ENGLISH or w in names.file_stems:
             continue
         found = [path for path in names.stem_words.get(w, ()) if include_tests or path not in tests]

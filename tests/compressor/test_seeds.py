@@ -187,6 +187,8 @@ def test_a_distinctive_word_of_a_file_stem_names_the_file(tmp_path):
         assert s.path_boost("flag_mutex.go") > 1.0
         assert "flag_mutex.go" in s.files
         assert s.path_boost("flag_bool.go") == 1.0
+        # ... nor one word of a longer name.
+        assert seeds(w, "fix the mutex-guard build").path_boost("flag_mutex.go") == 1.0
         # ... never a file under examples/ (this weak a hint).
         assert seeds(w, "mutex violations").path_boost("examples/flag_mutex.go") == 1.0
         s = seeds(w, "find flag violations")
