@@ -194,6 +194,8 @@ _HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
 # own (a private member, ``Ky.#retry``), as the index spells it.
 _QUAL_SPLIT = re.compile(r"\.|::|->|(?<=[\w$])#")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+# A run of name characters, snake_case and hyphenated names whole.
+_NAME_RUN = re.compile(r"[A-Za-z0-9_\-]+")
 
 
 # When the question names symbols or paths outright, everything found by
@@ -683,7 +685,7 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     own_first = not any(w.lower() in PERIPHERAL_DIRS or _fold(w) in PERIPHERAL_DIRS for w in _WORD.findall(text))
     # Words written on their own, not a part of a snake_case or hyphenated name
     # (`tracebacks_code_width`, `grpc-google`).
-    prose = {w.lower() for w in re.findall(r"[A-Za-z0-9_\-]+", text) if "_" not in w and "-" not in w}
+    prose = {w.lower() for w in _NAME_RUN.findall(text) if "_" not in w and "-" not in w}
     for word in candidates:
         key = _key(word)
         strength = AREA_FACTOR if word in area else 1.0
