@@ -41,7 +41,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "33"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "34"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -55,7 +55,8 @@ EXTRACTOR_VERSION = "33"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # (`.unwrap()`, `.expect(..)`, `.await`) binds q (to `Queue::open?`); 31: Rust items inside
 # item-level brace macro calls (`cfg_feature! { .. }`, `pin_project! { .. }`) are definitions;
 # 32: TypeScript `v: ns.Klass` (and `ns.Klass<T>`) binds v; 33: JavaScript/TypeScript
-# `export default name` and `export { name }` are `export` rows (a use of the name)
+# `export default name` and `export { name }` are `export` rows (a use of the name); 34: an
+# anonymous `export default function () {}` (arrow, class) is a definition named after its file
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -302,6 +303,9 @@ def _read_matches(matches, query_pass: QueryPass, plans: dict[int, tuple], langu
             name = name.lstrip(":")
         elif name_node.type in _OPERATORS:
             name = _operator_name(name_node)
+        elif js_like and name_node.type == "default":  # `export default function () {}`
+            own = caps[role][0].child_by_field_name("name")
+            name = _text(own) if own is not None else _js_module_name(path)
         if not name:
             continue
         receiver_nodes = caps.get("receiver")
@@ -450,11 +454,17 @@ def _js_assignment(node: ts.Node, name: str, receiver: str, kind: str, path: str
         own = value.child_by_field_name("name") if value is not None else None
         if own is not None:
             return _text(own), None, kind
-        stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
-        return _IDENTIFIER.sub("_", stem) or "default", None, kind
+        return _js_module_name(path), None, kind
     if receiver.endswith(".prototype"):
         receiver = receiver[: -len(".prototype")]
     return name, receiver or None, kind
+
+
+def _js_module_name(path: str) -> str:
+    """The name of a module's anonymous export (``module.exports = function () {}``, ``export
+    default () => {}``): the file's stem, as an importer usually names it."""
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    return _IDENTIFIER.sub("_", stem) or "default"
 
 
 _ROLE_PREFIXES = ("definition.", "reference.", "scope", "import")

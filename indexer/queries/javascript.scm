@@ -56,6 +56,12 @@
         name: (identifier) @name
         value: [(arrow_function) (function_expression) (generator_function)]) @definition.function)))
 
+; `export default function () {}`, `export default () => {}`, `export default class {}`: an
+; anonymous default is named after its file, as `module.exports = function () {}` is (parse.py)
+(program (export_statement "default" @name
+  value: [(function_expression) (arrow_function) (generator_function)] @definition.function))
+(program (export_statement "default" @name value: (class) @definition.class))
+
 ; top-level `const X = <non-function value>`
 (program
   (lexical_declaration

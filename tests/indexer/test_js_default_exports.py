@@ -61,3 +61,40 @@ def test_a_module_exporting_an_imported_name_as_its_default_refers_to_it(ws):
     # reaches the definition through it in the graph
     users = {n.node for n in ws.graph.neighbors("src/utils/size.ts::toRem", ("references",), "in")}
     assert "src/utils/index.ts" in users
+
+
+ANONYMOUS = {
+    "src/createApp.js": "// Make an app.\nexport default function () {\n  return { routes: [] }\n}\n",
+    "src/use-counter.ts": "export default (start: number) => {\n  return start + 1\n}\n",
+    "src/Store.js": "export default class {\n  get(key) {\n    return key\n  }\n}\n",
+    "src/main.ts": "import createApp from './createApp'\nimport useCounter from './use-counter'\n"
+                   "import Store from './Store'\n"
+                   "export function boot(): number {\n  createApp()\n  new Store()\n  return useCounter(1)\n}\n",
+}
+
+
+@pytest.mark.parametrize("language,path,src,expected", [
+    ("javascript", "lib/createApp.js", b"export default function () {}\n", ("createApp", "function")),
+    ("javascript", "lib/gen.mjs", b"export default function* () { yield 1 }\n", ("gen", "function")),
+    ("typescript", "lib/use-counter.ts", b"export default (n: number) => n + 1\n", ("use_counter", "function")),
+    ("tsx", "lib/Button.tsx", b"export default function () {\n  return <button/>\n}\n", ("Button", "function")),
+    ("javascript", "lib/Store.js", b"export default class {\n  get() {}\n}\n", ("Store", "class")),
+    ("typescript", "lib/x.ts", b"export default function named() {}\n", ("named", "function")),
+])
+def test_an_anonymous_default_export_is_a_definition_named_after_its_file(language, path, src, expected):
+    # As `module.exports = function () {}` is: an importer names the module's default after
+    # the file far more often than anything else, and the function must have a name to be
+    # shown, outlined and found at all.
+    symbols = parse_source(path, language, src).symbols
+    assert (symbols[0].name, symbols[0].kind) == expected
+    assert symbols[0].signature.startswith("export default")
+    assert symbols[0].start_line == 1 and symbols[0].parent is None
+
+
+def test_importers_of_an_anonymous_default_reach_it(tmp_path):
+    w = indexed_workspace(tmp_path / "p", ANONYMOUS)
+    with w:
+        g = w.graph
+        assert "src/createApp.js::createApp" in g and "src/Store.js::Store.get" in g
+        assert sorted(g.callees("src/main.ts::boot")) == [
+            "src/Store.js::Store", "src/createApp.js::createApp", "src/use-counter.ts::use_counter"]
