@@ -194,8 +194,9 @@ _HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
 # own (a private member, ``Ky.#retry``), as the index spells it.
 _QUAL_SPLIT = re.compile(r"\.|::|->|(?<=[\w$])#")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-# A run of name characters, snake_case and hyphenated names whole.
-_NAME_RUN = re.compile(r"[A-Za-z0-9_\-]+")
+# A run of name characters, snake_case and hyphenated names whole (a hyphen only between name
+# characters: "workers--they" is two words, as prose writes a dash).
+_NAME_RUN = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*")
 
 
 # When the question names symbols or paths outright, everything found by
@@ -691,9 +692,11 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
         strength = AREA_FACTOR if word in area else 1.0
         if len(key) < 3 and word not in area:
             continue
-        if key not in names.file_stems and key not in names.dirs and word.lower() in prose:
+        if key not in names.file_stems and key not in names.dirs and word.lower() in prose \
+                and _fold(word) not in _STOP_FOR_PATHS:
             # A plural in prose names the file or directory of its singular ("preserve
-            # params of workers" -> worker.ts, "hooks/"), as it names a multi-word stem's part.
+            # params of workers" -> worker.ts, "hooks/"), as it names a multi-word stem's part;
+            # a verb's -s form is no plural ("it gets", "updates": `get.go` is no topic of them).
             key = _key(_fold(word))
         files = [p for p in names.file_stems.get(key, ()) if include_tests or p not in tests]
         if files:
@@ -723,12 +726,17 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     # about by their topic alone.  Only a word few files' stems hold says
     # where, and only a word of the project's vocabulary: an everyday word
     # ("parse the value", "copy the headers") names a file by chance.  Weaker
-    # than the whole stem, and never beside a whole-stem match.  A scope's
+    # than the whole stem, and never for a file a whole stem matched.  A scope's
     # words are left to _stem_part_evidence (never a file seed), and a word of
     # a longer name (`grpc-google`) is that name's, not a topic of its own.
+    # The word is judged as written and as made singular (`status`, `classes`
+    # are everyday words; their folds `statu`, `classe` are in no list).
     area_folded = {_fold(w) for w in _WORD.findall(" ".join(area))}
-    for w in {_fold(w) for w in prose} - area_folded:
-        if len(w) < 4 or w in _STOP_FOR_PATHS or w in ENGLISH or w in names.file_stems:
+    topics = {_fold(raw) for raw in prose
+              if not ({raw, _fold(raw)} & _STOP_FOR_PATHS or raw in ENGLISH or _fold(raw) in ENGLISH
+                      or _key(raw) in names.file_stems or _fold(raw) in names.file_stems)}
+    for w in topics - area_folded:
+        if len(w) < 4:
             continue
         found = [path for path in names.stem_words.get(w, ()) if include_tests or path not in tests]
         if not found or len(found) > STEM_WORD_MAX_FILES or any(path in matched for path in found):

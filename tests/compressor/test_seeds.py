@@ -197,6 +197,17 @@ def test_a_distinctive_word_of_a_file_stem_names_the_file(tmp_path):
         assert seeds(w, "how it parses the values").path_boost("command_parse.go") == 1.0
 
 
+def test_an_everyday_word_ending_in_s_names_no_file_by_one_word_of_its_stem(tmp_path):
+    # Judged as written, not only made singular: `status`, `classes` fold to `statu`, `classe`,
+    # which are in no list of everyday or request words.
+    files = {f"{stem}.go": f"package web\n\nfunc {stem.title().replace('_', '')}() {{}}\n"
+             for stem in ("http_status", "css_classes", "apply_fixes", "router")}
+    with indexed_workspace(tmp_path / "web", files) as w:
+        assert seeds(w, "return the right status for redirects").path_boost("http_status.go") == 1.0
+        assert seeds(w, "the router drops classes on the button").path_boost("css_classes.go") == 1.0
+        assert seeds(w, "fixes a crash in the router").path_boost("apply_fixes.go") == 1.0
+
+
 def test_a_plural_names_the_file_of_its_singular(tmp_path):
     files = {"src/worker.ts": "export function spawnWorker(url: string) {\n  return url\n}\n",
              "src/client.ts": "export function connect(url: string) {\n  return url\n}\n"}
@@ -204,6 +215,19 @@ def test_a_plural_names_the_file_of_its_singular(tmp_path):
         s = seeds(w, "keep the search params of workers")
         assert s.path_boost("src/worker.ts") > 1.0 and "src/worker.ts" in s.files
         assert s.path_boost("src/client.ts") == 1.0
+        # ... and a prose dash does not glue it to the next word.
+        assert seeds(w, "keep the search params of workers--they lose them").path_boost("src/worker.ts") > 1.0
+
+
+def test_a_verb_s_s_form_is_no_plural_naming_a_file(tmp_path):
+    # A command-per-file project: "get", "update" are request words, so "gets", "updates" name no
+    # `get.go`, `update.go` either.
+    files = {f"cmd/{c}.go": f"package cmd\n\nfunc {c.title()}Cmd() {{}}\n" for c in ("get", "update", "list", "token")}
+    with indexed_workspace(tmp_path / "cli", files) as w:
+        for q, path in (("the client gets a stale token", "cmd/get.go"),
+                        ("the client updates the token", "cmd/update.go"),
+                        ("it lists the token", "cmd/list.go")):
+            assert seeds(w, q).path_boost(path) == 1.0, q
 
 
 def test_a_name_shared_with_examples_names_the_project_s_own_file(tmp_path):
