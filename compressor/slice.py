@@ -975,8 +975,8 @@ def _is_python_protocol(unit: Unit) -> bool:
     ``__foo__`` protocol): what a class does for its callers is written there."""
     if not unit.path.endswith((".py", ".pyi")):
         return False
-    name = unit.node.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
-    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+    name = unit.node.rsplit("::", 1)[-1].rsplit(".", 1)[-1].split(":", 1)[0]  # `__eq__:2` redefined
+    return len(name) > 4 and name.startswith("__") and name.endswith("__") and name.strip("_") != ""
 
 
 # A logistic model of "this candidate is what the question needs" over

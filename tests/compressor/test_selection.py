@@ -107,6 +107,8 @@ def test_a_python_special_method_is_a_likelier_target():
         assert p("pkg/mod.py", name) > p("pkg/mod.py", "call") * 1.3
         assert p("pkg/mod.pyi", name) == p("pkg/mod.py", name)
     assert p("pkg/mod.py", "__") == p("pkg/mod.py", "call")  # no name between the underscores
+    assert p("pkg/mod.py", "_____") == p("pkg/mod.py", "call")
+    assert p("pkg/mod.py", "__eq__:2") == p("pkg/mod.py", "__eq__")  # defined again under another branch
     assert p("src/mod.js", "__call__") == p("src/mod.js", "call")
 
 
