@@ -462,8 +462,13 @@ def _js_assignment(node: ts.Node, name: str, receiver: str, kind: str, path: str
 
 def _js_module_name(path: str) -> str:
     """The name of a module's anonymous export (``module.exports = function () {}``, ``export
-    default () => {}``): the file's stem, as an importer usually names it."""
-    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    default () => {}``): the file's stem, as an importer usually names it; an ``index`` file's
+    folder, which is what its importers write (``import Button from './Button'`` for
+    ``Button/index.tsx``)."""
+    parts = path.split("/")
+    stem = parts[-1].split(".", 1)[0]
+    if stem == "index" and len(parts) > 1:
+        stem = parts[-2]
     return _IDENTIFIER.sub("_", stem) or "default"
 
 

@@ -80,6 +80,9 @@ ANONYMOUS = {
     ("tsx", "lib/Button.tsx", b"export default function () {\n  return <button/>\n}\n", ("Button", "function")),
     ("javascript", "lib/Store.js", b"export default class {\n  get() {}\n}\n", ("Store", "class")),
     ("typescript", "lib/x.ts", b"export default function named() {}\n", ("named", "function")),
+    # An index file's default is imported by its folder's name (`import Button from './Button'`).
+    ("tsx", "src/Button/index.tsx", b"export default () => <button/>\n", ("Button", "function")),
+    ("javascript", "index.js", b"export default function () {}\n", ("index", "function")),
 ])
 def test_an_anonymous_default_export_is_a_definition_named_after_its_file(language, path, src, expected):
     # As `module.exports = function () {}` is: an importer names the module's default after
