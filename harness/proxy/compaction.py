@@ -136,7 +136,7 @@ class PlanCache:
         self._put(self._blocks, (p.digest, p.lines, p.path), block)
 
     def get(self, settings, block: Block, p: PieceState, asked: Asked) -> BlockPlan | None:
-        key = ("plan", p.digest, p.lines, p.path, _asked_key(block, asked))
+        key = ("plan", p.digest, p.lines, p.path, _asked_key(block, asked), settings)
         with self._lock:
             if key in self._plans:
                 return self._plans[key]
@@ -145,7 +145,7 @@ class PlanCache:
         return bp
 
     def points_at(self, settings, block: Block, p: PieceState, asked: Asked) -> bool:
-        key = ("points", p.digest, p.lines, p.path, _asked_key(block, asked))
+        key = ("points", p.digest, p.lines, p.path, _asked_key(block, asked), settings)
         with self._lock:
             if key in self._plans:
                 return self._plans[key]

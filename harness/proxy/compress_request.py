@@ -10,7 +10,8 @@ The rules (docs/proxy.md, "Compression"):
    lines becomes one marker line naming the path and line range.  Nothing
    from other files is put in.
 2. Blocks under ``min_tokens`` and single definitions are never cut (a numbered read still
-   goes without its line numbers' padding, :mod:`.gutter`).
+   goes without its line numbers' padding, :mod:`.gutter`); aggressive mode's compaction of an
+   earlier task's results is the exception to the first (``earlier_min_tokens``).
 3. In agent conversations the unit is the tool result: the latest
    ``keep_tool_uses`` results (until the next task's first tool call) and
    the current task's latest ``keep_task_tool_uses`` stay whole (one over
