@@ -56,7 +56,8 @@ EXTRACTOR_VERSION = "34"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # item-level brace macro calls (`cfg_feature! { .. }`, `pin_project! { .. }`) are definitions;
 # 32: TypeScript `v: ns.Klass` (and `ns.Klass<T>`) binds v; 33: JavaScript/TypeScript
 # `export default name` and `export { name }` are `export` rows (a use of the name); 34: an
-# anonymous `export default function () {}` (arrow, class) is a definition named after its file
+# anonymous `export default function () {}` (arrow, class) is a definition named after its file,
+# an `index` file's anonymous export (this one or `module.exports = function () {}`) after its folder
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
