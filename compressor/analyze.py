@@ -702,8 +702,7 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
         if files:
             boost = strength * FILE_EVIDENCE * selectivity(len(files)) ** 2
             for path in _own_first(files, own_first):
-                seeds.add_evidence(path, boost)
-                seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
+                _named_file(seeds, path, boost)
         dirs = names.dirs.get(key, ())
         if dirs:
             covered = sum(names.dir_files[d] for d in dirs)
@@ -719,8 +718,7 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     if matched:
         boost = FILE_EVIDENCE * 0.8 * selectivity(len(matched)) ** 2
         for path in matched:
-            seeds.add_evidence(path, boost)
-            seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
+            _named_file(seeds, path, boost)
     # One distinctive word of such a stem, the rest unsaid ("find mutex
     # violations" -> flag_mutex.go): files named `<area>_<topic>` are asked
     # about by their topic alone.  Only a word few files' stems hold says
@@ -732,12 +730,14 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
     # The word is judged as written and as made singular (`status`, `classes`
     # are everyday words; their folds `statu`, `classe` are in no list).
     area_folded = {_fold(w) for w in _WORD.findall(" ".join(area))}
-    topics = {_fold(raw) for raw in prose
-              if not ({raw, _fold(raw)} & _STOP_FOR_PATHS or raw in ENGLISH or _fold(raw) in ENGLISH
-                      or _key(raw) in names.file_stems or _fold(raw) in names.file_stems)}
-    for w in topics - area_folded:
-        if len(w) < 4:
-            continue
+    topics = set()
+    for raw in prose:
+        w = _fold(raw)
+        if len(w) >= 4 and w not in area_folded and not ({raw, w} & _STOP_FOR_PATHS or raw in ENGLISH
+                                                           or w in ENGLISH or _key(raw) in names.file_stems
+                                                           or w in names.file_stems):
+            topics.add(w)
+    for w in topics:
         found = [path for path in names.stem_words.get(w, ()) if include_tests or path not in tests]
         if not found or len(found) > STEM_WORD_MAX_FILES or any(path in matched for path in found):
             continue
@@ -745,8 +745,13 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
         for path in found:
             if own_first and is_peripheral(path):
                 continue  # this weak a hint never points into the examples
-            seeds.add_evidence(path, boost)
-            seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
+            _named_file(seeds, path, boost)
+
+
+def _named_file(seeds: Seeds, path: str, boost: float) -> None:
+    """A file the question's words name: evidence for what it holds, and a seed of the ranking."""
+    seeds.add_evidence(path, boost)
+    seeds.files[path] = max(seeds.files.get(path, 0.0), 4.0 * boost)
 
 
 # A single word of a file's stem (see _path_evidence): how strong, and how few files may hold it.
