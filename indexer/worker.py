@@ -81,6 +81,7 @@ def init_worker(ctx: ResolveContext | None, owner_pid: int) -> None:
     # freed by reference counting) die before a young collection looks at them.
     gc.freeze()
     gc.set_threshold(10_000, 10, 10)
+    gc.enable()  # a forked worker inherits the run's paused collector (indexer/run.py)
 
 
 def _die_with(owner_pid: int) -> None:

@@ -67,3 +67,43 @@ def test_warming_an_unknown_language_leaves_the_run_to_meet_it(monkeypatch):
     monkeypatch.setattr(parse, "_passes_by_language", {})
     parse.warm_queries(["python", None, "no-such-language"])
     assert set(parse._passes_by_language) == {"python"}
+
+
+def test_the_collector_is_paused_while_a_forked_run_writes_and_resumed_after(tmp_path, monkeypatch):
+    if threading.active_count() != 1:
+        pytest.skip("another thread runs: the run leaves the collector alone")
+    import gc
+
+    for i in range(run._INLINE_BELOW + 2 * run._BATCH_FILES):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}(x):\n    return g(x)\n")
+    seen = []
+    write = run.Indexer._write_outcomes
+
+    def watched(self, *args):
+        seen.append(gc.isenabled())
+        return write(self, *args)
+
+    monkeypatch.setattr(run.Indexer, "_write_outcomes", watched)
+    assert gc.isenabled()
+    with Workspace.open(tmp_path, workers=2) as ws:
+        summary = ws.indexer.index_all()
+    assert summary.parsed == run._INLINE_BELOW + 2 * run._BATCH_FILES
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+
+def test_a_forked_worker_collects_though_its_parent_paused_the_collector():
+    import gc
+    import multiprocessing
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    from memstrata.indexer.worker import init_worker
+
+    gc.disable()
+    try:
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=init_worker, initargs=(None, os.getpid())) as pool:
+            assert pool.submit(gc.isenabled).result(timeout=60)
+    finally:
+        gc.enable()
