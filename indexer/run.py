@@ -192,29 +192,28 @@ class Indexer:
                 self._write_outcomes(pending, summary, skipped)
                 pending.clear()
 
-        stack = contextlib.ExitStack()
-        if total < _INLINE_BELOW or self.workers <= 1:
-            results = (process_batch((root, b, self.max_file_bytes)) for b in batches)
-            executor = None
-        else:
-            # fork is cheapest but unsafe once other threads exist (a watcher,
-            # a server loop); forkserver is the safe fallback there.
-            method = "fork" if threading.active_count() == 1 else "forkserver"
-            if method == "fork":
-                # Compiling a language's query costs about as much as parsing a few dozen small
-                # files: done once here, every forked worker inherits it instead of each
-                # compiling its own.
-                warm_queries({language for _, language in items})
-                # No other thread runs (see above), so the collector's settings are this run's
-                # to change for its duration.
-                stack.enter_context(_no_collections())
-            ctx = multiprocessing.get_context(method)
-            executor = ProcessPoolExecutor(
-                max_workers=self.workers, mp_context=ctx,
-                initializer=init_worker, initargs=(self._ctx, os.getpid()),
-            )
-            results = executor.map(process_batch, [(root, b, self.max_file_bytes) for b in batches])
-        try:
+        with contextlib.ExitStack() as stack:
+            if total < _INLINE_BELOW or self.workers <= 1:
+                results = (process_batch((root, b, self.max_file_bytes)) for b in batches)
+            else:
+                # fork is cheapest but unsafe once other threads exist (a watcher,
+                # a server loop); forkserver is the safe fallback there.
+                method = "fork" if threading.active_count() == 1 else "forkserver"
+                if method == "fork":
+                    # Compiling a language's query costs about as much as parsing a few dozen small
+                    # files: done once here, every forked worker inherits it instead of each
+                    # compiling its own.
+                    warm_queries({language for _, language in items})
+                    # No other thread runs (see above), so the collector's settings are this run's
+                    # to change for its duration.
+                    stack.enter_context(_no_collections())
+                ctx = multiprocessing.get_context(method)
+                executor = ProcessPoolExecutor(
+                    max_workers=self.workers, mp_context=ctx,
+                    initializer=init_worker, initargs=(self._ctx, os.getpid()),
+                )
+                stack.callback(executor.shutdown, wait=True, cancel_futures=True)  # before the collector resumes
+                results = executor.map(process_batch, [(root, b, self.max_file_bytes) for b in batches])
             for outcomes in results:
                 pending.extend(outcomes)
                 done += len(outcomes)
@@ -227,10 +226,6 @@ class Indexer:
                 if len(pending) >= _COMMIT_FILES:
                     flush()
             flush()
-        finally:
-            if executor is not None:
-                executor.shutdown(wait=True, cancel_futures=True)
-            stack.close()
 
     def _write_outcomes(self, outcomes: list[Parsed | Skipped], summary: IndexSummary, skipped: list) -> None:
         ctx = self._ctx

@@ -107,3 +107,21 @@ def test_a_forked_worker_collects_though_its_parent_paused_the_collector():
             assert pool.submit(gc.isenabled).result(timeout=60)
     finally:
         gc.enable()
+
+
+def test_a_pool_that_cannot_start_leaves_the_collector_running(tmp_path, monkeypatch):
+    if threading.active_count() != 1:
+        pytest.skip("another thread runs: the run leaves the collector alone")
+    import gc
+
+    for i in range(run._INLINE_BELOW + 2 * run._BATCH_FILES):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}(x):\n    return g(x)\n")
+
+    def no_pool(*args, **kwargs):
+        raise OSError("Resource temporarily unavailable")  # what fork says at a process limit
+
+    monkeypatch.setattr(run, "ProcessPoolExecutor", no_pool)
+    with Workspace.open(tmp_path, workers=2) as ws, pytest.raises(OSError) as failed:
+        ws.indexer.index_all()
+    # Asked while the error (and so the run's frames) is still held, as a caller reporting it does.
+    assert failed.value.__traceback__ is not None and gc.isenabled()
