@@ -512,7 +512,7 @@ class RequestPass:
         # The step may also leave the part before a cached prefix's end alone: compressing only
         # what follows a breakpoint keeps the provider's cache of everything before it, so such a
         # smaller step often pays where one from the top would not.  The step that saves most wins.
-        best, best_net = None, 0.0
+        steps = []   # (net, from the top, cleared, first change, the records after it)
         for start in [0, *starts]:
             part = {k: v for k, v in plan.items() if k[0] >= start}
             if not part:
@@ -524,6 +524,22 @@ class RequestPass:
                 continue
             updated = self._with_forms(part)
             net = self._net(cleared, updated, first, turns, starts)
+            if net > 0:
+                top = self.economics is not None and self._rebill_start(first, starts, updated) < 0
+                steps.append((net, top, cleared, first, updated))
+        behind = max((step for step in steps if not step[1]), key=lambda step: step[0], default=None)
+        best, best_net = (behind[4], behind[0]) if behind is not None else (None, 0.0)
+        for net, top, cleared, first, updated in steps:
+            if not top:
+                continue
+            if behind is not None:
+                # Set against a step behind a breakpoint, a step from the top is worth that step's
+                # saving plus what it adds: the more it clears (the reads before the first cached
+                # breakpoint, which only it reaches) against the more it re-bills, weighed on the
+                # top step's shorter horizon.  Ranked on that horizon whole, it lost to the smaller
+                # step whenever both paid, and what only it clears was never cleared: alone, later,
+                # it no longer pays.
+                net = behind[0] + net - self._net(behind[2], behind[4], behind[3], turns, starts, horizon_of=-1)
             if net > best_net:
                 best, best_net = updated, net
         if best is not None:
@@ -622,10 +638,12 @@ class RequestPass:
             remaining = int(remaining * TOP_STEP_HORIZON)
         return remaining
 
-    def _net(self, cleared: int, updated: list[Record], first: int, turns: list[int], starts: list[int]) -> float:
+    def _net(self, cleared: int, updated: list[Record], first: int, turns: list[int], starts: list[int],
+             horizon_of: int | None = None) -> float:
         """What a step clearing ``cleared`` tokens from record ``first`` on saves (input-rate tokens)
         over the turns still expected, under the provider's cache prices (see :class:`CacheEconomics`);
-        at or below 0 it does not pay."""
+        at or below 0 it does not pay.  ``horizon_of``: count the turns a step re-billing from that
+        record would (-1: a step from the top) instead of this step's own."""
         e = self.economics
         if e is None:  # no prompt cache: the provider reads everything every turn, clearing pays at once
             return float(cleared)
@@ -634,7 +652,7 @@ class RequestPass:
         cached_end = turns[-2] + 1 if len(turns) >= 2 else 0
         start = self._rebill_start(first, starts, updated)
         reread = sum(r.tokens for r in updated[max(start, 0):cached_end]) + (self.base_tokens if start < 0 else 0)
-        return e.net_saving(cleared, reread, self._remaining(turns, start))
+        return e.net_saving(cleared, reread, self._remaining(turns, start if horizon_of is None else horizon_of))
 
     def _returned_to(self, results) -> set[tuple[int, int]]:
         """The latest whole read of each file the agent keeps coming back to, kept whole so that
