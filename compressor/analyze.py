@@ -764,7 +764,7 @@ def _package_evidence(scope: str, names: NameIndex, seeds: Seeds) -> None:
     its directory name (`util: ...` -> `shop-util/`, `runtime-core: ...` ->
     `packages/runtime-core/`): directory evidence for the whole package, so
     the ranking, not the seeding, decides which of its files matter."""
-    found = _named_packages(scope, names, DIR_MAX_SHARE)
+    found = _named_packages(scope, names, SCOPE_PACKAGE_MAX_SHARE)
     boost = AREA_FACTOR * DIR_EVIDENCE * selectivity(len(found)) ** 2
     for d in found:
         seeds.add_evidence(d, boost)
@@ -781,14 +781,21 @@ def _named_packages(scope: str, names: NameIndex, max_share: float) -> list[str]
     n = len(parts)
     found = [d for dparts, d in names.packages.get(parts[0], ())
              if any(dparts[i : i + n] == parts for i in range(len(dparts) - n + 1))]
+    # A workspace names its crates or packages `<project>-<component>` and their helpers
+    # `<project>-<component>-<role>` (`-test`, `-derive`, `-codegen`): a scope word that ends
+    # some packages' names names those, not the helpers where it is followed by more words.
+    own = [d for d in found if _package_parts(d)[-n:] == parts]
+    if own:
+        found = own
     if sum(names.dir_files[d] for d in found) > max_share * names.file_count:
         return []
     return found
 
 
-# A request's commit scope says which packages the task changes.  For the ranking a package
-# holding over DIR_MAX_SHARE of the files says too little to weigh its definitions; a read of one
-# of its files is still the task's own code, unless the package is most of the project.
+# A request's commit scope says which packages the task changes, unless the package is most of
+# the project: both for the ranking's evidence and for telling a read of one of its files the
+# task's own code.  A workspace of a few large crates (a protocol crate holding a third of the
+# files) is still narrowed to one by a scope naming it; a plain directory word is not (DIR_MAX_SHARE).
 SCOPE_PACKAGE_MAX_SHARE = 0.5
 
 

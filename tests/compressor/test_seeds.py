@@ -540,3 +540,29 @@ def test_a_name_in_many_packages_is_named_in_the_package_the_scope_names(tmp_pat
         assert seeds(w, query).named == {"packages/react-items/src/useItems.ts::useItems"}
         assert "packages/react-items/src/useItems.ts::useItems" in context_query(w, query, max_tokens=1200).full_symbols
         assert not seeds(w, "fix: keep unsubscribed `useItems` idle").named
+
+
+def _workspace_with_a_large_crate() -> dict[str, str]:
+    # A workspace whose protocol crate holds over a quarter of its files, beside its test-helper
+    # crate (`shop-http-test`) and a directory of the same word inside another crate.
+    files = {f"shop-http/src/h1/part_{k}.rs": f"pub fn part_{k}() -> u32 {{ {k} }}\n" for k in range(12)}
+    files["shop-http/src/lib.rs"] = "pub mod h1;\n"
+    files["shop-http-test/src/lib.rs"] = "pub fn serve_for_tests() {}\n"
+    files["shop-web/src/http/header.rs"] = "pub fn header_value() {}\n"
+    files.update({f"shop-web/src/mod_{k}.rs": f"pub fn web_{k}() {{}}\n" for k in range(10)})
+    files.update({f"shop-files/src/file_{k}.rs": f"pub fn serve_file_{k}() {{}}\n" for k in range(10)})
+    return files
+
+
+@pytest.mark.parametrize("query", ["fix(http): linger after early responses",
+                                   "shop-http: linger after early responses"])
+def test_a_scope_naming_a_large_crate_raises_it_and_not_its_helpers(tmp_path, query):
+    """A crate holding a large share of a workspace is still where a scope naming it points
+    (before, over a quarter of the files it was dropped as saying nothing); of the crates the
+    word is part of, the one whose name ends with it is the scope's own, not `shop-http-test`."""
+    with indexed_workspace(tmp_path / "ws", _workspace_with_a_large_crate()) as w:
+        assert w.graph.files() and sum(p.startswith("shop-http/") for p in w.graph.files()) > len(w.graph.files()) / 4
+        s = seeds(w, query)
+        assert s.path_boost("shop-http/src/h1/part_3.rs") > 1.0, s.evidence
+        assert s.path_boost("shop-http-test/src/lib.rs") == 1.0, s.evidence
+        assert s.packages == ["shop-http/"]
