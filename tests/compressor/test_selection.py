@@ -112,6 +112,22 @@ def test_a_python_special_method_is_a_likelier_target():
     assert p("src/mod.js", "__call__") == p("src/mod.js", "call")
 
 
+def test_a_rust_poll_method_is_a_likelier_target():
+    """An async type's behaviour lives in its poll methods (``Future::poll``, ``poll_read``,
+    ``poll_shutdown``): ranked alike, one of them is the likelier target.  Only a Rust method's:
+    a Python or Go function named `poll` is a name like any other."""
+    def p(path: str, qual: str) -> float:
+        unit = Unit(f"{path}::{qual}", path, 1.0, FULL, 5, 24, "method", f"{path}::Conn")
+        return target_probability(_Evidence().features(3, 0.5, unit, False, False, False))
+
+    for name in ("poll", "poll_read", "poll_shutdown", "poll_next:2"):
+        assert p("src/conn.rs", f"Conn.{name}") > p("src/conn.rs", "Conn.read") * 1.5
+    assert p("src/conn.rs", "Conn.polling") == p("src/conn.rs", "Conn.read")
+    assert p("src/conn.rs", "poll_fn") == p("src/conn.rs", "read_fn")  # a free function drives no state
+    assert p("pkg/conn.py", "Conn.poll") == p("pkg/conn.py", "Conn.read")
+    assert p("conn.go", "Conn.poll") == p("conn.go", "Conn.read")
+
+
 def test_lines_changed_lately_make_a_likelier_target():
     """Work comes in series: what the last commits (or uncommitted edits)
     changed is likelier to be what a question is about, the newer the more."""
