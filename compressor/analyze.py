@@ -702,7 +702,14 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
         if files:
             boost = strength * FILE_EVIDENCE * selectivity(len(files)) ** 2
             for path in _own_first(files, own_first):
-                _named_file(seeds, path, boost)
+                if word in area and len(files) > 1 and path.endswith(_FILE_IS_MODULE):
+                    # Where each file is a module named by its stem (Rust), one module name
+                    # recurs across crates and subtrees (a test crate's `io.rs`, a metrics
+                    # `io.rs`, a client's and a server's `http1.rs`); a commit scope naming it
+                    # names the area, whose code is mostly elsewhere: evidence, not a seed.
+                    seeds.add_evidence(path, boost)
+                else:
+                    _named_file(seeds, path, boost)
         dirs = names.dirs.get(key, ())
         if dirs:
             covered = sum(names.dir_files[d] for d in dirs)
@@ -746,6 +753,9 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
             if own_first and is_peripheral(path):
                 continue  # this weak a hint never points into the examples
             _named_file(seeds, path, boost)
+
+
+_FILE_IS_MODULE = (".rs",)
 
 
 def _named_file(seeds: Seeds, path: str, boost: float) -> None:

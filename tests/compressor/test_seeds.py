@@ -566,3 +566,26 @@ def test_a_scope_naming_a_large_crate_raises_it_and_not_its_helpers(tmp_path, qu
         assert s.path_boost("shop-http/src/h1/part_3.rs") > 1.0, s.evidence
         assert s.path_boost("shop-http-test/src/lib.rs") == 1.0, s.evidence
         assert s.packages == ["shop-http/"]
+
+
+def test_a_rust_scope_naming_a_module_of_several_files_seeds_none_of_them(tmp_path):
+    """`io: ...` in a Rust workspace is about the io module tree, not about every file that is
+    a module called `io` (a test crate's helpers, a metrics submodule): those get the scope's
+    evidence but are not forced in as seeds.  A module name only one file has is still that
+    file, and a scope naming several files of another language still seeds them."""
+    files = {
+        "rt/src/io/mem.rs": "pub struct SimplexStream;\nimpl SimplexStream {\n    pub fn poll_write_internal() {}\n}\n",
+        "rt/src/io/mod.rs": "pub mod mem;\n",
+        "rt/src/metrics/io.rs": "pub struct IoMetrics;\n",
+        "rt-test/src/io.rs": "pub struct Mock;\n",
+        "rt/src/headers.rs": "pub fn connection_close() {}\n",
+        "web/cli.py": "def main():\n    return 1\n",
+        "server/cli.py": "def run():\n    return 2\n",
+    }
+    with indexed_workspace(tmp_path / "ws", files) as w:
+        s = seeds(w, "io: complete zero-length memory stream operations")
+        assert "rt/src/metrics/io.rs" not in s.files and "rt-test/src/io.rs" not in s.files, s.files
+        assert s.path_boost("rt-test/src/io.rs") > 1.0
+        assert "rt/src/headers.rs" in seeds(w, "fix(headers): detect connection close").files
+        both = seeds(w, "fix(cli): exit with the command's status").files
+        assert "web/cli.py" in both and "server/cli.py" in both
