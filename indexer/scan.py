@@ -327,7 +327,9 @@ def is_test_path(path: str) -> bool:
         stem.startswith("test_")
         # `.test-d` / `.spec-d`: TypeScript type tests (tsd, vitest's typecheck), which
         # assert what the declarations accept and are run by the test tools only
-        or stem.endswith(("_test", "_spec", "Test", "Tests", ".test", ".spec", ".test-d", ".spec-d"))
+        # `_tests`: a file of unit tests the module beside it pulls in (Rust's
+        # `#[cfg(test)] mod dispatcher_tests;`), named as the language names such a module
+        or stem.endswith(("_test", "_tests", "_spec", "Test", "Tests", ".test", ".spec", ".test-d", ".spec-d"))
         or stem in _TEST_STEMS
     )
 

@@ -19,6 +19,8 @@ from memstrata.indexer.scan import is_test_path
     "lib/__fixtures__/tree.js", "packages/shop-test-utils/src/index.ts", "crates/net_testutils/src/lib.rs",
     # TypeScript type tests beside the declarations they check
     "index.test-d.ts", "src/types/options.spec-d.ts", "packages/x/src/api.test-d.tsx",
+    # a module of unit tests the source file beside it declares (`#[cfg(test)] mod dispatcher_tests;`)
+    "crates/http/src/h1/dispatcher_tests.rs", "src/parser_tests.py",
 ])
 def test_test_code_and_its_scaffolding_are_test_paths(path):
     assert is_test_path(path)
@@ -29,6 +31,7 @@ def test_test_code_and_its_scaffolding_are_test_paths(path):
     "src/utils.ts", "src/contest.py", "lib/attest.rs", "pkg/latest/util.go", "src/testimony/render.py",
     "packages/latest-utils/src/index.ts", "src/mocks/http.ts",  # a suffix that only looks alike; a mock the app ships
     "src/contest-d.ts", "types/index.d.ts",  # declarations are the product's, not its type tests
+    "src/contests.rs", "lib/latests.py",  # a plural that only ends in the letters
 ])
 def test_production_code_is_not(path):
     assert not is_test_path(path)
