@@ -11,6 +11,7 @@ from memstrata.compressor import context_query
 from memstrata.compressor.analyze import NameIndex, find_seeds, split_scope
 from memstrata.compressor.render import FULL, Unit
 from memstrata.compressor.slice import _Evidence, _holds_definitions, target_probability
+from memstrata.compressor.terms import terms_of
 from memstrata.indexer.history import RecentChanges
 from memstrata.indexer.workspace import Workspace
 
@@ -126,6 +127,23 @@ def test_a_rust_poll_method_is_a_likelier_target():
     assert p("src/conn.rs", "poll_fn") == p("src/conn.rs", "read_fn")  # a free function drives no state
     assert p("pkg/conn.py", "Conn.poll") == p("pkg/conn.py", "Conn.read")
     assert p("conn.go", "Conn.poll") == p("conn.go", "Conn.read")
+
+
+def test_a_python_definition_the_questions_words_name_is_a_likelier_target():
+    """A method of a large class ranks below its class's other members; the question's words
+    spelling its name ("if-range" -> `if_range`, "cell length" -> `cell_len`) make it the
+    likelier target.  Python's only (fitted there)."""
+    def p(path: str, name: str, question: str) -> float:
+        unit = Unit(f"{path}::Request.{name}", path, 1.0, FULL, 5, 24, "method", f"{path}::Request")
+        evidence = _Evidence(question_terms=frozenset(terms_of(question)))
+        return target_probability(evidence.features(3, 0.5, unit, False, False, False))
+
+    q = "if-range discards weak etags"
+    assert p("pkg/request.py", "if_range", q) > p("pkg/request.py", "accept_ranges", q) > p("pkg/request.py", "host", q)
+    assert p("pkg/request.py", "if_range", q) > 1.25 * p("pkg/request.py", "host", q)
+    assert p("pkg/request.py", "if_range", "") == p("pkg/request.py", "host", "")
+    assert p("pkg/request.py", "IfRange", q) == p("pkg/request.py", "if_range", q)
+    assert p("src/request.js", "if_range", q) == p("src/request.js", "host", q)
 
 
 def test_lines_changed_lately_make_a_likelier_target():
