@@ -698,6 +698,17 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
             # params of workers" -> worker.ts, "hooks/"), as it names a multi-word stem's part;
             # a verb's -s form is no plural ("it gets", "updates": `get.go` is no topic of them).
             key = _key(_fold(word))
+            if key not in names.file_stems and key not in names.dirs and word.lower() not in ENGLISH:
+                # And one of a kind in prose names the module named for its plural, the
+                # kind's home ("the `optional` validator" -> validators.py, "a completion" ->
+                # completions.go): a module of many validators, converters or formatters is
+                # named after all of them, while a question speaks of the one it is about.
+                # Weaker than the module's name written out, never an everyday word ("the
+                # type hints" are no topic of types.py, "an option" none of options.ts), and
+                # never a directory: `dialects/` holds every dialect, not the one named.
+                plural = next((k for k in _plurals(_key(word)) if k in names.file_stems), None)
+                if plural is not None:
+                    key, strength = plural, strength * PLURAL_STEM_EVIDENCE
         files = [p for p in names.file_stems.get(key, ()) if include_tests or p not in tests]
         if files:
             boost = strength * FILE_EVIDENCE * selectivity(len(files)) ** 2
@@ -756,6 +767,21 @@ def _path_evidence(text: str, names: NameIndex, seeds: Seeds, include_tests: boo
 
 
 _FILE_IS_MODULE = (".rs",)
+
+
+PLURAL_STEM_EVIDENCE = 0.5  # how strongly a singular in prose names its plural's file or directory
+
+
+def _plurals(key: str) -> tuple[str, ...]:
+    """The regular plurals of a lower-case word (`hook` -> `hooks`, `match` -> `matches`,
+    `entry` -> `entries`)."""
+    if key.endswith("s"):
+        return ()
+    if key.endswith(("ch", "sh", "x", "z")):
+        return (key + "es",)
+    if len(key) > 3 and key.endswith("y") and key[-2] not in "aeiou":
+        return (key[:-1] + "ies",)
+    return (key + "s",)
 
 
 def _named_file(seeds: Seeds, path: str, boost: float) -> None:

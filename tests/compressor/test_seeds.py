@@ -219,6 +219,21 @@ def test_a_plural_names_the_file_of_its_singular(tmp_path):
         assert seeds(w, "keep the search params of workers--they lose them").path_boost("src/worker.ts") > 1.0
 
 
+def test_a_singular_names_the_module_named_for_its_plural(tmp_path):
+    # A module of many validators is named for all of them; a question speaks of one.
+    files = {"pkg/validators.py": "def optional(v):\n    return v\n\n\ndef in_(o):\n    return o\n",
+             "pkg/converters.py": "def optional(c):\n    return c\n",
+             "pkg/types.py": "def coerce(t):\n    return t\n"}
+    with indexed_workspace(tmp_path / "lib", files) as w:
+        s = seeds(w, "Fix `optional` validator to accept tuples")
+        assert s.path_boost("pkg/validators.py") > 1.0 and "pkg/validators.py" in s.files
+        assert s.path_boost("pkg/converters.py") == 1.0
+        # ... weaker than the module's own name written out.
+        assert seeds(w, "Fix `optional` in validators").path_boost("pkg/validators.py") > s.path_boost("pkg/validators.py")
+        # An everyday word is no kind a module is named for: "type hints" are about typing.
+        assert seeds(w, "improve the type hints of coerce").path_boost("pkg/types.py") == 1.0
+
+
 def test_a_verb_s_s_form_is_no_plural_naming_a_file(tmp_path):
     # A command-per-file project: "get", "update" are request words, so "gets", "updates" name no
     # `get.go`, `update.go` either.
