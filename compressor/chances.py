@@ -13,6 +13,7 @@ whole even when their own words do not match the question's.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 
@@ -47,7 +48,12 @@ def symbol_chances(ws, question: str) -> dict[str, float]:
         chances: dict[str, float] = {}
         ranking = rank_candidates(ws, graph, query, include_tests)
         if ranking is not None:
-            for _i, unit, features in scored_candidates(graph, ranking.ranked, ranking.fill, ranking.evidence,
+            # Without the share of a name the question spells: it picks one method of a class
+            # among its siblings for a slice, but a pasted file of near-namesakes (one routine
+            # per family, `settle_invoice_0` .. `_139`) would have every one of them spelled
+            # alike, and the whole file would count as likely and never be cut.
+            evidence = dataclasses.replace(ranking.evidence, question_terms=frozenset())
+            for _i, unit, features in scored_candidates(graph, ranking.ranked, ranking.fill, evidence,
                                                         ranking.named, ranking.sig_only):
                 if features is None:
                     continue
