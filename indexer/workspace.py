@@ -16,12 +16,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from memstrata.storage import Store, StoreError, StoreFull, StoreReadOnly
 from memstrata.storage import code_index as ci
 
+from . import graph_snapshot
 from . import history as git_history
+from .graph import CodeGraph
+from .graph_snapshot import SnapshotGraph
 from .graph_view import GraphView
 from .project import (
     MAX_FILE_BYTES_LIMIT,
@@ -34,14 +36,8 @@ from .project import (
 )
 from .run import RESOLUTION_META, IndexCancelled, Indexer, IndexSummary, Progress
 from .scan import DEFAULT_MAX_FILE_BYTES, scan_project
+from .watcher import GIT_EXCLUDE, Changes, Watcher
 from .worker import content_hash, read_bytes
-
-# The graph and the watcher are imported where they are first used: an index run (the
-# `memstrata index` command) builds no graph and follows no changes, and importing them was a
-# tenth of a second of its start-up, before any file was parsed.
-if TYPE_CHECKING:
-    from .graph import CodeGraph
-    from .watcher import Changes, Watcher
 
 log = logging.getLogger(__name__)
 
@@ -215,8 +211,6 @@ class Workspace:
         if self._store_gone():
             return IndexSummary()  # nothing to write to: status says so
         self._adopt_stored_cap()
-        from .watcher import GIT_EXCLUDE
-
         paths = set(changes.files)
         if changes.full or any(p == ".gitignore" or p.endswith("/.gitignore") or p == GIT_EXCLUDE for p in paths):
             return self.index()
@@ -371,10 +365,6 @@ class Workspace:
     def _load_graph(self) -> None:
         """From the saved snapshot when it matches the store (a fraction of a
         second), else built from rows and saved for the next process."""
-        from . import graph_snapshot
-        from .graph import CodeGraph
-        from .graph_snapshot import SnapshotGraph
-
         self._standby = None
         with self.store.read():
             self._data_version = self._current_data_version()
@@ -404,9 +394,6 @@ class Workspace:
         if self._upgrading is not None and self._upgrading.is_alive():
             return
 
-        from .graph import CodeGraph
-        from .graph_snapshot import SnapshotGraph
-
         def build() -> None:
             try:
                 full = CodeGraph.load(self.store, pause=self.background_pause)
@@ -429,8 +416,6 @@ class Workspace:
 
     def _take_standby(self) -> bool:
         """Swap in the full graph built behind the snapshot, if it holds what the snapshot does."""
-        from .graph_snapshot import SnapshotGraph
-
         full, self._standby = self._standby, None
         current = self._graph
         if full is None or not isinstance(current, SnapshotGraph) or full.generation != current.generation:
@@ -490,8 +475,6 @@ class Workspace:
                        seen: tuple[str | None, dict[str, tuple[str, float]]] | None = None) -> None:
         """Refresh the graph for ``changed``/``removed`` files; ``seen`` is the
         (generation, file versions) those were worked out from, read before."""
-        from .graph import CodeGraph
-
         assert self._graph is not None
         if not isinstance(self._graph, CodeGraph) and not self._take_standby():
             self._load_graph()  # a snapshot is read-only: the first change needs the full graph
@@ -528,16 +511,12 @@ class Workspace:
             self._snapshot_timer = None
             # Beside an index that is gone, a snapshot would only make a folder nobody reads.
             if self._graph is not None and not self._store_gone():
-                from . import graph_snapshot
-
                 graph_snapshot.save(self._graph, self.store)
 
     def _persist_targets(self) -> None:
         """Write the targets of the references the graph resolves otherwise than their rows say
         (the graph compares with the stored column, so a target that became None or moved is
         written too): the rows then hold what a graph built afresh resolves."""
-        from .graph import CodeGraph
-
         # Only a CodeGraph resolves references; a snapshot holds no resolution state.
         graph = self._graph
         rows = graph.take_resolved_targets() if isinstance(graph, CodeGraph) else []
@@ -558,9 +537,6 @@ class Workspace:
         if self.detached:
             raise RuntimeError("a detached workspace has no checkout to watch")
         if self._watcher is None:
-            from .graph_snapshot import SnapshotGraph
-            from .watcher import Watcher
-
             self._watcher = Watcher(self.root, self.apply_changes, debounce=debounce)
             self._watcher.start()
             WatchPresence(self.root).hold()

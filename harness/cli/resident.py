@@ -26,16 +26,13 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
+from memstrata.harness.daemon import client
 from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, resolve_root
 from memstrata.storage import StoreError
 
 from . import argtypes
 from .reading import NotIndexed, fail, open_indexed
-
-if TYPE_CHECKING:
-    from memstrata.harness.daemon import client
 
 Handler = Callable[[object, argparse.Namespace], int]
 
@@ -92,10 +89,6 @@ def _shared(args: argparse.Namespace) -> bool:
 
 
 def _ask_daemon(name: str, args: argparse.Namespace) -> client.Outcome:
-    # Imported here: the index commands share this module with the resident ones and never ask
-    # the daemon (its client and socket modules were a twentieth of a second of their start-up).
-    from memstrata.harness.daemon import client
-
     if not client.enabled() or _shared(args):
         # The resident process serves a project's own SQLite index; a shared
         # store is read in-process.

@@ -27,27 +27,3 @@ def test_index_and_query_commands_import_no_server(tmp_path, argv):
                           env={**os.environ, "MEMSTRATA_DAEMON": "off"}, timeout=120)
     report = json.loads(proc.stderr.strip().splitlines()[-1])
     assert report == {"code": 0, "heavy": []}, proc.stderr
-
-
-GRAPH_PROBE = """
-import json, sys
-from memstrata.harness.cli import main
-code = main(sys.argv[1:])
-heavy = sorted(m for m in sys.modules if m.startswith(("memstrata.indexer.graph", "memstrata.indexer.watcher",
-                                                      "watchdog", "networkx", "memstrata.harness.daemon"))
-               and m != "memstrata.indexer.graph_view")
-print(json.dumps({"code": code, "heavy": heavy}), file=sys.stderr)
-"""
-
-
-@pytest.mark.parametrize("fresh", [True, False])
-def test_the_index_command_imports_no_graph_watcher_or_daemon_client(tmp_path, fresh):
-    # An index run builds no graph, follows no changes and asks no daemon: those modules were
-    # a tenth of a second of its start-up, before the first file was parsed.
-    (tmp_path / "a.py").write_text("def greet(name):\n    return 'hello ' + name\n")
-    if not fresh:
-        subprocess.run([sys.executable, "-m", "memstrata", "index", str(tmp_path)], check=True, capture_output=True)
-    proc = subprocess.run([sys.executable, "-c", GRAPH_PROBE, "index", str(tmp_path)], capture_output=True,
-                          text=True, timeout=120)
-    report = json.loads(proc.stderr.strip().splitlines()[-1])
-    assert report == {"code": 0, "heavy": []}, proc.stderr
