@@ -9,30 +9,16 @@ aggressive mode an earlier task's read of any size is compacted with its task
 (``earlier_min_tokens`` 0); safe mode keeps the floor.
 """
 
-import copy
+from memstrata.harness.proxy.compress_request import CompressionSettings
 
-from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
-
-from .test_compress_request import Agent
 from .test_current_task import big_ws  # noqa: F401  (the fixture: a project of a few modules)
-from .test_task_breakpoints import TASKS, _body
+from .test_task_breakpoints import last_forwarded
 
 
 def _first_small_read(ws, settings) -> str:
     """Four tasks of two reads each (the first task reads records/small.py, about 1,900 tokens);
     small.py's first read as the last request forwards it."""
-    comp = Compressor(ws, settings)
-    agent = Agent(ws, TASKS[0][0])
-    body = None
-    for t, (question, reads) in enumerate(TASKS):
-        if t:
-            agent.say("Done: the change is in place.", question)
-        for path in reads:
-            agent.read(path)
-            body = _body(agent.messages)
-            res = comp.compress(copy.deepcopy(body), "anthropic")
-    sent = (res.body or body)["messages"]
-    return sent[2]["content"][0]["content"]
+    return last_forwarded(ws, settings)[2]["content"][0]["content"]
 
 
 def _settings(mode, **overrides):

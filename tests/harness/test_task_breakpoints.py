@@ -46,15 +46,25 @@ def _body(messages, system_mark=MARK, last_mark=MARK):
     return {"model": "claude-sonnet-4-5", "max_tokens": 256, "system": system, "messages": messages}
 
 
-def session(ws, **marks):
+def session(ws, tasks=TASKS, make_body=_body, **marks):
     """Claude Code's shape: each task a user request, then one Read per request; a closing answer."""
-    agent = Agent(ws, TASKS[0][0])
-    for t, (question, reads) in enumerate(TASKS):
+    agent = Agent(ws, tasks[0][0])
+    for t, (question, reads) in enumerate(tasks):
         if t:
             agent.say("Done: the change is in place.", question)
         for path in reads:
             agent.read(path)
-            yield t, _body(agent.messages, **marks)
+            yield t, make_body(agent.messages, **marks)
+
+
+def last_forwarded(ws, settings, **session_args) -> list[dict]:
+    """The messages of a session's last request as the compressor forwards it, every request of
+    the session compressed in turn as the proxy does."""
+    comp = Compressor(ws, settings)
+    body = res = None
+    for _t, body in session(ws, **session_args):
+        res = comp.compress(copy.deepcopy(body), "anthropic")
+    return (res.body or body)["messages"]
 
 
 # -- the marks themselves --------------------------------------------------------------------------

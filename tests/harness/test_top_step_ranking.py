@@ -12,10 +12,10 @@ difference weighed on the top step's shorter horizon.
 
 import copy
 
-from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
+from memstrata.harness.proxy.compress_request import CompressionSettings
 
-from .test_compress_request import Agent
 from .test_current_task import big_ws  # noqa: F401  (the fixture: a project of a few modules)
+from .test_task_breakpoints import last_forwarded
 
 # The second task re-reads the first task's last file: a pointer into that read, which holds it, so no
 # step pays at the second task's start.  At the third task's start both kinds of step pay.
@@ -38,17 +38,7 @@ def _body(messages):
 
 def _first_task_reads(ws, settings) -> list[str]:
     """The first task's reads as the last request of a four-task session forwards them."""
-    comp = Compressor(ws, settings)
-    agent = Agent(ws, TASKS[0][0])
-    body = res = None
-    for t, (question, reads) in enumerate(TASKS):
-        if t:
-            agent.say("Done: the change is in place.", question)
-        for path in reads:
-            agent.read(path)
-            body = _body(agent.messages)
-            res = comp.compress(copy.deepcopy(body), "anthropic")
-    sent = (res.body or body)["messages"]
+    sent = last_forwarded(ws, settings, tasks=TASKS, make_body=_body)
     return [sent[2]["content"][0]["content"]]
 
 
