@@ -29,8 +29,10 @@ Measured per case and averaged over cases (every case weighs the same):
 * symbol recall: share of gold symbols whose definition line is in the
   slice -- for ``context_query`` the symbol (or an enclosing symbol shown in
   full, one whose lines contain the symbol's: a Go method's receiver type
-  does not) is among the rendered symbols, for naive RAG a packed chunk
-  spans the line of the symbol's signature;
+  does not) is among the rendered symbols, or its signature line is in its
+  file's section as the header that frames a member shown under it (a
+  class's line above its method), for naive RAG a packed chunk spans the
+  line of the symbol's signature;
 * body recall: share of gold symbols shown whole, i.e. at least 90 % of the
   symbol's non-blank lines (its text at the parent commit, lines
   start..end) are in the slice.  Measured on the text, the same way for
@@ -427,9 +429,21 @@ def score_cq(case: Case, sl, latency_ms: float, texts: dict[str, list[str]],
     in full shows it (default: every symbol its name is nested under)."""
     shown, full = set(sl.symbols), set(sl.full_symbols)
     up = ancestors or {}
-    hits = [g.node for g in case.symbols
-            if g.node in shown or any(a in full for a in up.get(g.node, _ancestors(g.node)))]
     sections = slice_sections(sl.context, list(sl.sources))
+
+    def framed(g: GoldSymbol) -> bool:
+        # A member shown without its class is rendered under the class's own signature line (the
+        # frame header): the symbol's line is in the slice, which is what this figure counts, and
+        # what the BM25 arm is credited with when a chunk spans that line.
+        path = g.node.partition("::")[0]
+        if not any(s.startswith(g.node + ".") for s in shown):
+            return False
+        line = texts[path][g.def_line - 1].rstrip() if 0 < g.def_line <= len(texts[path]) else ""
+        return bool(line.strip()) and line in sections.get(path, ())
+
+    hits = [g.node for g in case.symbols
+            if g.node in shown or any(a in full for a in up.get(g.node, _ancestors(g.node)))
+            or framed(g)]
 
     def cover(g: GoldSymbol) -> float:
         path = g.node.partition("::")[0]
