@@ -25,7 +25,8 @@ request has reached ``trigger`` tokens, tool results older than the last
 the current task's latest ``keep_task_tool_uses``, nor the latest read of a
 file the agent keeps coming back to -- are compressed for the question (and
 for what the conversation said after reading them; an earlier task's
-results small), and an earlier copy of a file read again later becomes a
+results small; in aggressive mode an earlier task's long own text keeps its
+opening and end), and an earlier copy of a file read again later becomes a
 pointer to the later one.  The step is taken only if it clears at least
 ``clear_at_least`` tokens, the previous turn took none, and it saves money
 under the provider's cache prices over the turns still expected
@@ -72,6 +73,7 @@ from .token_counts import TextCounts
 QUESTION_CHARS = 2000
 QUESTION_HEAD = 500  # of those, the opening of a long question (see _gist)
 SAID_CHARS = 4000
+TEXT_TAIL = 1500  # characters of an earlier task's long text kept from its end (see RequestPass._text_form)
 MIN_QUESTION_TERMS = 3
 _BOILERPLATE = re.compile(
     r"<(system-reminder|command-name|command-message|command-args|local-command-stdout|local-command-stderr|"
@@ -236,6 +238,7 @@ class RequestPass:
         slots = message_slots(msg, self.api)
         found: list[Found] = []
         own: list[str] = []
+        texts: list[PieceState] = []
         for slot in slots:
             if slot.tool_use_id is not None:
                 found.extend(find_in_result(slot, self._tool_use(slot.tool_use_id), self.matcher,
@@ -244,13 +247,47 @@ class RequestPass:
                 here = find_in_user_text(slot, self.matcher, self.s.min_run_lines)
                 found.extend(here)
                 own.append(_without(slot.text, here))
+                if not here and (text := self._own_text(slot)) is not None:
+                    texts.append(text)
         said = _gist(real_text("\n".join(own)), QUESTION_CHARS)
         real = bool(re.search(r"\w", said))
         question = self.question(extra=said if real else "")
         pieces = [self._piece(f, msg, question) for f in found]
         pieces = self._arrival_forms(pieces, found)
-        record = Record(key, role, 0, tuple(pieces), said, real)
+        record = Record(key, role, 0, tuple(pieces) + (tuple(texts) if real else ()), said, real)
         self.records.append(dataclasses.replace(record, tokens=self._count(msg, record)))
+
+    def _own_text(self, slot) -> PieceState | None:
+        """A user's own long text (``earlier_text``: a pasted log, a long description) as a piece
+        that compaction may shorten once its task is over; None for anything else.  Only a text
+        block of the user's words alone: one holding harness boilerplate (a reminder carrying the
+        project's instructions) or pasted project code is left to the rules for those."""
+        limit = self.s.earlier_text
+        text = slot.text
+        if not limit or len(text) < 2 * limit or _BOILERPLATE.search(text) or _CAVEAT.search(text):
+            return None
+        tokens = self.tokens.count(text)
+        if tokens <= limit:
+            return None
+        return PieceState(slot.path, 0, len(text), "text", "", hash(text), (1, text.count("\n") + 1), tokens,
+                          None, "")
+
+    def _text_form(self, p: PieceState, text: str) -> PieceState:
+        """An earlier task's long own text shortened to its opening (what it was about) and its end
+        (what it asked), around one marker line, as the question keeps of a long message."""
+        head = text.find("\n", QUESTION_HEAD)
+        if head < 0 or head > 2 * QUESTION_HEAD:
+            head = QUESTION_HEAD
+        tail = text.rfind("\n", 0, len(text) - TEXT_TAIL) + 1
+        if tail <= 0 or tail < len(text) - 2 * TEXT_TAIL:
+            tail = len(text) - TEXT_TAIL
+        if tail <= head:
+            return p
+        first, last = text.count("\n", 0, head) + 2, text.count("\n", 0, tail)
+        form = (f"{text[:head]}\n[memstrata: lines {first}-{last} of this message elided: an earlier task's text]\n"
+                f"{text[tail:]}")
+        tokens = self.tokens.count(form)
+        return _with_form(p, form, "compressed", tokens) if tokens < p.tokens else p
 
     def _piece(self, f: Found, msg: dict, question: str) -> PieceState:
         text = _get(msg, f.slot)[f.start:f.end]
@@ -466,6 +503,15 @@ class RequestPass:
         recent |= {(ri, pi) for ri, pi, p in results if p.tool_use_id in held}
         recent |= self._returned_to(results)
         plan = self._repeated_reads(results)
+        if task and mine:
+            # An earlier task's long own text (a pasted log, a long description) served that task:
+            # once the current one has started reading, it keeps its opening and its end.
+            for ri in range(task):
+                for pi, p in enumerate(self.records[ri].pieces):
+                    if p.kind == "text" and p.form is None:
+                        short = self._text_form(p, _get(self.msgs[ri], p.slot))
+                        if short is not p:
+                            plan[(ri, pi)] = short
         # A result cut on arrival (over the whole-result limit) was cut for the task it served;
         # once that task is over it is compacted like a whole one.
         # So is, with ``compact_pointers``, a re-read forwarded as pointers into an earlier read plus

@@ -96,6 +96,8 @@ class CompressionSettings:
     compact_pointers: bool = False  # an earlier task's re-read forwarded as pointers is compacted too
     earlier_min_tokens: int | None = None  # an earlier task's result under this stays whole at compaction
     #                                        (None: ``min_tokens``; see _AGGRESSIVE)
+    earlier_text: int = 0           # an earlier task's own user text over this many tokens keeps only its
+    #                                 opening and end at compaction (0: never; see _AGGRESSIVE)
 
     @classmethod
     def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
@@ -136,11 +138,17 @@ class CompressionSettings:
 # small read saves little and risks what the task needs.  An earlier task's small reads (projects
 # that put each type or command in a file of its own) otherwise stay whole for the rest of the
 # session, and every later turn pays to read them again from the cache.
+#
+# The same holds for an earlier task's long own text: a pasted log, benchmark output, a pull
+# request's long description (``earlier_text``).  It served the task it asked; kept whole, every
+# later turn reads it again, and it sits before the reads that follow it, so that a step clearing
+# those must re-bill it too.  At compaction it keeps its opening (what it was about) and its end
+# (what it asked), as the question does of a long message.
 AGGRESSIVE_RESULT_CAP = 3_000
 _AGGRESSIVE = dict(paste_cap=0, result_cap=AGGRESSIVE_RESULT_CAP, budget_ratio=0.25, rel_score=0.3,
                    earlier_ratio=0.0, earlier_cap=0, keep_tool_uses=1, trigger=12_000, clear_at_least=3_000,
                    likely_cap=SAFE_RESULT_CAP, hold_returned_reads=False, compact_pointers=True,
-                   earlier_min_tokens=0)
+                   earlier_min_tokens=0, earlier_text=2_000)
 
 
 @dataclass
@@ -238,7 +246,8 @@ class Compressor:
                     continue
                 replaced += p.tokens
                 replacement += p.form_tokens
-                if p.status == "whole":  # all its code, only the line numbers' padding gone: no cut piece
+                # Whole: all its code, only the line numbers' padding gone; a user's own text: no file.
+                if p.status == "whole" or p.kind == "text":
                     continue
                 runs += 1
                 # The ledger names files as the index does: an agent's absolute path (Claude Code
