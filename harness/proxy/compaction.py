@@ -1196,7 +1196,13 @@ def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, toke
     outline = outline_of(block.code, block.language, block.path)
     if outline.top_level > 1 or not outline.units or named_units(outline, asked):
         return None
-    if max(unit_scores(outline, asked, block.path), default=0.0) >= settings.min_score:
+    # Ranked but not named: kept only where an earlier task's ranked definitions get a share at all.
+    # With none (aggressive mode's ``earlier_ratio`` 0), a file of many definitions keeps only what
+    # is named, and so does one of a single definition or a data table: the words of later requests
+    # and of the agent's "Let me read ..." match such a read's names often enough that it stayed
+    # whole for the rest of the session.
+    if (settings.ranked_share > 0 and settings.ranked_cap > 0
+            and max(unit_scores(outline, asked, block.path), default=0.0) >= settings.min_score):
         return None
     return BlockPlan(block, outline, set(), False, tokens)
 
