@@ -541,7 +541,7 @@ class RequestPass:
             if (ri, pi) in stale:
                 bp = self.plans.get(self.earlier_settings if ri < task else self.block_settings, block, p, asked)
                 if bp is None and ri < task:
-                    bp = _unused_definition(block, asked, self.earlier_settings, p.tokens)
+                    bp = _unused_definition(block, asked, self.earlier_settings, p.tokens, self.s.min_tokens)
                 if bp is not None:
                     plans.append((ri, pi, p, bp))
                     pointed = pointed or bp.evidence
@@ -1185,7 +1185,8 @@ def near_copy_form(block: Block, sources: list[tuple[Block, set[int] | None, str
     return ("\n".join(out), tuple(named)) if named else (None, ())
 
 
-def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, tokens: int) -> BlockPlan | None:
+def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, tokens: int,
+                       small: int = 0) -> BlockPlan | None:
     """A plan that keeps nothing of an earlier task's read of one large definition (one class, one
     long function) or of module statements only (a data table, a script) that the conversation
     since neither names nor ranks: like a file of many definitions it names nothing in, it keeps
@@ -1201,7 +1202,10 @@ def _unused_definition(block: Block, asked: Asked, settings: BlockSettings, toke
     # is named, and so does one of a single definition or a data table: the words of later requests
     # and of the agent's "Let me read ..." match such a read's names often enough that it stayed
     # whole for the rest of the session.
-    if (settings.ranked_share > 0 and settings.ranked_cap > 0
+    # A read under rule 2's floor (``small``) that later words rank stays as it is in every mode: it
+    # costs little to keep, and once compacted its next re-read (a project that puts each type in a
+    # file of its own re-reads such files task after task) is billed whole.
+    if ((settings.ranked_share > 0 and settings.ranked_cap > 0 or tokens < small)
             and max(unit_scores(outline, asked, block.path), default=0.0) >= settings.min_score):
         return None
     return BlockPlan(block, outline, set(), False, tokens)
