@@ -6,6 +6,7 @@ import itertools
 import logging
 import math
 import operator
+import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -252,7 +253,7 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
             notes.append("no name, path or distinctive word of the query matches the project: shown are the "
                          "closest full-text matches of its everyday words")
         return _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
-                      ranking.sig_only, ranking.evidence, in_step=not last)
+                      ranking.sig_only, ranking.evidence, in_step=not last, exports=speaks_of_exports(query))
 
 
 OVERVIEW_METHOD = 0.5  # a method ranks below a top-level definition used as often: its class shows it
@@ -441,16 +442,22 @@ def _prior(graph: GraphView, node: str) -> float:
 def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], budget: int,
            notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset(),
            fill: list[tuple[str, float]] = (), sig_only: set[str] = frozenset(),
-           evidence: "_Evidence | None" = None, in_step: bool = False) -> ContextSlice:
+           evidence: "_Evidence | None" = None, in_step: bool = False, exports: bool = False) -> ContextSlice:
     docs = _Docs(ws, graph)
     docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranked)))
     if in_step and graph.generation is not None and ci.code_generation(ws.store) != graph.generation:
         raise _GraphBehind
+    reexports = _reexport_units(ws, graph, docs, ranked, named) if exports else []
+    reserved = sum(u.cost_full for u in reexports)
+    budget -= reserved
     units, estimate = _select(graph, docs, ranked, budget, named, focus, fill, sig_only=sig_only, evidence=evidence)
     # Whole-file token counts (baseline_tokens) are the costliest count of a
     # query on a cold cache; tiktoken releases the GIL, so they run on the
     # other core while the slice is fitted.
     counting = _count_in_background([(p, docs.texts[p]) for p in dict.fromkeys(u.path for u in units)])
+    if reexports:
+        units = reexports + units
+        budget += reserved
     shown = docs.shown(units)
     sections: dict = {}
     counted: dict[str, int] = {}
@@ -459,8 +466,9 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
         # The per-unit framing estimates were pessimistic (small units, few
         # gap markers): select again for the budget the text really has left.
         nominal = int(budget * min(3.0, estimate / tokens) * 0.95)
-        units, _ = _select(graph, docs, ranked, nominal, named, focus, fill, full_limit=budget, sig_only=sig_only,
-                           evidence=evidence)
+        units, _ = _select(graph, docs, ranked, nominal - reserved, named, focus, fill,
+                           full_limit=budget - reserved, sig_only=sig_only, evidence=evidence)
+        units = reexports + units
         shown = docs.shown(units)
         context2, fitted2, order2, tokens2 = _fit(graph, shown, units, budget, sections, counted)
         if tokens2 > tokens:
@@ -472,8 +480,8 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
     docs.save_counts(file_order)
     if not units and ranked:
         notes.append(f"max_tokens={budget} is too small for any matching code")
-    full = [u.node for u in units if u.mode == FULL]
-    inside = _shown_inside(graph, [u for u in units if u.mode == FULL])
+    full = [u.node for u in units if u.mode == FULL and u.kind != REEXPORT_KIND]
+    inside = _shown_inside(graph, [u for u in units if u.mode == FULL and u.kind != REEXPORT_KIND])
     if named and units and named.isdisjoint([u.node for u in units] + inside):
         # What did fit is only code near a name the question wrote: say so, or a reader takes a
         # neighbour's constant for the answer.
@@ -486,11 +494,96 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
         tokens=tokens,
         baseline_tokens=baseline,
         sources=file_order,
-        symbols=list(dict.fromkeys([u.node for u in units] + inside)),
+        symbols=list(dict.fromkeys([u.node for u in units if u.kind != REEXPORT_KIND] + inside)),
         full_symbols=list(dict.fromkeys(full + inside)),
         notes=notes,
         max_tokens=budget,
     )
+
+
+# A question about what a module exports ("export `dehydrateQuery`", "re-export the types", "the
+# public options") is answered in two places in JavaScript and TypeScript: the module that defines
+# the name, and the package's entry file (an `index.ts` barrel) whose `export ... from './module'`
+# lines make up the public surface.  Such a barrel often defines nothing itself, so no ranking of
+# definitions ever reaches it.  When the question speaks of exports, the re-export lines naming the
+# files of its likeliest targets are shown (a few lines each, at most REEXPORT_FILES barrels).
+_EXPORT_WORD = re.compile(r"\b(?:re-?)?export(?:s|ed|ing)?\b|\bexpos(?:e|es|ed|ing)\b"
+                          r"|\bpublic\s+(?:api|apis|types?|interfaces?|options?|methods?|functions?|classes|class"
+                          r"|surface)\b", re.IGNORECASE)
+REEXPORT_KIND = "re-export"
+REEXPORT_TARGET_FILES = 3  # the files of the best-ranked candidates whose re-exports are looked for
+REEXPORT_FILES = 2
+REEXPORT_IMPORTERS = 40
+REEXPORT_MAX_LINES = 12  # a statement longer than this shows its first line and the one naming the module
+
+
+def speaks_of_exports(query: str) -> bool:
+    """Whether ``query`` asks about what a module exports or exposes publicly."""
+    return _EXPORT_WORD.search(query) is not None
+
+
+def _reexport_units(ws: Workspace, graph: GraphView, docs: "_Docs", ranked: list[tuple[str, float]],
+                    named: set[str]) -> list[Unit]:
+    """Units showing the `export ... from` statements of the barrels that re-export the files of
+    the question's likeliest targets (named ones first), nearest barrel first."""
+    targets: list[str] = []
+    for node in sorted(named) + [n for n, _ in ranked]:
+        path = graph.file_of(node)
+        if path not in targets:
+            targets.append(path)
+        if len(targets) >= REEXPORT_TARGET_FILES:
+            break
+    barrels: dict[str, set[int]] = {}  # barrel -> first lines of its statements re-exporting a target
+    distance: dict[str, int] = {}
+    for target in targets:
+        importers = [v for v, kind, _w, out, is_test in graph.adjacency(target)
+                     if kind == "imports" and not out and not is_test and v != target]
+        if not importers:
+            continue
+        # A widely used module has hundreds of importers: its barrel is among the nearest few.
+        importers = sorted(importers, key=lambda p: (_distance(p, target), p))[:REEXPORT_IMPORTERS]
+        for path, _module, _name, _alias, line, to in ci.load_imports(ws.store, importers):
+            doc = docs.get(path) if to == target else None
+            if doc is None or not 0 < line <= len(doc.lines):
+                continue
+            if not doc.lines[line - 1].lstrip().startswith("export"):
+                continue  # an import uses the module; only a re-export publishes it
+            barrels.setdefault(path, set()).add(line)
+            distance[path] = min(distance.get(path, 1 << 30), _distance(path, target))
+    out: list[Unit] = []
+    for path in sorted(barrels, key=lambda p: (distance[p], p))[:REEXPORT_FILES]:
+        doc = docs.get(path)
+        for first in sorted(barrels[path]):
+            last = _statement_end(doc.lines, first)
+            if last - first + 1 > REEXPORT_MAX_LINES:
+                last = first
+            unit = Unit(f"{path}::<{REEXPORT_KIND}:{first}>", path, 0.0, FULL, first, last, REEXPORT_KIND, None)
+            unit.cost_full = cost_of(doc, unit, graph, FULL) + UNIT_FRAMING
+            unit.taken = 1  # kept before anything selection took: it was reserved for
+            out.append(unit)
+        out[-1].cost_full += FILE_FRAMING
+    return out
+
+
+def _distance(barrel: str, target: str) -> int:
+    """Directory steps from ``target`` up to the nearest directory it shares with ``barrel``,
+    then down to ``barrel``."""
+    a, b = barrel.split("/")[:-1], target.split("/")[:-1]
+    shared = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        shared += 1
+    return (len(a) - shared) + (len(b) - shared)
+
+
+def _statement_end(lines: list[str], first: int) -> int:
+    """The last line of the `export ... from '...'` statement starting at line ``first``."""
+    for i in range(first, min(len(lines), first + 60) + 1):
+        text = lines[i - 1]
+        if re.search(r"\bfrom\s*['\"]", text) or text.rstrip().endswith(";") or (i == first and "{" not in text):
+            return i
+    return first
 
 
 def _shown_inside(graph: GraphView, full: list[Unit]) -> list[str]:
