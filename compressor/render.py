@@ -130,7 +130,9 @@ def _begins_signature(line: str, head: str) -> bool:
 
 def render_unit(doc: FileDoc, unit: Unit, graph: GraphView, with_doc: bool = True) -> str:
     lines = doc.lines
-    if unit.mode == FULL:
+    # A span that is no definition (a barrel's re-export statement) has no signature to stand
+    # for it: it is shown as it is, whatever fitting asks of it.
+    if unit.mode == FULL or unit.node not in graph:
         return "\n".join(lines[unit.start - 1 : unit.end])
     data = graph.node(unit.node)
     shown, sig_end = signature_lines(lines, unit.start, unit.end, data["signature"], comment_prefix(doc.language))

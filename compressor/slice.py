@@ -447,7 +447,7 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
     docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranked)))
     if in_step and graph.generation is not None and ci.code_generation(ws.store) != graph.generation:
         raise _GraphBehind
-    reexports = _reexport_units(ws, graph, docs, ranked, named) if exports else []
+    reexports = _reexport_units(ws, graph, docs, ranked, named, int(budget * REEXPORT_MAX_SHARE)) if exports else []
     reserved = sum(u.cost_full for u in reexports)
     budget -= reserved
     units, estimate = _select(graph, docs, ranked, budget, named, focus, fill, sig_only=sig_only, evidence=evidence)
@@ -514,7 +514,8 @@ REEXPORT_KIND = "re-export"
 REEXPORT_TARGET_FILES = 3  # the files of the best-ranked candidates whose re-exports are looked for
 REEXPORT_FILES = 2
 REEXPORT_IMPORTERS = 40
-REEXPORT_MAX_LINES = 12  # a statement longer than this shows its first line and the one naming the module
+REEXPORT_MAX_SHARE = 0.1  # of the budget, at most, for re-export lines
+REEXPORT_MAX_LINES = 12  # a statement longer than this shows its first line only
 
 
 def speaks_of_exports(query: str) -> bool:
@@ -523,7 +524,7 @@ def speaks_of_exports(query: str) -> bool:
 
 
 def _reexport_units(ws: Workspace, graph: GraphView, docs: "_Docs", ranked: list[tuple[str, float]],
-                    named: set[str]) -> list[Unit]:
+                    named: set[str], room: int) -> list[Unit]:
     """Units showing the `export ... from` statements of the barrels that re-export the files of
     the question's likeliest targets (named ones first), nearest barrel first."""
     targets: list[str] = []
@@ -542,6 +543,7 @@ def _reexport_units(ws: Workspace, graph: GraphView, docs: "_Docs", ranked: list
             continue
         # A widely used module has hundreds of importers: its barrel is among the nearest few.
         importers = sorted(importers, key=lambda p: (_distance(p, target), p))[:REEXPORT_IMPORTERS]
+        docs.load(importers)
         for path, _module, _name, _alias, line, to in ci.load_imports(ws.store, importers):
             doc = docs.get(path) if to == target else None
             if doc is None or not 0 < line <= len(doc.lines):
@@ -551,17 +553,22 @@ def _reexport_units(ws: Workspace, graph: GraphView, docs: "_Docs", ranked: list
             barrels.setdefault(path, set()).add(line)
             distance[path] = min(distance.get(path, 1 << 30), _distance(path, target))
     out: list[Unit] = []
+    used = 0
     for path in sorted(barrels, key=lambda p: (distance[p], p))[:REEXPORT_FILES]:
         doc = docs.get(path)
+        units: list[Unit] = []
         for first in sorted(barrels[path]):
             last = _statement_end(doc.lines, first)
             if last - first + 1 > REEXPORT_MAX_LINES:
                 last = first
             unit = Unit(f"{path}::<{REEXPORT_KIND}:{first}>", path, 0.0, FULL, first, last, REEXPORT_KIND, None)
-            unit.cost_full = cost_of(doc, unit, graph, FULL) + UNIT_FRAMING
+            unit.cost_full = cost_of(doc, unit, graph, FULL) + UNIT_FRAMING + (FILE_FRAMING if not units else 0)
+            if used + unit.cost_full > room:
+                return out + units  # the targets' own code comes first
             unit.taken = 1  # kept before anything selection took: it was reserved for
-            out.append(unit)
-        out[-1].cost_full += FILE_FRAMING
+            units.append(unit)
+            used += unit.cost_full
+        out += units
     return out
 
 

@@ -44,13 +44,20 @@ def test_which_questions_speak_of_exports(query, asks):
 def test_the_barrel_re_exporting_the_target_is_shown_when_the_question_speaks_of_exports(tmp_path):
     with indexed_workspace(tmp_path / "ws", FILES) as w:
         barrel = "packages/store-core/src/index.ts"
-        sl = context_query(w, "skip no-op callbacks and export `dehydrateEntry`", max_tokens=400)
+        sl = context_query(w, "skip no-op callbacks and export `dehydrateEntry`", max_tokens=1000)
         assert "packages/store-core/src/hydration.ts" in sl.sources
         assert barrel in sl.sources, sl.sources
         # The statement re-exporting the target's module, whole.
         assert "export {\n  dehydrate,\n  hydrate,\n} from './hydration'" in sl.context
         assert not any(s.startswith(barrel) for s in sl.symbols + sl.full_symbols)
-        assert sl.tokens <= 400
+        assert sl.tokens <= 1000
         # A question that does not speak of exports is answered without it.
-        plain = context_query(w, "skip no-op callbacks in `dehydrateEntry`", max_tokens=400)
+        plain = context_query(w, "skip no-op callbacks in `dehydrateEntry`", max_tokens=1000)
         assert barrel not in plain.sources
+
+
+@pytest.mark.parametrize("budget", [30, 60, 120, 200])
+def test_a_budget_too_small_for_the_re_export_lines_still_answers(tmp_path, budget):
+    with indexed_workspace(tmp_path / "ws", FILES) as w:
+        sl = context_query(w, "export `dehydrateEntry` and `hydrate`", max_tokens=budget)
+        assert sl.tokens <= budget
