@@ -521,6 +521,7 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
         if len(favoured) <= 3 and code:
             seeds.named.update(favoured)
         resolved_words.add(lower)
+    _dependency_files(text, graph, names, store, seeds, include_tests, tests)
 
     # 4. Words that spell a name with its separators dropped ("hash password",
     # "dispatch a request" -> dispatch_request).
@@ -590,6 +591,59 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
                 for k, (node, score) in enumerate(found):
                     seeds.add_fuzzy(node, PACKAGE_WEIGHT * lexical_weight * (score / (best or 1.0)) / (1 + k * 0.05))
     return seeds
+
+
+# A library the project depends on, named in the question as code ("upgrade v_htmlescape to
+# 0.17", "replace `lazy_static` with OnceLock", "drop the `node-fetch` polyfill"): the files
+# importing it are where the change lands, though no name of theirs says so.  Only a name
+# that looks like code (a snake_case or hyphenated name, or one in backticks) defined nowhere
+# in the project and naming none of its files, directories or packages, and only a library
+# few files import: one imported everywhere says nothing about where.
+DEPENDENCY_IMPORTERS_MAX = 3
+DEPENDENCY_SEED = 4.0
+_dependencies_by_graph: "weakref.WeakKeyDictionary[GraphView, tuple[int, dict[str, set[str]]]]" = \
+    weakref.WeakKeyDictionary()
+_ROOT_SPLIT = re.compile(r"::|[./]")
+
+
+def _dependency_importers(graph: GraphView, store) -> dict[str, set[str]]:
+    """Key of an outside module's first part (``v_htmlescape`` of ``v_htmlescape::escape``,
+    ``lodash`` of ``lodash/fp``) -> the files importing it, remembered until the graph changes."""
+    with _term_counts_lock:
+        hit = _dependencies_by_graph.get(graph)
+        if hit is not None and hit[0] == graph.version:
+            return hit[1]
+    out: dict[str, set[str]] = defaultdict(set)
+    for path, module in ci.external_imports(store):
+        root = _ROOT_SPLIT.split(module.lstrip("@./"), 1)[0]
+        if len(root) >= 3:
+            out[_key(root)].add(path)
+    with _term_counts_lock:
+        _dependencies_by_graph[graph] = (graph.version, out)
+    return out
+
+
+def _dependency_files(text: str, graph: GraphView, names: NameIndex, store, seeds: Seeds,
+                      include_tests: bool, tests: set[str]) -> None:
+    """Seed the files importing a library the question names (see DEPENDENCY_IMPORTERS_MAX)."""
+    spans = [m.span(1) for m in _BACKTICKED.finditer(text)]
+    words = {m.group(0) for m in _HYPHENATED.finditer(text)}
+    words |= {m.group(0) for m in _NAME_RUN.finditer(text)
+              if any(a <= m.start() and m.end() <= b for a, b in spans)}
+    words = {w.strip("_-") for w in words}
+    candidates = [w for w in words if len(_key(w)) >= 3 and w.lower() not in _STOP
+                  and _key(w) not in names.file_stems and _key(w) not in names.dirs
+                  and _key(w) not in names.by_key and not names.packages.get(w.lower())]
+    if not candidates:
+        return
+    importers = _dependency_importers(graph, store)
+    for word in candidates:
+        files = sorted(p for p in importers.get(_key(word), ()) if include_tests or p not in tests)
+        if not 1 <= len(files) <= DEPENDENCY_IMPORTERS_MAX:
+            continue
+        for path in files:
+            seeds.files[path] = max(seeds.files.get(path, 0.0), DEPENDENCY_SEED)
+            seeds.add_evidence(path, FILE_EVIDENCE)
 
 
 _term_counts_by_graph: "weakref.WeakKeyDictionary[GraphView, tuple[int, dict[str, int]]]" = weakref.WeakKeyDictionary()

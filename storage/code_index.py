@@ -510,6 +510,13 @@ def load_refs(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
     return _load(store, _REF_ROWS, paths)
 
 
+def external_imports(store: Store) -> list[tuple[str, str]]:
+    """Rows of (path, module) for every import the indexer resolved to no file of the
+    project: a library's, the standard library's, or one it could not place."""
+    return store.execute("SELECT DISTINCT f.path, i.module FROM imports i JOIN files f ON f.id = i.file_id"
+                         " WHERE i.target_path IS NULL")
+
+
 def load_imports(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
     """Rows of (path, module, name, alias, line, target_path)."""
     return _load(store, _IMPORT_ROWS, paths)

@@ -604,3 +604,26 @@ def test_a_rust_scope_naming_a_module_of_several_files_seeds_none_of_them(tmp_pa
         assert "rt/src/headers.rs" in seeds(w, "fix(headers): detect connection close").files
         both = seeds(w, "fix(cli): exit with the command's status").files
         assert "web/cli.py" in both and "server/cli.py" in both
+
+
+def test_a_library_named_as_code_seeds_the_few_files_importing_it(tmp_path):
+    """"upgrade v_htmlescape to 0.17" is about the files that use the library, though no name of
+    theirs says so; a library imported by many files says nothing about where, a name the project
+    defines is left to the name lookup, and a plain prose word is no library's name."""
+    files = {
+        "web/src/listing.rs": "use v_htmlescape::escape as escape_html;\n\n"
+                              "pub fn encode_name(n: &str) -> String {\n    escape_html(n).to_string()\n}\n",
+        "web/src/render.rs": "pub fn render_page() -> u32 {\n    1\n}\n",
+        "web/src/lib.rs": "pub mod listing;\npub mod render;\n",
+    }
+    files.update({f"web/src/part_{k}.rs": f"use percent_encoding::utf8_percent_encode;\n\npub fn part_{k}() {{}}\n"
+                  for k in range(6)})
+    files["app/main.py"] = "import ujson_fast\n\n\ndef load(s):\n    return ujson_fast.loads(s)\n"
+    with indexed_workspace(tmp_path / "ws", files) as w:
+        s = seeds(w, "chore(web): upgrade v_htmlescape to 0.17")
+        assert "web/src/listing.rs" in s.files, s.files
+        assert s.path_boost("web/src/listing.rs") > 1.0
+        assert "web/src/listing.rs" in context_query(w, "chore: upgrade v_htmlescape to 0.17", max_tokens=600).sources
+        assert not any(p.startswith("web/src/part_") for p in seeds(w, "upgrade percent_encoding to 2.3").files)
+        assert "app/main.py" in seeds(w, "bump `ujson_fast`").files
+        assert "app/main.py" not in seeds(w, "fix: speed up loading").files
