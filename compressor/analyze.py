@@ -601,23 +601,21 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
 # few files import: one imported everywhere says nothing about where.
 DEPENDENCY_IMPORTERS_MAX = 3
 DEPENDENCY_SEED = 4.0
-_dependencies_by_graph: "weakref.WeakKeyDictionary[GraphView, tuple[int, dict[str, set[str]]]]" = \
-    weakref.WeakKeyDictionary()
 _ROOT_SPLIT = re.compile(r"::|[./]")
+_dependencies_by_graph: "weakref.WeakKeyDictionary[GraphView, tuple[int, dict[str, list[str]]]]" = \
+    weakref.WeakKeyDictionary()
 
 
-def _dependency_importers(graph: GraphView, store) -> dict[str, set[str]]:
+def _outside_modules(graph: GraphView, store) -> dict[str, list[str]]:
     """Key of an outside module's first part (``v_htmlescape`` of ``v_htmlescape::escape``,
-    ``lodash`` of ``lodash/fp``) -> the files importing it, remembered until the graph changes."""
+    ``lodash`` of ``lodash/fp``) -> the modules so spelled, remembered until the graph changes."""
     with _term_counts_lock:
         hit = _dependencies_by_graph.get(graph)
         if hit is not None and hit[0] == graph.version:
             return hit[1]
-    out: dict[str, set[str]] = defaultdict(set)
-    for path, module in ci.external_imports(store):
-        root = _ROOT_SPLIT.split(module.lstrip("@./"), 1)[0]
-        if len(root) >= 3:
-            out[_key(root)].add(path)
+    out: dict[str, list[str]] = defaultdict(list)
+    for module in ci.external_modules(store):
+        out[_key(_ROOT_SPLIT.split(module, 1)[0])].append(module)
     with _term_counts_lock:
         _dependencies_by_graph[graph] = (graph.version, out)
     return out
@@ -634,11 +632,11 @@ def _dependency_files(text: str, graph: GraphView, names: NameIndex, store, seed
     candidates = [w for w in words if len(_key(w)) >= 3 and w.lower() not in _STOP
                   and _key(w) not in names.file_stems and _key(w) not in names.dirs
                   and _key(w) not in names.by_key and not names.packages.get(w.lower())]
-    if not candidates:
-        return
-    importers = _dependency_importers(graph, store)
+    modules = _outside_modules(graph, store) if candidates else {}
     for word in candidates:
-        files = sorted(p for p in importers.get(_key(word), ()) if include_tests or p not in tests)
+        if _key(word) not in modules:
+            continue
+        files = [p for p in ci.external_importers(store, modules[_key(word)]) if include_tests or p not in tests]
         if not 1 <= len(files) <= DEPENDENCY_IMPORTERS_MAX:
             continue
         for path in files:
