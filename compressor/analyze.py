@@ -500,6 +500,8 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
             continue
         defs = [d for d in graph.definitions(name) if allowed(d)]
         if not defs:
+            if code:
+                _near_namesakes(name, graph, names, seeds, allowed)
             continue
         total = (9.0 if code else 6.0) * selectivity(len(defs))
         weights = [_def_evidence(d, graph, seeds, words_lower) for d in defs]
@@ -642,6 +644,31 @@ def _dependency_files(text: str, graph: GraphView, names: NameIndex, store, seed
         for path in files:
             seeds.files[path] = max(seeds.files.get(path, 0.0), DEPENDENCY_SEED)
             seeds.add_evidence(path, FILE_EVIDENCE)
+
+
+# A name written as code that nothing defines is most often one the change adds
+# (`connection_any_close`, `EXTENDED_NON_PATH_TYPE_ALLOWLIST`), and a new
+# definition is written beside its nearest kin: the names it spells with one of
+# its words left out (`connection_close`, `NON_PATH_TYPE_ALLOWLIST`), the helpers
+# or constants it joins.  Seeded as strongly as a name written in prose (step 3's
+# 6.0), never named outright; a name of two words left one says too little.
+NEAR_NAMESAKE_WEIGHT = 6.0
+NEAR_NAMESAKE_MIN_WORDS = 2
+
+
+def _near_namesakes(name: str, graph: GraphView, names: NameIndex, seeds: Seeds, allowed) -> None:
+    """Seed the definitions of the names ``name`` spells with one of its words left out."""
+    parts = [p for p in split_identifier(name) if p]
+    if len(parts) <= NEAR_NAMESAKE_MIN_WORDS:
+        return
+    for k in range(len(parts)):
+        key = "".join(parts[:k] + parts[k + 1:])
+        for other in names.by_key.get(key, ()):
+            defs = [d for d in graph.definitions(other) if allowed(d)]
+            if not defs:
+                continue
+            for d in defs:
+                seeds.add_symbol(d, NEAR_NAMESAKE_WEIGHT * selectivity(len(defs)) / len(defs) ** 0.5)
 
 
 _term_counts_by_graph: "weakref.WeakKeyDictionary[GraphView, tuple[int, dict[str, int]]]" = weakref.WeakKeyDictionary()

@@ -627,3 +627,20 @@ def test_a_library_named_as_code_seeds_the_few_files_importing_it(tmp_path):
         assert not any(p.startswith("web/src/part_") for p in seeds(w, "upgrade percent_encoding to 2.3").files)
         assert "app/main.py" in seeds(w, "bump `ujson_fast`").files
         assert "app/main.py" not in seeds(w, "fix: speed up loading").files
+
+
+def test_a_new_name_written_as_code_seeds_its_nearest_namesakes(tmp_path):
+    """`connection_any_close`, a helper the change adds, is written beside `connection_close`, the
+    name it spells with one word left out; a name of two words (`any_close`) says too little, and
+    a name the project defines is looked up as itself."""
+    files = {
+        "net/src/headers.rs": "pub fn connection_close(v: &str) -> bool {\n    v == \"close\"\n}\n\n"
+                              "pub fn content_length(v: &str) -> usize {\n    v.len()\n}\n",
+        "net/src/conn.rs": "pub struct Conn;\n\nimpl Conn {\n    pub fn close(&self) {}\n    pub fn write_head(&self) {}\n}\n",
+        "net/src/lib.rs": "pub mod conn;\npub mod headers;\n",
+    }
+    with indexed_workspace(tmp_path / "ws", files) as w:
+        s = seeds(w, "fix: every header line is inspected via a `connection_any_close` helper")
+        assert "net/src/headers.rs::connection_close" in s.symbols, s.symbols
+        assert "net/src/headers.rs::connection_close" not in s.named
+        assert "net/src/headers.rs::connection_close" not in seeds(w, "fix: inspect via an `any_close` helper").symbols
