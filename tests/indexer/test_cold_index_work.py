@@ -127,10 +127,9 @@ def test_a_pool_that_cannot_start_leaves_the_collector_running(tmp_path, monkeyp
     assert failed.value.__traceback__ is not None and gc.isenabled()
 
 
-def test_a_pooled_run_writes_its_last_files_in_small_transactions(tmp_path, monkeypatch):
-    # The writer waits for a transaction's worth of results, so the last transaction is written
-    # after the last parse with the pool idle: near the end the transactions shrink, and the
-    # last holds no more than one task's files.  Early in the run they stay full-size.
+def _write_sizes(tmp_path, monkeypatch, workers: int):
+    """Index four transactions' worth of small files with ``workers``; return how many files each
+    write transaction held, and the symbols' (path, id, name) rows in id order."""
     files = 4 * run._COMMIT_FILES
     for i in range(files):
         (tmp_path / f"m{i}.py").write_text(f"def f{i}(x):\n    return g(x)\n")
@@ -142,35 +141,30 @@ def test_a_pooled_run_writes_its_last_files_in_small_transactions(tmp_path, monk
         return write(self, outcomes, *args)
 
     monkeypatch.setattr(run.Indexer, "_write_outcomes", watched)
-    with Workspace.open(tmp_path, workers=2) as ws:
-        summary = ws.indexer.index_all()
-        assert summary.parsed == files
-        # Every file and symbol is there, numbered as one transaction would number them.
+    with Workspace.open(tmp_path, workers=workers) as ws:
+        assert ws.indexer.index_all().parsed == files
         rows = ws.store.execute("SELECT f.path, s.id, s.name FROM symbols s JOIN files f ON f.id = s.file_id "
                                 "ORDER BY s.id")
     assert sum(sizes) == files
+    return sizes, rows
+
+
+def test_a_pooled_run_writes_its_last_files_in_small_transactions(tmp_path, monkeypatch):
+    # The writer waits for a transaction's worth of results, so the last transaction is written
+    # after the last parse with the pool idle: near the end the transactions shrink, and the
+    # last holds no more than one task's files.  Early in the run they stay full-size.
+    sizes, rows = _write_sizes(tmp_path, monkeypatch, workers=2)
     assert sizes[0] >= run._COMMIT_FILES
     assert sizes[-1] <= run._BATCH_FILES
     assert sizes == sorted(sizes, reverse=True)
-    order = sorted(f"m{i}.py" for i in range(files))
-    assert [r[0] for r in rows] == order and [r[1] for r in rows] == list(range(1, files + 1))
+    # Every file and symbol is there, numbered as one transaction would number them.
+    order = sorted(f"m{i}.py" for i in range(4 * run._COMMIT_FILES))
+    assert [r[0] for r in rows] == order and [r[1] for r in rows] == list(range(1, len(order) + 1))
     assert [r[2] for r in rows] == [f"f{p[1:-3]}" for p in order]
 
 
 def test_a_run_without_a_pool_commits_full_transactions(tmp_path, monkeypatch):
     # Parsed in the writer's own process, nothing runs beside the writes: smaller transactions
     # near the end would only add commits.
-    files = 4 * run._COMMIT_FILES
-    for i in range(files):
-        (tmp_path / f"m{i}.py").write_text(f"def f{i}(x):\n    return g(x)\n")
-    sizes = []
-    write = run.Indexer._write_outcomes
-
-    def watched(self, outcomes, *args):
-        sizes.append(len(outcomes))
-        return write(self, outcomes, *args)
-
-    monkeypatch.setattr(run.Indexer, "_write_outcomes", watched)
-    with Workspace.open(tmp_path, workers=1) as ws:
-        assert ws.indexer.index_all().parsed == files
+    sizes, _ = _write_sizes(tmp_path, monkeypatch, workers=1)
     assert sizes[:-1] == [sizes[0]] * (len(sizes) - 1) and sizes[0] >= run._COMMIT_FILES
