@@ -500,8 +500,6 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
             continue
         defs = [d for d in graph.definitions(name) if allowed(d)]
         if not defs:
-            if code:
-                _near_namesakes(name, graph, names, seeds, allowed)
             continue
         total = (9.0 if code else 6.0) * selectivity(len(defs))
         weights = [_def_evidence(d, graph, seeds, words_lower) for d in defs]
@@ -523,7 +521,6 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
         if len(favoured) <= 3 and code:
             seeds.named.update(favoured)
         resolved_words.add(lower)
-    _dependency_files(text, graph, names, store, seeds, include_tests, tests)
 
     # 4. Words that spell a name with its separators dropped ("hash password",
     # "dispatch a request" -> dispatch_request).
@@ -593,82 +590,6 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
                 for k, (node, score) in enumerate(found):
                     seeds.add_fuzzy(node, PACKAGE_WEIGHT * lexical_weight * (score / (best or 1.0)) / (1 + k * 0.05))
     return seeds
-
-
-# A library the project depends on, named in the question as code ("upgrade v_htmlescape to
-# 0.17", "replace `lazy_static` with OnceLock", "drop the `node-fetch` polyfill"): the files
-# importing it are where the change lands, though no name of theirs says so.  Only a name
-# that looks like code (a snake_case or hyphenated name, or one in backticks) defined nowhere
-# in the project and naming none of its files, directories or packages, and only a library
-# few files import: one imported everywhere says nothing about where.
-DEPENDENCY_IMPORTERS_MAX = 3
-DEPENDENCY_SEED = 4.0
-_ROOT_SPLIT = re.compile(r"::|[./]")
-_dependencies_by_graph: "weakref.WeakKeyDictionary[GraphView, tuple[int, dict[str, list[str]]]]" = \
-    weakref.WeakKeyDictionary()
-
-
-def _outside_modules(graph: GraphView, store) -> dict[str, list[str]]:
-    """Key of an outside module's first part (``v_htmlescape`` of ``v_htmlescape::escape``,
-    ``lodash`` of ``lodash/fp``) -> the modules so spelled, remembered until the graph changes."""
-    with _term_counts_lock:
-        hit = _dependencies_by_graph.get(graph)
-        if hit is not None and hit[0] == graph.version:
-            return hit[1]
-    out: dict[str, list[str]] = defaultdict(list)
-    for module in ci.external_modules(store):
-        out[_key(_ROOT_SPLIT.split(module, 1)[0])].append(module)
-    with _term_counts_lock:
-        _dependencies_by_graph[graph] = (graph.version, out)
-    return out
-
-
-def _dependency_files(text: str, graph: GraphView, names: NameIndex, store, seeds: Seeds,
-                      include_tests: bool, tests: set[str]) -> None:
-    """Seed the files importing a library the question names (see DEPENDENCY_IMPORTERS_MAX)."""
-    spans = [m.span(1) for m in _BACKTICKED.finditer(text)]
-    words = {m.group(0) for m in _HYPHENATED.finditer(text)}
-    words |= {m.group(0) for m in _NAME_RUN.finditer(text)
-              if any(a <= m.start() and m.end() <= b for a, b in spans)}
-    words = {w.strip("_-") for w in words}
-    candidates = [w for w in words if len(_key(w)) >= 3 and w.lower() not in _STOP
-                  and _key(w) not in names.file_stems and _key(w) not in names.dirs
-                  and _key(w) not in names.by_key and not names.packages.get(w.lower())]
-    modules = _outside_modules(graph, store) if candidates else {}
-    for word in candidates:
-        if _key(word) not in modules:
-            continue
-        files = [p for p in ci.external_importers(store, modules[_key(word)]) if include_tests or p not in tests]
-        if not 1 <= len(files) <= DEPENDENCY_IMPORTERS_MAX:
-            continue
-        for path in files:
-            seeds.files[path] = max(seeds.files.get(path, 0.0), DEPENDENCY_SEED)
-            seeds.add_evidence(path, FILE_EVIDENCE)
-
-
-# A name written as code that nothing defines is most often one the change adds
-# (`connection_any_close`, `EXTENDED_NON_PATH_TYPE_ALLOWLIST`), and a new
-# definition is written beside its nearest kin: the names it spells with one of
-# its words left out (`connection_close`, `NON_PATH_TYPE_ALLOWLIST`), the helpers
-# or constants it joins.  Seeded as strongly as a name written in prose (step 3's
-# 6.0), never named outright; a name of two words left one says too little.
-NEAR_NAMESAKE_WEIGHT = 6.0
-NEAR_NAMESAKE_MIN_WORDS = 2
-
-
-def _near_namesakes(name: str, graph: GraphView, names: NameIndex, seeds: Seeds, allowed) -> None:
-    """Seed the definitions of the names ``name`` spells with one of its words left out."""
-    parts = [p for p in split_identifier(name) if p]
-    if len(parts) <= NEAR_NAMESAKE_MIN_WORDS:
-        return
-    for k in range(len(parts)):
-        key = "".join(parts[:k] + parts[k + 1:])
-        for other in names.by_key.get(key, ()):
-            defs = [d for d in graph.definitions(other) if allowed(d)]
-            if not defs:
-                continue
-            for d in defs:
-                seeds.add_symbol(d, NEAR_NAMESAKE_WEIGHT * selectivity(len(defs)) / len(defs) ** 0.5)
 
 
 _term_counts_by_graph: "weakref.WeakKeyDictionary[GraphView, tuple[int, dict[str, int]]]" = weakref.WeakKeyDictionary()

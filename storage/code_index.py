@@ -510,22 +510,6 @@ def load_refs(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
     return _load(store, _REF_ROWS, paths)
 
 
-def external_modules(store: Store) -> list[str]:
-    """The modules of the imports the indexer resolved to no file of the project: a library's,
-    the standard library's, or one it could not place."""
-    return [row[0] for row in store.execute("SELECT DISTINCT module FROM imports WHERE target_path IS NULL")]
-
-
-def external_importers(store: Store, modules: Sequence[str]) -> list[str]:
-    """The files importing any of ``modules`` (as :func:`external_modules` spells them)."""
-    if not modules:
-        return []
-    marks = ", ".join("?" * len(modules))
-    return [row[0] for row in store.execute(
-        "SELECT DISTINCT f.path FROM imports i JOIN files f ON f.id = i.file_id"
-        f" WHERE i.target_path IS NULL AND i.module IN ({marks}) ORDER BY f.path", tuple(modules))]
-
-
 def load_imports(store: Store, paths: Sequence[str] | None = None) -> list[tuple]:
     """Rows of (path, module, name, alias, line, target_path)."""
     return _load(store, _IMPORT_ROWS, paths)
