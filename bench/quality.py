@@ -1153,7 +1153,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="git repository whose commit messages join the latency questions (e.g. sympy's history "
                          "for the sympy wheel)")
     ap.add_argument("--latency-commits", type=int, default=50, help="commit-message questions from --latency-repo")
-    ap.add_argument("--show-failures", type=int, default=3, help="missed cases printed per repository")
+    ap.add_argument("--show-failures", type=int, default=3,
+                    help="missed cases printed per repository of the development half")
+    ap.add_argument("--show-check-failures", action="store_true",
+                    help="print the check half's missed cases too (off: that half is for measuring, and its "
+                         "cases read while tuning would make it one more development half)")
     ap.add_argument("--json", type=Path, help="write every case and figure here")
     ap.add_argument("-v", "--verbose", action="store_true", help="one line per case while running")
     args = ap.parse_args(argv)
@@ -1186,8 +1190,9 @@ def main(argv: list[str] | None = None) -> int:
     if runs and check_runs:
         for what, key in (("commit cases", "commit"), ("plain-English questions", "english")):
             fitted[key] = print_halves(what, summaries["development"][key], summaries["check"][key], out)
-    print_failures(runs + check_runs, args.show_failures, out)
-    print_failures(runs + check_runs, args.show_failures, out, english_results, "plain-English questions")
+    shown = runs + check_runs if args.show_check_failures else runs
+    print_failures(shown, args.show_failures, out)
+    print_failures(shown, args.show_failures, out, english_results, "plain-English questions")
     latency = None
     if args.latency_index:
         commits = commit_questions(args.latency_repo, args.latency_commits, args.min_query_words) if args.latency_repo else []
