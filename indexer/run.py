@@ -192,12 +192,10 @@ class Indexer:
                 self._write_outcomes(pending, summary, skipped)
                 pending.clear()
 
-        commit_after = _fixed_commit
         with contextlib.ExitStack() as stack:
             if total < _INLINE_BELOW or self.workers <= 1:
                 results = (process_batch((root, b, self.max_file_bytes)) for b in batches)
             else:
-                commit_after = _commit_near_end
                 # fork is cheapest but unsafe once other threads exist (a watcher,
                 # a server loop); forkserver is the safe fallback there.
                 method = "fork" if threading.active_count() == 1 else "forkserver"
@@ -225,7 +223,7 @@ class Indexer:
                     except IndexCancelled:
                         flush()  # what was parsed is kept: the next run does not parse it again
                         raise
-                if len(pending) >= commit_after(total - done):
+                if len(pending) >= _COMMIT_FILES:
                     flush()
             flush()
 
@@ -379,23 +377,6 @@ class Indexer:
             self._give_back_space(summary)
         summary.seconds = time.perf_counter() - t0
         return summary
-
-
-def _fixed_commit(left: int) -> int:
-    return _COMMIT_FILES
-
-
-def _commit_near_end(left: int) -> int:
-    """Files per write transaction when a pool parses, ``left`` files still to come.
-
-    A pipeline's tail: the workers parse while the writer waits for a transaction's worth of
-    results, so whatever the last transaction holds is written after the last parse, on one
-    core, with the pool idle.  The writer keeps up with the pool (each transaction starts as its
-    last file arrives), so transactions shrink as the run nears its end: half of what is left,
-    down to one task's files, and the last write holds only the last task's.  The few more
-    commits cost the writer less than the serial tail they save (the rows, and their ids, are
-    the same however the writes are grouped)."""
-    return max(_BATCH_FILES, min(_COMMIT_FILES, left // 2))
 
 
 @contextlib.contextmanager
