@@ -13,7 +13,7 @@ safe mode, which gives ranked definitions a share, still keeps a ranked one.
 import pytest
 
 from memstrata.harness.proxy.compress_request import CompressionSettings
-from memstrata.indexer.workspace import Workspace
+from tests.conftest import indexed_workspace
 
 from .test_current_task import _function
 from .test_task_breakpoints import last_forwarded
@@ -27,14 +27,10 @@ TASKS = [("Why does the generated table give some ranges a zero entry?", ["recor
 
 @pytest.fixture(scope="module")
 def table_ws(tmp_path_factory):
-    root = tmp_path_factory.mktemp("table") / "cells_project"
-    (root / "records").mkdir(parents=True)
-    (root / "records" / "__init__.py").write_text("")
-    (root / "records" / "table.py").write_text(TABLE)
-    for n, part in enumerate("abc"):
-        (root / "records" / f"part_{part}.py").write_text("\n\n".join(_function(2000 + 20 * n + k) for k in range(12)))
-    ws = Workspace.open(root)
-    ws.index()
+    files = {"records/__init__.py": "", "records/table.py": TABLE}
+    files.update({f"records/part_{part}.py": "\n\n".join(_function(2000 + 20 * n + k) for k in range(12))
+                  for n, part in enumerate("abc")})
+    ws = indexed_workspace(tmp_path_factory.mktemp("table") / "cells_project", files)
     yield ws
     ws.close()
 
