@@ -405,12 +405,7 @@ def _nearest_first(path: str, target_path: str) -> tuple:
     """Files of uses in the order an agent wants them listed when not all fit: production code before
     tests, then the definition's own file and its nearest neighbours in the tree (its package
     before the examples and adapters elsewhere in a monorepo), then by path."""
-    own = target_path.split("/")[:-1]
-    parts = path.split("/")[:-1]
-    shared = 0
-    while shared < min(len(own), len(parts)) and own[shared] == parts[shared]:
-        shared += 1
-    return scan.is_test_path(path), path != target_path, -shared, path
+    return scan.is_test_path(path), path != target_path, -scan.shared_dirs(path, target_path), path
 
 
 def _class_constructed(graph: GraphView, node: str, short: str, qual: str) -> str | None:

@@ -15,6 +15,7 @@ from functools import lru_cache
 
 from memstrata.indexer.graph_view import GraphView
 from memstrata.indexer.history import RecentChanges
+from memstrata.indexer.scan import shared_dirs
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
@@ -575,13 +576,7 @@ def _reexport_units(ws: Workspace, graph: GraphView, docs: "_Docs", ranked: list
 def _distance(barrel: str, target: str) -> int:
     """Directory steps from ``target`` up to the nearest directory it shares with ``barrel``,
     then down to ``barrel``."""
-    a, b = barrel.split("/")[:-1], target.split("/")[:-1]
-    shared = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        shared += 1
-    return (len(a) - shared) + (len(b) - shared)
+    return barrel.count("/") + target.count("/") - 2 * shared_dirs(barrel, target)
 
 
 def _statement_end(lines: list[str], first: int) -> int:

@@ -340,6 +340,16 @@ def is_test_path(path: str) -> bool:
 _TEST_MODULE_LANGUAGES = {"rust"}
 
 
+def shared_dirs(a: str, b: str) -> int:
+    """How many leading directories two project paths have in common (``a/b/x.py`` and
+    ``a/c/y.py``: 1)."""
+    da, db = a.split("/")[:-1], b.split("/")[:-1]
+    shared = 0
+    while shared < min(len(da), len(db)) and da[shared] == db[shared]:
+        shared += 1
+    return shared
+
+
 def is_test_module(language: str | None, kind: str, name: str) -> bool:
     """Whether a definition is a module of inline tests inside a source file."""
     return (language in _TEST_MODULE_LANGUAGES and kind == "module"
