@@ -12,9 +12,9 @@ safe mode, which gives ranked definitions a share, still keeps a ranked one.
 
 import pytest
 
-from memstrata.harness.proxy.compress_request import CompressionSettings
 from tests.conftest import indexed_workspace
 
+from .test_aggressive_small_earlier_reads import _settings
 from .test_current_task import _function
 from .test_task_breakpoints import last_forwarded
 
@@ -33,13 +33,6 @@ def table_ws(tmp_path_factory):
     ws = indexed_workspace(tmp_path_factory.mktemp("table") / "cells_project", files)
     yield ws
     ws.close()
-
-
-def _settings(mode, **overrides):
-    # Thresholds scaled to the fixture's files; steps that pay over a long horizon.
-    args = dict(min_tokens=4000, trigger=3000, clear_at_least=1200, likely_file=0.0, horizon_share=10.0,
-                horizon=100)
-    return CompressionSettings.for_mode(mode, **{**args, **overrides})
 
 
 def _table_read(ws, settings) -> str:

@@ -11,6 +11,7 @@ so does aggressive mode while the text's own task lasts.
 
 from memstrata.harness.proxy.compress_request import CompressionSettings, Compressor
 
+from .test_aggressive_small_earlier_reads import _settings
 from .test_current_task import big_ws  # noqa: F401  (the fixture: a project of a few modules)
 from .test_task_breakpoints import _body, last_forwarded, session
 
@@ -22,13 +23,6 @@ TASKS = [("Why does normalize_record_3 strip strings?", ["records/small.py", "re
          (PASTED, ["records/part_b.py", "records/part_c.py"]),
          ("Where does normalize_record_1003 raise on a missing field?", ["records/part_a.py", "records/small.py"]),
          ("Which kinds does normalize_record_88 accept?", ["records/part_c.py", "records/part_b.py"])]
-
-
-def _settings(mode, **overrides):
-    # Thresholds scaled to the fixture's files; steps that pay over a long horizon.
-    args = dict(min_tokens=4000, trigger=3000, clear_at_least=1200, likely_file=0.0, horizon_share=10.0,
-                horizon=100)
-    return CompressionSettings.for_mode(mode, **{**args, **overrides})
 
 
 def _pasted_as_forwarded(messages) -> str:
