@@ -367,6 +367,13 @@ class _Token:
         return self.quoted or self.called or len(self.parts) > 1 or _looks_like_code(self.name)
 
 
+# A conventional-commit type with its scope ("fix(parser): ...", "build(deps)!: ...") is no call,
+# wherever it stands: a squash-merged pull request's message lists its commits in its body
+# ("* fix(vue-query): ...", "- test(core): ..."), and a project that defines `fix`, `test` or
+# `build` would otherwise have that function named (shown first and whole) by every such line.
+_TYPE_AND_SCOPE = re.compile(r"\(([^()\n]{1,60})\)!?:(?=\s|$)")
+
+
 def _tokens(text: str) -> list[_Token]:
     spans = [m.span(1) for m in _BACKTICKED.finditer(text)]
     out = []
@@ -374,7 +381,8 @@ def _tokens(text: str) -> list[_Token]:
         token = m.group(0)
         start, end = m.span()
         quoted = any(a <= start and end <= b for a, b in spans)
-        called = text[end : end + 1] == "("
+        called = text[end : end + 1] == "(" and not (
+            not quoted and token in _COMMIT_TYPES and _TYPE_AND_SCOPE.match(text, end) is not None)
         out.append(_Token(token, _QUAL_SPLIT.split(token), quoted, called))
     return out
 

@@ -604,3 +604,37 @@ def test_a_rust_scope_naming_a_module_of_several_files_seeds_none_of_them(tmp_pa
         assert "rt/src/headers.rs" in seeds(w, "fix(headers): detect connection close").files
         both = seeds(w, "fix(cli): exit with the command's status").files
         assert "web/cli.py" in both and "server/cli.py" in both
+
+
+_FIXERS = {
+    "src/rules/order.ts": """\
+        export function fix(fixer: Fixer, node: Node): Edit {
+          return fixer.replace(node, sorted(node))
+        }
+
+        export function test(value: string): boolean {
+          return value.length > 0
+        }
+        """,
+    "src/client.ts": """\
+        export function retry(attempts: number): number {
+          return attempts + 1
+        }
+        """,
+}
+
+
+@pytest.mark.parametrize("query", [
+    # A squash-merged pull request's message lists its commits, each with its type and scope.
+    "Add retries to the client (#12) * feat(client): add retries * fix(client): keep the timeout "
+    "* test(client): cover retries",
+    "Add retries to the client\n\n- fix(client)!: keep the timeout\n- test(client): cover retries\n",
+])
+def test_a_commit_type_and_scope_in_the_body_names_no_function(tmp_path, query):
+    with indexed_workspace(tmp_path / "ws", _FIXERS) as w:
+        named = seeds(w, query).named
+        assert "src/rules/order.ts::fix" not in named
+        assert "src/rules/order.ts::test" not in named
+        # Written as a call in prose (or quoted), the same names are still named.
+        called = seeds(w, "make fix(fixer, node) keep comments and `test(value): boolean` trim").named
+        assert {"src/rules/order.ts::fix", "src/rules/order.ts::test"} <= called
