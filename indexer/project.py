@@ -28,8 +28,22 @@ class ProjectError(Exception):
     """The project folder cannot be used (missing, not a directory, not writable)."""
 
 
+def too_broad(root: Path) -> bool:
+    """True for the filesystem root and the home folder itself: no project, but everything below."""
+    if root == Path(root.anchor):
+        return True
+    try:
+        return root == Path.home().resolve()
+    except (RuntimeError, OSError):  # no home to compare with
+        return False
+
+
 def resolve_root(path: str | Path | None = None) -> Path:
-    """The project root for ``path``: the nearest ancestor holding an index, else ``path``."""
+    """The project root for ``path``: the nearest ancestor holding an index, else ``path``.
+
+    An index in the home folder or the filesystem root (made once by naming that folder) is
+    that folder's own: it never claims the projects below it, each of which keeps its own.
+    """
     start = Path(path or os.getcwd()).expanduser()
     try:
         start = start.resolve(strict=True)
@@ -38,6 +52,8 @@ def resolve_root(path: str | Path | None = None) -> Path:
     if not start.is_dir():
         raise ProjectError(f"not a directory: {path}")
     for candidate in (start, *start.parents):
+        if candidate != start and too_broad(candidate):
+            continue
         if (candidate / INDEX_DIR / INDEX_FILE).is_file():
             return candidate
     return start

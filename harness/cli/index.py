@@ -19,6 +19,7 @@ from memstrata.indexer.project import (
     StoreChoice,
     index_dir,
     resolve_root,
+    too_broad,
 )
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
@@ -139,22 +140,13 @@ def open_workspace(path: str | None, store: StoreChoice | None = None, **kw) -> 
     """
     if path is None:
         root = resolve_root(None)
-        if not (index_dir(root) / INDEX_FILE).is_file() and _too_broad(root):
+        if not (index_dir(root) / INDEX_FILE).is_file() and too_broad(root):
             where = "the filesystem root" if root == Path(root.anchor) else "your home folder"
             raise ProjectError(f"the current directory is {where}, not a project: run this in the project "
                                "folder or name it (--project /path/to/project)")
     from memstrata.indexer.workspace import Workspace
 
     return Workspace.open(path, store=store, **kw)
-
-
-def _too_broad(root: Path) -> bool:
-    if root == Path(root.anchor):
-        return True
-    try:
-        return root == Path.home().resolve()
-    except (RuntimeError, OSError):  # no home to compare with
-        return False
 
 
 def _waiting() -> None:

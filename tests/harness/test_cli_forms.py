@@ -156,6 +156,31 @@ def test_the_home_folder_is_never_indexed_by_default(run_cli, cli_env, tmp_path,
         assert (home / ".memstrata" / "index.db").is_file()
 
 
+
+def test_an_index_of_the_home_folder_does_not_claim_the_projects_below_it(run_cli, cli_env, tmp_path):
+    """Once the home folder was indexed (named explicitly), a project below it still gets its own
+    index, and an unindexed one is reported as such, instead of every command below the home
+    folder re-indexing or answering from the home folder's index."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.py").write_text("def home_helper():\n    return 1\n")
+    env = dict(cli_env, HOME=str(home))
+    run_cli("index", str(home), cwd=str(home), env=env)
+    project = copy_project(home / "src" / "shop")
+    res = run_cli("status", "--json", cwd=str(project), env=env, check=False)
+    assert "not indexed yet" in res.stdout + res.stderr, (res.stdout, res.stderr)
+    res = run_cli("index", "--json", cwd=str(project), env=env)
+    assert json.loads(res.stdout)["project"] == str(project.resolve())
+    assert (project / ".memstrata" / "index.db").is_file()
+    # A folder inside the project still means the project.
+    sub = next(p for p in project.iterdir() if p.is_dir() and p.name != ".memstrata")
+    st = json.loads(run_cli("status", "--json", cwd=str(sub), env=env).stdout)
+    assert st["project"] == str(project.resolve())
+    # The home folder itself is still its own project.
+    st = json.loads(run_cli("status", "--json", cwd=str(home), env=env).stdout)
+    assert st["project"] == str(home.resolve())
+
+
 def test_status_names_the_files_with_syntax_errors(run_cli, tmp_path):
     project = copy_project(tmp_path / "p")
     (project / "app" / "broken.py").write_text("def ok():\n    return 1\n\ndef broken(:\n    pass\n")
