@@ -121,7 +121,9 @@ def ensure_running(home: Home) -> Started:
     home.ensure()
     with open(home.log_file, "ab") as log_fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "memstrata.kura.cli", "daemon"],  # cli.DAEMON_ARGV
+            # -P: the folder it is started from must never stand in for the standard library
+            # (a `logging.py` there would run).
+            [sys.executable, "-P", "-m", "memstrata.kura.cli", "daemon"],  # cli.DAEMON_ARGV
             stdin=subprocess.DEVNULL, stdout=log_fh, stderr=log_fh,
             start_new_session=True, close_fds=True,
             env={**os.environ, "KURA_HOME": str(home.root)},

@@ -218,9 +218,11 @@ def spawn(root: Path, index_folder: Path, lock_wait: float | None = None,
 
     if not os.access(index_folder, os.W_OK):
         return None
-    argv = [sys.executable, "-m", "memstrata", "daemon", "run", "--project", str(root)]
+    # -P: it runs in the project folder, whose files must never stand in for the standard
+    # library's modules (a project's own `logging.py` would run, and the daemon fail).
+    argv = [sys.executable, "-P", "-m", "memstrata", "daemon", "run", "--project", str(root)]
     if after_parent:
-        argv = [sys.executable, "-S", "-c", _AFTER_PARENT, *argv[1:]]
+        argv = [sys.executable, "-S", "-P", "-c", _AFTER_PARENT, *argv[1:]]
     if replacing:
         argv.append("--replacing")
     idle = idle_setting()

@@ -617,3 +617,24 @@ def test_off_switch_and_unindexed_projects_start_nothing(project, env):
     time.sleep(1.0)
     assert not socket_file(project).exists()
     assert not status(env, project)["running"]
+
+
+def test_a_project_file_named_like_a_standard_module_is_never_run(project, env, tmp_path):
+    """The daemon runs in the project folder: a project's own `logging.py` or `selectors.py`
+    must not stand in for the standard library's (it would run the project's code on a
+    `memstrata query`, and the daemon would fail to start).  Nor for `python -m memstrata`."""
+    marker = tmp_path / "ran"
+    for name in ("logging", "selectors", "socket"):
+        (project / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n"
+                                            "raise ImportError('a project file, not the standard library')\n")
+    assert run(env, "index", str(project)).returncode == 0
+    try:
+        assert run(env, "query", "login", str(project)).returncode == 0
+        serving(env, project)
+        e = dict(env, MEMSTRATA_DAEMON="off")
+        by_module = subprocess.run([sys.executable, "-m", "memstrata", "query", "login"], cwd=project, env=e,
+                                   capture_output=True, timeout=120)
+        assert by_module.returncode == 0 and b"login" in by_module.stdout, by_module.stderr
+        assert not marker.exists(), marker.read_text()
+    finally:
+        run(env, "daemon", "stop", str(project))

@@ -28,9 +28,10 @@ class KuraEnv:
         self.env = {**os.environ, "KURA_HOME": str(home), "NO_PROXY": "*", "no_proxy": "*"}
         self.pids: set[int] = set()
 
-    def run(self, *args: str, input: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(self, *args: str, input: str | None = None, timeout: float = 120,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
         proc = subprocess.run([KURA, *args], env=self.env, input=input if input is not None else "",
-                              capture_output=True, text=True, timeout=timeout)
+                              capture_output=True, text=True, timeout=timeout, cwd=cwd)
         self._remember_pid()
         return proc
 

@@ -289,3 +289,17 @@ def test_remote_mcp_over_sse_for_inspector(kura, docs):
     kura.ok("remote", "disable")
     with httpx.Client(trust_env=False) as c:
         assert c.get(kura.url + "/sse").status_code == 404
+
+
+def test_a_file_named_like_a_standard_module_where_kura_starts_is_never_run(kura, tmp_path):
+    """The daemon starts from the current folder: a `logging.py` there must not stand in for the
+    standard library's (it would run, and the daemon would never come up)."""
+    here, marker = tmp_path / "here", tmp_path / "ran"
+    here.mkdir()
+    (here / "logging.py").write_text(f"open({str(marker)!r}, 'a').write('ran')\n"
+                                     "raise ImportError('a file of this folder, not the standard library')\n")
+    proc = kura.run(cwd=here)
+    kura._remember_pid()
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert kura.get("/api/health").json()["status"] == "ok"
+    assert not marker.exists()
