@@ -10,6 +10,7 @@ import argparse
 import errno
 import importlib
 import logging
+import os
 import sys
 
 from memstrata import __version__
@@ -86,6 +87,11 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
 @quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # The interpreters this process starts (the index's parse workers' fork server and resource
+    # tracker, the resident query process) start in the project folder: its files must never
+    # stand in for the standard library's modules (a project's own `struct.py` or `logging.py`
+    # would run, and the index fail).  Set here, before any thread starts.
+    os.environ.setdefault("PYTHONSAFEPATH", "1")
     parser = build_parser(_modules_for(argv))
     args = parse(parser, argv)
     logging.basicConfig(

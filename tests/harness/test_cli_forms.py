@@ -4,13 +4,14 @@ commands that create nothing (issue 14).  The real console script in subprocesse
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
 from memstrata.harness.cli.argtypes import project_of
 from memstrata.harness.cli import build_parser, parse
 
-from tests.conftest import index_run_elsewhere
+from tests.conftest import MEMSTRATA, index_run_elsewhere
 
 from .serve_helpers import copy_project
 
@@ -265,3 +266,38 @@ def test_query_dash_reads_the_question_from_standard_input(run_cli, cli_env, mem
                               capture_output=True, env=cli_env, timeout=120)
     assert not_text.returncode == 2
     assert "standard input is not UTF-8 text (byte 0)" in not_text.stderr.decode()
+
+
+def test_files_named_like_standard_modules_never_run_in_the_index_workers(cli_env, tmp_path):
+    """`memstrata mcp` started in the project folder (as MCP hosts do) indexes with worker processes
+    that start in that folder: the project's own `struct.py` or `selectors.py` must not stand in for
+    the standard library's there (they ran, and the index failed)."""
+    project, marker = tmp_path / "p", tmp_path / "ran"
+    project.mkdir()
+    for i in range(80):  # enough files for parse workers
+        (project / f"mod{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    for name in ("struct", "selectors", "socket"):
+        (project / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n"
+                                            "raise ImportError('a project file, not the standard library')\n")
+    proc = subprocess.Popen([MEMSTRATA, "mcp"], cwd=project, env=cli_env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def ask(i, method, params):
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+            proc.stdin.flush()
+            return json.loads(proc.stdout.readline())
+
+        ask(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                              "clientInfo": {"name": "t", "version": "1"}})
+        deadline = time.monotonic() + 90
+        while True:
+            res = ask(1, "tools/call", {"name": "index_status", "arguments": {}})
+            st = json.loads(res["result"]["content"][0]["text"])
+            if st["status"] in ("ready", "error") or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert (st["status"], st["files_indexed"]) == ("ready", 83), st
+        assert not marker.exists(), marker.read_text()
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)
