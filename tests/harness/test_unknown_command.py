@@ -4,6 +4,7 @@ out of ``--help``."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -20,6 +21,8 @@ INTERNAL = {"kura": ("daemon",), "sbuf": ("daemon",), "strata": ("daemon",), "me
 def run(tmp_path, *argv: str) -> subprocess.CompletedProcess:
     env = {"PATH": str(BIN), "HOME": str(tmp_path), "KURA_HOME": str(tmp_path / "kura"),
            "MEMSTRATA_HOME": str(tmp_path / "memstrata"), "XDG_DATA_HOME": str(tmp_path / "data")}
+    if "PYTHONPATH" in os.environ:  # the tree under test, when it is not the installed one
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return subprocess.run([str(BIN / argv[0]), *argv[1:]], capture_output=True, text=True, env=env, timeout=60,
                           stdin=subprocess.DEVNULL, cwd=tmp_path)
 
@@ -49,3 +52,13 @@ def test_strata_unknown_command_is_a_usage_error(tmp_path):
     res = run(tmp_path, "strata", "./db", "bogus")
     assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
     assert "unsupported command bogus" in res.stderr and "daemon" not in res.stderr
+
+
+def test_memstrata_alone_lists_the_commands(tmp_path):
+    """A first `memstrata` with no command: the list of commands (a usage error, exit 2), not only
+    "the following arguments are required: COMMAND"."""
+    for argv in (("memstrata",), ("memstrata", "-v")):
+        res = run(tmp_path, *argv)
+        assert res.returncode == 2 and res.stdout == "", res
+        assert res.stderr.startswith("usage: memstrata ")
+        assert all(f"\n    {c} " in res.stderr for c in ("index", "query", "mcp", "serve")), res.stderr
