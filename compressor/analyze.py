@@ -29,7 +29,8 @@ def validate(query: object, max_tokens: object, include_tests: object) -> tuple[
     if not q:
         raise QueryError("query is empty: ask a question or name a symbol, e.g. 'AuthService.login and its callers'")
     if len(q) > MAX_QUERY_CHARS:
-        raise QueryError(f"query is too long ({len(q):,} characters; the limit is {MAX_QUERY_CHARS:,})")
+        raise QueryError(f"query is too long ({len(q):,} characters; the limit is {MAX_QUERY_CHARS:,}): "
+                         "paste the part of the log or trace that matters")
     if isinstance(max_tokens, bool):
         raise QueryError(f"max_tokens must be an integer, got {json_type(max_tokens)}")
     if isinstance(max_tokens, str):
