@@ -389,8 +389,10 @@ def _tokens(text: str) -> list[_Token]:
 
 
 def _question_tokens(query: str) -> list[_Token]:
-    """The identifier tokens of a question, paths left out: what the name notes look at."""
-    return _tokens(_PATH_TOKEN.sub(" ", clean_query(query)))
+    """The identifier tokens of a question, paths and a leading commit scope left out (`fix(io):`
+    reads like a call of `fix`; the seeds, too, read a scope as a component, never a name): what
+    the name notes look at."""
+    return _tokens(_PATH_TOKEN.sub(" ", split_scope(clean_query(query))[1]))
 
 
 def names_in_tests_only(query: str, graph: GraphView) -> list[str]:

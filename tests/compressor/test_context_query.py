@@ -318,6 +318,16 @@ def test_a_name_the_project_does_not_define_is_said_so(ws):
     assert any("closest to the words of its name" in n for n in r.notes), r.notes
 
 
+def test_a_commit_type_before_its_scope_is_no_undefined_name(ws):
+    # `fix(auth): ...` reads like a call of `fix`, but a conventional commit's type and scope name
+    # the kind of change and the component: the seeds read them so, and so do the notes.
+    for question in ("fix(auth): hash passwords with a salt", "feat(auth)!: hash passwords with a salt"):
+        notes = context_query(ws, question, max_tokens=2000).notes
+        assert not any("not defined" in n for n in notes), (question, notes)
+    notes = context_query(ws, "fix(auth): hash_pasword() drops the salt", max_tokens=2000).notes
+    assert any(n.startswith("hash_pasword is not defined") for n in notes), notes
+
+
 def test_a_project_without_code_gets_an_empty_answer_that_says_why(tmp_path):
     (tmp_path / "README.md").write_text("Nothing here yet.\n")
     with Workspace.open(tmp_path) as w:
