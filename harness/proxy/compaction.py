@@ -495,8 +495,15 @@ class RequestPass:
             # whole-result limit, or because the question was probably about its file: see
             # CompressionSettings.likely_file).
             since = self._task_start(before=task)
-            recent |= {(ri, pi) for ri, pi, p in results
-                       if since <= ri < task and (p.status == "whole" or _cut_on_arrival(p))}
+            ended = {(ri, pi) for ri, pi, p in results
+                     if since <= ri < task and (p.status == "whole" or _cut_on_arrival(p))}
+            # A new task that has not read yet: its first tool call ends that hold, and the step
+            # then compacts the ended task's results.  A step now would clear only what is not held
+            # (a re-read's pointer form among them, an older form) and re-bill the held results
+            # with it; the step at the first tool call re-bills them again (``defer_task_start``).
+            if task and ended and s.defer_task_start:
+                return
+            recent |= ended
         recent |= set(mine[len(mine) - s.keep_task_tool_uses:] if s.keep_task_tool_uses else ())
         # A read that a recent pointer names is as recent as the pointer.
         held = {t for ri, pi, p in results if (ri, pi) in recent for t in p.pointed_at}

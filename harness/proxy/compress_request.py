@@ -98,6 +98,8 @@ class CompressionSettings:
     #                                        (None: ``min_tokens``; see _AGGRESSIVE)
     earlier_text: int = 0           # an earlier task's own user text over this many tokens keeps only its
     #                                 opening and end at compaction (0: never; see _AGGRESSIVE)
+    defer_task_start: bool = False  # no compaction step at a new task's words while the task just ended
+    #                                 still holds its results (see _AGGRESSIVE)
 
     @classmethod
     def for_mode(cls, mode: str = "safe", **overrides) -> "CompressionSettings":
@@ -144,11 +146,19 @@ class CompressionSettings:
 # later turn reads it again, and it sits before the reads that follow it, so that a step clearing
 # those must re-bill it too.  At compaction it keeps its opening (what it was about) and its end
 # (what it asked), as the question does of a long message.
+#
+# A new task's words alone take no compaction step while the task just ended still holds its results
+# as they arrived (``defer_task_start``): the hold ends at the task's first tool call, and the step
+# there compacts them.  A step at the words cleared only what the hold leaves out (a re-read forwarded
+# as pointers among those results) and re-billed the held results behind it; the next step, one
+# request after the first tool call, re-billed them again.  Safe mode is left as it was (its figures
+# are the reference the issue holds fixed); whether it would gain too was not measured.
 AGGRESSIVE_RESULT_CAP = 3_000
 _AGGRESSIVE = dict(paste_cap=0, result_cap=AGGRESSIVE_RESULT_CAP, budget_ratio=0.25, rel_score=0.3,
                    earlier_ratio=0.0, earlier_cap=0, keep_tool_uses=1, trigger=12_000, clear_at_least=3_000,
                    likely_cap=SAFE_RESULT_CAP, hold_returned_reads=False, compact_pointers=True,
-                   earlier_min_tokens=0, earlier_text=2_000)
+                   earlier_min_tokens=0, earlier_text=2_000,
+                   defer_task_start=True)
 
 
 @dataclass
