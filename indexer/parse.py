@@ -41,7 +41,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "35"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "36"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -58,7 +58,8 @@ EXTRACTOR_VERSION = "35"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # `export default name` and `export { name }` are `export` rows (a use of the name); 34: an
 # anonymous `export default function () {}` (arrow, class) is a definition named after its file,
 # an `index` file's anonymous export (this one or `module.exports = function () {}`) after its folder;
-# 35: a file whose stem ends `_tests` (a module of unit tests beside the code) is test code
+# 35: a file whose stem ends `_tests` (a module of unit tests beside the code) is test code;
+# 36: JavaScript/TypeScript object-literal members of one name named by their keys (`transform.handler`)
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -254,7 +255,7 @@ def _definitions(root: ts.Node, passes, language: str, path: str, source: bytes,
         defs = _fold_overloads(_drop_declarations(defs))
     elif language in _JS_LIKE:
         defs = _fold_signatures(defs)
-    _disambiguate(defs, reopens=language in _REOPENING)
+    _disambiguate(defs, reopens=language in _REOPENING, keyed=language in _JS_LIKE)
     return defs
 
 
@@ -575,7 +576,7 @@ def _nest(defs: list[_Def]) -> None:
 _REOPENING = frozenset({"ruby", "csharp", "typescript", "tsx"})
 
 
-def _disambiguate(defs: list[_Def], reopens: bool = False) -> None:
+def _disambiguate(defs: list[_Def], reopens: bool = False, keyed: bool = False) -> None:
     """One qualified name per definition.  A name defined twice in one scope
     -- a property's setter or deleter beside its getter (``set size(v)``,
     ``@size.setter``), an overload (Java, C#, C++), a Rust method of the same
@@ -595,6 +596,17 @@ def _disambiguate(defs: list[_Def], reopens: bool = False) -> None:
         if d.kind == "scope":
             continue
         base = d.qualname
+        if keyed and counts.get(base, 1) > 1 and not d.receiver:
+            # Object-literal members of one name under different keys (a plugin's hooks
+            # `transform: { handler() {} }`, `load: { handler() {} }`; an options object's
+            # `on: { click() {} }`): the keys that hold them tell them apart, where `:2` says nothing
+            # a question or a search could match.
+            keys = _object_keys(d)
+            if keys:
+                owner = f"{d.parent.nest or d.parent.qualname}." if d.parent is not None else ""
+                keyed_name = f"{owner}{keys}.{d.name}"
+                if keyed_name not in used and keyed_name not in counts:
+                    d.qualname = base = keyed_name
         if counts.get(base, 1) > 1 or base in used:
             role = _accessor_role(d)
             if role is not None:
@@ -606,6 +618,25 @@ def _disambiguate(defs: list[_Def], reopens: bool = False) -> None:
             if reopens and d.qualname != base and (d.kind in _CONTAINERS or d.kind == "module"):
                 d.nest = base
         used.add(d.qualname)
+
+
+def _object_keys(d: _Def) -> str:
+    """The keys of the object literals that hold ``d`` inside its parent definition, outermost
+    first (``transform.handler``'s ``transform``), or '' when it is no object-literal member."""
+    stop = d.parent.span if d.parent is not None else None
+    keys: list[str] = []
+    node = d.node.parent
+    while node is not None and node != stop and (d.parent is None or node != d.parent.node):
+        if node.type == "pair":
+            key = node.child_by_field_name("key")
+            if key is None or key.type not in ("property_identifier", "string"):
+                return ""
+            text = _text(key).strip("'\"`")
+            if not text or not text.replace("_", "a").replace("$", "a").isalnum():
+                return ""
+            keys.append(text)
+        node = node.parent
+    return ".".join(reversed(keys))
 
 
 def _accessor_role(d: _Def) -> str | None:

@@ -102,3 +102,39 @@ def test_every_definition_is_in_the_graph_searchable_and_credited(tmp_path):
             "account.py::Account.balance", setter, "account.py::Account.balance:delete"}
         assert [m.node for m in resolve(graph, "Account.balance:set")] == [setter]
         assert [m.node for m in resolve(graph, "balance:delete")] == ["account.py::Account.balance:delete"]
+
+
+PLUGIN = b'''export function cachePlugin(options) {
+  return {
+    name: 'cache',
+    transform: {
+      order: 'pre',
+      handler(code, id) {
+        return rewriteImports(code, id)
+      },
+    },
+    load: {
+      handler: function (id) {
+        return readCached(id)
+      },
+    },
+    resolveId(id) { return id },
+  }
+}
+export default {
+  on: { click() { return 1 } },
+  off: { click() { return 2 } },
+}
+'''
+
+
+def test_object_literal_members_of_one_name_are_told_apart_by_their_keys():
+    """Hooks of one name under different keys (`transform: { handler() {} }`, `load: { handler }`)
+    are named by the keys that hold them, not `handler:2`: a question about the transform hook,
+    or a search for `transform.handler`, can reach the one it means."""
+    for language, path in (("javascript", "plugin.js"), ("typescript", "plugin.ts")):
+        names = [q for q, _, _ in _names(language, path, PLUGIN)]
+        assert "cachePlugin.transform.handler" in names and "cachePlugin.load.handler" in names, names
+        assert "cachePlugin.resolveId" in names  # a name used once keeps its short form
+        assert "on.click" in names and "off.click" in names, names
+        assert not any(":2" in q for q in names), names
