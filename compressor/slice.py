@@ -71,7 +71,6 @@ FILE_FRAMING = 12  # estimated tokens of a file header line
 UNIT_FRAMING = 10  # estimated tokens of the gap marker before a unit
 IMPORT_FRAMING = 12  # estimated tokens of an import line shown between two files of the slice
 REFILL_BELOW = 0.8  # a slice under this share of the budget is selected again
-REFILL_DEMOTED_BELOW = 0.9  # ... or under this share when fitting cut a body selection took whole
 
 
 @dataclass
@@ -463,21 +462,13 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
     shown = docs.shown(units)
     sections: dict = {}
     counted: dict[str, int] = {}
-    selected_full = {u.node for u in units if u.mode == FULL}
     context, fitted, file_order, tokens = _fit(graph, shown, units, budget, sections, counted)
-    # Bodies selection took whole that the exact count then cut to a signature or left out: their
-    # estimate was short, and selecting them again would overflow the same way.
-    demoted = selected_full - {u.node for u in fitted if u.mode == FULL}
-    if tokens > 0 and ((tokens < budget * REFILL_BELOW and estimate >= budget * 0.9)
-                       or (demoted and tokens < budget * REFILL_DEMOTED_BELOW)):
+    if tokens < budget * REFILL_BELOW and estimate >= budget * 0.9 and tokens > 0:
         # The per-unit framing estimates were pessimistic (small units, few
-        # gap markers), or a body too large for what was left came down to its
-        # signature and left its room empty: select again for the budget the
-        # text really has left, those bodies offered as signatures only.
-        nominal = int(budget * min(3.0, max(estimate / tokens, 1.0)) * 0.95)
+        # gap markers): select again for the budget the text really has left.
+        nominal = int(budget * min(3.0, estimate / tokens) * 0.95)
         units, _ = _select(graph, docs, ranked, nominal - reserved, named, focus, fill,
-                           full_limit=budget - reserved, sig_only=sig_only, evidence=evidence,
-                           no_full=demoted - named)
+                           full_limit=budget - reserved, sig_only=sig_only, evidence=evidence)
         units = reexports + units
         shown = docs.shown(units)
         context2, fitted2, order2, tokens2 = _fit(graph, shown, units, budget, sections, counted)
@@ -692,11 +683,10 @@ class _Docs:
 def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] = frozenset(),
             focus: set[str] = frozenset(), fill: list[tuple[str, float]] = (),
             full_limit: int | None = None, sig_only: set[str] = frozenset(),
-            evidence: "_Evidence | None" = None, no_full: set[str] = frozenset()) -> tuple[list[Unit], int]:
+            evidence: "_Evidence | None" = None) -> tuple[list[Unit], int]:
     """Units chosen by expected value per token until the (estimated) budget
     is spent, and that estimate.  ``full_limit`` caps the full bodies when
-    ``budget`` is a nominal figure (a refill after pessimistic estimates);
-    ``no_full`` are offered as signatures only (bodies a first fit could not keep)."""
+    ``budget`` is a nominal figure (a refill after pessimistic estimates)."""
     if not ranked:
         return [], 0
     evidence = evidence or _Evidence()
@@ -768,8 +758,6 @@ def _select(graph: GraphView, docs: _Docs, ranked, budget: int, named: set[str] 
                         or (p > 0 and lines <= MAX_EV_CONTAINER_LINES))
         else:
             can_full = p > 0
-        if node in no_full:
-            can_full = False
         if can_full:
             fullable.add(node)
         probability[node] = p
@@ -1269,7 +1257,6 @@ def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict 
         if attempt(kept + [nxt])[1] <= budget:
             kept.append(nxt)
     if kept:
-        kept = _fill_after_prefix(kept, units[lo + 1:], budget, attempt)
         texts, n = attempt(kept)
         return join_sections(texts), kept, _order(kept), n
     # Not even the best unit fits with its framing: show it bare, then as a signature.
@@ -1280,41 +1267,6 @@ def _fit(graph: GraphView, docs, units: list[Unit], budget: int, sections: dict 
         if n <= budget:
             return join_sections(texts), [best], [best.path], n
     return "", [], [], 0
-
-
-FILL_AFTER_TRIES = 24  # exact attempts spent on the units after the first one left out
-
-
-def _fill_after_prefix(kept: list[Unit], rest: list[Unit], budget: int, attempt) -> list[Unit]:
-    """``kept`` (the longest prefix that fits, and the first unit left out as a signature when
-    that fits) with the units after it that still fit, in selection's order: a unit is kept
-    as selected, else as its signature, else left out.
-
-    Fitting by prefix is a knapsack cut at its first overflow: when what overflows is a large
-    body (selection under-estimated the text, and the body is what it took last), the body goes
-    down to a signature and the room it held stays empty, however small the units selection
-    took after it.  Those units are worth having (selection chose them) and are tried in turn
-    while room is left; each attempt is counted exactly, so the slice never runs over."""
-    if not rest:
-        return kept
-    n = attempt(kept)[1]
-    tries = 0
-    for unit in rest:
-        room = budget - n
-        if room < UNIT_FRAMING or tries >= FILL_AFTER_TRIES:
-            break
-        for mode in ((FULL, SIG) if unit.mode == FULL else (SIG,)):
-            estimate = unit.cost_full if mode == FULL else unit.cost_sig
-            if estimate and estimate > room:
-                continue  # its estimate alone is past the room left: not worth a count
-            unit.mode = mode
-            tries += 1
-            trial = attempt(kept + [unit])[1]
-            if trial <= budget:
-                kept = kept + [unit]
-                n = trial
-                break
-    return kept
 
 
 def _order(units: list[Unit]) -> list[str]:
