@@ -99,6 +99,9 @@ class Workspace:
         self._held_back: str | None = None  # why the latest changes could not be written (a full disk)
         self._store_file = self._file_identity()  # the index file this process opened (see _store_gone)
         self._store_gone_said = False
+        # Whether losing the index file is logged here; a command that reports it in its own words
+        # (`memstrata watch`) turns this off, so the user reads it once.
+        self.log_store_gone = True
         self.listeners: list[Callable[[IndexSummary], None]] = []
         self._history: git_history.RecentChanges | None = None
         self._history_token: str | None = None
@@ -203,7 +206,8 @@ class Workspace:
         else:
             self._error = ("the index file was deleted or replaced while this process ran; restart it to use "
                            "the index that is there now (or run memstrata index to build one)")
-        log.error("%s", self._error)
+        if self.log_store_gone:
+            log.error("%s", self._error)
         return True
 
     def apply_changes(self, changes: Changes) -> IndexSummary:

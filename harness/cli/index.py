@@ -218,6 +218,7 @@ def cmd_watch(args) -> int:
                 print(f"{', '.join(parts)} in {s.seconds * 1000:.0f} ms", flush=True)
 
         ws.listeners.append(report)
+        ws.log_store_gone = False  # said below, in this command's words
         ws.graph  # build it now so updates refresh it incrementally
         ws.start_watching(debounce=args.debounce)
         catching_up = False
