@@ -372,7 +372,7 @@ class _Token:
 # wherever it stands: a squash-merged pull request's message lists its commits in its body
 # ("* fix(vue-query): ...", "- test(core): ..."), and a project that defines `fix`, `test` or
 # `build` would otherwise have that function named (shown first and whole) by every such line.
-_TYPE_AND_SCOPE = re.compile(r"\(([^()\n]{1,60})\)!?:(?=\s|$)")
+_TYPE_AND_SCOPE = re.compile(r"\([^()\n]{1,60}\)!?:(?=\s|$)")
 
 
 def _tokens(text: str) -> list[_Token]:

@@ -623,10 +623,10 @@ def _disambiguate(defs: list[_Def], reopens: bool = False, keyed: bool = False) 
 def _object_keys(d: _Def) -> str:
     """The keys of the object literals that hold ``d`` inside its parent definition, outermost
     first (``transform.handler``'s ``transform``), or '' when it is no object-literal member."""
-    stop = d.parent.span if d.parent is not None else None
+    stops = (d.parent.node, d.parent.span) if d.parent is not None else ()
     keys: list[str] = []
     node = d.node.parent
-    while node is not None and node != stop and (d.parent is None or node != d.parent.node):
+    while node is not None and node not in stops:
         if node.type == "pair":
             key = node.child_by_field_name("key")
             if key is None or key.type not in ("property_identifier", "string"):

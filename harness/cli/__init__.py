@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     # would run, and the index fail).  Set here, before any thread starts.
     os.environ.setdefault("PYTHONSAFEPATH", "1")
     parser = build_parser(_modules_for(argv))
-    if not [a for a in argv if a not in ("-v", "--verbose")]:
+    if all(a in ("-v", "--verbose") for a in argv):
         # `memstrata` alone (a first try): the commands, not just "COMMAND is required".
         parser.print_help(sys.stderr)
         return 2

@@ -157,7 +157,6 @@ def test_the_home_folder_is_never_indexed_by_default(run_cli, cli_env, tmp_path,
         assert (home / ".memstrata" / "index.db").is_file()
 
 
-
 def test_an_index_of_the_home_folder_does_not_claim_the_projects_below_it(run_cli, cli_env, tmp_path):
     """Once the home folder was indexed (named explicitly), a project below it still gets its own
     index, and an unindexed one is reported as such, instead of every command below the home
