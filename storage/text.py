@@ -80,8 +80,12 @@ def query_terms(text: str, number_parts: bool = True) -> list[str]:
 
 
 def fts_quote(term: str) -> str:
-    """Quote a term for an FTS5 MATCH expression (no operator injection)."""
-    return '"' + term.replace('"', '""') + '"'
+    """Quote a term for an FTS5 MATCH expression (no operator injection).
+
+    A NUL ends the expression inside FTS5's parser ("unterminated string"), so
+    text pasted with one (a C string, a binary dump) becomes a space, which the
+    tokenizer reads as the separator a NUL is anyway."""
+    return '"' + term.replace('"', '""').replace("\0", " ") + '"'
 
 
 def stored_text(value: str | bytes | memoryview) -> str:

@@ -83,6 +83,15 @@ def test_awkward_queries(store):
     kura_store.search(store, huge, 10)
 
 
+def test_a_nul_in_the_query_is_a_separator_not_a_broken_database(store):
+    # Text pasted with a NUL (a C string, a binary dump): FTS5's parser stops at the NUL
+    # inside the quoted phrase, which used to surface as "cannot be read: unterminated string".
+    put(store, "a.md", "retry backoff for flaky calls")
+    assert ranked(store, "retry \x00") == [("a.md", 1)]
+    assert ranked(store, "retry\x00backoff flaky") == [("a.md", 1)]
+    assert kura_store.search(store, "\x00 \x00", 10) == []
+
+
 def test_common_words_past_the_budget_still_rank_the_rare_term_first(store):
     n = kura_store.SCORE_BUDGET + 500
     with store.write() as conn:
