@@ -17,6 +17,8 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError
 
 from memstrata.storage.json_types import json_type
@@ -74,6 +76,15 @@ class PlainMCPServer(MCPServer):
             schema = await self._input_schema(name)
             sentence = describe_argument_errors(cause.errors(include_url=False), schema)
             raise ToolError(self.argument_prefix + sentence) from None
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None,
+                         context: Context[Any, Any] | None = None) -> Any:
+        # A prompt name the server does not have is the caller's mistake: MCP says -32602
+        # (as for an unknown resource).  The SDK raises a bare ValueError, which goes out as
+        # error code 0 with a traceback on stderr.
+        if self._prompt_manager.get_prompt(name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}")
+        return await super().get_prompt(name, arguments, context)
 
     async def _input_schema(self, name: str) -> Mapping[str, Any]:
         for tool in await self.list_tools():

@@ -62,6 +62,14 @@ def test_missing_and_wrong_typed_arguments_get_kuras_sentence(server):
         assert got[ident]["isError"] and got[ident]["content"][0]["text"] == sentence, (ident, got[ident])
 
 
+def test_an_unknown_prompt_is_invalid_params_without_a_traceback(server):
+    # The server advertises prompts (none): a name it lacks is the caller's mistake, -32602 as
+    # MCP says, not error code 0 with a traceback on stderr (the fixture checks stderr).
+    server.send(INIT, {"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {"name": "summarise"}})
+    reply = server.replies_until(1)[-1]
+    assert reply["error"] == {"code": -32602, "message": "Unknown prompt: summarise"}
+
+
 def test_requests_are_read_a_bounded_distance_ahead_of_their_answers(kura, tmp_path):
     """A client that sends without reading answers fills its pipes, not the server's
     memory: the stdio front stops reading at MAX_IN_FLIGHT unanswered requests."""
