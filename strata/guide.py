@@ -87,7 +87,9 @@ Strata's own engine.
 - `STRATA_DB=./my-db strata mcp serve`: the same, path from the environment.
 - `strata --cache mcp serve`: an in-memory database, gone when the server exits.
 
-One process opens a durable database at a time; a second one is refused.
+Several servers may serve one durable database at once (two agent hosts
+configured with the same path): one commit clock, each sees the others'
+commits on its next command, and commands take turns.
 
 ## Scope
 
@@ -131,7 +133,8 @@ Codes this server produces:
 branch retains (0, or beyond its latest commit). Codes under `server` are
 this server's own: `unsupported.server.command` for a cataloged command it
 does not run, `unsupported.server.argument` for an argument it does not
-implement, `internal.server.storage` when the disk refused a commit.
+implement, `internal.server.storage` when the disk refused a commit or
+another server held the database for over 30 s (nothing applied).
 
 ## Command catalog (strata_command)
 

@@ -167,6 +167,17 @@ def test_a_second_server_starts_and_both_share_one_clock_and_each_others_writes(
         assert [e["event"]["payload"]["round"] for e in after["events"]] == [r for r in range(5) for _ in (0, 1)]
 
 
+def test_the_guide_tells_an_agent_a_second_server_is_served():
+    # strata_guide is what an unsure agent reads first: it must not say a second
+    # server on the same database is refused when the test above shows it is served.
+    from memstrata.strata.guide import guide_markdown
+
+    text = " ".join(guide_markdown().split())
+    assert "refused" not in text.split("## Scope")[0]
+    assert "Several servers may serve one durable database at once" in text
+    assert "another server held the database for over 30 s" in text
+
+
 def test_concurrent_writers_of_one_key_and_one_log_lose_nothing(two):
     """Both commit every write, serialised: distinct versions, the later write wins, one gapless chain."""
     db, servers = two
