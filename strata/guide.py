@@ -72,6 +72,33 @@ SUMMARIES.update({
     "event_range_by_time": "events in [start_ts, end_ts) by event time", "event_list_types": "the event types used",
 })
 
+# Branch comparison and promotion, graph pages, analytics and ontologies.
+SUMMARIES.update({
+    "branch_diff": "the entities that differ from `branch_a` to `branch_b` (every primitive; at_timestamp)",
+    "branch_preview": "the conflicts promoting `source` into `target` would hit (changes nothing)",
+    "branch_merge": "promote `source`'s changes since the branch point into `target` in one commit "
+                    "(strategy `strict` refuses conflicts, `source_wins` takes the source's side)",
+    "graph_list_nodes": "nodes in id order with their payloads, paged (prefix filter; limit 100)",
+    "graph_sample": "`count` (10) nodes spread evenly over the ids, with the total",
+    "graph_bindings_for_entity": "the nodes of every graph bound to an entity (primitive, space, key), paged",
+    "graph_batch_write": "node and edge writes and removals in one atomic commit (all checked first)",
+    "graph_bulk_insert": "load nodes then edges, one commit per `chunk_size` (512) rows",
+    "graph_define_object_type": "define or replace an object type while the ontology is a draft",
+    "graph_define_link_type": "define or replace a link type (source and target object types) while a draft",
+    "graph_delete_object_type": "delete a draft object type", "graph_delete_link_type": "delete a draft link type",
+    "graph_freeze_ontology": "freeze the ontology: node and edge writes are then checked against it",
+    "graph_get_ontology": "the ontology's status and type definitions",
+    "graph_ontology_summary": "the ontology with how many nodes and edges use each type",
+    "graph_nodes_by_type": "nodes declaring an object type, paged",
+    "graph_apply_delete_policy": "apply `cascade`, `detach` or `keep_dangling` to the nodes bound to an entity",
+    "graph_bfs": "breadth-first traversal from `start` (max_depth 100, max_nodes 10,000)",
+    "graph_sssp": "shortest-path distances from `source` (Dijkstra; negative weights refused)",
+    "graph_wcc": "weakly connected components (named by their smallest node id)",
+    "graph_lcc": "local clustering coefficient of each node",
+    "graph_pagerank": "PageRank scores (damping 0.85, 20 iterations, tolerance 1e-6; personalization)",
+    "graph_cdlp": "communities by label propagation (10 iterations, both directions)",
+})
+
 _INTRO = """\
 # Strata (MemStrata {version}): agent usage guide
 

@@ -222,3 +222,14 @@ def test_an_oversized_line_is_answered_and_skipped(tmp_path):
                       "error": {"code": -32600, "message": f"invalid request: a message may hold at most "
                                                            f"{MAX_LINE_BYTES} bytes"}}
     assert out[1:] == [{"jsonrpc": "2.0", "id": 2, "result": {}}, {"jsonrpc": "2.0", "id": 3, "result": {}}]
+
+
+def test_the_guide_says_what_every_supported_command_does():
+    # An agent picks strata_command's commands from this catalog: a line that only says
+    # "graph command" tells it nothing about what the command is for.
+    from memstrata.strata.guide import SUMMARIES, guide_markdown
+    from memstrata.strata.wire import SPECS
+
+    assert sorted(set(SPECS) - set(SUMMARIES)) == []
+    lines = [line for line in guide_markdown().splitlines() if line.startswith("- `")]
+    assert not [line for line in lines if line.endswith(" command")]
