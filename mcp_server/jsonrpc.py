@@ -24,6 +24,7 @@ failed write means for the session.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -235,6 +236,19 @@ def _refuse_constant(name: str) -> Any:
     raise _Constant(name)
 
 
+class _OutOfRange(ValueError):
+    pass
+
+
+def _finite_float(literal: str) -> float:
+    # A number literal past the largest double (1e400) reads as infinity in Python's json; a
+    # decoder that keeps doubles finite (serde_json: "number out of range") refuses the line.
+    value = float(literal)
+    if math.isinf(value):
+        raise _OutOfRange(literal)
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """One server's JSON-RPC: the ids it takes, its batch policy and the words of every error found here.
@@ -265,6 +279,9 @@ class Dialect:
     # A UTF-8 byte-order mark before a message (what some Windows tools write first) is skipped;
     # False where the engine a server mirrors refuses it.
     skip_bom: bool = False
+    # -32700 for a number literal too large for a double (1e400), where the server mirrors a
+    # decoder that refuses one; None takes it as infinity, as Python's json (and the SDK) do.
+    out_of_range: str | None = None
 
     def parse(self, line: bytes) -> Incoming:
         """One line read -> a message or a batch for the server, or the answer it gets here."""
@@ -281,11 +298,14 @@ class Dialect:
         except UnicodeDecodeError as exc:
             return self._unparsable(self.not_utf8.format(byte=exc.start))
         try:
-            value = json.loads(text, parse_constant=_refuse_constant)
+            value = json.loads(text, parse_constant=_refuse_constant,
+                               parse_float=None if self.out_of_range is None else _finite_float)
         except RecursionError:
             return self._unparsable(self.too_deep)
         except _Constant as exc:
             return self._unparsable(self.constant.format(name=exc.name))
+        except _OutOfRange:
+            return self._unparsable(self.out_of_range or "")
         except json.JSONDecodeError as exc:
             return self._unparsable(self.not_json.format(msg=exc.msg, line=exc.lineno, column=exc.colno))
         except ValueError as exc:

@@ -67,6 +67,9 @@ DIALECT = Dialect(
     bad_id="invalid request: `id` must be a string, a number or null",
     bad_version='invalid request: `jsonrpc` must be "2.0"',
     bad_method="invalid request: `method` must be a string",
+    # Strata's server reads lines with serde_json, which refuses a double past f64's range
+    # (1e400) rather than take it as infinity, which no JSON answer could carry back.
+    out_of_range="parse error: number out of range",
 )
 
 

@@ -116,6 +116,25 @@ def test_protocol_version_is_echoed(tmp_path):
     assert answers(proc)[0]["result"]["protocolVersion"] == "2025-06-18"
 
 
+def test_a_number_past_the_double_range_is_a_parse_error_not_infinity(tmp_path):
+    # serde_json, which reads the real server's lines, refuses 1e400 ("number out of range");
+    # taken as infinity it was stored, then written back as `Infinity`, which is no JSON.
+    edge = {"graph": "g", "src": "n", "edge_type": "e", "dst": "n"}
+    lines = [INITIALIZE, tool_call(2, "strata_graph_create", {"graph": "g"}),
+             tool_call(3, "strata_graph_add_node", {"graph": "g", "node_id": "n"}),
+             tool_call(4, "strata_graph_add_edge", {**edge, "weight": 1e308}).replace("1e+308", "1e309"),
+             tool_call(5, "strata_json_set", {"key": "d", "path": "$", "value": -1e308}).replace("-1e+308", "-1e400"),
+             tool_call(6, "strata_graph_add_edge", {**edge, "weight": 1.7976931348623157e308}),
+             tool_call(7, "strata_graph_neighbors", {"graph": "g", "node_id": "n"})]
+    assert "1e309" in lines[3] and "-1e400" in lines[4]
+    proc = run_lines(["--cache", "mcp", "serve"], lines, env=strata_env(tmp_path))
+    out = answers(proc)
+    assert out[3:5] == [{"jsonrpc": "2.0", "id": None,
+                         "error": {"code": -32700, "message": "parse error: number out of range"}}] * 2
+    edge_page = json.loads(out[-1]["result"]["content"][0]["text"], parse_constant=pytest.fail)  # strict JSON
+    assert [item["edge"]["weight"] for item in edge_page["data"]["items"]] == [1.7976931348623157e308]
+
+
 def test_malformed_lines_each_get_one_answer(tmp_path):
     lines = [
         INITIALIZE,
