@@ -14,6 +14,7 @@ only as a type.
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 import sys
@@ -40,9 +41,11 @@ _ENCODERS = {flag: json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), s
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> str:
-    """Compact JSON, non-ASCII kept, floats as the engine prints them (``1e-7``, not ``1e-07``)."""
+    """Compact JSON, non-ASCII kept, floats as the engine prints them (``1e-7``, not ``1e-07``;
+    a non-finite one, such as a path length that overflowed, as ``null``, as serde_json writes it,
+    never Python's ``Infinity``/``NaN``, which are no JSON)."""
     text = _ENCODERS[sort_keys].encode(value)
-    if "e-0" not in text:
+    if "e-0" not in text and "Infinity" not in text and "NaN" not in text:
         return text
     # Only Python's two-digit negative exponents differ; re-encode with those
     # floats swapped for markers so that strings are never touched.
@@ -52,6 +55,8 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
 
     def mark(v: Any) -> Any:
         if type(v) is float:
+            if not math.isfinite(v):
+                return None
             r = repr(v)
             if "e-0" in r:
                 fixed.append(_EXP.sub("e-", r))
@@ -64,6 +69,8 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
         return v
 
     text = _ENCODERS[sort_keys].encode(mark(value))
+    if not fixed:
+        return text
     # One pass over the text: a replace per marker is quadratic on large results
     # (10,000 PageRank scores took seconds).
     marker = re.compile(r'"\\u0000' + tag + r'(\d+)\\u0000"')

@@ -269,8 +269,11 @@ def _teleport(s: Snapshot, weights: dict[str, float]) -> np.ndarray:
         i = s.index.get(node)
         if i is not None:
             vector[i] = w
-    total = vector.sum()
-    if not total > 0:
+    with np.errstate(over="ignore"):  # an overflow is judged below, not warned about on stderr
+        total = vector.sum()
+    # Weights that are each finite may overflow together (1.7e308 twice): the engine then
+    # finds no weight to normalise by and refuses, as for weights that sum to nothing.
+    if not (total > 0 and math.isfinite(total)):
         raise _personalization("personalization has no positive weight on any node in this graph")
     return vector / total
 

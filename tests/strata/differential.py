@@ -110,14 +110,16 @@ def pick(value: Any, path: str) -> Any:
 
 
 # Per-node float maps of the graph analytics: equal keys (in the same order)
-# and values within 1e-6, since summation order may differ between engines.
+# and values within 1e-6, since summation order may differ between engines
+# (null, where a distance overflowed, only matches null).
 APPROX_MAPS = {"ranks", "coefficients", "distances"}
 
 
 def same(a: Any, b: Any, key: str | None = None) -> bool:
     if key in APPROX_MAPS and isinstance(a, dict) and isinstance(b, dict):
         return list(a) == list(b) and all(
-            type(a[k]) is type(b[k]) is float and math.isclose(a[k], b[k], rel_tol=0, abs_tol=1e-6) for k in a)
+            a[k] is b[k] is None
+            or type(a[k]) is type(b[k]) is float and math.isclose(a[k], b[k], rel_tol=0, abs_tol=1e-6) for k in a)
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):

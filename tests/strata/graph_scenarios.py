@@ -128,6 +128,18 @@ ANALYTICS = [
     cmd(type="graph_sssp", graph="g", source="ghost", budget={"max_nodes": 1}),
 ]
 
+# Weights that are each finite but overflow together: a path length past f64's range (the
+# engine writes it `null`, never `Infinity`), personalization weights whose sum overflows.
+OVERFLOW = build("huge", ["a", "b", "c", "d"], [("a", "x", "b", 1.7e308), ("b", "x", "c", 1.7e308),
+                                                ("c", "x", "d", 1.0)]) + [
+    cmd(type="graph_sssp", graph="huge", source="a"),
+    cmd(type="graph_sssp", graph="huge", source="d", direction="incoming"),
+    cmd(type="graph_pagerank", graph="huge", personalization={"a": 1.7e308}),
+    cmd(type="graph_pagerank", graph="huge", personalization={"a": 1.7e308, "zz": 1.7e308}),
+    cmd(type="graph_pagerank", graph="huge", personalization={"a": 1.7e308, "b": 1.7e308}),
+    cmd(type="graph_pagerank", graph="huge", personalization={"a": 1e308, "b": 1e308, "c": 1e-300}),
+]
+
 TIME_TRAVEL = [
     cmd(type="graph_create", graph="tt"),
     cmd(type="graph_add_node", graph="tt", node_id="a"),
@@ -272,7 +284,7 @@ LISTING = [
     cmd(type="graph_list_nodes", graph="ln"),
 ]
 
-SCRIPTS = {"graph_listing": LISTING, "graph_analytics": ANALYTICS, "graph_analytics_time_travel": TIME_TRAVEL, "graph_batches": BATCHES}
+SCRIPTS = {"graph_listing": LISTING, "graph_analytics": ANALYTICS, "graph_overflow": OVERFLOW, "graph_analytics_time_travel": TIME_TRAVEL, "graph_batches": BATCHES}
 
 
 NODES = ["n1", "n2", "n3", "n4", "n5", "n6"]
