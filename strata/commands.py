@@ -40,10 +40,22 @@ _ENCODERS = {flag: json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), s
              for flag in (False, True)}
 
 
+def _engine_float(r: str) -> str:
+    """A float's ``repr`` with a negative exponent as the engine writes it: ``1e-7`` (not
+    ``1e-07``), and positional from 1e-5 up (``0.000015``, where Python writes ``1.5e-05``):
+    the engine goes scientific one decade later than Python does."""
+    mantissa, _, exponent = r.partition("e-")
+    if int(exponent) == 5:
+        sign = "-" if mantissa.startswith("-") else ""
+        return f"{sign}0.0000{mantissa.lstrip('-').replace('.', '')}"
+    return _EXP.sub("e-", r)
+
+
 def dumps(value: Any, *, sort_keys: bool = False) -> str:
     """Compact JSON, non-ASCII kept, floats as the engine prints them (``1e-7``, not ``1e-07``;
-    a non-finite one, such as a path length that overflowed, as ``null``, as serde_json writes it,
-    never Python's ``Infinity``/``NaN``, which are no JSON)."""
+    ``0.000015``, not ``1.5e-05``: stored payloads are hashed in this form too; a non-finite
+    one, such as a path length that overflowed, as ``null``, as serde_json writes it, never
+    Python's ``Infinity``/``NaN``, which are no JSON)."""
     text = _ENCODERS[sort_keys].encode(value)
     if "e-0" not in text and "Infinity" not in text and "NaN" not in text:
         return text
@@ -59,7 +71,7 @@ def dumps(value: Any, *, sort_keys: bool = False) -> str:
                 return None
             r = repr(v)
             if "e-0" in r:
-                fixed.append(_EXP.sub("e-", r))
+                fixed.append(_engine_float(r))
                 return f"\x00{tag}{len(fixed) - 1}\x00"
             return v
         if isinstance(v, dict):

@@ -60,3 +60,38 @@ def test_the_comparison_catches_a_difference(tmp_path):
     store.close()
     oracle.close()
     assert len(problems) == 1 and "step 1" in problems[0]
+
+
+def test_floats_are_written_as_the_engine_writes_them_byte_for_byte():
+    """The comparison above parses both answers, so a number spelled another way passes it;
+    an agent sees the text, and an event's hash covers its payload's text.  The engine goes
+    scientific one decade later than Python (0.000015, not 1.5e-05)."""
+    import hashlib
+    import json
+    import re
+    import struct
+
+    values = [1.5e-5, -1e-5, 9.999999999999999e-05, 1e-4, 1e-6, -2.5e-7, 1e21, 0.1, 1e16, 123.0]
+    calls = [("strata_json_set", {"key": "d", "path": "$", "value": {"v": values}}),
+             ("strata_json_get", {"key": "d", "path": "$"}),
+             ("strata_event_append", {"event_type": "t", "payload": {"v": values}}),
+             ("strata_graph_create", {"graph": "g"}),
+             ("strata_graph_add_node", {"graph": "g", "node_id": "a", "properties": {"p": 3e-5}}),
+             ("strata_graph_add_edge", {"graph": "g", "src": "a", "edge_type": "e", "dst": "a", "weight": 2.5e-5}),
+             ("strata_graph_neighbors", {"graph": "g", "node_id": "a"})]
+    store, oracle = StrataStore.memory(), OracleSession()
+    ours = StrataServer(Engine(store))
+    volatile = re.compile(r'"(committed_at|reference_id|timestamp|hash)":("[^"]*"|\d+)')
+    try:
+        for name, args in calls:
+            got, want = ours.call_tool(name, args)[0], oracle.call_tool(name, args)[0]
+            assert volatile.sub("", got) == volatile.sub("", want), name
+        event = json.loads(ours.call_tool("strata_event_list", {})[0])["data"]["items"][0]["event"]
+    finally:
+        store.close()
+        oracle.close()
+    payload = ('{"v":[0.000015,-0.00001,0.00009999999999999999,0.0001,1e-6,-2.5e-7,1e+21,0.1,1e+16,'
+               '123.0]}').encode()
+    digest = hashlib.sha256(struct.pack("<QI", 0, 1) + b"t" + struct.pack("<QI", event["timestamp"], len(payload))
+                            + payload + bytes(32)).hexdigest()
+    assert event["hash"] == digest
