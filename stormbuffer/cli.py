@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--shared", action="store_true", help="let git track store.toml and the records")
     sub.add_parser("root", help="print the store folder")
     p = sub.add_parser("status", help="describe the store")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON object: scope, root, initialized, visibility, record_count")
     p = sub.add_parser("list", help="list records")
     p.add_argument("--all", action="store_true", help="every status, not only active records")
     for name, text in (("show", "print a record's Markdown"), ("approve", "activate a candidate"),
@@ -92,13 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
     _draft_args(p)
     p = sub.add_parser("search", help="lexical search")
     p.add_argument("query")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=int, default=20, help="most results (1-100, default 20)")
     p.add_argument("--all", action="store_true", help="every status, not only active records")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the results as one JSON array")
     p = sub.add_parser("context", help="the context result for a question, as JSON")
     p.add_argument("query")
     p.add_argument("--budget", type=int, default=512, help="word budget (1-4096, default 512)")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=int, default=20, help="most search results to fill it from (1-100, default 20)")
     p.add_argument("--all", action="store_true", help="every status, not only active records")
     p = sub.add_parser("forget", help="permanently delete a record's file (needs --destroy)")
     p.add_argument("id")
@@ -114,10 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("reindex", help="rebuild the index from the Markdown")
     sub.add_parser("doctor", help="check the store, its records and its index")
     p = sub.add_parser("invoke", help="the version-1 JSON protocol (one request on stdin)")
-    p.add_argument("operation")
+    p.add_argument("operation", help="search, context, get, remember, update, archive, propose or supersede")
     p = sub.add_parser("mcp", help="run the MCP adapter over stdio")
-    p.add_argument("--stdio", action="store_true", required=True)
-    p.add_argument("--allow-writes", action="store_true")
+    p.add_argument("--stdio", action="store_true", required=True, help="required: speak MCP on stdin/stdout")
+    p.add_argument("--allow-writes", action="store_true",
+                   help="enable memory_remember, memory_update and memory_forget (candidates still need approval)")
     return parser
 
 
@@ -132,9 +133,9 @@ def _milliseconds(text: str) -> int:
 
 
 def _draft_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--title")
-    p.add_argument("--kind")
-    p.add_argument("--body")
+    p.add_argument("--title", help="the draft's title (edit it in the editor)")
+    p.add_argument("--kind", help="fact, decision, procedure or checkpoint (new records: fact)")
+    p.add_argument("--body", help="the draft's body text")
 
 
 @quiet_on_broken_pipe

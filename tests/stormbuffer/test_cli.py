@@ -21,6 +21,20 @@ def test_help_and_version(sbuf):
     assert sbuf.run("frobnicate").returncode == 2
 
 
+def test_every_option_says_what_it_does():
+    # `sbuf search --help` listed --limit and --json with no word on what they take or do.
+    import argparse
+
+    from memstrata.stormbuffer.cli import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    silent = [f"{name} {action.option_strings or action.dest}"
+              for name, sub in subparsers.choices.items() for action in sub._actions
+              if action.help is None and action.dest not in ("help", "id", "query")]
+    assert silent == []
+
+
 def test_init_is_idempotent_and_writes_the_marker(sbuf):
     assert sbuf.init() == f"Initialized project store at {sbuf.store}\n"
     assert sbuf.init() == f"Already initialized project store at {sbuf.store}\n"
