@@ -240,6 +240,10 @@ class _OutOfRange(ValueError):
     pass
 
 
+def _int_or_minus_zero(literal: str) -> int | float:
+    return -0.0 if literal == "-0" else int(literal)
+
+
 def _finite_float(literal: str) -> float:
     # A number literal past the largest double (1e400) reads as infinity in Python's json; a
     # decoder that keeps doubles finite (serde_json: "number out of range") refuses the line.
@@ -282,6 +286,9 @@ class Dialect:
     # -32700 for a number literal too large for a double (1e400), where the server mirrors a
     # decoder that refuses one; None takes it as infinity, as Python's json (and the SDK) do.
     out_of_range: str | None = None
+    # The literal -0 read as the float -0.0 (serde_json's reading: zero has no negative
+    # integer), where the server mirrors that decoder; False: the integer 0, as Python reads it.
+    minus_zero_is_float: bool = False
 
     def parse(self, line: bytes) -> Incoming:
         """One line read -> a message or a batch for the server, or the answer it gets here."""
@@ -299,7 +306,8 @@ class Dialect:
             return self._unparsable(self.not_utf8.format(byte=exc.start))
         try:
             value = json.loads(text, parse_constant=_refuse_constant,
-                               parse_float=None if self.out_of_range is None else _finite_float)
+                               parse_float=None if self.out_of_range is None else _finite_float,
+                               parse_int=_int_or_minus_zero if self.minus_zero_is_float else None)
         except RecursionError:
             return self._unparsable(self.too_deep)
         except _Constant as exc:

@@ -70,6 +70,9 @@ DIALECT = Dialect(
     # Strata's server reads lines with serde_json, which refuses a double past f64's range
     # (1e400) rather than take it as infinity, which no JSON answer could carry back.
     out_of_range="parse error: number out of range",
+    # serde_json reads the literal -0 as the float -0.0: a document keeps it as -0.0, and a
+    # field that takes an unsigned integer refuses it as a floating point.
+    minus_zero_is_float=True,
 )
 
 

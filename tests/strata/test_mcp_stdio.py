@@ -135,6 +135,29 @@ def test_a_number_past_the_double_range_is_a_parse_error_not_infinity(tmp_path):
     assert [item["edge"]["weight"] for item in edge_page["data"]["items"]] == [1.7976931348623157e308]
 
 
+def test_minus_zero_is_read_as_the_engine_reads_it(tmp_path):
+    # serde_json reads the literal -0 as the float -0.0 (Python: the integer 0): the real
+    # engine keeps -0.0 in a document and refuses it where an unsigned integer is due.
+    from stratadb import _stratadb
+
+    engine = _stratadb.Handle.open_cache()
+    engine.execute('{"type":"json_set","key":"d","path":"$","value":{"a":-0,"b":[-0],"c":0}}')
+    want_doc = json.loads(engine.execute('{"type":"json_get","key":"d","path":"$"}'))["data"]["value"]["value"]
+    with pytest.raises(ValueError) as refused:
+        engine.execute('{"type":"kv_list","limit":-0}')
+    engine.close()
+    raw = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}')
+    lines = [INITIALIZE, raw % (2, "strata_json_set", '{"key":"d","path":"$","value":{"a":-0,"b":[-0],"c":0}}'),
+             raw % (3, "strata_json_get", '{"key":"d","path":"$"}'), raw % (4, "strata_kv_list", '{"limit":-0}')]
+    out = answers(run_lines(["--cache", "mcp", "serve"], lines, env=strata_env(tmp_path)))
+    text = out[2]["result"]["content"][0]["text"]
+    assert '"value":{"a":-0.0,"b":[-0.0],"c":0}' in text
+    assert json.loads(text)["data"]["value"]["value"] == want_doc
+    assert out[3]["result"] == {"content": [{"type": "text", "text": "invalid arguments for `strata_kv_list`: "
+                                             + str(refused.value).removeprefix("invalid command: ")}],
+                                "isError": True}
+
+
 def test_malformed_lines_each_get_one_answer(tmp_path):
     lines = [
         INITIALIZE,
