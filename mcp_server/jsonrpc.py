@@ -240,6 +240,42 @@ class _OutOfRange(ValueError):
     pass
 
 
+def _depth(value: Any) -> int:
+    """How many containers deep ``value`` nests (a scalar: 0)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
+
+
+def _past_depth(text: str, limit: int) -> int | None:
+    """The 1-based byte column where the first container deeper than ``limit`` opens in a JSON
+    text (strings skipped), or None when none does."""
+    depth, in_string, escaped = 0, False, False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return len(text[:index].encode("utf-8")) + 1
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
 def _int_or_minus_zero(literal: str) -> int | float:
     return -0.0 if literal == "-0" else int(literal)
 
@@ -289,6 +325,11 @@ class Dialect:
     # The literal -0 read as the float -0.0 (serde_json's reading: zero has no negative
     # integer), where the server mirrors that decoder; False: the integer 0, as Python reads it.
     minus_zero_is_float: bool = False
+    # The containers a line may nest, where the server mirrors a decoder with a recursion limit
+    # (serde_json's: 127, the 128th refused), and the -32700 it then gets ({line}, {column}: where
+    # the container past the limit opens, the column in bytes).  None: Python's own limit.
+    max_depth: int | None = None
+    too_deep_at: str = ""
 
     def parse(self, line: bytes) -> Incoming:
         """One line read -> a message or a batch for the server, or the answer it gets here."""
@@ -309,6 +350,9 @@ class Dialect:
                                parse_float=None if self.out_of_range is None else _finite_float,
                                parse_int=_int_or_minus_zero if self.minus_zero_is_float else None)
         except RecursionError:
+            column = None if self.max_depth is None else _past_depth(text, self.max_depth)
+            if column is not None:
+                return self._unparsable(self.too_deep_at.format(line=1, column=column))
             return self._unparsable(self.too_deep)
         except _Constant as exc:
             return self._unparsable(self.constant.format(name=exc.name))
@@ -318,6 +362,10 @@ class Dialect:
             return self._unparsable(self.not_json.format(msg=exc.msg, line=exc.lineno, column=exc.colno))
         except ValueError as exc:
             return self._unparsable(self.bad_value.format(reason=exc))
+        if self.max_depth is not None and text.count("[") + text.count("{") > self.max_depth:
+            column = _past_depth(text, self.max_depth) if _depth(value) > self.max_depth else None
+            if column is not None:
+                return self._unparsable(self.too_deep_at.format(line=1, column=column))
         if self.lone_surrogate is not None and "\\u" in text:
             # Valid to Python, not to JSON, and it could not be written back as UTF-8.
             try:

@@ -73,6 +73,8 @@ DIALECT = Dialect(
     # serde_json reads the literal -0 as the float -0.0: a document keeps it as -0.0, and a
     # field that takes an unsigned integer refuses it as a floating point.
     minus_zero_is_float=True,
+    # serde_json's recursion limit on the whole line: the 128th nested container is refused.
+    max_depth=127, too_deep_at="parse error: recursion limit exceeded at line {line} column {column}",
 )
 
 

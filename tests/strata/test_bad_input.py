@@ -104,11 +104,32 @@ def test_large_and_deep_values(server):
 
 def test_nesting_and_surrogates_are_parse_errors(server):
     deep = ("[" * 100_000 + "]" * 100_000).encode()
-    assert json.loads(server.handle_line(deep))["error"]["code"] == -32700
+    assert json.loads(server.handle_line(deep))["error"] == {
+        "code": -32700, "message": "parse error: recursion limit exceeded at line 1 column 128"}
     line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "strata_kv_put", "arguments": {"key": "x", "value": "y"}}})
     answer = json.loads(server.handle_line(line.replace('"x"', '"\\ud800"').encode()))
     assert answer["error"]["code"] == -32700 and answer["id"] is None
+
+
+def test_a_line_nested_past_serde_jsons_recursion_limit_is_a_parse_error(server):
+    # The real server reads a line with serde_json, which refuses the 128th nested container
+    # (the line's own three levels count): a document 124 arrays deep reaches the engine and is
+    # json_document_too_deep there, one 125 deep never gets past the line.
+    def json_set(depth: int) -> bytes:
+        value = "[" * depth + "]" * depth
+        return ('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"strata_json_set",'
+                '"arguments":{"key":"d","path":"$","value":%s}}}' % value).encode()
+
+    result = json.loads(server.handle_line(json_set(124)))["result"]
+    assert json.loads(result["content"][0]["text"])["error"]["code"] == "invalid_argument.engine.json_document_too_deep"
+    column = json_set(125).index(b"[" * 125) + 125
+    assert json.loads(server.handle_line(json_set(125))) == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32700, "message": f"parse error: recursion limit exceeded at line 1 column {column}"}}
+    # Brackets inside strings are text, not nesting.
+    text = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "strata_json_set", "arguments": {"key": "d", "path": "$", "value": "[{" * 200}}})
+    assert "result" in json.loads(server.handle_line(text.encode()))
 
 
 def test_every_engine_code_is_covered_by_the_differential_scripts(server):
