@@ -76,6 +76,9 @@ DIALECT = Dialect(
     too_deep=_PARSE_ERROR, lone_surrogate=_PARSE_ERROR, surrogate_request=None,
     too_long=_INVALID + ": a message may hold at most {limit} bytes",
     empty_batch=_INVALID, not_an_object=_INVALID, bad_id=_INVALID, bad_version=_INVALID, bad_method=_INVALID,
+    # rmcp reads a line with serde_json, whose recursion limit refuses the 128th nested container:
+    # such a line is unparsable to it, so it is answered as one.
+    max_depth=127, too_deep_at=_PARSE_ERROR,
 )
 
 

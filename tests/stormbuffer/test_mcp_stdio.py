@@ -176,6 +176,9 @@ def test_jsonrpc_errors_for_malformed_lines(sbuf, session):
         (b"\xff\xfe{\"jsonrpc\":\"2.0\"}\n", {"id": None, "code": -32700}),
         (b'{"jsonrpc":"2.0","id":1,"method":"ping"\n', {"id": None, "code": -32700}),
         (b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}\n', {"id": None, "code": -32700}),
+        # Nested past serde_json's recursion limit (127 containers): rmcp cannot read the line.
+        (b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"memory_recall","arguments":'
+         b'{"query":"x","scopes":' + b"[" * 125 + b"]" * 125 + b'}}}\n', {"id": None, "code": -32700}),
         (b"42\n", {"id": None, "code": -32600}),
         (b'"text"\n', {"id": None, "code": -32600}),
         (b"[]\n", {"id": None, "code": -32600}),
