@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -105,11 +106,30 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+# serde_json, which reads Stormbuffer's requests, refuses a container nested past this depth.
+MAX_JSON_DEPTH = 127
+
+
+def _finite_float(literal: str) -> float:
+    # serde_json refuses a number past f64's range (1e400: "number out of range").
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError("number out of range")
+    return value
+
+
+def _int_or_minus_zero(literal: str) -> int | float:
+    # serde_json reads the literal -0 as the float -0.0 (so a `limit` of -0 is no integer).
+    return -0.0 if literal == "-0" else int(literal)
+
+
 def parse_json(data: bytes) -> Any:
-    """Exactly one strict JSON value (no NaN, no lone surrogates).  Raises ValueError."""
+    """Exactly one strict JSON value as serde_json reads it (no NaN, no lone surrogates, no
+    number past f64's range, at most 127 containers deep; -0 is a float).  Raises ValueError."""
     try:
         text = data.decode("utf-8")
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
+                           parse_int=_int_or_minus_zero)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError("not one JSON value") from exc
     _check_strings(value)
@@ -117,17 +137,20 @@ def parse_json(data: bytes) -> Any:
 
 
 def _check_strings(value: Any) -> None:
-    stack = [value]
+    stack = [(value, 0)]
     while stack:
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, str):
             _utf8(item)
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, dict):
-            for key, child in item.items():
-                _utf8(key)
-                stack.append(child)
+        elif isinstance(item, (list, dict)):
+            if depth == MAX_JSON_DEPTH:
+                raise ValueError("recursion limit exceeded")
+            if isinstance(item, list):
+                stack.extend((child, depth + 1) for child in item)
+            else:
+                for key, child in item.items():
+                    _utf8(key)
+                    stack.append((child, depth + 1))
 
 
 def _utf8(text: str) -> None:

@@ -79,6 +79,8 @@ DIALECT = Dialect(
     # rmcp reads a line with serde_json, whose recursion limit refuses the 128th nested container:
     # such a line is unparsable to it, so it is answered as one.
     max_depth=127, too_deep_at=_PARSE_ERROR,
+    # serde_json reads the literal -0 as the float -0.0: a `limit` of -0 is no integer to the core.
+    minus_zero_is_float=True,
 )
 
 

@@ -39,10 +39,22 @@ def test_success_envelope_is_one_sorted_compact_line(sbuf):
 
 
 @pytest.mark.parametrize("data", [b"xx", b"", b"{} {}", b'{"version":1', b"\xff\xfe{}", b"NaN",
-                                  b'{"version": 1, "query": "\\ud800"}'])
+                                  b'{"version": 1, "query": "\\ud800"}',
+                                  # serde_json refuses a number past f64's range and a 128th nested container
+                                  b'{"version": 1, "query": "x", "limit": 1e400}',
+                                  b'{"version": 1, "query": "x", "scopes": ' + b"[" * 127 + b"]" * 127 + b"}"])
 def test_invalid_json(sbuf, data):
     sbuf.init()
     assert code_and_message(sbuf, "search", data) == ("invalid_json", "stdin must contain one JSON object")
+
+
+def test_minus_zero_is_no_integer_as_serde_json_reads_it(sbuf):
+    # serde_json reads the literal -0 as the float -0.0; 126 nested arrays are still JSON to it.
+    sbuf.init()
+    assert code_and_message(sbuf, "context", b'{"version": 1, "query": "q", "limit": -0}') == (
+        "invalid_request", "field `limit` must be an integer")
+    deep = b'{"version": 1, "query": "q", "scopes": ' + b"[" * 126 + b"]" * 126 + b"}"
+    assert code_and_message(sbuf, "context", deep) == ("invalid_request", "field `scopes` must hold scope strings")
 
 
 def test_input_too_large(sbuf):

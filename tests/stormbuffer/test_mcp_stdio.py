@@ -449,3 +449,16 @@ def test_request_ids_must_fit_a_signed_64_bit_integer(sbuf, session):
     for ident in (2**63 - 1, -(2**63)):
         s.send_raw(b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % ident)
         assert s.recv() == {"jsonrpc": "2.0", "id": ident, "result": {}}
+
+
+def test_minus_zero_in_arguments_is_no_integer_as_rmcp_reads_it(sbuf, session):
+    # rmcp's serde_json reads the literal -0 as the float -0.0, which the core refuses as a limit.
+    sbuf.init()
+    s = session("--project")
+    s.initialize()
+    s.send_raw(b'{"jsonrpc":"2.0","id":"m","method":"tools/call","params":{"name":"memory_recall",'
+               b'"arguments":{"query":"x","limit":-0}}}\n')
+    reply = s.recv()
+    assert reply["id"] == "m" and reply["result"]["isError"] is True
+    assert reply["result"]["structuredContent"]["error"] == {"code": "invalid_request",
+                                                             "message": "field `limit` must be an integer"}
