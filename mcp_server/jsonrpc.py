@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -236,21 +237,34 @@ def _refuse_constant(name: str) -> Any:
     raise _Constant(name)
 
 
-class _OutOfRange(ValueError):
-    pass
+# The literal -0 (not -0.5, -0e1 or -01, which is no JSON).
+_MINUS_ZERO = re.compile(r"-0(?![.\deE])")
 
 
-def _depth(value: Any) -> int:
-    """How many containers deep ``value`` nests (a scalar: 0)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
-    return deepest
+_NUMBERS = frozenset((int, float, bool))
+
+
+def _walk(value: Any, depth_limit: int | None) -> tuple[bool, bool]:
+    """(whether ``value`` nests more than ``depth_limit`` containers deep, whether it holds an
+    infinite float: a number literal past the double range, which Python's json reads as
+    infinity).  Level by level; ``map`` runs in C, so a batch of long vectors costs little."""
+    level, infinite = 0, isinstance(value, float) and math.isinf(value)
+    frontier = [value] if isinstance(value, (dict, list)) else []
+    while frontier:
+        level += 1
+        if depth_limit is not None and level > depth_limit:
+            return True, infinite
+        deeper = []
+        for item in frontier:
+            children = item.values() if type(item) is dict else item
+            kinds = set(map(type, children))
+            if float in kinds and not infinite:
+                infinite = (any(map(math.isinf, children)) if kinds <= _NUMBERS else
+                            any(math.isinf(child) for child in children if type(child) is float))
+            if list in kinds or dict in kinds:
+                deeper.extend(child for child in children if type(child) in (list, dict))
+        frontier = deeper
+    return False, infinite
 
 
 def _past_depth(text: str, limit: int) -> int | None:
@@ -278,15 +292,6 @@ def _past_depth(text: str, limit: int) -> int | None:
 
 def _int_or_minus_zero(literal: str) -> int | float:
     return -0.0 if literal == "-0" else int(literal)
-
-
-def _finite_float(literal: str) -> float:
-    # A number literal past the largest double (1e400) reads as infinity in Python's json; a
-    # decoder that keeps doubles finite (serde_json: "number out of range") refuses the line.
-    value = float(literal)
-    if math.isinf(value):
-        raise _OutOfRange(literal)
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,9 +351,10 @@ class Dialect:
         except UnicodeDecodeError as exc:
             return self._unparsable(self.not_utf8.format(byte=exc.start))
         try:
+            # The hook costs a Python call per integer: taken only where the text has a -0.
+            minus_zero = self.minus_zero_is_float and _MINUS_ZERO.search(text) is not None
             value = json.loads(text, parse_constant=_refuse_constant,
-                               parse_float=None if self.out_of_range is None else _finite_float,
-                               parse_int=_int_or_minus_zero if self.minus_zero_is_float else None)
+                               parse_int=_int_or_minus_zero if minus_zero else None)
         except RecursionError:
             column = None if self.max_depth is None else _past_depth(text, self.max_depth)
             if column is not None:
@@ -356,14 +362,15 @@ class Dialect:
             return self._unparsable(self.too_deep)
         except _Constant as exc:
             return self._unparsable(self.constant.format(name=exc.name))
-        except _OutOfRange:
-            return self._unparsable(self.out_of_range or "")
         except json.JSONDecodeError as exc:
             return self._unparsable(self.not_json.format(msg=exc.msg, line=exc.lineno, column=exc.colno))
         except ValueError as exc:
             return self._unparsable(self.bad_value.format(reason=exc))
-        if self.max_depth is not None and text.count("[") + text.count("{") > self.max_depth:
-            column = _past_depth(text, self.max_depth) if _depth(value) > self.max_depth else None
+        if self.out_of_range is not None or self.max_depth is not None:
+            deep, infinite = _walk(value, self.max_depth)
+            if infinite and self.out_of_range is not None:
+                return self._unparsable(self.out_of_range)
+            column = _past_depth(text, self.max_depth) if deep and self.max_depth is not None else None
             if column is not None:
                 return self._unparsable(self.too_deep_at.format(line=1, column=column))
         if self.lone_surrogate is not None and "\\u" in text:
