@@ -113,6 +113,7 @@ Strata's own engine.
   database in the folder `./my-db` (created when missing).
 - `STRATA_DB=./my-db strata mcp serve`: the same, path from the environment.
 - `strata --cache mcp serve`: an in-memory database, gone when the server exits.
+- `--branch NAME` before `mcp serve`: tools that name no branch use `NAME` (it must exist).
 
 Several servers may serve one durable database at once (two agent hosts
 configured with the same path): one commit clock, each sees the others'
@@ -120,7 +121,8 @@ commits on its next command, and commands take turns.
 
 ## Scope
 
-Data tools take optional `branch` (default `default`) and `space` (default
+Data tools take optional `branch` (default: the session branch, `default`
+unless the server was started with `--branch NAME`) and `space` (default
 `default`). A space is created by its first write; spaces are fully
 isolated. Names starting with `_` are reserved.
 

@@ -108,7 +108,7 @@ AS_OF = ("as_of", _i("Read the state as of this commit timestamp (a write receip
 
 def _scoped(props: list[tuple[str, dict]], required: list[str]) -> dict:
     properties = dict(props)
-    properties["branch"] = _s("Branch to use (default: the session branch, `default`)")
+    properties["branch"] = _s("Branch to use (default: the session branch: `default`, or the one --branch named)")
     properties["space"] = _s("Space inside the branch (default: `default`); created on first write")
     return {"type": "object", "properties": properties, "required": required}
 

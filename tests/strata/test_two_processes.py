@@ -176,6 +176,8 @@ def test_the_guide_tells_an_agent_a_second_server_is_served():
     assert "refused" not in text.split("## Scope")[0]
     assert "Several servers may serve one durable database at once" in text
     assert "another server held the database for over 30 s" in text
+    # ... nor that a tool naming no branch always uses `default` (the session branch does).
+    assert "--branch NAME" in text and "(default `default`) and `space`" not in text
 
 
 def test_concurrent_writers_of_one_key_and_one_log_lose_nothing(two):
