@@ -623,6 +623,9 @@ def _ts_configs(root: Path, dir_files: dict[str, list[str]]) -> tuple[TsMapping,
 _PACKAGE_ENTRY_FIELDS = ("source", "types", "typings", "module", "main")
 
 
+_BUILD_DIRS = frozenset({"dist", "build", "out", "esm", "cjs"})  # where packages put their build output
+
+
 def _package_entry(ctx_files: frozenset[str], directory: str, data: dict) -> str | None:
     candidates: list[str] = []
     for field_name in _PACKAGE_ENTRY_FIELDS:
@@ -649,6 +652,11 @@ def _package_entry(ctx_files: frozenset[str], directory: str, data: dict) -> str
             if stem.endswith(ext):
                 stem = stem[: -len(ext)]
                 break
+        # A build mirrors its source tree (`dist/node/index.js` is built from
+        # `src/node/index.ts`): the same path under src/ comes first.
+        parts = [p for p in c.split("/") if p not in ("", ".")]
+        if len(parts) > 2 and parts[0] in _BUILD_DIRS:
+            probes.append(_join(directory, "/".join(["src", *parts[1:-1], stem])))
         probes.append(_join(directory, "src", stem))
     probes += [_join(directory, "src", "index"), _join(directory, "index")]
     for probe in probes:

@@ -41,7 +41,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "36"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "37"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -59,7 +59,8 @@ EXTRACTOR_VERSION = "36"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # anonymous `export default function () {}` (arrow, class) is a definition named after its file,
 # an `index` file's anonymous export (this one or `module.exports = function () {}`) after its folder;
 # 35: a file whose stem ends `_tests` (a module of unit tests beside the code) is test code;
-# 36: JavaScript/TypeScript object-literal members of one name named by their keys (`transform.handler`)
+# 36: JavaScript/TypeScript object-literal members of one name named by their keys (`transform.handler`);
+# 37: a workspace package whose entry is built output (`dist/node/index.js`) resolves to the same path under src/
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
