@@ -41,7 +41,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "37"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "38"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -60,7 +60,8 @@ EXTRACTOR_VERSION = "37"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # an `index` file's anonymous export (this one or `module.exports = function () {}`) after its folder;
 # 35: a file whose stem ends `_tests` (a module of unit tests beside the code) is test code;
 # 36: JavaScript/TypeScript object-literal members of one name named by their keys (`transform.handler`);
-# 37: a workspace package whose entry is built output (`dist/node/index.js`) resolves to the same path under src/
+# 37: a workspace package whose entry is built output (`dist/node/index.js`) resolves to the same path under src/;
+# 38: a signature ends before the comments between a declaration and its body
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -843,7 +844,15 @@ def _signature(node: ts.Node, source: bytes, start: int | None = None) -> str:
     if body is None and node.type in _BODY_INSIDE:
         body = _BODY_INSIDE[node.type](node)
     if body is not None and body.start_byte > node.start_byte:
-        raw = source[start : body.start_byte]
+        end = body.start_byte
+        # Comments between a declaration and its body are no part of it: a grammar hangs a
+        # trailing `def f():  # note`, and the comment lines a block opens with, on the
+        # definition ahead of its body, and joined into one line they would read as code.
+        prev = body.prev_sibling
+        while prev is not None and "comment" in prev.type and prev.start_byte > start:
+            end = prev.start_byte
+            prev = prev.prev_sibling
+        raw = source[start:end]
     else:
         raw = source[start : node.end_byte].split(b"\n", 1)[0]
     sig = _WS.sub(" ", raw.decode("utf-8", "replace")).strip()

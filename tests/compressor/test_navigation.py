@@ -624,3 +624,14 @@ def test_exporting_a_name_is_listed_and_so_are_imports_of_a_default_that_re_expo
             ("src/utils/index.ts", 1, "import"), ("src/utils/index.ts", 2, "export")]
         assert listed(ws, "toPx") == [("src/helper.ts", 4, "export"), ("src/helper.ts", 5, "export"),
                                       ("src/list.ts", 1, "import")]
+
+
+def test_find_symbol_shows_a_signature_without_the_comments_that_open_the_body(tmp_path):
+    files = {"app/loader.py": (
+        "def load(path, strict=False):  # the slow path\n"
+        "    # First, read the project's own settings,\n"
+        "    # then the user's.\n"
+        "    return open(path).read()\n")}
+    with indexed_workspace(tmp_path, files) as ws:
+        [found] = find_symbol(ws, "load")["symbols"]
+    assert found["signature"] == "def load(path, strict=False):"

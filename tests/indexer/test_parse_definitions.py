@@ -201,3 +201,23 @@ def test_a_macro_continued_on_the_next_line_has_no_backslash_in_its_signature():
     src = b"#define SWAP(a, b) \\\n    do { int t = (a); (a) = (b); (b) = t; } while (0)\n"
     [macro] = parse_source("m.h", "c", src).symbols
     assert (macro.name, macro.signature, macro.start_line, macro.end_line) == ("SWAP", "#define SWAP(a, b)", 1, 2)
+
+
+@pytest.mark.parametrize("path,language,src,expected", [
+    ("a.py", "python", b"def load(path):  # cached below\n    # First, the file's own settings\n    return path\n",
+     "def load(path):"),
+    ("a.py", "python", b"class Store(Base):\n    # rows by key\n    rows = {}\n", "class Store(Base):"),
+    ("a.js", "javascript", b"function load(path) /* cached */ {\n  return path;\n}\n", "function load(path)"),
+    ("a.rs", "rust", b"fn load(path: &str) -> u8 // cached\n{\n    0\n}\n", "fn load(path: &str) -> u8"),
+])
+def test_a_signature_ends_before_the_comments_ahead_of_the_body(path, language, src, expected):
+    # The grammar hangs these comments on the definition before its body; joined into the
+    # one-line signature they read as code (`def load(path): # cached below # First, ...`).
+    [definition] = parse_source(path, language, src).symbols
+    assert definition.signature == expected
+
+
+def test_a_comment_inside_the_parameters_stays_in_the_signature():
+    src = b"def load(\n    path,  # where from\n    strict=False,\n):\n    return path\n"
+    [definition] = parse_source("a.py", "python", src).symbols
+    assert definition.signature == "def load( path, # where from strict=False, ):"
