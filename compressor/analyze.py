@@ -189,7 +189,8 @@ _PATH_TOKEN = re.compile(
     r"|(?<![\w\-])[\w\-]+(?:\.[\w\-]+){0,8}\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|go|rs|java|c|h|cc|cpp|hpp|"
     r"cs|rb|php)\b)(?::\d+(?::\d+)?)?")
 _TRACEBACK_LOCATION = re.compile(r'File "([^"\n]+)", line (\d+)')
-_INSTALLED = re.compile(r"(?:^|/)(?:site-packages|dist-packages|lib/python\d[\d.]*)/")
+# (The slash before a folder is looked at, not taken: `lib/python3/site-packages/` is two matches.)
+_INSTALLED = re.compile(r"(?<![^/])(?:site-packages|dist-packages|lib/python\d[\d.]*)/")
 _HYPHENATED = re.compile(r"\b[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+\b")
 # "#" separates only after a name character (Ruby's ``A#m``); one that begins a part is the name's
 # own (a private member, ``Ky.#retry``), as the index spells it.
@@ -458,12 +459,18 @@ def find_seeds(query: str, graph: GraphView, names: NameIndex, store, include_te
         if not token:
             continue
         # An absolute path (a traceback's) ends with the project's own path of the file -- one of
-        # two parts or more: a lone name (utils.py) ends too many paths, and a frame inside an
-        # installed package is that package's file, not the project's.
-        foreign = absolute and _INSTALLED.search(token) is not None
+        # two parts or more: a lone name (utils.py) ends too many paths.  A frame inside an
+        # installed package is that package's file: the project's only when the project holds
+        # the package's whole path below the install folder (a library's own code in a bug
+        # report's traceback: site-packages/pkg/engine.py is pkg/engine.py or src/pkg/engine.py),
+        # never a project file that merely ends that path (utils/http.py in
+        # site-packages/other/utils/http.py).
+        installed = list(_INSTALLED.finditer(token)) if absolute else []
+        package_path = token[installed[-1].end():] if installed else ""
         matched = [path for path in graph.files()
                    if path == token or path.endswith("/" + token)
-                   or (absolute and not foreign and "/" in path and token.endswith("/" + path))]
+                   or (absolute and not installed and "/" in path and token.endswith("/" + path))
+                   or ("/" in package_path and (path == package_path or path.endswith("/" + package_path)))]
         for path in matched:
             seeds.files[path] = max(seeds.files.get(path, 0), 8.0)
             seeds.add_evidence(path, FILE_EVIDENCE)

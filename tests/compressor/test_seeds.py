@@ -425,12 +425,18 @@ def test_a_file_and_line_names_the_definition_holding_it(tmp_path):
             assert f"def step_{i}(value):" in r.context and f"pkg/engine.py::step_{i}" in r.symbols, i
             r = context_query(w, f"pkg/engine.py:{line}:12", max_tokens=600)
             assert f"pkg/engine.py::step_{i}" in r.full_symbols, i
-        # A frame in an installed package, or an absolute path that only shares a file name, is
-        # not the project's file.
-        for frame in ('File "/usr/lib/python3.11/site-packages/pkg/engine.py", line {}, in x',
+        # A frame in another installed package whose path only ends like a project file, or an
+        # absolute path that only shares a file name, is not the project's file.
+        for frame in ('File "/usr/lib/python3.11/site-packages/other/pkg/engine.py", line {}, in x',
+                      'File "/usr/lib/python3.11/utils.py", line {}, in x',
                       'File "/opt/other/utils.py", line {}, in x'):
             s = seeds(w, frame.format(starts[7] + 5))
             assert not s.named, frame
+        # The project's own package installed (a bug report's traceback of a library) is its file.
+        for frame in ('File "/usr/lib/python3.11/site-packages/pkg/engine.py", line {}, in x',
+                      'File "/usr/local/lib/python3/dist-packages/pkg/engine.py", line {}, in x',
+                      'File "C:/Python311/Lib/site-packages/pkg/engine.py", line {}, in x'):
+            assert seeds(w, frame.format(starts[7] + 5)).named == {"pkg/engine.py::step_7"}, frame
 
 
 def test_a_qualified_name_brings_its_dependencies_not_its_words_namesakes(tmp_path):
