@@ -214,7 +214,9 @@ def _summed(w: WindowSavings, totals: list[ModelTotals], providers: Providers | 
             "dollar_saved": None if dollars is None else _round(dollars.saved),
             "cache_miss_dollars": None if dollars is None else _round(dollars.miss_cost),
         })
-    nothing_priced = w.unpriced_tokens_saved and not priced_any
+    # Nothing priced while there was something to price (tokens saved, or the two bills of
+    # requests the provider answered): the dollars are unknown, not zero.
+    nothing_priced = not priced_any and bool(w.unpriced_tokens_saved or w.cf_requests)
     w.dollar_saved_gross = None if nothing_priced else _round(gross)
     w.cache_miss_dollars = None if nothing_priced else _round(miss)
     w.dollar_saved = None if nothing_priced else _round(saved)

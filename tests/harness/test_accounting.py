@@ -296,6 +296,23 @@ def test_rows_without_counterfactual_keep_the_estimate(ws):
     assert w.dollar_saved == pytest.approx(2000 * rate.input_per_token, abs=1e-9)
 
 
+def test_requests_on_models_without_a_rate_have_unknown_bills(ws):
+    """Requests answered on models no rate is known for, with nothing saved: the two bills (and
+    so the dollars saved) are unknown, not $0 each."""
+    store = ws.store
+    e = ledger.LedgerEntry(time=7000.0, endpoint="openai.chat", tokens_original=100, tokens_forwarded=100,
+                           provider="openai", model="local-model-without-rate", status=200, input_tokens=90,
+                           cache_read_tokens=10, output_tokens=5, cf_input_tokens=90, cf_cache_read_tokens=10,
+                           cf_cache_write_tokens=0)
+    ledger.record(store, [e])
+    w = window(store, 6999.0, Providers.defaults(), until=7001.0)
+    assert w.requests == w.cf_requests == 1 and w.tokens_saved == 0
+    assert w.bill_direct is None and w.bill_proxied is None and w.dollar_saved is None
+    # Nothing asked for at all: nothing to price, and nothing saved.
+    empty = window(store, 8999.0, Providers.defaults(), until=9001.0)
+    assert empty.requests == 0 and empty.dollar_saved == 0 and empty.bill_direct == 0
+
+
 def test_row_written_at_completion_before_its_counts(ws):
     """commit() writes the row at once; counts still pending are filled in afterwards."""
     store = ws.store
