@@ -61,7 +61,7 @@ Report the state of this project's code index.
 Result fields:
 - project: absolute path of the indexed project.
 - files_indexed: number of files in the index.
-- last_indexed: when the last full index run finished (ISO 8601, UTC); null if never.
+- last_indexed: when the index last took in the project's changes: the end of the last index run, or the last file change a watcher applied (ISO 8601, UTC); null if no index run has finished yet.
 - index_size_mb: size of the index database on disk, in MiB.
 - status: "ready" (up to date), "indexing" (an update is running: retry shortly), \
 "stale" (files changed since the last index run, or the last run was interrupted), \

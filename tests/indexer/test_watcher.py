@@ -19,9 +19,10 @@ import time
 import pytest
 
 from memstrata.indexer.graph import CodeGraph
+from memstrata.indexer.watcher import Changes
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
-from tests.conftest import many_small_files
+from tests.conftest import indexed_workspace, many_small_files
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -380,3 +381,15 @@ def test_status_elsewhere_says_indexing_while_a_watcher_catches_up(project, tmp_
         proc.wait(timeout=30)
         status = json.loads(run_cli("status", str(project), "--json").stdout)
         assert status["status"] == "stale", status
+
+
+def test_last_indexed_moves_when_a_watcher_batch_changes_the_index(tmp_path):
+    # index_status's last_indexed is when the index last took in the project's changes: a
+    # watcher's batch that re-parsed or removed a file moves it, one that changed nothing does not.
+    with indexed_workspace(tmp_path / "p", {"a.py": "def a():\n    return 1\n"}) as ws:
+        ws.store.set_meta("last_indexed", "2000-01-01T00:00:00+00:00")
+        ws.apply_changes(Changes({"a.py"}, set()))   # the file did not change
+        assert ws.status().last_indexed == "2000-01-01T00:00:00+00:00"
+        (ws.root / "a.py").write_text("def a():\n    return 2\n\n\ndef b():\n    return 3\n")
+        ws.apply_changes(Changes({"a.py"}, set()))
+        assert ws.status().last_indexed > "2000-01-01T00:00:00+00:00"
