@@ -149,10 +149,17 @@ def _ranked(graph: GraphView, matches: list[Match]) -> list[Match]:
     return sorted(matches, key=lambda m: (m.exact, -importance(graph, m.node), m.node))
 
 
-def _unknown(graph: GraphView, name: str, scope: str = "") -> NavigationError:
+def _unknown(graph: GraphView, name: str, scope: str = "", ws: Workspace | None = None) -> NavigationError:
     near = near_names(graph, name)
     hint = f"; did you mean {', '.join(near)}?" if near else "; try a shorter name or 'prefix*'."
-    return NavigationError(f"no symbol matches {name!r}{scope}{hint}")
+    # The name may have been written since the index was: say that the files are ahead of it.
+    behind = ws.behind_disk() if ws is not None else None
+    ahead = ""
+    if behind is not None:
+        status, why = behind
+        then = "run memstrata index, then ask again" if status == "stale" else "ask again in a moment"
+        ahead = f" (the index is {status}: {why}; a definition written since is not in it yet: {then})"
+    return NavigationError(f"no symbol matches {name!r}{scope}{ahead}{hint}")
 
 
 _TYPES = frozenset({"class", "struct", "interface", "module", "trait", "enum"})
@@ -195,7 +202,7 @@ def find_symbol(ws: Workspace, name: object, include_body: object = False, kind:
             _check_indexed(graph, rel, allow_dir=True, store=ws.store)
         matches = resolve(graph, name) or _inherited(graph, name)
         if not matches:
-            raise _unknown(graph, name)
+            raise _unknown(graph, name, ws=ws)
         if kind is not None:
             matches = [m for m in matches if graph.node(m.node).get("kind") == kind]
         if rel:
@@ -272,12 +279,12 @@ def _check_indexed(graph: GraphView, rel: str, allow_dir: bool, store) -> None:
                           "of this project (check the path, or run memstrata index)")
 
 
-def resolve_one(graph: GraphView, name: str, arg: str) -> str:
+def resolve_one(graph: GraphView, name: str, arg: str, ws: Workspace | None = None) -> str:
     """The one symbol ``name`` designates; an error lists the candidates when
     there are several equally good ones."""
     matches = resolve(graph, name)
     if not matches:
-        raise _unknown(graph, name)
+        raise _unknown(graph, name, ws=ws)
     best = min(m.exact for m in matches)
     top = _ranked(graph, [m for m in matches if m.exact == best])
     if len(top) == 1:
@@ -298,7 +305,7 @@ def find_references(ws: Workspace, symbol: object, max_results: object = 50) -> 
     limit = clamp_results(max_results)
     with ws.lock:
         graph = ws.graph
-        node = resolve_one(graph, name, "symbol")
+        node = resolve_one(graph, name, "symbol", ws)
         target_path = graph.file_of(node)
         attrs = graph.node(node)
         short, qual = attrs["name"], attrs["qualname"]

@@ -191,10 +191,12 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
     state = ws.quick_status()
     for attempt in range(GRAPH_BEHIND_TRIES):
         notes: list[str] = []
+        missing: list[str] = []
         if state in ("indexing", "stale"):
             notes.append(f"index is {state}: answered from the {ws.files_indexed()} files indexed so far")
         try:
-            result = _answer(ws, query, budget, include_tests, notes, last=attempt == GRAPH_BEHIND_TRIES - 1)
+            result = _answer(ws, query, budget, include_tests, notes, missing,
+                             last=attempt == GRAPH_BEHIND_TRIES - 1)
             break
         except _GraphBehind:
             continue  # a write landed between reading the graph and the texts: once more, in step
@@ -208,6 +210,12 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
         if paths:
             shown = ", ".join(paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
             result.notes.append(f"{shown} {what} since indexed: shown as indexed ({remedy})")
+    # A name the index does not define may have been written since it was indexed: "not defined
+    # in this project" would be untrue then, so say that the files are ahead of the index.
+    if missing and state == "ready" and (behind := ws.behind_disk()) is not None:
+        status, why = behind
+        then = "run memstrata index, then ask again" if status == "stale" else "ask again in a moment"
+        result.notes.append(f"the index is {status} ({why}): a definition written since is not in it yet ({then})")
     return result
 
 
@@ -219,9 +227,10 @@ class _GraphBehind(Exception):
 
 
 def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: list[str],
-            last: bool) -> ContextSlice:
-    """The slice from one reading of the graph and the texts; raises :class:`_GraphBehind`
-    (unless ``last``) when the texts read are not the ones the graph was built from."""
+            missing_names: list[str], last: bool) -> ContextSlice:
+    """The slice from one reading of the graph and the texts (``missing_names`` gets the names the
+    question writes that nothing defines); raises :class:`_GraphBehind` (unless ``last``) when the
+    texts read are not the ones the graph was built from."""
     with ws.lock:
         graph = ws.graph_in_step()
         ranking = rank_candidates(ws, graph, query, include_tests)
@@ -230,6 +239,7 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
             notes.append(_names_note(in_tests, "defined in test code only: ask again with include_tests "
                                                "(--include-tests) to see it"))
         if missing := names_not_defined(query, graph):
+            missing_names.extend(missing)
             # A question that is only such a name is answered from the words it is made of (a
             # misspelling or a renamed function shares most of them).
             closest = ("the rest of the question" if has_other_words(query, missing)

@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memstrata.compressor import QueryError, context_query, count_tokens
+from memstrata.compressor.navigation import NavigationError, find_symbol
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
-from tests.conftest import index_run_elsewhere
+from tests.conftest import index_run_elsewhere, indexed_workspace
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "python_project"
 
@@ -316,6 +317,27 @@ def test_a_name_the_project_does_not_define_is_said_so(ws):
            "name" in r.notes, r.notes
     r = context_query(ws, "how does hash_pasword work?", max_tokens=2000)
     assert any("closest to the words of its name" in n for n in r.notes), r.notes
+
+
+def test_a_name_written_since_the_index_was_is_not_called_undefined_alone(tmp_path):
+    # A definition added to a file after the last index run is not in the index: with nothing
+    # keeping it in step (a one-shot query, the resident process), "not defined in this project"
+    # alone would be untrue, so a note says the files are ahead of the index.
+    files = {"app/prices.py": "def net_price(amount, rate):\n    return amount * (1 - rate)\n"}
+    with indexed_workspace(tmp_path / "p", files) as w:
+        notes = context_query(w, "`gross_price`", max_tokens=500).notes
+        assert any(n.startswith("gross_price is not defined") for n in notes), notes
+        assert not any("the index is" in n for n in notes), notes
+        with (w.root / "app/prices.py").open("a") as f:
+            f.write("\n\ndef gross_price(amount, rate):\n    return amount * (1 + rate)\n")
+        notes = context_query(w, "`gross_price`", max_tokens=500).notes
+        assert ("the index is stale (files changed since the last index run): a definition written since "
+                "is not in it yet (run memstrata index, then ask again)") in notes, notes
+        with pytest.raises(NavigationError, match=r"no symbol matches 'gross_price' \(the index is stale: "):
+            find_symbol(w, "gross_price")
+        w.index()
+        assert not any("not defined" in n or "the index is" in n
+                       for n in context_query(w, "`gross_price`", max_tokens=500).notes)
 
 
 def test_a_commit_type_before_its_scope_is_no_undefined_name(ws):
