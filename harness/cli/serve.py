@@ -339,5 +339,10 @@ def _serve(args, ws, sock, providers: Providers, started: float, ensure_indexed)
             signal.signal(sig, handler)
     if not server.started:
         return fail("the server failed to start (see the messages above)")
-    print("memstrata: stopped; ledger saved", file=sys.stderr, flush=True)
+    if ws.index_gone:
+        # The rows went to the file this process opened, which nobody can read any more.
+        print("memstrata: stopped; the ledger was not saved: the index file was deleted or replaced while "
+              "serve ran", file=sys.stderr, flush=True)
+    else:
+        print("memstrata: stopped; ledger saved", file=sys.stderr, flush=True)
     return 0

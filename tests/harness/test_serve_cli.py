@@ -102,6 +102,25 @@ def test_serve_sigterm_keeps_ledger_and_port_taken(project, env):
     assert "memstrata serve: not running; last session" in text and "(stopped)" in text
 
 
+def test_a_stop_says_the_ledger_is_lost_when_the_index_was_deleted_under_serve(project, env):
+    # `rm -rf .memstrata` under a running serve: its rows went to a file nobody can read, so the
+    # stop must not say "ledger saved".
+    port = free_port()
+    proc = start_serve(project, env, port, "--no-watch")
+    try:
+        shutil.rmtree(project / ".memstrata")
+        deadline = time.monotonic() + 30
+        while httpx.get(f"http://127.0.0.1:{port}/status", timeout=5).json()["status"] != "error":
+            assert time.monotonic() < deadline, "status never said the index is gone"
+            time.sleep(0.2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "ledger saved" not in err
+    assert "the ledger was not saved: the index file was deleted or replaced while serve ran" in err
+
+
 @pytest.mark.parametrize("second_signal", [False, True])
 def test_a_stop_gives_streams_their_grace_then_ends_them_with_an_error_event(project, env, second_signal):
     """Stopping serve lets an answer still streaming finish within --shutdown-grace; past it (or at
