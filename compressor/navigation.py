@@ -267,10 +267,14 @@ _SKIPPED_BECAUSE = {
 def _check_indexed(graph: GraphView, rel: str, allow_dir: bool, store) -> None:
     if rel in graph and graph.node(rel).get("type") == "file":
         return
+    prefix = rel.rstrip("/") + "/"
     if allow_dir:
-        prefix = rel.rstrip("/") + "/"
         if rel == "" or any(f.startswith(prefix) for f in graph.files()):
             return
+    elif (first := min((f for f in graph.files() if rel == "" or f.startswith(prefix)), default=None)) is not None:
+        # A folder where one file is asked for: name one of its files rather than call it unindexed.
+        raise NavigationError(f"{printable(rel) or '.'} is a folder; outline one of its indexed files "
+                              f"(such as {printable(first)})")
     reason = ci.skip_reason(store, rel) if rel else None
     if reason is not None:
         why = _SKIPPED_BECAUSE.get(reason, f"it was skipped ({reason.replace('_', ' ')})")

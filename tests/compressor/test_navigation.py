@@ -235,6 +235,9 @@ def test_bad_input_is_one_sentence(python_ws):
         (lambda: find_references(ws, "AuthServise.login"), "no symbol matches 'AuthServise.login'"),
         (lambda: file_outline(ws, "/etc/passwd"), "path is outside the project"),
         (lambda: file_outline(ws, "app/missing.py"), "app/missing.py is not an indexed file"),
+        # A folder where a file is asked for is said to be one, with a file of it to outline instead.
+        (lambda: file_outline(ws, "app/auth"), "app/auth is a folder; outline one of its indexed files (such as "
+                                                "app/auth/"),
         (lambda: file_outline(ws, "app/auth/service.py", depth=0), "depth must be at least 1"),
     ]
     for call, start in cases:
