@@ -284,6 +284,8 @@ def _print_syntax_errors(rows: list[tuple[str, str | None]], as_json: bool) -> i
         return 0
     for path, error in rows:
         print(f"{path}  {error}" if error else path)
+    # As --skipped does: a count on stderr, so an empty list reads as "none", not as no answer.
+    print(f"-- {len(rows)} file{'s' if len(rows) != 1 else ''} indexed with syntax errors", file=sys.stderr)
     return 0
 
 

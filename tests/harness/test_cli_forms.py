@@ -215,12 +215,18 @@ def test_status_syntax_errors_lists_every_broken_file(run_cli, tmp_path):
     project = copy_project(tmp_path / "p")
     for i in range(7):  # more than the plain status names
         (project / "app" / f"broken{i}.py").write_text("def ok():\n    return 1\n\ndef bad(:\n    pass\n")
+    run_cli("index", str(copy_project(tmp_path / "clean")))
+    clean = run_cli("status", "--syntax-errors", str(tmp_path / "clean"))
     run_cli("index", str(project))
-    out = run_cli("status", "--syntax-errors", str(project)).stdout.splitlines()
+    res = run_cli("status", "--syntax-errors", str(project))
+    out = res.stdout.splitlines()
     assert [line.split("  ")[0] for line in out] == [f"app/broken{i}.py" for i in range(7)]
+    assert res.stderr.splitlines()[-1] == "-- 7 files indexed with syntax errors"
     assert all("line 4" in line for line in out)
     rows = json.loads(run_cli("status", str(project), "--syntax-errors", "--json").stdout)
     assert [r["path"] for r in rows] == [f"app/broken{i}.py" for i in range(7)] and "line 4" in rows[0]["error"]
+    # None: an empty list on stdout, and a count that says so.
+    assert clean.stdout == "" and clean.stderr.splitlines()[-1] == "-- 0 files indexed with syntax errors"
 
 
 def test_index_of_a_folder_inside_an_indexed_project_says_which_project(run_cli, tmp_path):
