@@ -261,8 +261,9 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
                              "word of the code): shown instead is an overview, the definitions the project "
                              "uses most; ask with the names of functions, classes or files for a focused slice")
                 return _build(ws, graph, overview, budget, notes, in_step=not last)
-            notes.append("no name, path or distinctive word of the query matches the project: shown are the "
-                         "closest full-text matches of its everyday words")
+            if not missing_names:  # else its note already said what is shown: the code closest to its words
+                notes.append("no name, path or distinctive word of the query matches the project: shown are the "
+                             "closest full-text matches of its everyday words")
         return _build(ws, graph, ranking.ranked, budget, notes, ranking.named, ranking.focus, ranking.fill,
                       ranking.sig_only, ranking.evidence, in_step=not last, exports=speaks_of_exports(query))
 

@@ -328,6 +328,13 @@ def test_a_name_written_since_the_index_was_is_not_called_undefined_alone(tmp_pa
         notes = context_query(w, "`gross_price`", max_tokens=500).notes
         assert any(n.startswith("gross_price is not defined") for n in notes), notes
         assert not any("the index is" in n for n in notes), notes
+        # That note says what is shown (the code closest to the words of the name), also when those
+        # are everyday words only: one note, not a second one saying so in other words.
+        (w.root / "app/totals.py").write_text('def update_totals(rows):\n    """Update totals after a new fix."""\n'
+                                             "    return sum(rows)\n")
+        w.index()
+        notes = context_query(w, "`NewFix`", max_tokens=500).notes
+        assert notes == ["NewFix is not defined in this project: shown is the code closest to the words of its name"]
         with (w.root / "app/prices.py").open("a") as f:
             f.write("\n\ndef gross_price(amount, rate):\n    return amount * (1 + rate)\n")
         notes = context_query(w, "`gross_price`", max_tokens=500).notes
