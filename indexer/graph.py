@@ -779,6 +779,25 @@ class CodeGraph(GraphQueries):
                 hit = self._method_in_hierarchy(cls, name)
                 if hit:
                     return hit
+            elif (owner := self._foreign_impl_type(path, scope)) is not None:
+                # `self.m()` in a Rust impl for a type the project does not define (`impl Trait
+                # for Vec<u8>`, `impl<T: Trait> Other for T`): a method of an impl for that same
+                # type, or a trait's (a default method), never another type's that shares the name.
+                # The impl's own type first: its method implements the trait's declaration.
+                own: set[str] = set()
+                traits: set[str] = set()
+                for c in candidates:
+                    qual = self.g.nodes[c]["qualname"]
+                    holder = qual.rsplit(".", 1)[0] if "." in qual else None
+                    if holder is None:
+                        continue
+                    parent = self.g.nodes.get(symbol_id(self.g.nodes[c]["path"], holder))
+                    if holder.rsplit(".", 1)[-1] == owner:
+                        own.add(c)
+                    elif parent is not None and parent.get("kind") == "interface":
+                        traits.add(c)
+                hits = own or traits
+                return self._unique_outside_tests(path, scope, hits) if hits else None
         else:
             declared = self._declared_class(path, scope, receiver)
             if declared is not None:
@@ -1195,6 +1214,19 @@ class CodeGraph(GraphQueries):
             if owner is not None and self.g.nodes[owner].get("kind") in _CLASSLIKE:
                 return owner
         return None
+
+    def _foreign_impl_type(self, path: str, scope: str | None) -> str | None:
+        """The type of a Rust method's impl block (``scope`` ``Type.method``) when the project
+        defines no type of that name (a standard or external type, a generic parameter)."""
+        if not scope or self.g.nodes[path].get("language") != "rust":
+            return None
+        parts = scope.split(".")
+        if len(parts) != 2:
+            return None
+        owner = parts[0]
+        if any(self.g.nodes[d].get("kind") in _MEMBER_HOLDERS for d in self._by_name.get(owner, ())):
+            return None
+        return owner
 
     def _method_in_bases(self, cls: str, name: str) -> str | None:
         """``name`` as ``cls``'s base classes define or inherit it."""

@@ -191,3 +191,26 @@ def test_field_types_follow_an_edit_of_the_struct(tmp_path):
         _edit(w, g, root, {"src/conn.rs": "use crate::sinks::{Disk, Wire};\n\npub struct Conn {\n    io: Disk,\n}\n"})
         assert g.callees("src/session.rs::Session.end") == ["src/sinks.rs::Disk.flush"]
         assert_same_as_fresh(w, g)
+
+
+def test_self_in_an_impl_for_a_type_the_project_does_not_define(tmp_path):
+    # `impl Grow for Vec<u8>`: `self` is a Vec, so `self.reserve(..)` is Vec's own method, not the
+    # one project type's `reserve`; a method of an impl for the same type, or the trait's default
+    # method, is still reached.
+    w = indexed_workspace(tmp_path / "p", {
+        "Cargo.toml": '[package]\nname = "p"\nversion = "0.1.0"\n',
+        "src/buffer.rs": ("pub struct Buffer;\n\nimpl Buffer {\n"
+                          "    pub fn reserve(&mut self, n: usize) {}\n"
+                          "    pub fn fill(&mut self) {\n        self.reserve(8);\n    }\n}\n"),
+        "src/grow.rs": ("pub trait Grow {\n    fn room(&self) -> usize;\n"
+                        "    fn ensure(&mut self) {}\n}\n\n"
+                        "impl Grow for Vec<u8> {\n    fn room(&self) -> usize {\n        0\n    }\n}\n\n"
+                        "pub trait Fill {\n    fn top_up(&mut self);\n}\n\n"
+                        "impl Fill for Vec<u8> {\n    fn top_up(&mut self) {\n"
+                        "        self.reserve(64);\n        self.ensure();\n        let _ = self.room();\n    }\n}\n"),
+        "src/lib.rs": "mod buffer;\nmod grow;\n",
+    })
+    with w:
+        g = w.graph
+        assert g.callees("src/buffer.rs::Buffer.fill") == ["src/buffer.rs::Buffer.reserve"]
+        assert sorted(g.callees("src/grow.rs::Vec.top_up")) == ["src/grow.rs::Grow.ensure", "src/grow.rs::Vec.room"]
