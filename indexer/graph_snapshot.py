@@ -35,7 +35,7 @@ from .graph_view import Adjacent, GraphQueries, GraphView, Neighbor
 log = logging.getLogger(__name__)
 
 SNAPSHOT_FILE = "graph.snapshot"
-_MAGIC = b"MSGRAPH12"  # 2: inline test modules' symbols; 3: no name-only link into tests, type paths;
+_MAGIC = b"MSGRAPH13"  # 2: inline test modules' symbols; 3: no name-only link into tests, type paths;
 # 4: no bare-name link to a method, no link from a call on a library module; 5: a class's name is the
 # class, not its constructors; a Java package's files see each other's names; 6: a C# type name
 # is a type's, an attribute names its `...Attribute` class; 7: base classes resolved before calls;
@@ -44,7 +44,8 @@ _MAGIC = b"MSGRAPH12"  # 2: inline test modules' symbols; 3: no name-only link i
 # type's method, a method call on an object is no call of a free function, an external crate's path no
 # call of the project's namesake; 11: a JavaScript/TypeScript local made by `new ns.Klass()` has the type
 # `ns` names, a Rust local made by `T::open()?` (`.unwrap()`, `.expect(..)`) the type T; 12: a JavaScript/
-# TypeScript module's `export default name` and `export { name }` are uses of the name
+# TypeScript module's `export default name` and `export { name }` are uses of the name; 13: `self.m()` in a
+# Rust impl for a type the project does not define is that type's or a trait's method, never another type's
 _KIND_CODE = {k: i for i, k in enumerate(EDGE_KINDS)}
 _LAYOUT = [sys.byteorder, array("I").itemsize, array("d").itemsize]
 
