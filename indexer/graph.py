@@ -779,7 +779,7 @@ class CodeGraph(GraphQueries):
                 hit = self._method_in_hierarchy(cls, name)
                 if hit:
                     return hit
-            elif (owner := self._foreign_impl_type(path, scope)) is not None:
+            elif (owner := self._impl_type(path, scope)) is not None:
                 # `self.m()` in a Rust impl for a type the project does not define (`impl Trait
                 # for Vec<u8>`, `impl<T: Trait> Other for T`): a method of an impl for that same
                 # type, or a trait's (a default method), never another type's that shares the name.
@@ -1215,18 +1215,15 @@ class CodeGraph(GraphQueries):
                 return owner
         return None
 
-    def _foreign_impl_type(self, path: str, scope: str | None) -> str | None:
-        """The type of a Rust method's impl block (``scope`` ``Type.method``) when the project
-        defines no type of that name (a standard or external type, a generic parameter)."""
+    def _impl_type(self, path: str, scope: str | None) -> str | None:
+        """The type named by a Rust method's impl block (``scope`` ``Type.method``).  Asked only
+        when no project type of that name is found from the file (a standard or external type, a
+        generic parameter): what a call then means depends on definitions of the called name alone,
+        as the index's re-resolution by name assumes."""
         if not scope or self.g.nodes[path].get("language") != "rust":
             return None
         parts = scope.split(".")
-        if len(parts) != 2:
-            return None
-        owner = parts[0]
-        if any(self.g.nodes[d].get("kind") in _MEMBER_HOLDERS for d in self._by_name.get(owner, ())):
-            return None
-        return owner
+        return parts[0] if len(parts) == 2 else None
 
     def _method_in_bases(self, cls: str, name: str) -> str | None:
         """``name`` as ``cls``'s base classes define or inherit it."""
