@@ -15,7 +15,11 @@ own (bench/index_speed.py).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +37,7 @@ log = logging.getLogger(__name__)
 BATCH = 32  # files counted and saved together
 BATCH_BYTES = 1_000_000  # ... at most about this much text (one read of a batch holds the interpreter lock)
 BUSY_PAUSE_S = 0.5  # another process is writing: try again after this
+CHILD_STEP_CHARS = 32_000  # a child's steps when the caller names none: about 3 ms of encoding
 
 
 def count_missing(ws: Workspace, stop: threading.Event | None = None,
@@ -158,22 +163,123 @@ def _save(store, rows: list[tuple[int, str, str]], stop: threading.Event | None)
             return False
 
 
+class Counting:
+    """The background counts of one workspace (see :func:`start_counting`): ``stop()`` ends them;
+    ``hold()`` and ``go()`` say when a question starts and ends being answered (a child process
+    counting then stops between its steps; this process's own counting thread gives way through
+    its ``pause``)."""
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+        self.child: subprocess.Popen | None = None
+        self.stopped = threading.Event()
+        self._held = False
+        self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.end_child()
+
+    def end_child(self) -> None:
+        with self._lock:
+            child = self.child
+            if child is not None and child.stdin is not None:
+                with contextlib.suppress(OSError):
+                    child.stdin.close()  # the child's cue to end (see count_process)
+
+    def hold(self) -> None:
+        self._say(True)
+
+    def go(self) -> None:
+        self._say(False)
+
+    def adopt(self, child: subprocess.Popen) -> None:
+        """The child counting for this process: told at once whether a question is being answered."""
+        if child.stdin is not None:
+            os.set_blocking(child.stdin.fileno(), False)
+        with self._lock:
+            self.child = child
+            stopped = self.stopped.is_set()
+        if stopped:
+            self.stop()
+        elif self._held:
+            self._say(True)
+
+    def _say(self, held: bool) -> None:
+        from .count_process import GO, HOLD
+
+        with self._lock:
+            self._held = held
+            child = self.child
+            if child is None or child.stdin is None or child.stdin.closed:
+                return
+            # One byte on a pipe the child keeps reading, never blocking a question: a child that
+            # cannot take it (stopped, gone) just misses the word.
+            with contextlib.suppress(OSError, ValueError):
+                os.write(child.stdin.fileno(), HOLD if held else GO)
+
+
 def start_counting(ws: Workspace, pause: Callable[[], None] | None = None,
-                   step_chars: int | None = None) -> threading.Thread | None:
+                   step_chars: int | None = None, *, in_child: bool = False) -> Counting | None:
     """:func:`count_missing` on a daemon thread, giving way to questions
     through ``pause`` (the encoding releases the interpreter lock, the
-    Python around it does not)."""
+    Python around it does not).  With ``in_child`` the files are counted
+    first by a child process (count_process.py) when the index is a local
+    file this process may write; this thread then only saves what the child
+    sends, and counts whatever is left once the child has ended."""
     if ws.store.readonly:
         return None
+    counting = Counting()
 
     def run() -> None:
         try:
-            n = count_missing(ws, pause=pause, step_chars=step_chars)
+            n = 0
+            if in_child and ws.store.dialect == "sqlite":
+                n += _take_child_counts(ws, counting, pause, step_chars or CHILD_STEP_CHARS)
+            if not counting.stopped.is_set():
+                n += count_missing(ws, stop=counting.stopped, pause=pause, step_chars=step_chars)
             if n:
                 log.info("saved the token counts of %d files", n)
         except Exception:  # the workspace closed under it, a damaged row: queries count what they need
             log.debug("background file token counts stopped", exc_info=True)
 
-    thread = threading.Thread(target=run, name="memstrata-file-counts", daemon=True)
-    thread.start()
-    return thread
+    counting.thread = threading.Thread(target=run, name="memstrata-file-counts", daemon=True)
+    counting.thread.start()
+    return counting
+
+
+def _take_child_counts(ws: Workspace, counting: Counting, pause: Callable[[], None] | None,
+                       step_chars: int) -> int:
+    """Save the counts a child process makes of the index's uncounted files; how many were saved."""
+    from . import count_process
+
+    store = ws.store
+    try:
+        if not store.may_update("files"):
+            return 0
+        child = count_process.spawn(store.path, step_chars)
+    except (OSError, StoreError) as exc:  # no interpreter to start, no process left: this thread counts
+        log.debug("file token counts in a child process: %s", exc)
+        return 0
+    counting.adopt(child)
+    texts = texts_for_store(store)
+    saved = 0
+    try:
+        assert child.stdout is not None
+        for line in child.stdout:
+            try:
+                rows = [(int(n), str(path), str(digest)) for n, path, digest in json.loads(line)]
+            except (ValueError, TypeError):
+                break
+            if pause is not None:
+                pause()  # saving holds the interpreter a moment: it gives way to a question first
+            if counting.stopped.is_set() or not _save(store, rows, counting.stopped):
+                break
+            for tokens, path, digest in rows:
+                texts.counted(path, digest, tokens)
+            saved += len(rows)
+    finally:
+        counting.end_child()
+        child.stdout.close()
+        child.wait()
+    return saved

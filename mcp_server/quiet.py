@@ -35,7 +35,7 @@ import contextlib
 import gc
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 MAX_WAIT_S = 2.0  # the longest one step of background work waits for the questions to stop
 QUIET_S = 0.1  # how long no question must have been answered before a step starts
@@ -49,12 +49,28 @@ class QuestionGate:
         self._answering = 0
         self._last_end = float("-inf")  # when the last answer ended (monotonic seconds)
         self._cond = threading.Condition()
+        # Told when the first question starts being answered and when the last one ends: work
+        # outside this interpreter (a child process) gives way through them (see follow()).
+        self._busy: list[Callable[[], None]] = []
+        self._idle: list[Callable[[], None]] = []
+
+    def follow(self, busy: Callable[[], None], idle: Callable[[], None]) -> None:
+        """Call ``busy`` when a question starts being answered with none answered before, and
+        ``idle`` when the last one being answered ends: for background work in another process,
+        which cannot wait on this gate.  Both are called with the gate's lock held: they must
+        return at once (write a byte to a pipe, set a flag)."""
+        with self._cond:
+            self._busy.append(busy)
+            self._idle.append(idle)
 
     @contextlib.contextmanager
     def answering(self) -> Iterator[None]:
         """Held while one question is answered."""
         with self._cond:
             self._answering += 1
+            if self._answering == 1:
+                for busy in self._busy:
+                    busy()
         try:
             yield
         finally:
@@ -63,6 +79,8 @@ class QuestionGate:
                 if not self._answering:
                     self._last_end = time.monotonic()
                     self._cond.notify_all()
+                    for idle in self._idle:
+                        idle()
                     settle()
 
     def wait_quiet(self) -> None:

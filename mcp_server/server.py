@@ -76,6 +76,7 @@ def build_server(ws: Workspace | None, *, savings: SavingsProvider | None = None
         ws.background_pause = gate.wait_quiet_and_settle
         if warmup is not None:
             warmup.pause = gate.wait_unanswered  # the token counts' steps (see warmup.py)
+            gate.follow(warmup.hold_counts, warmup.release_counts)  # ... and those of a child process
         tools = MemStrataTools(ws, savings=savings, warmup=warmup, ready_timeout=ready_timeout, gate=gate)
 
     @contextlib.asynccontextmanager

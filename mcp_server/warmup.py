@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from memstrata.compressor.file_counts import start_counting
+from memstrata.compressor.file_counts import Counting, start_counting
 from memstrata.indexer.run import IndexCancelled, Progress
 from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreFull, StoreReadOnly
@@ -55,6 +55,7 @@ class IndexWarmup:
         # Called between steps of the token counts that follow the catch-up (see quiet.py); the server sets it.
         self.pause: Callable[[], None] | None = None
         self._cancelled = False
+        self._counting: Counting | None = None
 
     def start(self) -> None:
         with self._start_lock:
@@ -75,9 +76,35 @@ class IndexWarmup:
         """True once the catch-up has finished (successfully or not)."""
         return self._done.wait(timeout)
 
+    def count_files(self) -> None:
+        """Start the whole-file token counts (once; see compressor/count_process.py): the
+        catch-up calls it, and a server may call it earlier, as soon as its index is open, so
+        that the counting child starts up while the server itself still does."""
+        with self._start_lock:
+            if self._counting is None and not self._cancelled:
+                self._counting = start_counting(self.ws, pause=self._pause, step_chars=COUNT_STEP_CHARS,
+                                                in_child=True) or Counting()
+
+    def hold_counts(self) -> None:
+        """A question is being answered: a child process counting stops at its next step."""
+        counting = self._counting
+        if counting is not None:
+            counting.hold()
+
+    def release_counts(self) -> None:
+        counting = self._counting
+        if counting is not None:
+            counting.go()
+
+    def _pause(self) -> None:
+        if self.pause is not None:  # set by the server, possibly after the counts started
+            self.pause()
+
     def cancel(self) -> None:
         """Stop the catch-up at its next batch (the server is shutting down)."""
         self._cancelled = True
+        if self._counting is not None:
+            self._counting.stop()
 
     def join(self, timeout: float | None = None) -> bool:
         """Wait for the background thread itself; True when it has ended."""
@@ -125,7 +152,7 @@ class IndexWarmup:
             # of it in the first forty questions).  The encoding lets go of the interpreter lock
             # and is made in steps of a few milliseconds (COUNT_STEP_CHARS), so it runs on the
             # core a question leaves free and a question never waits for it.
-            start_counting(self.ws, pause=self.pause, step_chars=COUNT_STEP_CHARS)
+            self.count_files()
             _ = self.ws.graph  # load it now so the first query does not pay for it
             log.info("index ready: %d files (%d parsed, %d unchanged) in %.1fs",
                      summary.files, summary.parsed, summary.unchanged, time.monotonic() - started)

@@ -88,6 +88,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     first_build = ws.files_indexed() == 0
     warmup = IndexWarmup(ws, watch=not args.no_watch and not ws.store.readonly,
                          progress=ProgressBar("memstrata: indexing") if first_build else None)
+    if not first_build and ws.store.dialect == "sqlite" and not ws.store.readonly:
+        # A server started on a fresh index counts its files' tokens in a child process, started
+        # here so that it is counting by the time the client asks its first question.
+        warmup.count_files()
     # The session figures are those of the serve processes running on this project now.
     from memstrata.harness.proxy.savings import savings_summary  # here: `memstrata query` and the rest never need it
 

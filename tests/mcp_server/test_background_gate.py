@@ -241,9 +241,9 @@ def test_a_server_counts_whole_files_from_the_catch_up_on_through_its_gate(proje
     seen = {}
     real_start = warmup_module.start_counting
 
-    def start_counting(ws, pause=None, step_chars=None):
-        seen.update(graph_loaded=ws._graph is not None, pause=pause, step_chars=step_chars)
-        return real_start(ws, pause=pause, step_chars=step_chars)
+    def start_counting(ws, pause=None, step_chars=None, in_child=False):
+        seen.update(graph_loaded=ws._graph is not None, pause=pause, step_chars=step_chars, in_child=in_child)
+        return real_start(ws, pause=pause, step_chars=step_chars, in_child=in_child)
 
     monkeypatch.setattr(warmup_module, "start_counting", start_counting)
     with Workspace.open(root) as ws:
@@ -252,7 +252,9 @@ def test_a_server_counts_whole_files_from_the_catch_up_on_through_its_gate(proje
         warmup.start()
         assert warmup.wait(60)
         assert seen["graph_loaded"] is False
-        assert seen["pause"].__func__ is QuestionGate.wait_unanswered and seen["step_chars"] > 0
+        # The steps give way through the gate the server set (the counts may start before it is set).
+        assert seen["pause"] == warmup._pause and warmup.pause.__func__ is QuestionGate.wait_unanswered
+        assert seen["step_chars"] > 0 and seen["in_child"]
         wait_until(lambda: ws.store.execute("SELECT count(*) FROM files WHERE tokens IS NULL")[0][0] == 0,
                    message="every file counted")
         warmup.join(10)
