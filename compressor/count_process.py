@@ -58,6 +58,23 @@ def spawn(store_path: Path, step_chars: int) -> subprocess.Popen:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, close_fds=True)
 
 
+def needed(store_path: Path) -> bool:
+    """Whether the index at ``store_path`` has files whose tokens are not counted yet (a look of a
+    millisecond, where starting a child to find out costs half a second of a core)."""
+    from memstrata.storage import Store
+
+    try:
+        store = Store(store_path, readonly=True)
+    except Exception:
+        return False
+    try:
+        return bool(store.execute("SELECT 1 FROM files WHERE tokens IS NULL LIMIT 1"))
+    except Exception:
+        return False
+    finally:
+        store.close()
+
+
 def _follow_parent(parent: int, go: threading.Event) -> None:
     """Hold and go as the server says; end this process when the server closes our stdin or dies
     (the pipe reaches its end, or this process is handed to another parent: a process the server

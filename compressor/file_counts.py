@@ -220,22 +220,26 @@ class Counting:
 
 
 def start_counting(ws: Workspace, pause: Callable[[], None] | None = None,
-                   step_chars: int | None = None, *, in_child: bool = False) -> Counting | None:
+                   step_chars: int | None = None, *, in_child: bool = False,
+                   child: subprocess.Popen | None = None) -> Counting | None:
     """:func:`count_missing` on a daemon thread, giving way to questions
     through ``pause`` (the encoding releases the interpreter lock, the
     Python around it does not).  With ``in_child`` the files are counted
     first by a child process (count_process.py) when the index is a local
     file this process may write; this thread then only saves what the child
-    sends, and counts whatever is left once the child has ended."""
+    sends, and counts whatever is left once the child has ended.  ``child``:
+    such a child started already (:func:`count_process.spawn` of this index)."""
     if ws.store.readonly:
+        if child is not None:
+            discard_child(child)
         return None
     counting = Counting()
 
     def run() -> None:
         try:
             n = 0
-            if in_child and ws.store.dialect == "sqlite":
-                n += _take_child_counts(ws, counting, pause, step_chars or CHILD_STEP_CHARS)
+            if child is not None or (in_child and ws.store.dialect == "sqlite"):
+                n += _take_child_counts(ws, counting, pause, step_chars or CHILD_STEP_CHARS, child)
             if not counting.stopped.is_set():
                 n += count_missing(ws, stop=counting.stopped, pause=pause, step_chars=step_chars)
             if n:
@@ -249,15 +253,18 @@ def start_counting(ws: Workspace, pause: Callable[[], None] | None = None,
 
 
 def _take_child_counts(ws: Workspace, counting: Counting, pause: Callable[[], None] | None,
-                       step_chars: int) -> int:
+                       step_chars: int, child: subprocess.Popen | None) -> int:
     """Save the counts a child process makes of the index's uncounted files; how many were saved."""
     from . import count_process
 
     store = ws.store
     try:
         if not store.may_update("files"):
+            if child is not None:
+                discard_child(child)
             return 0
-        child = count_process.spawn(store.path, step_chars)
+        if child is None:
+            child = count_process.spawn(store.path, step_chars)
     except (OSError, StoreError) as exc:  # no interpreter to start, no process left: this thread counts
         log.debug("file token counts in a child process: %s", exc)
         return 0
@@ -283,3 +290,13 @@ def _take_child_counts(ws: Workspace, counting: Counting, pause: Callable[[], No
         child.stdout.close()
         child.wait()
     return saved
+
+
+def discard_child(child: subprocess.Popen) -> None:
+    """End a counting child nobody will read (it ends when its stdin does)."""
+    with contextlib.suppress(OSError):
+        if child.stdin is not None:
+            child.stdin.close()
+        if child.stdout is not None:
+            child.stdout.close()
+    child.wait()

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import gc
 import logging
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 
+from memstrata.compressor import file_counts
 from memstrata.compressor.file_counts import Counting, start_counting
 from memstrata.indexer.run import IndexCancelled, Progress
 from memstrata.indexer.workspace import Workspace
@@ -76,14 +78,18 @@ class IndexWarmup:
         """True once the catch-up has finished (successfully or not)."""
         return self._done.wait(timeout)
 
-    def count_files(self) -> None:
+    def count_files(self, child: subprocess.Popen | None = None) -> None:
         """Start the whole-file token counts (once; see compressor/count_process.py): the
-        catch-up calls it, and a server may call it earlier, as soon as its index is open, so
-        that the counting child starts up while the server itself still does."""
+        catch-up calls it, and a server may call it earlier with the counting ``child`` it
+        started before it imported the SDK (``memstrata mcp``), so that the child is counting
+        by the time the client asks its first question."""
         with self._start_lock:
             if self._counting is None and not self._cancelled:
                 self._counting = start_counting(self.ws, pause=self._pause, step_chars=COUNT_STEP_CHARS,
-                                                in_child=True) or Counting()
+                                                in_child=True, child=child) or Counting()
+                return
+        if child is not None:  # counting already (or cancelled): this one is not needed
+            file_counts.discard_child(child)
 
     def hold_counts(self) -> None:
         """A question is being answered: a child process counting stops at its next step."""

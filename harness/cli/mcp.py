@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import logging
+import os
 import sys
 
 from memstrata.indexer.project import ProjectError
@@ -46,7 +47,37 @@ def _unbuffered_stdout() -> None:
         sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", write_through=True)
 
 
+def _counting_child(args: argparse.Namespace):
+    """The child process counting the whole-file tokens of the project's own index, started before
+    the server imports the SDK (a second): on an index fresh from `memstrata index`, it is then
+    counting by the time the client asks its first questions (see compressor/count_process.py).
+    None for a shared store, no index yet, or no process to be had."""
+    from memstrata.compressor import count_process, file_counts
+    from memstrata.indexer.project import INDEX_FILE, index_dir, resolve_root
+
+    try:
+        if argtypes.store_of(args).shared:
+            return None
+        path = index_dir(resolve_root(argtypes.project_of(args))) / INDEX_FILE
+        if not path.is_file() or not os.access(path, os.W_OK) or not count_process.needed(path):
+            return None  # indexed by the server itself, read-only (nothing to save counts in), or counted
+        return count_process.spawn(path, file_counts.CHILD_STEP_CHARS)
+    except (OSError, StoreError, ProjectError):
+        return None
+
+
 def cmd_mcp(args: argparse.Namespace) -> int:
+    pending = [_counting_child(args)]  # handed to the server once its index is open
+    try:
+        return _serve(args, pending)
+    finally:
+        if pending[0] is not None:  # the server never got as far (no index it could open)
+            from memstrata.compressor.file_counts import discard_child
+
+            discard_child(pending[0])
+
+
+def _serve(args: argparse.Namespace, pending: list) -> int:
     # Imported here so that other commands do not pay for the SDK.
     from memstrata.mcp_server import IndexWarmup, build_server
     from memstrata.mcp_server.stdio import StopSignals, run_stdio_server
@@ -88,10 +119,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     first_build = ws.files_indexed() == 0
     warmup = IndexWarmup(ws, watch=not args.no_watch and not ws.store.readonly,
                          progress=ProgressBar("memstrata: indexing") if first_build else None)
-    if not first_build and ws.store.dialect == "sqlite" and not ws.store.readonly:
-        # A server started on a fresh index counts its files' tokens in a child process, started
-        # here so that it is counting by the time the client asks its first question.
-        warmup.count_files()
+    child, pending[0] = pending[0], None
+    if child is not None:
+        warmup.count_files(child)
     # The session figures are those of the serve processes running on this project now.
     from memstrata.harness.proxy.savings import savings_summary  # here: `memstrata query` and the rest never need it
 

@@ -241,9 +241,9 @@ def test_a_server_counts_whole_files_from_the_catch_up_on_through_its_gate(proje
     seen = {}
     real_start = warmup_module.start_counting
 
-    def start_counting(ws, pause=None, step_chars=None, in_child=False):
+    def start_counting(ws, pause=None, step_chars=None, in_child=False, child=None):
         seen.update(graph_loaded=ws._graph is not None, pause=pause, step_chars=step_chars, in_child=in_child)
-        return real_start(ws, pause=pause, step_chars=step_chars, in_child=in_child)
+        return real_start(ws, pause=pause, step_chars=step_chars, in_child=in_child, child=child)
 
     monkeypatch.setattr(warmup_module, "start_counting", start_counting)
     with Workspace.open(root) as ws:
