@@ -199,8 +199,22 @@ def test_a_child_finding_no_index_makes_none(tmp_path):
     for f in path.parent.iterdir():
         f.unlink()
     path.parent.rmdir()
-    done = subprocess.run([sys.executable, "-P", "-m", "memstrata.compressor.count_process", str(path), "32000",
-                           str(os.getpid())],
-                          stdin=subprocess.PIPE, capture_output=True, timeout=60)
-    assert done.returncode == 1 and done.stdout == b""
+    # Its stdin stays open (as a server's does): the child ends on its own, having found no index.
+    child = subprocess.Popen([sys.executable, "-P", "-m", "memstrata.compressor.count_process", str(path), "32000",
+                              str(os.getpid())], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout.read() == b"" and child.wait(60) == 1
+    finally:
+        child.stdin.close()
     assert not path.parent.exists()
+
+
+def test_no_child_is_started_when_every_file_is_counted(project_copy, monkeypatch):
+    spawned = []
+    spawn = count_process.spawn
+    monkeypatch.setattr(count_process, "spawn", lambda *a: spawned.append(a) or spawn(*a))
+    with _uncounted(project_copy("python_project")) as ws:
+        count_missing(ws)
+        counting = start_counting(ws, in_child=True)
+        _finish(counting)
+        assert spawned == [] and counting.child is None
