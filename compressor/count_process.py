@@ -8,17 +8,17 @@ answered: the encoding lets go of it, but the Python around it (reading the
 texts, splitting long files into steps, giving way to every question) does
 not, so it crawled along in the moments no question was answered (8-11 s on
 sympy with questions back to back), and every file a question drew on before
-it was reached was counted on that question's path (the first forty questions
-of a fresh server: 3.9 MB, 0.9 s of encoding, most of the first session's slow
-answers).  A child process counts on the other core without ever holding
+it was reached was counted on that question's path (the first 40-70 questions
+of a fresh server: 3.4-3.9 MB, 0.5-2 s of encoding, on the first session's
+slowest answers).  A child process counts on the other core without ever holding
 the server's interpreter.  It gives way to questions as the thread did: the
 server writes ``p`` on its stdin when it starts answering one and ``r`` when
 none is left, and the child stops between steps of a few milliseconds
 (``step_chars`` characters of encoding) meanwhile, so that a question has
 both cores to itself (it counts the files it draws on that are not counted
-yet on two threads).  Before the first question it counts undisturbed: the
-server starts it as soon as its index is open, a second before it answers
-the client's ``initialize``.
+yet on two threads).  Before the first question it counts undisturbed:
+``memstrata mcp`` starts it before it imports the SDK, about a second before
+it can answer the client's ``initialize``.
 
 The child only reads: it opens the index read-only (never creating a file,
 so an index deleted meanwhile makes it stop instead of leaving a new one
