@@ -91,11 +91,13 @@ def _follow_parent(parent: int, go: threading.Event) -> None:
             go.set()
 
 
-def _batches(todo: list[tuple[str, int]]) -> list[list[str]]:
+def batches(todo: list[tuple[str, int]], most_files: int = BATCH, most_bytes: int = BATCH_BYTES) -> list[list[str]]:
+    """The paths of ``todo`` ((path, size) rows) in order, a batch at most ``most_files`` files or
+    about ``most_bytes`` bytes: the reads of this child and of a server's own counting thread."""
     out: list[list[str]] = []
     size = 0
     for path, n in todo:
-        if not out or len(out[-1]) >= BATCH or size + n > BATCH_BYTES:
+        if not out or len(out[-1]) >= most_files or size + n > most_bytes:
             out.append([])
             size = 0
         out[-1].append(path)
@@ -130,7 +132,7 @@ def main(argv: list[str]) -> int:
         return 1  # gone or unreadable: the server counts what it needs itself
     out = sys.stdout
     try:
-        for batch in _batches(ci.uncounted_files(store)):
+        for batch in batches(ci.uncounted_files(store)):
             go.wait()
             found = ci.file_texts_counted(store, batch)
             rows = [[count(found[p][0]), p, found[p][1]] for p in batch if p in found and found[p][2] is None]

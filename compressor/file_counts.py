@@ -28,6 +28,7 @@ from memstrata.indexer.workspace import Workspace
 from memstrata.storage import StoreBusy, StoreError
 from memstrata.storage import code_index as ci
 
+from . import count_process
 from .slice import file_tokens, remember_file_tokens, remembered_file_tokens
 from .text_cache import for_store as texts_for_store
 from .tokens import count_tokens, exact_parts
@@ -76,7 +77,7 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
             return saved
         if not todo:
             return saved
-        for k, batch in enumerate(_batches(todo)):
+        for k, batch in enumerate(count_process.batches(todo, BATCH, BATCH_BYTES)):
             if pause is not None and k:
                 # Reading a batch's texts holds the interpreter: it gives way first, as each file does.
                 pause()
@@ -110,19 +111,6 @@ def count_missing(ws: Workspace, stop: threading.Event | None = None,
             if stop is not None and stop.is_set():
                 return saved
     return saved
-
-
-def _batches(todo: list[tuple[str, int]]) -> list[list[str]]:
-    """The paths of ``todo`` in order, a batch at most BATCH files or about BATCH_BYTES bytes."""
-    out: list[list[str]] = []
-    size = 0
-    for path, n in todo:
-        if not out or len(out[-1]) >= BATCH or size + n > BATCH_BYTES:
-            out.append([])
-            size = 0
-        out[-1].append(path)
-        size += n
-    return out
 
 
 def _count(path: str, text: str, pause: Callable[[], None] | None, step_chars: int | None,
@@ -206,8 +194,6 @@ class Counting:
             self._say(True)
 
     def _say(self, held: bool) -> None:
-        from .count_process import GO, HOLD
-
         with self._lock:
             self._held = held
             child = self.child
@@ -216,7 +202,7 @@ class Counting:
             # One byte on a pipe the child keeps reading, never blocking a question: a child that
             # cannot take it (stopped, gone) just misses the word.
             with contextlib.suppress(OSError, ValueError):
-                os.write(child.stdin.fileno(), HOLD if held else GO)
+                os.write(child.stdin.fileno(), count_process.HOLD if held else count_process.GO)
 
 
 def start_counting(ws: Workspace, pause: Callable[[], None] | None = None,
@@ -255,8 +241,6 @@ def start_counting(ws: Workspace, pause: Callable[[], None] | None = None,
 def _take_child_counts(ws: Workspace, counting: Counting, pause: Callable[[], None] | None,
                        step_chars: int, child: subprocess.Popen | None) -> int:
     """Save the counts a child process makes of the index's uncounted files; how many were saved."""
-    from . import count_process
-
     store = ws.store
     try:
         if not store.may_update("files"):
