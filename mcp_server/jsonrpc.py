@@ -294,6 +294,13 @@ def _int_or_minus_zero(literal: str) -> int | float:
     return -0.0 if literal == "-0" else int(literal)
 
 
+def minus_zero_hook(text: str) -> Callable[[str], int | float] | None:
+    """``json.loads``' ``parse_int`` reading the literal -0 as the float -0.0, as serde_json reads
+    it (zero has no negative integer); None, Python's own int, where ``text`` holds no -0: the
+    hook costs a Python call per integer."""
+    return _int_or_minus_zero if _MINUS_ZERO.search(text) is not None else None
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """One server's JSON-RPC: the ids it takes, its batch policy and the words of every error found here.
@@ -351,10 +358,8 @@ class Dialect:
         except UnicodeDecodeError as exc:
             return self._unparsable(self.not_utf8.format(byte=exc.start))
         try:
-            # The hook costs a Python call per integer: taken only where the text has a -0.
-            minus_zero = self.minus_zero_is_float and _MINUS_ZERO.search(text) is not None
             value = json.loads(text, parse_constant=_refuse_constant,
-                               parse_int=_int_or_minus_zero if minus_zero else None)
+                               parse_int=minus_zero_hook(text) if self.minus_zero_is_float else None)
         except RecursionError:
             column = None if self.max_depth is None else _past_depth(text, self.max_depth)
             if column is not None:

@@ -20,6 +20,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from memstrata.mcp_server.jsonrpc import minus_zero_hook
+
 from . import errors
 from .errors import SbufError, invalid_request
 from .records import KINDS, SOURCE_KINDS, Source, parse_scope, parse_timestamp, parse_uuid
@@ -110,38 +112,28 @@ def _reject_constant(name: str) -> Any:
 MAX_JSON_DEPTH = 127
 
 
-def _finite_float(literal: str) -> float:
-    # serde_json refuses a number past f64's range (1e400: "number out of range").
-    value = float(literal)
-    if math.isinf(value):
-        raise ValueError("number out of range")
-    return value
-
-
-def _int_or_minus_zero(literal: str) -> int | float:
-    # serde_json reads the literal -0 as the float -0.0 (so a `limit` of -0 is no integer).
-    return -0.0 if literal == "-0" else int(literal)
-
-
 def parse_json(data: bytes) -> Any:
     """Exactly one strict JSON value as serde_json reads it (no NaN, no lone surrogates, no
     number past f64's range, at most 127 containers deep; -0 is a float).  Raises ValueError."""
     try:
         text = data.decode("utf-8")
-        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float,
-                           parse_int=_int_or_minus_zero)
+        # -0 is a float to serde_json (so a `limit` of -0 is no integer).
+        value = json.loads(text, parse_constant=_reject_constant, parse_int=minus_zero_hook(text))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError("not one JSON value") from exc
-    _check_strings(value)
+    _check_values(value)
     return value
 
 
-def _check_strings(value: Any) -> None:
+def _check_values(value: Any) -> None:
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
             _utf8(item)
+        elif isinstance(item, float) and math.isinf(item):
+            # A literal past f64's range, which Python reads as infinity: serde_json refuses it.
+            raise ValueError("number out of range")
         elif isinstance(item, (list, dict)):
             if depth == MAX_JSON_DEPTH:
                 raise ValueError("recursion limit exceeded")
