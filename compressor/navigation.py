@@ -156,8 +156,7 @@ def _unknown(graph: GraphView, name: str, scope: str = "", ws: Workspace | None 
     behind = ws.behind_disk() if ws is not None else None
     ahead = ""
     if behind is not None:
-        status, why = behind
-        then = "run memstrata index, then ask again" if status == "stale" else "ask again in a moment"
+        status, why, then = behind
         ahead = f" (the index is {status}: {why}; a definition written since is not in it yet: {then})"
     return NavigationError(f"no symbol matches {name!r}{scope}{ahead}{hint}")
 

@@ -213,8 +213,7 @@ def context_query(ws: Workspace, query: str, max_tokens: int = 4096, include_tes
     # A name the index does not define may have been written since it was indexed: "not defined
     # in this project" would be untrue then, so say that the files are ahead of the index.
     if missing and state == "ready" and (behind := ws.behind_disk()) is not None:
-        status, why = behind
-        then = "run memstrata index, then ask again" if status == "stale" else "ask again in a moment"
+        status, why, then = behind
         result.notes.append(f"the index is {status} ({why}): a definition written since is not in it yet ({then})")
     return result
 

@@ -558,17 +558,20 @@ class Workspace:
     def watching(self) -> bool:
         return self._watcher is not None
 
-    def behind_disk(self) -> tuple[str, str] | None:
-        """(status, why) when the files may hold what the index does not -- files changed since the
-        last run and nothing in this process keeps the index in step (a one-shot command, the
-        resident query process, ``mcp --no-watch``), or a watcher elsewhere is still applying them
-        -- else None.  For an answer that found no definition of a name: the name may be new."""
+    def behind_disk(self) -> tuple[str, str, str] | None:
+        """(status, why, what to do) when the files may hold what the index does not -- files
+        changed since the last run and nothing in this process keeps the index in step (a one-shot
+        command, the resident query process, ``mcp --no-watch``), or a watcher elsewhere is still
+        applying them -- else None.  For an answer that found no definition of a name: the name may
+        be new."""
         if self.watching or self.detached:
             return None
         st = self.status()
-        if st.status in ("stale", "indexing"):
-            return st.status, st.message or ("files changed since the last index run" if st.status == "stale"
-                                             else "an index run is under way")
+        if st.status == "stale":
+            return ("stale", st.message or "files changed since the last index run",
+                    "run memstrata index, then ask again")
+        if st.status == "indexing":
+            return "indexing", st.message or "an index run is under way", "ask again in a moment"
         return None
 
     def changed_on_disk(self, paths: Iterable[str]) -> list[str]:
