@@ -62,13 +62,14 @@ def needed(store_path: Path) -> bool:
     """Whether the index at ``store_path`` has files whose tokens are not counted yet (a look of a
     millisecond, where starting a child to find out costs half a second of a core)."""
     from memstrata.storage import Store
+    from memstrata.storage import code_index as ci
 
     try:
         store = Store(store_path, readonly=True)
     except Exception:
         return False
     try:
-        return bool(store.execute("SELECT 1 FROM files WHERE tokens IS NULL LIMIT 1"))
+        return ci.any_uncounted(store)
     except Exception:
         return False
     finally:

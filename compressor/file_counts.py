@@ -248,7 +248,7 @@ def _take_child_counts(ws: Workspace, counting: Counting, pause: Callable[[], No
                 discard_child(child)
             return 0
         if child is None:
-            if not ci.uncounted_files(store):
+            if not ci.any_uncounted(store):
                 return 0  # all counted (a server started again): no process to start for nothing
             child = count_process.spawn(store.path, step_chars)
     except (OSError, StoreError) as exc:  # no interpreter to start, no process left: this thread counts

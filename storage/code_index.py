@@ -344,6 +344,11 @@ def uncounted_files(store: Store) -> list[tuple[str, int]]:
         "SELECT path, size FROM files WHERE tokens IS NULL ORDER BY is_test, size DESC, path")]
 
 
+def any_uncounted(store: Store) -> bool:
+    """Whether some file's whole-text token count is not saved yet (a look of a millisecond)."""
+    return bool(store.execute("SELECT 1 FROM files WHERE tokens IS NULL LIMIT 1"))
+
+
 def _file_rows(store: Store, columns: str, paths: Iterable[str]) -> dict[str, tuple]:
     paths = list(dict.fromkeys(paths))
     out: dict[str, tuple] = {}
