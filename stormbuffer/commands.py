@@ -169,15 +169,28 @@ def cmd_approve(view: View, args) -> int:
     return 0
 
 
+# Each human move starts from one state only, the one its command names: a
+# candidate becomes active only through `approve` (which re-runs the duplicate
+# and conflict checks and commits a replacement together with the record it
+# supersedes), never through `restore`, and `archive` takes an active record,
+# as the protocol's archive does.  A record already in the target state is the
+# no-op the lifecycle allows.
+_MOVE_FROM = {"reject": ("candidate", "a candidate", "could not update candidate"),
+              "archive": ("active", "active", "could not update record"),
+              "restore": ("archived", "archived", "could not update record")}
+
+
 def _move(view: View, record_id: str, status: str, what: str) -> str:
     with view.repository().mutation() as repo:
         loaded = repo.find(record_id)
         if loaded is None:
             raise SbufError("not_found", errors.NOT_FOUND, f"record {record_id} was not found")
-        if what == "reject" and loaded.record.status != "candidate":
+        source, expected, context = _MOVE_FROM[what]
+        current = loaded.record.status
+        if current != source and (what == "reject" or current != status):
             raise SbufError("invalid_state", errors.INVALID_STATE,
-                            f"could not update candidate: repository operation failed: record {record_id} "
-                            f"must be a candidate, not {loaded.record.status}")
+                            f"{context}: repository operation failed: record {record_id} "
+                            f"must be {expected}, not {current}")
         return repo.transition(loaded, status).status
 
 

@@ -218,3 +218,23 @@ def test_hand_edits_additions_and_deletions_are_seen_by_the_next_read(sbuf):
     assert sbuf.result("search", {"query": "worker pool"}) == []
     (sbuf.store / "index.sqlite3").unlink()
     assert sbuf.result("get", {"id": record_id})["id"] == record_id  # a deleted index is rebuilt
+
+
+def test_restore_and_archive_only_move_the_state_their_command_names(sbuf):
+    # restore makes an *archived* record active; a candidate (here a replacement)
+    # becomes active only through approve, which supersedes the record it replaces
+    sbuf.init()
+    old = sbuf.active()
+    new = sbuf.result("update", {"id": old, "body": "Releases ship on Fridays.", "source": SOURCE})["record_id"]
+    before = snapshot(sbuf.store / "records")
+    err = sbuf.fails("--project", "restore", new)
+    assert err == (f"error: could not update record: repository operation failed: record {new} "
+                   "must be archived, not candidate\n")
+    err = sbuf.fails("--project", "archive", new)
+    assert err.endswith(f"record {new} must be active, not candidate\n")
+    assert snapshot(sbuf.store / "records") == before
+    # a record already in the target state stays the lifecycle's no-op
+    assert sbuf.ok("--project", "restore", old) == f"{old}\tactive\n"
+    assert sbuf.ok("--project", "approve", new) == f"{new}\taccepted\tactive\n"
+    assert front(sbuf.record_file(old))["status"] == "superseded"
+    assert sbuf.fails("--project", "archive", old).endswith(f"must be active, not superseded\n")
