@@ -1,9 +1,13 @@
 """Advisory file locks (``flock``): released by the kernel when the holder dies.
 
-The mutation lock is a try-lock: a second writer is told at once that the
-store is busy (``conflict``) rather than queued behind a person's editor
-session.  The projection lock waits a bounded time, because two readers
-syncing at once is ordinary and short.
+Both locks wait a bounded time before answering ``conflict``.  A writer holds
+the mutation lock only for one write's sync, checks and file replacement
+(milliseconds; no lock is held while a person's editor is open), so two
+agents writing at once, or a person's ``sbuf approve`` during an agent's
+burst of writes, is ordinary: the second waits its turn instead of failing
+at random.  A lock still held after the wait (a stuck holder) is ``conflict``
+as before.  The projection lock waits longer, because a sync of a large store
+on a cold cache can take seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from . import errors
 from .errors import SbufError
 
 PROJECTION_WAIT_S = 5.0
+MUTATION_WAIT_S = 2.0
 
 
 @contextlib.contextmanager
@@ -45,10 +50,10 @@ def exclusive(path: Path, *, wait: float = 0.0, busy: SbufError | None = None) -
                     raise (busy or SbufError("conflict", errors.BUSY, "the store is busy (another "
                                              "sbuf command holds its mutation lock)")) from None
                 time.sleep(delay)
-                delay = min(delay * 2, 0.1)
+                delay = min(delay * 2, 0.02)
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
 
 
-__all__ = ["exclusive", "PROJECTION_WAIT_S"]
+__all__ = ["exclusive", "PROJECTION_WAIT_S", "MUTATION_WAIT_S"]

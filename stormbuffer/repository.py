@@ -1,8 +1,8 @@
 """Lifecycle operations on one store's canonical records, under its mutation lock.
 
 Every mutation runs inside :meth:`Repository.mutation`: the store must be
-initialized, the mutation lock is taken (a try-lock: busy means
-``conflict``), an interrupted supersession is replayed, the projection is
+initialized, the mutation lock is taken (waiting up to
+``locks.MUTATION_WAIT_S`` for another writer, then ``conflict``), an interrupted supersession is replayed, the projection is
 synced and every canonical file must be valid.  Writes go to the Markdown
 only, atomically; the projection catches up on the next sync.
 
@@ -97,7 +97,7 @@ class Repository:
             self.loc.locks_dir.mkdir(exist_ok=True)
         except OSError:
             raise _io_error("the lock folder cannot be created") from None
-        with locks.exclusive(self.lock_path):
+        with locks.exclusive(self.lock_path, wait=locks.MUTATION_WAIT_S):
             self._replay_journal()
             yield self
 

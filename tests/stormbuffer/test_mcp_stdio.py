@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import subprocess
+import time
 
 import anyio
 import pytest
@@ -462,3 +463,22 @@ def test_minus_zero_in_arguments_is_no_integer_as_rmcp_reads_it(sbuf, session):
     assert reply["id"] == "m" and reply["result"]["isError"] is True
     assert reply["result"]["structuredContent"]["error"] == {"code": "invalid_request",
                                                              "message": "field `limit` must be an integer"}
+
+
+def test_a_write_waits_for_another_writer_instead_of_failing(sbuf, session):
+    # two agents (or an agent and a person's `sbuf approve`) writing at once: the
+    # mutation lock is held for one write's milliseconds, so the second write waits
+    # its turn rather than answering `conflict` at random
+    sbuf.init()
+    s = session("--project", "--allow-writes")
+    s.initialize()
+    assert s.envelope("memory_recall", {"query": "warm"})["ok"]
+    with open(sbuf.store / "locks" / "mutation.lock", "a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        s.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "memory_remember",
+            "arguments": {"title": "T", "kind": "fact", "body": "b", "source": SOURCE}}})
+        time.sleep(0.5)  # the server has read the request and is waiting for the lock
+    reply = s.recv()
+    assert reply["id"] == 7
+    assert reply["result"]["structuredContent"]["result"]["outcome"] == "requires_approval"
