@@ -10,7 +10,8 @@
   the paragraph under it, a fenced code block is never cut at its blank
   lines, and a paragraph longer than :data:`MAX_PROSE_CHARS` is cut at
   sentence ends.
-- CSV/TSV: one chunk per record (quoted newlines stay inside their record).
+- CSV/TSV: one chunk per record (quoted newlines stay inside their record);
+  a record longer than :data:`MAX_PROSE_CHARS` is cut like a long paragraph.
 - Code (a language :mod:`indexer.languages` parses): one chunk per
   top-level definition, found by tree-sitter, with the comment lines right
   above it; a definition longer than :data:`MAX_CODE_CHARS` is cut into its
@@ -38,6 +39,11 @@ from memstrata.indexer.scan import (EXCLUDED, IGNORED, NAME_NOT_UTF8, OUTSIDE, U
 
 MAX_PROSE_CHARS = 1500
 MAX_CODE_CHARS = 4000
+# How documents are cut.  A store records the version its chunks were cut
+# with; a full sync re-cuts every document of a store cut by another one, so a
+# change here reaches existing databases, not only files edited afterwards.
+# 2: a table record longer than MAX_PROSE_CHARS is cut like a long paragraph.
+CHUNKING_VERSION = 2
 # Small neighbouring gap paragraphs in code (an import block, a constant) are
 # packed together up to this size rather than becoming one chunk each.
 PACK_CHARS = 600
@@ -308,7 +314,17 @@ def _pack(pieces: list[str], max_chars: int) -> list[str]:
 
 
 def table_chunks(text: str, delimiter: str) -> list[str]:
-    """One chunk per CSV/TSV record, as written in the file."""
+    """One chunk per CSV/TSV record, as written in the file.
+
+    Every kind of chunk is bounded, whatever the file holds: a record with a
+    field of megabytes (an export with a document in a cell, a line that is no
+    CSV at all) is cut as a long paragraph is, so a search never answers with
+    a chunk of megabytes.
+    """
+    return [piece for record in _table_records(text, delimiter) for piece in split_long(record, MAX_PROSE_CHARS)]
+
+
+def _table_records(text: str, delimiter: str) -> list[str]:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     consumed: list[int] = []
 
@@ -416,6 +432,6 @@ def read_document(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_DOC_BYTES) 
 __all__ = [
     "Document", "Chunked", "DocumentFilter", "SkipDocument", "walk_documents", "decode_document",
     "read_document", "stat_document", "is_inside", "OnSkip", "chunk_document", "prose_chunks", "table_chunks", "code_chunks", "paragraphs",
-    "split_long", "MAX_PROSE_CHARS", "MAX_CODE_CHARS", "BINARY", "HIDDEN", "TOO_LARGE",
+    "split_long", "MAX_PROSE_CHARS", "MAX_CODE_CHARS", "CHUNKING_VERSION", "BINARY", "HIDDEN", "TOO_LARGE",
     "BINARY_EXTENSIONS",
 ]

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .chunking import (DocumentFilter, SkipDocument, chunk_document, decode_document,
+from .chunking import (CHUNKING_VERSION, DocumentFilter, SkipDocument, chunk_document, decode_document,
                                         read_document, stat_document, walk_documents)
 from memstrata.storage import Store
 from . import store as kura_store
@@ -50,10 +50,12 @@ def sync_folder(store: Store, root: Path, flt: DocumentFilter | None = None) -> 
     root = root.resolve()
     flt = flt or DocumentFilter(root)
     known = kura_store.source_states(store)
+    # Chunks cut by another chunking version are cut again, unchanged files too.
+    recut = kura_store.get_chunking(store) != CHUNKING_VERSION
     seen: set[str] = set()
     for doc in walk_documents(root, flt, on_skip=lambda rel, reason: report.skipped.append((rel, reason))):
         seen.add(doc.path)
-        _index_one(store, root, doc.path, known.get(doc.path), report)
+        _index_one(store, root, doc.path, known.get(doc.path), report, recut=recut)
     # Whatever the walk did not yield drops out: deleted, now excluded, now a
     # symlink leading outside, or now skipped at read time (binary, too large).
     skipped = {rel for rel, _ in report.skipped}
@@ -62,6 +64,8 @@ def sync_folder(store: Store, root: Path, flt: DocumentFilter | None = None) -> 
         with store.write() as conn:
             report.removed += kura_store.delete_sources(conn, gone)
     kura_store.set_skipped(store, report.skipped_counts())
+    if recut:
+        kura_store.set_chunking(store, CHUNKING_VERSION)
     return report
 
 
@@ -96,15 +100,16 @@ def _links_to(root: Path, known: Iterable[str], paths: set[str]) -> set[str]:
 
 
 def _index_one(store: Store, root: Path, rel: str, known: kura_store.SourceState | None,
-               report: SyncReport) -> None:
+               report: SyncReport, *, recut: bool = False) -> None:
     try:
         st = stat_document(root, rel)
-        if known is not None and known.size == st.st_size and known.mtime_ns == st.st_mtime_ns:
+        if (not recut and known is not None and known.size == st.st_size
+                and known.mtime_ns == st.st_mtime_ns):
             report.unchanged += 1
             return
         data, st = read_document(root, rel)
         digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        if known is not None and known.hash == digest:
+        if not recut and known is not None and known.hash == digest:
             with store.write() as conn:
                 kura_store.touch_source(conn, rel, st.st_size, st.st_mtime_ns)
             report.unchanged += 1

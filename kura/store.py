@@ -39,6 +39,7 @@ MAX_QUERY_TERMS = 32
 MIN_PREFIX_LEN = 3
 META_ROOT = "kura.root"
 META_SKIPPED = "kura.skipped"
+META_CHUNKING = "kura.chunking"
 _TOKEN = re.compile(r"[^\W_]+")
 
 
@@ -134,6 +135,16 @@ def set_root(store: Store, root: str | None) -> None:
 
 def get_root(store: Store) -> str | None:
     return store.get_meta(META_ROOT)
+
+
+def get_chunking(store: Store) -> int:
+    """The chunking version the store's chunks were cut with (1: before it was recorded)."""
+    value = store.get_meta(META_CHUNKING)
+    return int(value) if value is not None and value.isdigit() else 1
+
+
+def set_chunking(store: Store, version: int) -> None:
+    store.set_meta(META_CHUNKING, str(version))
 
 
 def set_skipped(store: Store, counts: dict[str, int]) -> None:

@@ -31,6 +31,18 @@ def test_long_paragraph_is_cut_at_sentence_ends():
 
 def test_csv_and_tsv_are_chunked_by_record():
     assert table_chunks('a,b\n1,"two\nlines"\n\n3,4\n', ",") == ["a,b", '1,"two\nlines"', "3,4"]
+
+
+def test_a_table_record_is_bounded_like_a_paragraph():
+    # a cell holding a whole document, and a line that is no CSV (an unterminated
+    # quote): each is cut into pieces no longer than a long paragraph's
+    cell = " ".join(f"word{i}" for i in range(3000))
+    for text in (f'id,doc\n1,"{cell}"\n2,short\n', f'id,doc\n1,"{cell}\n'):
+        chunks = table_chunks(text, ",")
+        assert chunks[0] == "id,doc" and len(chunks) > 10
+        assert max(len(c) for c in chunks) <= MAX_PROSE_CHARS
+        assert " ".join(chunks[1:]).split() == text.split()[1:]  # nothing lost, in order
+
     assert chunk_document("t.tsv", "x\ty\n1\t2\n").chunks == ["x\ty", "1\t2"]
     assert chunk_document("t.csv", "x,y\n").kind == "table"
 

@@ -202,3 +202,30 @@ def test_mode_is_case_insensitive_and_unloadable_databases_say_why(library):
     assert str(library.home.root) not in str(exc.value)  # the Kura home is not a registered folder
     with pytest.raises(InvalidArgument, match='"gone" not loaded: .* is missing'):
         search.search_rag("gone", "x")
+
+
+def test_a_store_cut_by_another_chunking_version_is_cut_again(store, tmp_path):
+    # a change to how documents are cut reaches databases indexed before it, on
+    # their next full sync, not only the files edited afterwards
+    from memstrata.kura.chunking import CHUNKING_VERSION, MAX_PROSE_CHARS
+    docs = tmp_path / "tables"
+    docs.mkdir()
+    cell = " ".join(f"cell{i}" for i in range(2000))
+    (docs / "export.csv").write_text(f'id,doc\n1,"{cell} zanzibar"\n', encoding="utf-8")
+    (docs / "note.md").write_text("A short note.", encoding="utf-8")
+    sync_folder(store, docs)
+    assert kura_store.get_chunking(store) == CHUNKING_VERSION
+    # as an older version left it: the whole record one chunk, no version recorded
+    state = kura_store.source_states(store)["export.csv"]
+    old = kura_store.SourceRecord("export.csv", state.size, state.mtime_ns, state.hash, "table", 0.0)
+    with store.write() as conn:
+        kura_store.replace_source(conn, old, ["id,doc", f'1,"{cell} zanzibar"'])
+    store.set_meta(kura_store.META_CHUNKING, None)
+    assert kura_store.get_chunking(store) == 1
+    report = sync_folder(store, docs)
+    assert report.updated == 2 and not report.added and not report.removed
+    hits = kura_store.search(store, "zanzibar", 5)
+    assert len(hits) == 1 and len(hits[0].content) <= MAX_PROSE_CHARS
+    assert kura_store.get_chunking(store) == CHUNKING_VERSION
+    assert sync_folder(store, docs).changed == 0
+    fts_ok(store)
