@@ -42,6 +42,8 @@ _CODES: dict[str, tuple[str, str, str]] = {
     "invalid_argument.engine.json_document_id": ("never", "not_started", _FIX_JSON_DOC),
     "invalid_argument.engine.json_document_too_deep": ("never", "not_started", _FIX_JSON_DOC),
     "invalid_argument.engine.json_document_too_large": ("never", "not_started", _FIX_JSON_DOC),
+    # the engine's fix for an oversized array is its generic one, not the JSON document one
+    "invalid_argument.engine.json_array_too_large": ("never", "not_started", _FIX_FIELD),
     "invalid_argument.engine.event_payload_too_large": ("never", "not_started", _FIX_EVENT),
     "invalid_argument.engine.vector_metadata_too_large": ("never", "not_started", _FIX_VECTOR),
     "invalid_argument.engine.graph_properties_too_large": ("never", "not_started", _FIX_GRAPH),

@@ -11,7 +11,6 @@ indexes are refused.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import sys
@@ -277,12 +276,17 @@ def index_entries(e: Engine, b, view, space: str) -> int:
 
 
 JSON_DEPTH_LIMIT = 100   # containers nested in a document, as the engine counts them
+JSON_ARRAY_LIMIT = 1_000_000   # elements of one array in a document (the engine's limit)
+JSON_DOCUMENT_TOO_LARGE = "invalid_argument.engine.json_document_too_large"
 
 
-def check_depth(segments: list[str | int], value: Any) -> None:
+def check_depth(segments: list[str | int], value: Any) -> int:
     """The engine's nesting limit for the document a write leaves: the value sits as deep as its
-    path is long, and what it nests counts from there (the rest of a stored document is within it)."""
-    deepest, stack = 0, [(value, 0)]
+    path is long, and what it nests counts from there (the rest of a stored document is within it).
+
+    Returns the length of the longest array in ``value``, measured in the same walk, for
+    :func:`check_value` (which the engine applies after the encoded size)."""
+    deepest, widest, stack = 0, 0, [(value, 0)]
     while stack:
         node, depth = stack.pop()
         if isinstance(node, (dict, list)):
@@ -290,10 +294,24 @@ def check_depth(segments: list[str | int], value: Any) -> None:
             deepest = max(deepest, depth)
             if len(segments) + deepest > JSON_DEPTH_LIMIT:
                 break
+            if isinstance(node, list):
+                widest = max(widest, len(node))
             stack.extend((child, depth) for child in (node.values() if isinstance(node, dict) else node))
     if len(segments) + deepest > JSON_DEPTH_LIMIT:
         raise StrataError("invalid_argument.engine.json_document_too_deep",
                           "JSON document exceeds the maximum nesting depth")
+    return widest
+
+
+def check_value(value: Any, text: str) -> None:
+    """The checks the engine makes of a written value on its own, before it looks at the path
+    and the stored document, in its order: nested too deep, too large encoded (``text``, the
+    value's compact JSON), an array with too many elements."""
+    widest = check_depth([], value)
+    check_encoded(JSON_DOCUMENT_TOO_LARGE, "JSON document", text)
+    if widest > JSON_ARRAY_LIMIT:
+        raise StrataError("invalid_argument.engine.json_array_too_large",
+                          "JSON document contains an oversized array")
 
 
 @handler("json_set")
@@ -302,13 +320,16 @@ def json_set(e: Engine, a: dict) -> dict:
     segments = parse_path(a["path"])
     b, space = e.scope(a)
     view = e.store.view(b)
+    value_text = canonical(a["value"])
+    check_value(a["value"], value_text)   # before the path is looked at
     doc, _, revision = _document(e, view, space, key)
     created = doc is _MISSING
     indexes = _indexes(e, b, view, space)
     before = _indexed(indexes, doc)
     new = set_at(doc, segments, a["value"])
     check_depth([], new)   # the document as the write leaves it (a path that does not fit is said first)
-    text = check_encoded("invalid_argument.engine.json_document_too_large", "JSON document", canonical(new))
+    # (written at the root, the document is the value, already encoded and checked)
+    text = value_text if not segments else check_encoded(JSON_DOCUMENT_TOO_LARGE, "JSON document", canonical(new))
     puts, deletes = _entry_changes(before, _indexed(indexes, new))
     with e.store.commit(b) as tx:
         tx.register_space(view, space)
@@ -450,13 +471,11 @@ def json_batch_set(e: Engine, a: dict) -> dict:
             doc, _, revision = _document(e, view, space, key)
             state = [doc, revision, _indexed(indexes, doc)]
         created = state[0] is _MISSING
-        value = json.loads(canonical(x["value"]))
+        text = canonical(x["value"])
+        value = json.loads(text)
         try:
-            check_depth(segments, value)
+            check_value(value, text)   # the entry's failure, whatever its path
         except StrataError as exc:
-            # Too deep is this entry's failure, once its path fits the document (a path that does not
-            # fit refuses the whole batch, raised here as below).
-            set_at(copy.deepcopy(state[0]), segments, value)
             batch.fail(exc, {"document_version": None})
             continue
         docs[key] = state
@@ -466,11 +485,17 @@ def json_batch_set(e: Engine, a: dict) -> dict:
         batch.add({"document_version": state[1]}, effect=effect(created))
     if not docs:
         return batch.envelope("json_batch_results")
+    # A document the entries together leave too deep or too large refuses the whole batch (each
+    # entry's value fitted on its own), as a value that does not fit its path does.
+    texts = {}
+    for key, (doc, _, _) in docs.items():
+        check_depth([], doc)
+        texts[key] = check_encoded(JSON_DOCUMENT_TOO_LARGE, "JSON document", canonical(doc))
     puts = deletes = 0
     with e.store.commit(b) as tx:
         tx.register_space(view, space)
         for key, (doc, revision, before) in docs.items():
-            tx.put(space, JSON, key, canonical(doc).encode("utf-8"), str(revision))
+            tx.put(space, JSON, key, texts[key].encode("utf-8"), str(revision))
             p, d = _entry_changes(before, _indexed(indexes, doc))
             puts, deletes = puts + p, deletes + d
     return batch.envelope("json_batch_results", e.receipt(tx, len(docs) + puts, deletes))

@@ -1049,3 +1049,47 @@ JSON_INDEX_ENTRIES = raw(
 for _name, _script in (("json_index_entries", JSON_INDEX_ENTRIES), ("space_delete_events", SPACE_DELETE_EVENTS), ("kv_batches", KV_BATCHES), ("json_batches", JSON_BATCHES), ("vector_bulk", VECTOR_BULK),
                        ("event_ranges", EVENT_RANGES), ("space_delete", SPACE_DELETE)):
     SCRIPTS[_name] = _script
+
+
+# JSON documents' limits and the order the engine checks them: a written value on its own first
+# (nested too deep, too large encoded, an array of more than a million elements), whatever its
+# path; then the path; then the document the write leaves (too deep, too large).  In a batch, a
+# value's own failure is that entry's, a document the entries leave too deep or too large
+# refuses the whole batch.
+def _nest(depth: int):
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+_MILLION = list(range(1_000_000))
+_OVER_MILLION = list(range(1_000_001))
+_TOO_LARGE = "y" * 17_000_000
+_JB = lambda *entries: cmd(type="json_batch_set", entries=list(entries))  # noqa: E731
+JSON_LIMITS = [
+    ("strata_json_set", {"key": "s", "path": "$", "value": _OVER_MILLION}),
+    ("strata_json_set", {"key": "s", "path": "$", "value": {"x": [[0], {"y": _OVER_MILLION}]}}),
+    ("strata_json_set", {"key": "s", "path": "$", "value": _MILLION}),
+    ("strata_json_set", {"key": "s", "path": "$", "value": {"a": _OVER_MILLION, "b": _nest(120)}}),
+    ("strata_json_set", {"key": "s", "path": "$", "value": ["x" * 20] * 1_000_001}),
+    ("strata_json_set", {"key": "t", "path": "$", "value": [1]}),
+    # the value's own checks come before the path ($.z does not fit an array)
+    ("strata_json_set", {"key": "t", "path": "$.z", "value": _nest(120)}),
+    ("strata_json_set", {"key": "t", "path": "$.z", "value": _OVER_MILLION}),
+    ("strata_json_set", {"key": "t", "path": "$.z", "value": _TOO_LARGE}),
+    ("strata_json_set", {"key": "t", "path": "$.z", "value": 1}),
+    ("strata_json_set", {"key": "u", "path": "$", "value": _nested(50)}),
+    ("strata_json_set", {"key": "u", "path": "$" + ".a" * 50, "value": _nest(60)}),
+    ("strata_json_set", {"key": "u", "path": "$.a.a.zz.q", "value": _nest(60)}),
+    ("strata_json_get", {"key": "u", "path": "$.a.a.a"}),
+    _JB({"key": "b1", "path": "$", "value": _OVER_MILLION}, {"key": "b2", "path": "$", "value": 1}),
+    _JB({"key": "b3", "path": "$", "value": [1]}, {"key": "b3", "path": "$.z", "value": _OVER_MILLION}),
+    _JB({"key": "b4", "path": "$", "value": [1]}, {"key": "b4", "path": "$.z", "value": _nest(120)}),
+    _JB({"key": "b5", "path": "$", "value": {"a": 1}}, {"key": "b5", "path": "$.b", "value": _TOO_LARGE}),
+    _JB({"key": "b6", "path": "$", "value": _nested(50)}, {"key": "b6", "path": "$" + ".a" * 50, "value": _nest(60)}),
+    _JB({"key": "b7", "path": "$", "value": {"a": "x" * 10_000_000}}, {"key": "b7", "path": "$.b", "value": "y" * 10_000_000}),
+    _JB({"key": "b8", "path": "$", "value": {"a": 1}}, {"key": "b8", "path": "$.a", "value": 2}),
+    cmd(type="json_batch_get", entries=[{"key": k, "path": "$.a"} for k in ("b1", "b2", "b5", "b6", "b7", "b8")]),
+]
+SCRIPTS["json_limits"] = JSON_LIMITS
