@@ -337,22 +337,24 @@ def vector_create_collection(e: Engine, a: dict) -> dict:
 def vector_upsert(e: Engine, a: dict) -> dict:
     check_vector_key(a["key"])  # before anything else, as the engine does
     values = _vector_input(a, "vector")
+    # A given vector's metadata is checked next, before the branch, the collection and the
+    # vector's dimension (text to embed is resolved first: without a model that is the error).
+    metadata = a.get("metadata")
+    if values is not None and metadata is not None:
+        if not isinstance(metadata, dict):
+            raise StrataError("invalid_argument.engine.vector_metadata", "vector metadata must be a JSON object")
+        metadata = json.loads(check_encoded("invalid_argument.engine.vector_metadata_too_large",
+                                            "vector metadata", canonical(metadata)))
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
     if values is None:
         raise _no_model(coll.name)
     embedding = _embedding(values, coll.dimension)
-    metadata = a.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise StrataError("invalid_argument.engine.vector_metadata", "vector metadata must be a JSON object")
     key = tuple_key(coll.name, a["key"])
     old = e.store.get(view, space, VECTOR, key)
     created = old is None or old.value is None
     revision = 1 if old is None or old.aux is None else json.loads(old.aux)["r"] + 1
-    if metadata is not None:
-        metadata = json.loads(check_encoded("invalid_argument.engine.vector_metadata_too_large", "vector metadata",
-                                            canonical(metadata)))
     extra = {"r": revision} if metadata is None else {"m": metadata, "r": revision}
     with e.store.commit(b) as tx:
         tx.put(space, VECTOR, key, embedding.tobytes(), json.dumps(extra))
@@ -541,10 +543,14 @@ def vector_batch_upsert(e: Engine, a: dict) -> dict:
     checked: list[tuple[dict, np.ndarray | StrataError, dict | None]] = []
     for x in a["entries"]:
         try:
-            embedding = _batch_embedding(x["vector"], x["key"], coll.dimension)
+            # The metadata is the item's failure before its vector is (not an object, too large).
             metadata = x.get("metadata")
             if metadata is not None and not isinstance(metadata, dict):
                 raise StrataError("invalid_argument.engine.vector_metadata", "vector metadata must be a JSON object")
+            if metadata is not None:
+                check_encoded("invalid_argument.engine.vector_metadata_too_large", "vector metadata",
+                              canonical(metadata))
+            embedding = _batch_embedding(x["vector"], x["key"], coll.dimension)
             checked.append((x, embedding, metadata))
         except StrataError as exc:
             checked.append((x, exc, None))

@@ -1093,3 +1093,28 @@ JSON_LIMITS = [
     cmd(type="json_batch_get", entries=[{"key": k, "path": "$.a"} for k in ("b1", "b2", "b5", "b6", "b7", "b8")]),
 ]
 SCRIPTS["json_limits"] = JSON_LIMITS
+
+# Vector metadata: a given vector's metadata is checked right after the key (not an object, over
+# 16 MiB), before the branch, the collection and the vector's dimension; text to embed is
+# resolved first.  In a batch the metadata is an entry's failure before its vector is.
+_VM = {"a": "x" * 17_000_000}
+VECTOR_METADATA_LIMITS = [
+    ("strata_vector_create_collection", {"collection": "c", "dimension": 2, "metric": "cosine"}),
+    ("strata_vector_upsert", {"collection": "c", "key": "a", "vector": [1, 2, 3], "metadata": _VM}),
+    ("strata_vector_upsert", {"collection": "nope", "key": "a", "vector": [1, 2], "metadata": _VM}),
+    ("strata_vector_upsert", {"collection": "c", "key": "a", "vector": [1, 2], "metadata": _VM, "branch": "nob"}),
+    ("strata_vector_upsert", {"collection": "c", "key": "", "vector": [1, 2], "metadata": _VM}),
+    ("strata_vector_upsert", {"collection": "c", "key": "b", "vector": [1, 2, 4], "metadata": [1]}),
+    ("strata_vector_upsert", {"collection": "nope", "key": "b", "vector": [1, 2], "metadata": 5}),
+    ("strata_vector_upsert", {"collection": "c", "key": "b", "text": "hello", "metadata": [1]}),
+    ("strata_vector_upsert", {"collection": "nope", "key": "b", "text": "hello", "metadata": [1]}),
+    ("strata_vector_upsert", {"collection": "c", "key": "b", "vector": [1, 2], "metadata": {"a": 1}}),
+    cmd(type="vector_batch_upsert", collection="c", entries=[
+        {"key": "big", "vector": [1, 2, 3], "metadata": _VM}, {"key": "big", "vector": [1, 1], "metadata": _VM}]),
+    cmd(type="vector_batch_upsert", collection="c", entries=[
+        {"key": "big", "vector": [1, 2], "metadata": _VM}, {"key": "ok", "vector": [1, 1]}]),
+    cmd(type="vector_batch_upsert", collection="c", entries=[
+        {"key": "m", "vector": [1, 2, 3], "metadata": [1]}, {"key": "", "vector": [1], "metadata": 3}]),
+    cmd(type="vector_list_keys", collection="c"),
+]
+SCRIPTS["vector_metadata_limits"] = VECTOR_METADATA_LIMITS
