@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import secrets
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,11 +117,14 @@ class Engine:
             raise errors.branch_missing(name, source=source)
         return b
 
-    def scope(self, args: dict) -> tuple[Branch, str]:
-        # The engine checks the object's names, an as_of conflict, then both scope names, before it
-        # looks the branch up.
+    def scope(self, args: dict, checks: Callable[[], object] | None = None) -> tuple[Branch, str]:
+        # The engine checks the object's names, an as_of conflict, then what a write carries
+        # (``checks``: an event's type and payload, a node's id and properties, a JSON value),
+        # then both scope names, before it looks the branch up.
         check_object_names(args)
         self.check_as_of(args)
+        if checks is not None:
+            checks()
         name = self.session_branch if args.get("branch") is None else args["branch"]
         check_branch_name(name)
         space = check_space(args.get("space"))

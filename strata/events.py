@@ -44,8 +44,7 @@ def record(ev: Event) -> dict:
 
 @handler("event_append")
 def event_append(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
-    _check_event(a["event_type"], a["payload"])
+    b, space = e.scope(a, lambda: _check_event(a["event_type"], a["payload"]))
     payload = canonical(a["payload"])
     view = e.store.view(b)
     last = e.store.last_event(view, space)

@@ -256,11 +256,15 @@ def graph_get_meta(e: Engine, a: dict) -> dict:
 
 @handler("graph_add_node")
 def graph_add_node(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
-    check_node_id(a["node_id"])
-    if a.get("object_type") is not None:
-        check_type_name(a["object_type"])
-    properties = check_properties(a.get("properties"))
+    checked = []
+
+    def checks():
+        check_node_id(a["node_id"])
+        if a.get("object_type") is not None:
+            check_type_name(a["object_type"])
+        checked.append(check_properties(a.get("properties")))
+    b, space = e.scope(a, checks)
+    properties = checked[0]
     binding = check_binding(a.get("binding"), b)
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
@@ -309,9 +313,9 @@ def graph_remove_node(e: Engine, a: dict) -> dict:
 
 @handler("graph_add_edge")
 def graph_add_edge(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
-    _check_edge_ids(a)
-    properties = check_properties(a.get("properties"))
+    checked = []
+    b, space = e.scope(a, lambda: (_check_edge_ids(a), checked.append(check_properties(a.get("properties")))))
+    properties = checked[0]
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
     src, dst = load_node(e, view, space, g.name, a["src"]), load_node(e, view, space, g.name, a["dst"])

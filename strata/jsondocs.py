@@ -318,10 +318,10 @@ def check_value(value: Any, text: str) -> None:
 def json_set(e: Engine, a: dict) -> dict:
     key = check_doc_id(a["key"])
     segments = parse_path(a["path"])
-    b, space = e.scope(a)
-    view = e.store.view(b)
     value_text = canonical(a["value"])
-    check_value(a["value"], value_text)   # before the path is looked at
+    # the value on its own, before the scope and before the path is looked at
+    b, space = e.scope(a, lambda: check_value(a["value"], value_text))
+    view = e.store.view(b)
     doc, _, revision = _document(e, view, space, key)
     created = doc is _MISSING
     indexes = _indexes(e, b, view, space)

@@ -1118,3 +1118,27 @@ VECTOR_METADATA_LIMITS = [
     cmd(type="vector_list_keys", collection="c"),
 ]
 SCRIPTS["vector_metadata_limits"] = VECTOR_METADATA_LIMITS
+
+# What a write carries is checked after the object's names and before the scope: an event's type
+# and payload, a node's id, type and properties, an edge's ids and properties, a JSON value (its
+# key and path come first), before the branch and space names and the branch lookup.
+WRITE_CHECK_ORDER = [
+    ("strata_graph_create", {"graph": "g"}),
+    ("strata_event_append", {"event_type": "e", "payload": 5, "space": "_bad"}),
+    ("strata_event_append", {"event_type": "e", "payload": 5, "branch": "nob"}),
+    ("strata_event_append", {"event_type": "", "payload": {}, "branch": "nob"}),
+    ("strata_event_append", {"event_type": "e", "payload": {}, "space": "_bad"}),
+    ("strata_graph_add_node", {"graph": "g", "node_id": "a", "properties": [1], "space": "_bad"}),
+    ("strata_graph_add_node", {"graph": "g", "node_id": "a", "object_type": "", "branch": "nob"}),
+    ("strata_graph_add_node", {"graph": "g", "node_id": "a", "properties": [1], "branch": ""}),
+    ("strata_graph_add_node", {"graph": "", "node_id": "", "properties": [1]}),
+    ("strata_graph_add_node", {"graph": "g", "node_id": "", "branch": "nob"}),
+    ("strata_graph_add_edge", {"graph": "g", "src": "a", "dst": "b", "edge_type": "x", "properties": [1],
+                               "branch": "nob"}),
+    ("strata_graph_add_edge", {"graph": "g", "src": "", "dst": "b", "edge_type": "x", "branch": "nob"}),
+    ("strata_json_set", {"key": "k", "path": "$", "value": _nest(101), "branch": "nob"}),
+    ("strata_json_set", {"key": "k", "path": "$", "value": _OVER_MILLION, "space": "_bad"}),
+    ("strata_json_set", {"key": "", "path": "$", "value": _OVER_MILLION, "branch": "nob"}),
+    ("strata_json_set", {"key": "k", "path": "$$", "value": _nest(101)}),
+]
+SCRIPTS["write_check_order"] = WRITE_CHECK_ORDER
