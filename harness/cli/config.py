@@ -97,7 +97,7 @@ def cmd_show(args) -> int:
 
 def cmd_set_rate(args) -> int:
     try:
-        p = Providers.load()
+        p = Providers.load(create=False)  # the change is saved below: no defaults written first
         provider = p.set_rate(args.model, args.rate, provider=args.provider, output=args.output,
                               cache_read=args.cache_read, cache_write=args.cache_write,
                               cache_write_1h=args.cache_write_1h)
@@ -119,7 +119,7 @@ def cmd_set_rate(args) -> int:
 
 def cmd_set_day(args) -> int:
     try:
-        p = Providers.load()
+        p = Providers.load(create=False)  # the change is saved below: no defaults written first
         p.set_billing_day(args.day)
         p.save()
     except ProvidersError as exc:

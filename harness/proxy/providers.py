@@ -25,6 +25,7 @@ from __future__ import annotations
 import copy
 import fnmatch
 import json
+import logging
 import math
 import os
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ PROVIDERS_FILE = "providers.json"
 DEFAULT_OPENAI_BASE = "https://api.openai.com/v1"
 DEFAULT_ANTHROPIC_BASE = "https://api.anthropic.com"
 WILDCARD = "*"
+
+log = logging.getLogger(__name__)
 
 # List prices (USD per million tokens) when this file was written; edit the
 # file or use `memstrata config set provider-rate` when they change.  Cache
@@ -233,7 +236,13 @@ class Providers:
         if not path.exists():
             inst = cls(copy.deepcopy(DEFAULT_PROVIDERS), path)
             if create:
-                inst.save()
+                # Writing the defaults is a courtesy to a person who later edits the file: a
+                # home folder that cannot take it (read-only, or MEMSTRATA_HOME naming a file
+                # or a missing mount) still reads the shipped rates; only a change must be saved.
+                try:
+                    inst.save()
+                except ProvidersError as exc:
+                    log.warning("%s; using the shipped rates", exc)
             return inst
         try:
             text = path.read_text(encoding="utf-8")
@@ -251,8 +260,16 @@ class Providers:
     def save(self) -> None:
         if self.path is None:
             raise ProvidersError("these provider hints have no file")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.path, json.dumps(self.data, indent=2) + "\n")
+        except OSError as exc:
+            # mkdir's "File exists" for a home that is a file says nothing a person can act on
+            folder = next((f for f in (self.path.parent, *self.path.parent.parents) if os.path.lexists(f)), None)
+            reason = (f"{display_path(folder)} is not a folder" if folder is not None and not folder.is_dir()
+                      else exc.strerror or str(exc))
+            raise ProvidersError(f"cannot write {display_path(self.path)}: {reason} "
+                                 f"(MEMSTRATA_HOME chooses another folder)") from None
 
     # -- reads ------------------------------------------------------------------
 

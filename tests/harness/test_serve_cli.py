@@ -190,6 +190,22 @@ def test_config_show_and_set(env, memstrata_home):
     assert json.loads(memstrata("config", "show", "--json", env=env).stdout)["billing_cycle_start_day"] == 15
 
 
+def test_a_home_folder_that_cannot_take_the_providers_file(env, tmp_path):
+    """MEMSTRATA_HOME naming a file (or a read-only or missing mount): reading the rates falls
+    back to the shipped ones with a warning, a change says why it cannot be saved; no traceback."""
+    home = tmp_path / "home-is-a-file"
+    home.write_text("")
+    env = dict(env, MEMSTRATA_HOME=str(home))
+    res = memstrata("config", "show", env=env)
+    assert res.returncode == 0 and "gpt-4o" in res.stdout, res.stderr
+    assert "is not a folder" in res.stderr and "Traceback" not in res.stderr
+    for args in (("provider-rate", "gpt-4o", "3"), ("billing-day", "5")):
+        res = memstrata("config", "set", *args, env=env)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert res.stderr == (f"memstrata: cannot write {display_path(home / 'providers.json')}: "
+                              f"{display_path(home)} is not a folder (MEMSTRATA_HOME chooses another folder)\n")
+
+
 def test_config_names_what_is_wrong_in_a_corrupt_providers_file(env, memstrata_home):
     """The decoder's message ends in a dangling "at" ("Invalid control character at"): the
     sentence was cut off there, with line and column before it."""
