@@ -76,7 +76,12 @@ def open_store(root: Path, *, readonly: bool = False) -> Store:
             if not gitignore.exists():
                 gitignore.write_text("*\n", encoding="utf-8")
         except OSError as exc:
-            raise ProjectError(f"cannot create {INDEX_DIR}/ in the project: {exc.strerror}") from None
+            reason = exc.strerror
+            if d.is_symlink() and not d.exists():  # mkdir's "File exists" names neither case
+                reason = f"{INDEX_DIR} is a link to a folder that does not exist; remove the link"
+            elif d.exists() and not d.is_dir():
+                reason = f"a file named {INDEX_DIR} is in its place; move it away"
+            raise ProjectError(f"cannot create {INDEX_DIR}/ in the project: {reason}") from None
     try:
         return Store(d / INDEX_FILE, readonly=readonly)
     except StoreCorrupt as exc:

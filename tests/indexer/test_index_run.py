@@ -376,3 +376,21 @@ def test_a_merge_the_disk_has_no_room_for_leaves_the_run_complete(tmp_path, monk
         summary = ws.index()
         assert summary.parsed == 240 and ws.store.get_meta("status") == "ready"
         assert "not merged after rewriting 240 files" in caplog.text
+
+
+@pytest.mark.parametrize("in_place, reason", [
+    ("file", "a file named .memstrata is in its place; move it away"),
+    ("dangling link", ".memstrata is a link to a folder that does not exist; remove the link"),
+])
+def test_what_stands_where_the_index_folder_goes_is_named(tmp_path, in_place, reason):
+    """mkdir's own word for both cases is "File exists", which a person cannot act on."""
+    from memstrata.indexer.project import ProjectError
+
+    (tmp_path / "app.py").write_text("def main():\n    pass\n")
+    if in_place == "file":
+        (tmp_path / ".memstrata").write_text("")
+    else:
+        (tmp_path / ".memstrata").symlink_to(tmp_path / "gone")
+    with pytest.raises(ProjectError) as err:
+        open_store(tmp_path)
+    assert str(err.value) == f"cannot create .memstrata/ in the project: {reason}"
