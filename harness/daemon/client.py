@@ -45,6 +45,7 @@ ACCEPT_TIMEOUT = 2.0
 # (seconds); a daemon that takes longer than this is given up on.
 ANSWER_TIMEOUT = 300.0
 _OFF = {"0", "off", "no", "false"}
+_ON = {"", "1", "on", "yes", "true"}
 # The command that starts a daemon answers first and exits; the daemon's own
 # start-up (interpreter, imports, index) would only slow that answer and that
 # exit down.  So a bare interpreter (no site, nothing imported) waits for the
@@ -93,7 +94,19 @@ _idle_warned = False
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV_SWITCH, "").strip().lower() not in _OFF
+    """``MEMSTRATA_DAEMON``: on unless off; a value that is neither (``disabled``, ``none``) is
+    said once, like a bad idle time, rather than quietly read as on."""
+    text = os.environ.get(ENV_SWITCH, "").strip().lower()
+    if text not in _ON and text not in _OFF:
+        global _switch_warned
+        if not _switch_warned:
+            _switch_warned = True
+            log.warning("%s=%r is neither on nor off (off: %s); the resident query process is used",
+                        ENV_SWITCH, text[:40], ", ".join(sorted(_OFF)))
+    return text not in _OFF
+
+
+_switch_warned = False
 
 
 @dataclass
