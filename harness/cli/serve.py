@@ -147,6 +147,30 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _unknown_provider(args, providers: Providers) -> int | None:
+    """A ``--openai-provider`` / ``--anthropic-provider`` name providers.json does not list (a
+    typo: ``olama``): with no upstream of its own, requests would go to the default cloud
+    endpoint instead of the one the name stands for, so serve stops; with ``--*-upstream``
+    given, only the pricing is missing, and a warning says so."""
+    import sys
+
+    from .index import fail
+
+    for flag, name, upstream, default in (
+            ("--openai-provider", args.openai_provider, args.openai_upstream, "openai"),
+            ("--anthropic-provider", args.anthropic_provider, args.anthropic_upstream, "anthropic")):
+        if name == default or name in providers.providers:
+            continue
+        listed = ", ".join(providers.providers) or "none"
+        if upstream is None:
+            return fail(f"{flag} {name}: providers.json lists no provider of that name (it lists {listed}), "
+                        f"so there is no upstream to forward to; check the name, or give "
+                        f"{flag.replace('-provider', '-upstream')} URL")
+        print(f"memstrata: warning: {flag} {name}: providers.json lists no provider of that name (it lists "
+              f"{listed}); its requests are priced only by exact model names", file=sys.stderr)
+    return None
+
+
 def cmd_serve(args) -> int:
     from .index import ensure_indexed, fail, open_workspace
 
@@ -154,6 +178,8 @@ def cmd_serve(args) -> int:
         providers = Providers.load()  # writes the defaults on first run
     except ProvidersError as exc:
         return fail(str(exc))
+    if problem := _unknown_provider(args, providers):
+        return problem
     try:
         sock = bind(args.host, args.port)
     except OSError as exc:

@@ -206,6 +206,18 @@ def test_a_home_folder_that_cannot_take_the_providers_file(env, tmp_path):
                               f"{display_path(home)} is not a folder (MEMSTRATA_HOME chooses another folder)\n")
 
 
+def test_a_provider_name_providers_json_does_not_list(env, project):
+    """A typo in --openai-provider (``olama`` for ``ollama``) would have sent the requests to the
+    default cloud endpoint: serve stops; with an upstream of its own only the rates are missing."""
+    res = memstrata("serve", "--project", str(project), "--port", "0", "--openai-provider", "olama",
+                    env=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("memstrata: --openai-provider olama: providers.json lists no provider of that "
+                                 "name (it lists ")
+    assert "give --openai-upstream URL" in res.stderr
+    assert not (project / ".memstrata").exists()  # stopped before anything was started
+
+
 def test_config_names_what_is_wrong_in_a_corrupt_providers_file(env, memstrata_home):
     """The decoder's message ends in a dangling "at" ("Invalid control character at"): the
     sentence was cut off there, with line and column before it."""
