@@ -1,4 +1,4 @@
-"""Second readings of a C, C++ or C# file whose parse has errors.
+"""Second readings of a C, C++, C# or TypeScript file whose parse has errors.
 
 A grammar sees the file before the preprocessor has run.  Two habits of
 real code then read as syntax errors that swallow whole classes:
@@ -11,6 +11,10 @@ real code then read as syntax errors that swallow whole classes:
   and statement wrappers that expand to attributes, keywords or nothing
   (``class LIB_API handle {``, a ``LIB_BEGIN_NAMESPACE`` line,
   ``LIB_EXPORT template <...>``, ``LIB_TRY {``, ``void f() LIB_NOEXCEPT {``).
+
+In TypeScript, a callable type's or interface's overloads written one per line without
+``;`` (``(): T`` then ``<U>(selector: ...): U``): the grammar reads the second as a
+comparison continuing the first's return type, ``T < U > (...)``.
 
 Only when the first parse has errors, the file is parsed again with those
 spans blanked (spaces; newlines kept, so every byte offset and line is the
@@ -29,6 +33,8 @@ import tree_sitter as ts
 # The languages whose sources go through a preprocessor (C# has conditionals only).
 CONDITIONAL_LANGUAGES = frozenset({"c", "cpp", "csharp"})
 MACRO_LANGUAGES = frozenset({"c", "cpp"})
+SIGNATURE_LANGUAGES = frozenset({"typescript", "tsx"})
+REPAIR_LANGUAGES = CONDITIONAL_LANGUAGES | SIGNATURE_LANGUAGES
 # Larger files are left as they parse: every repair is one more parse of the whole file.
 MAX_REPAIR_BYTES = 1024 * 1024
 # A MISSING node (a brace the parser had to invent) weighs the definition it spoils (see
@@ -94,6 +100,13 @@ def best_reading(language: str, source: bytes, tree: ts.Tree,
         if weight < best_weight:
             best, best_weight, best_source = again, weight, candidate
 
+    if language in SIGNATURE_LANGUAGES:
+        # Around the errors first: elsewhere a line opening with `<` may continue a comparison.
+        # The error can start lines below the signature (its type parameters one per line, a
+        # doc comment before it): then every such line.
+        attempt(separate_generic_signatures(source, error_lines(tree.root_node)))
+        if best_weight:
+            attempt(separate_generic_signatures(source, None))
     if language in MACRO_LANGUAGES:
         attempt(blank_annotation_macros(source))  # every macro in a place a grammar cannot read it
     if language in CONDITIONAL_LANGUAGES and best_weight and _HAS_CONDITIONAL.search(source):
@@ -113,6 +126,33 @@ def best_reading(language: str, source: bytes, tree: ts.Tree,
             if best_weight in (0, before):
                 break
     return best
+
+
+# -- TypeScript overload lists -------------------------------------------------
+
+# A line opening a generic call signature: `<U>(`, `<S extends X>(`, or `<` alone with its type
+# parameters on the lines below.
+_GENERIC_SIGNATURE_LINE = re.compile(rb"^[ \t]+<[ \t]*(?:[A-Za-z_$]|\r?$)")
+# A line ending so that the next one continues it (a list, an operator, an arrow): not a member's
+# end, and a `<` starting the next line is not a new member.
+_CONTINUED = (b";", b",", b"{", b"(", b"[", b"=", b"|", b"&", b"?", b":", b"<", b"=>", b"*/")
+
+
+def separate_generic_signatures(source: bytes, only_lines: set[int] | None) -> bytes:
+    """``source`` with a ``;`` written in the first blank of every line (of ``only_lines``, 0-based,
+    when given) that opens a generic call signature right after a member that ended without one (``(): T`` /
+    ``<U>(s: U): U``), which the grammar would read as ``T < U > (...)``; byte offsets and lines
+    stay the file's own."""
+    lines = source.split(b"\n")
+    previous = b";"
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped or stripped.startswith((b"//", b"/*", b"*")):
+            continue
+        if (only_lines is None or i in only_lines) and _GENERIC_SIGNATURE_LINE.match(line) and not previous.endswith(_CONTINUED):
+            lines[i] = b";" + line[1:]
+        previous = _TRAILING_COMMENT.sub(b"", stripped) or stripped
+    return b"\n".join(lines)
 
 
 # -- conditional compilation ---------------------------------------------------

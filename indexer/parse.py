@@ -41,7 +41,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "38"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "39"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -62,6 +62,7 @@ EXTRACTOR_VERSION = "38"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # 36: JavaScript/TypeScript object-literal members of one name named by their keys (`transform.handler`);
 # 37: a workspace package whose entry is built output (`dist/node/index.js`) resolves to the same path under src/;
 # 38: a signature ends before the comments between a declaration and its body
+# 39: TypeScript overloads written one per line without `;` (`(): T` then `<U>(..): U`) read again separated
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -164,11 +165,12 @@ def _grammar_source(language: str, source: bytes) -> bytes:
 def parse_tree(language: str, source: bytes) -> ts.Tree:
     """The tree of ``source``; raises :class:`ParseTimeout` past the deadline.  A C, C++ or C#
     file that parses with errors is read again with its conditionals and annotation macros
-    blanked, and the reading with fewer errors is kept (see :mod:`indexer.grammar_repair`); a
+    blanked (a TypeScript file, with its one-per-line generic overloads separated), and the
+    reading with fewer errors is kept (see :mod:`indexer.grammar_repair`); a
     Rust file's items inside brace macro calls are read as items (:mod:`indexer.rust_macros`)."""
     source = _grammar_source(language, source)
     tree = _parse(language, source)
-    if language in grammar_repair.CONDITIONAL_LANGUAGES and tree.root_node.has_error:
+    if language in grammar_repair.REPAIR_LANGUAGES and tree.root_node.has_error:
         tree = grammar_repair.best_reading(language, source, tree, functools.partial(_parse_in_time, language))
     elif language == "rust":
         tree = rust_macros.unwrap_item_macros(source, tree, functools.partial(_parse_in_time, language))

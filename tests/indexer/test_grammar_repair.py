@@ -229,3 +229,56 @@ def test_dotnet_test_projects_and_capitalised_test_folders_are_test_code(path):
 @pytest.mark.parametrize("path", ["Src/Shop/Cart.cs", "src/Contest/Rules.cs", "Latest/Notes.php"])
 def test_folders_that_only_look_alike_are_not(path):
     assert not is_test_path(path)
+
+
+# A callable type's and an interface's overloads one per line without `;`, the second generic:
+# the grammar reads `Thunk <Returned> (...)` as a comparison and loses what follows.  The doc
+# comment before a signature and type parameters one per line put the error lines below it.
+TS_OVERLOADS = b"""\
+export interface Creator {
+  (name: string): Thunk
+  <Returned>(
+    name: string,
+  ): Thunk<Returned>
+  withTypes(): Creator
+}
+
+export type Bound = {
+  (): State
+  /**
+   * With a selector.
+   */
+  <
+    U,
+  >(selector: (s: State) => U): U
+}
+
+export interface Options {
+  retries: number
+}
+
+export function createThing(o: Options): Creator {
+  const small = o.retries
+    < limit
+  return make(o, small)
+}
+
+export const create = (name: string) => make(name)
+"""
+
+
+@pytest.mark.parametrize("language", ["typescript", "tsx"])
+def test_typescript_generic_overloads_one_per_line_are_separate_members(language):
+    result = parse_source("creator.ts", language, TS_OVERLOADS)
+    assert result.syntax_error is None
+    assert {(s.qualname, s.start_line, s.end_line) for s in result.symbols} >= {
+        ("Creator", 1, 7), ("Creator.withTypes", 6, 6), ("Bound", 9, 17), ("Options", 19, 21),
+        ("createThing", 23, 27), ("create", 29, 29)}
+
+
+def test_the_separating_semicolon_goes_only_where_a_member_ended():
+    source = b"type T = {\n  (): A\n  <U>(u: U): U\n}\nconst x = a <\n  <B>c\nconst y = f(\n  <C>d)\n"
+    repaired = grammar_repair.separate_generic_signatures(source, None)
+    assert len(repaired) == len(source) and repaired.count(b"\n") == source.count(b"\n")
+    assert repaired.split(b"\n")[2] == b"; <U>(u: U): U"
+    assert repaired.split(b"\n")[5:8] == source.split(b"\n")[5:8]  # after `<` and `(`: a continuation
