@@ -259,7 +259,17 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
                 notes.append("nothing in the project matches the query (no word of it is a name, a path or a "
                              "word of the code): shown instead is an overview, the definitions the project "
                              "uses most; ask with the names of functions, classes or files for a focused slice")
-                return _build(ws, graph, overview, budget, notes, in_step=not last)
+                result = _build(ws, graph, overview, budget, notes, in_step=not last)
+                if not result.context:
+                    # Not even one definition of the overview fit: the notes say nothing is shown,
+                    # rather than an overview and a budget too small for "matching" code.
+                    result.notes = [n for n in result.notes if not n.startswith(("nothing in the project matches",
+                                                                                  f"max_tokens={budget} is too small"))]
+                    result.notes.insert(0, f"nothing in the project matches the query (no word of it is a name, a "
+                                           f"path or a word of the code), and max_tokens={budget} is too small for "
+                                           f"an overview of the project; ask with the names of functions, classes "
+                                           f"or files")
+                return result
             if not missing_names:  # else its note already said what is shown: the code closest to its words
                 notes.append("no name, path or distinctive word of the query matches the project: shown are the "
                              "closest full-text matches of its everyday words")

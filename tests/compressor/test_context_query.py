@@ -158,6 +158,13 @@ def test_query_naming_nothing_gets_an_overview_and_says_so(ws):
     assert context_query(ws, "zebra quantum flux capacitor", max_tokens=1000).context == r.context
     small = context_query(ws, "zebra quantum flux capacitor", max_tokens=60)
     assert 0 < small.tokens <= 60
+    # A budget no definition fits: the note says nothing is shown, not "an overview" beside "too
+    # small for any matching code" (nothing matched).
+    none = context_query(ws, "zebra quantum flux capacitor", max_tokens=5)
+    assert none.context == "" and none.tokens == 0
+    assert none.notes == ["nothing in the project matches the query (no word of it is a name, a path or a word of "
+                          "the code), and max_tokens=5 is too small for an overview of the project; ask with the "
+                          "names of functions, classes or files"]
 
 
 def test_edit_is_reflected_after_reindex(tmp_path):
