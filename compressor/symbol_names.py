@@ -5,7 +5,9 @@ Accepted spellings: a plain name (``login``); a project id
 path: ``service.py::AuthService.login``); a qualified name in any form
 ``context_query`` reads (``AuthService.login``, ``pkg.mod.func``,
 ``a::b::C``, ``A#m``, ``a->b``), read by the same code
-(:func:`.analyze._seed_qualified`); a substring when it ends with ``*``.
+(:func:`.analyze._seed_qualified`); a substring when it ends with ``*``;
+any of these followed by ``()``; a project id whose path is absolute or
+starts above the project.
 
 When nothing matches, :func:`near_names` offers what the agent probably
 meant: the same name in another case or with other separators, then names
@@ -46,11 +48,19 @@ def split_project_id(graph: GraphView, name: str) -> tuple[list[str], str] | Non
     if not files and ("/" in head or "." in head):
         suffix = "/" + head
         files = [f for f in graph.files() if f.endswith(suffix)]
+    if not files and "/" in head:
+        # An absolute path, or one written from a folder above the project (an editor's "copy
+        # path", a stack trace's frame): the indexed file its end spells, the longest such.
+        written = "/" + head
+        within = [f for f in graph.files() if written.endswith("/" + f)]
+        files = [max(within, key=len)] if within else []
     return (files, qual) if files else None
 
 
 def resolve(graph: GraphView, name: str) -> list[Match]:
     """Every symbol ``name`` designates, most exact first (unordered within a tier)."""
+    if name.endswith("()") and len(name) > 2:
+        name = name[:-2]  # a function as prose writes it, ``createStore()``: its name
     if name.endswith("*"):
         return _substring(graph, name[:-1])
     pid = split_project_id(graph, name)

@@ -198,8 +198,12 @@ def test_name_forms(python_ws):
     ws = python_ws
     login = "app/auth/service.py::AuthService.login"
     for name in ("AuthService.login", login, "service.py::AuthService.login", "app.auth.service.AuthService.login",
-                 "login", "AuthService#login"):
+                 "login", "AuthService#login",
+                 # as prose writes a function, and a path copied from an editor or a stack trace
+                 "AuthService.login()", "login()", f"{ws.root}/app/auth/service.py::AuthService.login",
+                 f"{ws.root.name}/app/auth/service.py::AuthService.login()"):
         assert [s["symbol"] for s in find_symbol(ws, name)["symbols"]] == [login], name
+        assert find_references(ws, name)["symbol"] == login, name
     found = find_symbol(ws, "Auth*")["symbols"]
     assert found[0]["symbol"] == "app/auth/service.py::AuthService"
     assert all("auth" in s["symbol"].split("::")[1].lower() for s in found)
