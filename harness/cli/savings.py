@@ -47,6 +47,10 @@ def cmd_savings(args) -> int:
 
     if args.detail and not args.json:
         return fail("--detail shapes the JSON: use it with --json")
+    if args.all and args.by is None:
+        # The summary is the running session and the billing cycle: "every request" has no place
+        # in it, and a flag that changes nothing would read as a total that it is not.
+        return fail("--all widens a --by table to every recorded request: use it with --by")
     if args.by is not None:
         return _by_group(args)
     try:

@@ -241,6 +241,10 @@ def test_savings_on_a_fresh_project(project, env):
     res = memstrata("savings", "--project", str(project), env=env)
     assert res.returncode == 0 and "not indexed yet (run memstrata index)" in res.stdout
     assert not (project / ".memstrata").exists()  # a read-only command created nothing
+    # --all belongs to the --by tables; alone it changed nothing and read as an all-time total
+    res = memstrata("savings", "--project", str(project), "--all", env=env)
+    assert res.returncode == 2 and res.stderr == (
+        "memstrata: --all widens a --by table to every recorded request: use it with --by\n")
 
 
 @pytest.mark.parametrize("args,message", [
