@@ -80,6 +80,19 @@ def test_read_only_commands_create_nothing(run_cli, tmp_path, args):
         assert res.returncode == 0
 
 
+@pytest.mark.parametrize("args", [("status",), ("query", "login"), ("symbol", "login")])
+def test_an_empty_index_file_is_no_index_and_stays_empty(run_cli, tmp_path, args):
+    """A ``touch``ed (or never written) index.db: SQLite would take it for a new database, and a
+    read-only command would write the schema into it."""
+    project = copy_project(tmp_path / "empty_index")
+    (project / ".memstrata").mkdir()
+    (project / ".memstrata" / "index.db").touch()
+    res = run_cli(*args, str(project), check=False)
+    assert "not indexed yet (run memstrata index)" in res.stdout + res.stderr and "Traceback" not in res.stderr
+    assert [p.name for p in (project / ".memstrata").iterdir()] == ["index.db"]
+    assert (project / ".memstrata" / "index.db").stat().st_size == 0
+
+
 def test_status_json_for_a_never_indexed_folder(run_cli, tmp_path):
     project = copy_project(tmp_path / "p")
     st = json.loads(run_cli("status", "--json", "--project", str(project)).stdout)
