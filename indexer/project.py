@@ -67,6 +67,22 @@ def index_dir(root: Path) -> Path:
     return root / INDEX_DIR
 
 
+def holds_index(root: Path) -> bool:
+    """Whether the project has an index file with something in it.  An empty one (``touch``ed,
+    or left by a run stopped before its first write) holds no index: opened, SQLite takes it for
+    a new database, and a command that must write nothing would give it the schema."""
+    index = index_dir(root) / INDEX_FILE
+    try:
+        if not index.is_file():
+            return False
+        if index.stat().st_size:
+            return True
+        wal = index.with_name(index.name + "-wal")  # a first write may still be in the log only
+        return wal.exists() and wal.stat().st_size > 0
+    except OSError:
+        return False
+
+
 def open_store(root: Path, *, readonly: bool = False) -> Store:
     d = index_dir(root)
     if not readonly:

@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memstrata.indexer.project import (INDEX_FILE, ProjectError, StoreChoice, index_dir, open_store, resolve_root,
-                                       writer_active_elsewhere)
+from memstrata.indexer.project import (INDEX_FILE, ProjectError, StoreChoice, holds_index, index_dir, open_store,
+                                       resolve_root, writer_active_elsewhere)
 from memstrata.storage import StoreError
 
 if TYPE_CHECKING:
@@ -25,17 +25,6 @@ class NotIndexed(Exception):
         self.root = root
 
 
-def _empty_database(index: Path) -> bool:
-    """No byte in the database file and none waiting in its write-ahead log."""
-    try:
-        if index.stat().st_size:
-            return False
-        wal = index.with_name(index.name + "-wal")
-        return not wal.exists() or wal.stat().st_size == 0
-    except OSError:
-        return False
-
-
 def open_indexed(path: str | Path | None, store: StoreChoice | None = None) -> Workspace:
     """The project's workspace for a command that only reads: never creates ``.memstrata/``.
 
@@ -49,10 +38,7 @@ def open_indexed(path: str | Path | None, store: StoreChoice | None = None) -> W
     if store is not None and store.shared:
         return Workspace.open_shared(store, path, readonly=True)
     root = resolve_root(path)
-    index = index_dir(root) / INDEX_FILE
-    if not index.is_file() or _empty_database(index):
-        # An empty file (``touch``ed, or left by a run stopped before its first write) holds no
-        # index: opened, it would be given the schema by a command that must write nothing.
+    if not holds_index(root):
         raise NotIndexed(root)
     try:
         return Workspace.open(root)

@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 
 from memstrata.harness.daemon import client
-from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, resolve_root
+from memstrata.indexer.project import ProjectError, holds_index, index_dir, resolve_root
 from memstrata.storage import StoreError
 
 from . import argtypes
@@ -99,7 +99,7 @@ def _ask_daemon(name: str, args: argparse.Namespace) -> client.Outcome:
     except (ProjectError, OSError):  # the in-process run says what is wrong
         return client.Outcome()
     folder = index_dir(root)
-    if not (folder / INDEX_FILE).is_file():
+    if not holds_index(root):
         return client.Outcome()
     payload = {k: v for k, v in vars(args).items() if k != "func"}
     try:

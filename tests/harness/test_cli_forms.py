@@ -81,13 +81,14 @@ def test_read_only_commands_create_nothing(run_cli, tmp_path, args):
 
 
 @pytest.mark.parametrize("args", [("status",), ("query", "login"), ("symbol", "login")])
-def test_an_empty_index_file_is_no_index_and_stays_empty(run_cli, tmp_path, args):
+@pytest.mark.parametrize("daemon", ["off", "on"])
+def test_an_empty_index_file_is_no_index_and_stays_empty(run_cli, cli_env, tmp_path, args, daemon):
     """A ``touch``ed (or never written) index.db: SQLite would take it for a new database, and a
-    read-only command would write the schema into it."""
+    read-only command would write the schema into it (or start a resident process for it)."""
     project = copy_project(tmp_path / "empty_index")
     (project / ".memstrata").mkdir()
     (project / ".memstrata" / "index.db").touch()
-    res = run_cli(*args, str(project), check=False)
+    res = run_cli(*args, str(project), check=False, env=dict(cli_env, MEMSTRATA_DAEMON=daemon))
     assert "not indexed yet (run memstrata index)" in res.stdout + res.stderr and "Traceback" not in res.stderr
     assert [p.name for p in (project / ".memstrata").iterdir()] == ["index.db"]
     assert (project / ".memstrata" / "index.db").stat().st_size == 0
