@@ -166,7 +166,8 @@ def ensure_indexed(ws: Workspace, quiet: bool = False) -> IndexSummary:
 
 def summary_line(s: IndexSummary) -> str:
     skipped = ", ".join(f"{n} {reason}" for reason, n in s.skipped.items()) or "none"
-    return (f"indexed {s.files} files in {s.seconds:.1f}s: {s.parsed} parsed, {s.unchanged} unchanged, "
+    files = f"{s.files} file" + ("" if s.files == 1 else "s")
+    return (f"indexed {files} in {s.seconds:.1f}s: {s.parsed} parsed, {s.unchanged} unchanged, "
             f"{s.removed} removed, {s.files_with_syntax_errors} with syntax errors; skipped: {skipped}")
 
 

@@ -320,3 +320,11 @@ def test_files_named_like_standard_modules_never_run_in_the_index_workers(cli_en
     finally:
         proc.kill()
         proc.communicate(timeout=30)
+
+
+def test_index_summary_counts_one_file_in_the_singular(run_cli, tmp_path):
+    project = tmp_path / "one"
+    project.mkdir()
+    (project / "only.py").write_text("def only():\n    return 1\n")
+    out = run_cli("index", str(project)).stdout
+    assert out.startswith("indexed 1 file in "), out

@@ -201,7 +201,7 @@ def test_two_writers_at_once_queue(tmp_path, run_cli, pg_url, pg_cluster, env, m
             stop(second)
     assert (code1, code2) == (0, 0), err1 + err2
     assert "another MemStrata process is writing this index; waiting" in err2
-    one, two = (re.search(r"indexed (\d+) files .*: (\d+) parsed, (\d+) unchanged", out) for out in (out1, out2))
+    one, two = (re.search(r"indexed (\d+) files? .*: (\d+) parsed, (\d+) unchanged", out) for out in (out1, out2))
     assert one and two, out1 + out2
     files, parsed, _ = map(int, one.groups())
     # The second ran once the first had finished: everything was already there.
