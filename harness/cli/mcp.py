@@ -67,6 +67,15 @@ def _counting_child(args: argparse.Namespace):
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    from memstrata.indexer.project import resolve_root
+
+    try:
+        # A project folder that is not there is said at once: not after the SDK's imports, which
+        # take seconds on a busy machine, with a client waiting for a server that never starts.
+        resolve_root(argtypes.project_of(args))
+    except ProjectError as exc:
+        print(f"memstrata: {exc}", file=sys.stderr)
+        return 2
     pending = [_counting_child(args)]  # handed to the server once its index is open
     try:
         return _serve(args, pending)

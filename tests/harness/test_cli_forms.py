@@ -132,6 +132,16 @@ def test_mcp_takes_the_positional_folder(tmp_path, cli_env, memstrata_exe):
     assert st["project"] == str(project)
 
 
+def test_mcp_on_a_missing_folder_fails_before_loading_the_sdk(tmp_path, cli_env):
+    # the error comes at once: neither the MCP SDK nor a counting child is started for it
+    code = ("import sys; from memstrata.harness.cli import main; rc = main(['mcp', '--project', sys.argv[1]]); "
+            "print(rc, 'mcp.server' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "missing")], capture_output=True, text=True,
+                       env=cli_env, timeout=120)
+    assert r.stdout.split() == ["2", "False"], r.stdout + r.stderr
+    assert r.stderr.strip() == f"memstrata: project folder not found: {tmp_path / 'missing'}"
+
+
 def test_broken_pipe_is_quiet_and_nonzero(tmp_path, cli_env, memstrata_exe):
     """``memstrata index --json | head``: the reader goes away before the summary is printed."""
     project = copy_project(tmp_path / "pipe")
