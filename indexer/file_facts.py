@@ -63,9 +63,17 @@ class FileFacts:
 
     def lines(self) -> list[str]:
         """The text split after each line break, the breaks kept (so joined
-        back the lines are byte for byte the file's)."""
+        back the lines are byte for byte the file's).  Only ``\n`` ends a line,
+        as in the parser's rows and the index's line counts: ``str.splitlines``
+        also breaks at a form feed (a page break in older sources), a lone
+        carriage return and Unicode's line separators (U+2028 in a string
+        literal), and every line after one would be off by one."""
         if self._lines is None:
-            self._lines = self.text.splitlines(keepends=True)
+            parts = self.text.split("\n")
+            lines = [part + "\n" for part in parts[:-1]]
+            if parts[-1]:
+                lines.append(parts[-1])
+            self._lines = lines
         return self._lines
 
     def line(self, n: int) -> str:

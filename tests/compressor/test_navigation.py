@@ -642,3 +642,18 @@ def test_find_symbol_shows_a_signature_without_the_comments_that_open_the_body(t
     with indexed_workspace(tmp_path, files) as ws:
         [found] = find_symbol(ws, "load")["symbols"]
     assert found["signature"] == "def load(path, strict=False):"
+
+
+def test_a_body_after_a_form_feed_or_a_line_separator_is_its_own_lines(tmp_path):
+    # only "\n" ends a line, as in the parser's rows: a page break (form feed) between
+    # definitions, or U+2028 inside a string, moves no line of what follows
+    files = {
+        "pages.py": "def first():\n    return 1\n\x0c\ndef second(x):\n    y = x + 1\n    return first() + y\n",
+        "sep.js": "const s = 'a\u2028b';\nfunction later(x) {\n  const y = x + 1;\n  return y;\n}\n",
+    }
+    with indexed_workspace(tmp_path, files) as ws:
+        second = find_symbol(ws, "pages.py::second", include_body=True)["symbols"][0]
+        assert (second["start_line"], second["end_line"]) == (4, 6)
+        assert second["body"] == "def second(x):\n    y = x + 1\n    return first() + y"
+        later = find_symbol(ws, "sep.js::later", include_body=True)["symbols"][0]
+        assert later["body"] == "function later(x) {\n  const y = x + 1;\n  return y;\n}"
