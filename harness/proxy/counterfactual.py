@@ -27,7 +27,8 @@ by the provider's published caching rules:
 
 Prefixes are compared block by block (a tool definition, a system part, a
 content block of a message; on OpenAI a whole message), which is where
-agent conversations diverge.  Token counts are cl100k (:mod:`.analysis`);
+agent conversations diverge; on OpenAI also inside the message a prompt
+diverges in, at marks about 120 tokens apart (see :func:`_checkpoints`).  Token counts are cl100k (:mod:`.analysis`);
 the recorder scales the split to the provider's own count of the forwarded
 request.  Known limits are in docs/proxy.md ("The counterfactual bill").
 """
@@ -40,6 +41,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+from memstrata.compressor.tokens import count_tokens
 
 from .analysis import _compact, _count, content_texts, message_texts, tool_definitions
 from .conversation import message_key
@@ -106,7 +109,7 @@ def prompt_blocks(body: dict, api: str, model: str | None = None) -> list[Prompt
     digest and token count of the prefix ending there.  The last block's count is the request's
     :func:`.analysis.prompt_tokens` (outside the Responses API, whose blocks pair items with messages)."""
     out: list[PromptBlock] = []
-    h = hashlib.blake2b(f"{api}\0{model or ''}".encode(), digest_size=16).digest()
+    h = _seed(api, model)
     total = 0
     for key, tokens, mark in _keyed_blocks(body, api):
         total += tokens
@@ -114,6 +117,46 @@ def prompt_blocks(body: dict, api: str, model: str | None = None) -> list[Prompt
         out.append(PromptBlock(h, total, mark is not None, mark == ONE_HOUR))
     if api == ANTHROPIC and isinstance(body.get("cache_control"), dict) and out:
         out[-1] = PromptBlock(out[-1].digest, out[-1].tokens, True, _lifetime(body["cache_control"]) == ONE_HOUR)
+    return out
+
+
+def _seed(api: str, model: str | None) -> bytes:
+    """The digest every prefix chain of ``api`` and ``model`` starts from."""
+    return hashlib.blake2b(f"{api}\0{model or ''}".encode(), digest_size=16).digest()
+
+
+def _block_texts(body: dict, api: str) -> list[list[str] | None]:
+    """Each block's texts, in :func:`prompt_blocks`'s order; None for a tool definition (remembered
+    as a block of its own, and never where a prompt diverges inside a block)."""
+    if api != RESPONSES and _plain_tools(body, api):
+        return [None] * len(body["tools"]) + [texts for _, texts, _ in _raw_blocks(body, api, tools=False)]
+    return [texts for _, texts, _ in _raw_blocks(body, api)]
+
+
+# OpenAI shares a prefix inside a message too: a new conversation that pastes the same file with
+# another question, or a message edited at its end, reads the cached part of the message it
+# diverges in.  The shadow marks each new message's text every CHECKPOINT_CHARS characters or so,
+# at the next line break (~120 tokens: within one of OpenAI's 128-token steps), by a digest
+# chained on the prefix before the message; the longest live mark gives the tokens shared.
+CHECKPOINT_CHARS = 512
+
+
+def _checkpoints(seed: bytes, texts: list[str]) -> list[tuple[bytes, int, int]]:
+    """(digest of the block's texts up to here, chained on ``seed``; the text's index; the offset
+    in it, just after a line break), in order along the block."""
+    h = hashlib.blake2b(seed, digest_size=16)
+    out: list[tuple[bytes, int, int]] = []
+    for i, text in enumerate(texts):
+        h.update(b"\0")  # a text's end is no part of the next text
+        done = 0
+        while True:
+            cut = text.find("\n", done + CHECKPOINT_CHARS - 1)
+            if cut < 0:
+                break
+            h.update(text[done : cut + 1].encode("utf-8", "surrogatepass"))
+            done = cut + 1
+            out.append((h.copy().digest(), i, done))
+        h.update(text[done:].encode("utf-8", "surrogatepass"))
     return out
 
 
@@ -252,6 +295,9 @@ class ShadowCache:
                  long_ttl: float = ONE_HOUR_SECONDS):
         # digest -> (expires at, lifetime): a hit renews an entry for the lifetime it was written with
         self._entries: OrderedDict[bytes, tuple[float, float]] = OrderedDict()
+        # an OpenAI prefix's digest -> the marks inside its last message (see _checkpoints): they live
+        # as long as the prefix does, renewed with it
+        self._inside: OrderedDict[bytes, tuple[bytes, ...]] = OrderedDict()
         self._lock = threading.Lock()
         self.max_entries = max_entries
         self.ttl = ttl
@@ -270,7 +316,7 @@ class ShadowCache:
             if family == ANTHROPIC_FAMILY:
                 split = self._anthropic(blocks, total, anthropic_min_tokens(model), now)
             else:
-                split = self._openai(blocks, total, now)
+                split = self._openai(blocks, total, now, body, api, model)
         return Split(split.input, split.cache_read, split.cache_write, len(blocks), split.cache_write_1h)
 
     def _live(self, digest: bytes, now: float) -> bool:
@@ -315,17 +361,41 @@ class ShadowCache:
                 self._put(blocks[bp].digest, now, self.long_ttl if blocks[bp].one_hour else self.ttl)
         return Split(input=total - read - write, cache_read=read, cache_write=write, cache_write_1h=write_1h)
 
-    def _openai(self, blocks: list[PromptBlock], total: int, now: float) -> Split:
-        shared = 0
-        for b in reversed(blocks):
-            if self._live(b.digest, now):
-                shared = b.tokens
-                break
-        read = shared // OPENAI_STEP * OPENAI_STEP if total >= OPENAI_MIN_TOKENS and shared >= OPENAI_MIN_TOKENS \
-            else 0
-        if total >= OPENAI_MIN_TOKENS:
-            for b in blocks:
-                self._put(b.digest, now)
+    def _openai(self, blocks: list[PromptBlock], total: int, now: float, body: dict, api: str,
+                model: str | None) -> Split:
+        hit = next((i for i in range(len(blocks) - 1, -1, -1) if self._live(blocks[i].digest, now)), -1)
+        shared = blocks[hit].tokens if hit >= 0 else 0
+        if total < OPENAI_MIN_TOKENS:
+            return Split(input=total)   # too short to be cached, or to read a cached prefix
+        new = range(hit + 1, len(blocks))
+        texts = _block_texts(body, api) if new else []
+        if len(texts) != len(blocks):
+            texts = [None] * len(blocks)   # a shape the two walks read differently: whole blocks only
+        marks: dict[int, list[tuple[bytes, int, int]]] = {}
+        for i in new:
+            if texts[i]:
+                marks[i] = _checkpoints(blocks[i - 1].digest if i else _seed(api, model), texts[i])
+        if hit + 1 in marks:
+            # the message the prompt diverges in: up to its last mark a cached prompt holds too
+            live = None
+            for mark in marks[hit + 1]:
+                if not self._live(mark[0], now):
+                    break
+                live = mark
+            if live is not None:
+                _, t, offset = live
+                block = texts[hit + 1]
+                shared += sum(_count(x) for x in block[:t]) + count_tokens(block[t][:offset])
+        read = shared // OPENAI_STEP * OPENAI_STEP if shared >= OPENAI_MIN_TOKENS else 0
+        for i, b in enumerate(blocks):
+            self._put(b.digest, now)
+            if i in marks:
+                self._inside[b.digest] = tuple(m[0] for m in marks[i])
+                self._inside.move_to_end(b.digest)
+            for digest in self._inside.get(b.digest, ()):
+                self._put(digest, now)
+        while len(self._inside) > self.max_entries:
+            self._inside.popitem(last=False)
         return Split(input=total - read, cache_read=read)
 
 

@@ -309,3 +309,62 @@ def test_streamed_answers_with_one_hour_writes_are_billed_like_the_provider(shop
     assert [e.cache_write_1h_tokens for e in rows] == [b.cache_write_1h for b in through.bills]
     assert sum(b.cache_write_1h for b in through.bills) > 0
     _check_bills(w, through, direct)
+
+
+# -- OpenAI: a prefix shared inside a message -------------------------------------------------
+
+
+def test_openai_shadow_reads_a_prefix_shared_inside_a_message():
+    """OpenAI caches token prefixes, not messages: the same paste asked about again in a new
+    conversation (or a message edited at its end) reads the cached part of the message."""
+    from memstrata.compressor.tokens import count_tokens
+    from memstrata.harness.proxy.counterfactual import ShadowCache
+
+    paste = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(400))
+
+    def body(question):
+        return {"model": "gpt-4o", "messages": [{"role": "system", "content": "You review code."},
+                                                {"role": "user", "content": paste + question}]}
+
+    shadow = ShadowCache()
+    assert shadow.bill(body("What does f3 do?"), "openai", "openai", "gpt-4o", 0.0).cache_read == 0
+    shared = count_tokens("You review code.") + count_tokens(paste)
+    split = shadow.bill(body("Which function adds 7?"), "openai", "openai", "gpt-4o", 100.0)
+    # the paste is read up to its last mark (a line break within about 128 tokens of the end),
+    # in 128-token steps
+    assert split.cache_read % 128 == 0 and shared - 2 * 128 <= split.cache_read <= shared
+    # the message sent again whole (a hit on it) keeps what is inside it too: 5 minutes after the
+    # first request, but within 5 minutes of the second, a third question still reads the paste
+    assert shadow.bill(body("Which function adds 7?"), "openai", "openai", "gpt-4o", 200.0).cache_read > 0
+    assert shadow.bill(body("And f9?"), "openai", "openai", "gpt-4o", 450.0).cache_read == split.cache_read
+    # past the lifetime, nothing
+    assert shadow.bill(body("And f10?"), "openai", "openai", "gpt-4o", 800.0).cache_read == 0
+
+
+def test_ledger_matches_the_bills_when_pastes_share_a_prefix_inside_a_message(shop_ws, providers):
+    """New conversations pasting the same files with another question each: the direct run reads
+    the pastes from OpenAI's cache, and the ledger's counterfactual must bill them so."""
+    through, direct = providers
+    app, server = run(shop_ws, through)
+    files = "\n\n".join(f"{p}:\n```python\n{read_file(shop_ws, p)}```" for p in FILES[:3])
+    sent = []
+    with server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key=KEY, max_retries=0)
+        for question in ("Why does Order.refund fail?", "How is the tax computed?", "Where is stock reserved?",
+                         "What does shipping cost?"):
+            body = {"model": "gpt-4o", "messages": [{"role": "system", "content": "You review code. " * 20},
+                                                    {"role": "user", "content": f"{files}\n\n{question}"}]}
+            sent.append(body["messages"][-1]["content"])
+            client.chat.completions.create(**copy.deepcopy(body))
+            httpx.post(direct.url + "/v1/chat/completions", json=body).raise_for_status()
+        w = reported(app, shop_ws)
+    assert sum(b.cache_read for b in direct.bills) > 0  # the direct run read the pastes from the cache
+    assert all(r["messages"][-1]["content"] != s for r, s in zip(through.received, sent))  # compressed
+    true_saving = direct.total(OPENAI_RATES) - through.total(OPENAI_RATES)
+    prompt_only = {**OPENAI_RATES, "output": 0.0}
+    assert w.bill_direct == pytest.approx(direct.total(prompt_only), rel=0.02)
+    assert abs(w.dollar_saved - true_saving) <= 0.02 * abs(true_saving)
+
+
+def read_file(ws, path):
+    return (ws.root / path).read_text()
