@@ -12,6 +12,7 @@ cases in a fraction of the time, and the probability model of
     python bench/selection_fit.py bank /tmp/q.json CORPORA/repos BANK
     python bench/selection_fit.py score BANK [--repos a,b] [--max-tokens 4096]
     python bench/selection_fit.py fit BANK --repos click,starlette,...   # development half only
+    python bench/selection_fit.py misses BANK [--repos a,b]   # why gold symbols are not shown whole
 
 ``bank`` checks each case's parent out in a scratch clone under BANK (the
 corpus repository is never written) and indexes it with MemStrata's own
@@ -24,6 +25,13 @@ banked commit case, each candidate the selection scores (its features, as
 fits the logistic model by Newton's method with a small ridge; it prints
 the weights in ``FEATURES`` order, the log-likelihood, and the
 log-likelihood of each repository under the weights fitted without it.
+
+``misses`` is the error analysis behind a ranking change: for every gold
+symbol of the banked commit cases whose file the slice shows but which it
+does not show whole, its class (never a candidate; past the ranked
+candidates; a body larger than the budget or a quarter of it; a small body
+by the chance the model gave it) and what reached it (the question's words,
+recent history, the graph walk alone), counted.
 
 Fit on the development half only: the check half's cases are for
 measuring (``score``), never for fitting.
@@ -240,6 +248,91 @@ def fit(root: Path, names: list[str]) -> None:
     print(f"  total        {sum(a for _, a, _ in held):9.1f} | {sum(b for _, _, b in held):9.1f}")
 
 
+MISS_LOW_P = 0.03  # "small body, unlikely": the model gave it less than this
+
+
+def _miss_class(in_file: bool, shown: bool, whole: bool, cand: dict | None, budget: int) -> str | None:
+    """Why a gold symbol of a case is not shown whole (None when it is, or when its file is not
+    in the slice at all: that is a file miss, not a ranking one)."""
+    if not in_file or whole:
+        return None
+    if cand is None:
+        return "a never a candidate"
+    if not cand["ranked"]:
+        return "b past the ranked candidates (fill)"
+    if cand["estimate"] > budget:
+        return "c body larger than the budget"
+    if cand["estimate"] > budget * S.LARGE_BODY_SHARE:
+        return "d large body (a quarter of the budget or more)"
+    if cand["p"] >= 0.1:
+        return "e small body, p >= 0.1"
+    if cand["p"] >= MISS_LOW_P:
+        return f"f small body, p {MISS_LOW_P}-0.1"
+    return f"g small body, p < {MISS_LOW_P}"
+
+
+def misses(root: Path, names: list[str] | None, max_tokens: int) -> None:
+    """For every gold symbol of the banked commit cases whose file the slice shows but which it
+    does not show whole: why, as a count per class and by what reached it (the question's words:
+    a full-text hit or a word of its own name; recent history; the graph walk alone)."""
+    table: dict[tuple[str, str, str], int] = {}
+    totals = {"gold": 0, "file in slice": 0, "shown": 0, "whole": 0}
+    for _repo, _meta, _source, d, items in _banked(root, names, english=False):
+        with Workspace.open(d) as ws:
+            for item in items:
+                case = _case(item["case"])
+                sl = context_query(ws, case.query, max_tokens=max_tokens)
+                cq = Q.score_cq(case, sl, 0.0, item["texts"], item["ancestors"])
+                query, _, tests = validate(case.query, max_tokens, False)
+                cands: dict[str, dict] = {}
+                with ws.lock:
+                    graph = ws.graph
+                    ranking = S.rank_candidates(ws, graph, query, tests)
+                    if ranking is not None:
+                        docs = S._Docs(ws, graph)
+                        docs.load(list(dict.fromkeys(graph.file_of(n) for n, _ in ranking.ranked)))
+                        n_ranked = len(ranking.ranked)
+                        for i, unit, features in S.scored_candidates(
+                                graph, ranking.ranked, ranking.fill, ranking.evidence, ranking.named,
+                                ranking.sig_only, lambda path: docs.get(path) is not None):
+                            p = 0.0 if features is None else S.target_probability(features)
+                            if unit.node in ranking.focus:
+                                p = max(p, S.FOCUS_PROBABILITY)
+                            cands[unit.node] = {
+                                "ranked": i < n_ranked, "p": p,
+                                "estimate": S._estimate_tokens(docs.get(unit.path), unit),
+                                "words": unit.node in ranking.evidence.lexical
+                                or (features is not None and features[S.FEATURES.index("name_share")] > 0)
+                                or bool(S._name_terms(unit.node.rsplit("::", 1)[-1].rsplit(".", 1)[-1])
+                                        & ranking.evidence.question_terms),
+                                "recent": features is not None and features[S.FEATURES.index("recent")] > 0,
+                            }
+                for g in case.symbols:
+                    in_file = g.node.partition("::")[0] in sl.sources
+                    shown, whole = g.node in cq.hits, g.node in cq.body_hits
+                    totals["gold"] += 1
+                    totals["file in slice"] += in_file
+                    totals["shown"] += shown
+                    totals["whole"] += whole
+                    cand = cands.get(g.node)
+                    cls = _miss_class(in_file, shown, whole, cand, max_tokens)
+                    if cls is None:
+                        continue
+                    reach = ("none" if cand is None else "words" if cand["words"]
+                             else "recent" if cand["recent"] else "graph")
+                    key = (cls, "signature" if shown else "absent", reach)
+                    table[key] = table.get(key, 0) + 1
+    print("  ".join(f"{k} {v}" for k, v in totals.items()))
+    reaches = ("words", "recent", "graph", "none")
+    print(f"{'gold not shown whole, its file shown':48s} {'shown as':>9s} " + " ".join(f"{r:>6s}" for r in reaches)
+          + "    all")
+    for cls in sorted({k[0] for k in table}):
+        for how in ("signature", "absent"):
+            row = [table.get((cls, how, r), 0) for r in reaches]
+            if sum(row):
+                print(f"{cls:48s} {how:>9s} " + " ".join(f"{n:6d}" for n in row) + f" {sum(row):6d}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -257,12 +350,18 @@ def main(argv: list[str] | None = None) -> int:
     f = sub.add_parser("fit", help="fit the selection's probability model (development half only)")
     f.add_argument("bank", type=Path)
     f.add_argument("--repos", required=True, help="comma-separated development repositories")
+    m = sub.add_parser("misses", help="why gold symbols whose file is shown are not shown whole (a count per class)")
+    m.add_argument("bank", type=Path)
+    m.add_argument("--repos", help="comma-separated repository names (default: all banked)")
+    m.add_argument("--max-tokens", type=int, default=4096)
     args = ap.parse_args(argv)
     if args.cmd == "bank":
         bank(args.results, args.repos, args.bank, set(args.only.split(",")) if args.only else None)
     elif args.cmd == "score":
         score(args.bank, args.repos.split(",") if args.repos else None, args.max_tokens, not args.no_english,
               args.json)
+    elif args.cmd == "misses":
+        misses(args.bank, args.repos.split(",") if args.repos else None, args.max_tokens)
     else:
         fit(args.bank, args.repos.split(","))
     return 0
