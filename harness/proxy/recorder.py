@@ -49,6 +49,7 @@ from .counterfactual import (
     NO_CACHE, OPENAI_FAMILY, FramingEstimate, ShadowCache, Split, TextRatio, framing_tokens, has_uncounted_parts,
     prompt_blocks, scaled,
 )
+from .context_editing import clear_tool_uses, cleared, provider_view
 from .providers import Providers, ProvidersError
 from .savings import price
 
@@ -79,6 +80,10 @@ class Counting:
         self.framing = framing
         self.text_ratio = text_ratio
         self._observed = False
+        # Anthropic's server-side tool result clearing, when the request asks for it
+        self.edit = clear_tool_uses(body) if api == ANTHROPIC and shadow is not None else None
+        self._forwarded_raw = 0        # with it: the forwarded request's count before the provider clears
+        self._forwarded_cleared = 0    # ... and the tool uses the model expects the provider to clear of it
         self.original: int | None = None
         self.forwarded: int | None = None
         self.counterfactual: Split | None = None
@@ -90,6 +95,12 @@ class Counting:
 
     def run(self) -> None:
         try:
+            if self.edit is not None:
+                try:
+                    self._run_edited()
+                    return
+                except Exception:   # a body the model cannot read: counted and billed as sent, as before
+                    self.edit = None
             blocks = None
             if self.shadow is not None and self.api != RESPONSES:
                 # The bill's blocks hold every text of the request, counted: the last one's count is
@@ -105,6 +116,40 @@ class Counting:
                                                        blocks=blocks)
         finally:
             self._done.set()
+
+    def _run_edited(self) -> None:
+        """A request asking the provider to clear old tool results itself (Anthropic's context editing):
+        the provider bills and caches each request after its clearing, so the request as sent is
+        counted and priced after the clearing the provider would have applied to it, and the forwarded
+        one after the clearing it applies to that (see :mod:`.context_editing`)."""
+        key = (self.api, self.model)
+        ratio = (self.text_ratio.get(key) if self.text_ratio is not None else None) or 1.0
+        per_block = self.framing.per_block(key) if self.framing is not None else 0.0
+        blocks = prompt_blocks(self.body, self.api, self.model)
+        framing = per_block * len(blocks)
+        view, _ = provider_view(self.body, self.edit, blocks[-1].tokens if blocks else 0, ratio, framing)
+        if view is not self.body:
+            blocks = prompt_blocks(view, self.api, self.model)
+        self.original = blocks[-1].tokens if blocks else 0
+        if self.changed:
+            fwd = self.compression.body
+            self._forwarded_raw = prompt_tokens(fwd, self.api)
+            fwd_view, self._forwarded_cleared = provider_view(fwd, self.edit, self._forwarded_raw, ratio, framing)
+            self.forwarded = prompt_tokens(fwd_view, self.api) if fwd_view is not fwd else self._forwarded_raw
+        else:
+            self.forwarded = self.original
+        if self.shadow is not None:
+            self.counterfactual = self.shadow.bill(view, self.api, self.family, self.model, self.arrived,
+                                                   blocks=blocks)
+
+    def _forwarded_after(self, ans: Answer) -> int:
+        """The forwarded request's count after the clearing the provider reports it applied: its
+        ``applied_edits`` say how many tool uses it cleared, which the model of its rules only estimates."""
+        n = ans.cleared_tool_uses
+        if self.edit is None or not self.changed or n is None or n == self._forwarded_cleared:
+            return self.forwarded or 0
+        _, gone = cleared(self.compression.body, self.edit, n)
+        return self._forwarded_raw - gone
 
     def _forwarded_tokens(self) -> int:
         """The forwarded body's count.  A compressed request differs from the one sent only in some
@@ -147,6 +192,8 @@ class Counting:
             return None
         reported = ans.input_tokens + (ans.cache_read_tokens or 0) + (ans.cache_write_tokens or 0)
         key = (self.api, self.model)
+        if self.edit is not None:
+            self.forwarded = self._forwarded_after(ans)
         # Images and files are billed beside the texts: such a request teaches neither the framing
         # nor the text ratio, and its removed texts are priced at the ratio of text-only requests.
         uncounted = has_uncounted_parts(self.body, self.api)

@@ -1,0 +1,143 @@
+"""Anthropic's server-side context editing, as the counterfactual bill needs it.
+
+A request may ask the provider to clear old tool results itself
+(``context_management: {"edits": [{"type": "clear_tool_uses_20250919", ...}]}``,
+beta ``context-management-2025-06-27``).  The provider then bills, and caches,
+the prompt *after* its clearing, so the bill the client would have had without
+the proxy is the bill of the unmodified request after that clearing: a saving
+the provider gives for free is not the proxy's.
+
+The published rules, modelled here:
+
+* the edit acts only when the prompt exceeds its ``trigger`` (default 100,000
+  input tokens; ``{"type": "tool_uses", "value": n}`` counts tool uses);
+* it clears tool uses oldest first, all but the latest ``keep`` (default 3
+  tool uses), never those of tools named in ``exclude_tools``: a cleared use's
+  result becomes a short placeholder, its input too when
+  ``clear_tool_inputs`` is true (or names its tool);
+* when that would clear fewer than ``clear_at_least`` input tokens it clears
+  nothing.
+
+Limits: the placeholder's wording is not published (a short line is assumed);
+the trigger and ``clear_at_least`` are compared with an estimate of the
+provider's count (cl100k scaled as the provider's counts of earlier requests
+say), so a prompt within a few percent of the trigger may fall on the other
+side; ``clear_thinking`` edits are not modelled (thinking blocks are not
+counted at all).  For the *forwarded* request the provider says how many tool
+uses it cleared (``applied_edits``), and that count is used instead of the
+model's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .analysis import _count, content_texts
+
+CLEAR_TOOL_USES = "clear_tool_uses_20250919"
+DEFAULT_TRIGGER = 100_000
+DEFAULT_KEEP = 3
+# What a cleared result reads: a short line (the provider's wording is not published).
+PLACEHOLDER = "[tool result cleared]"
+
+
+@dataclass(frozen=True)
+class ClearToolUses:
+    trigger_tool_uses: bool = False   # the trigger counts tool uses, not input tokens
+    trigger: int = DEFAULT_TRIGGER
+    keep: int = DEFAULT_KEEP
+    clear_at_least: int = 0
+    exclude_tools: frozenset = frozenset()
+    clear_inputs: bool | frozenset = False   # True, or the tool names whose inputs are cleared
+
+
+def _value(spec, default: int) -> int:
+    v = spec.get("value") if isinstance(spec, dict) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else default
+
+
+def clear_tool_uses(body: dict) -> ClearToolUses | None:
+    """The request's tool result clearing edit with the published defaults filled in, None without one."""
+    config = body.get("context_management")
+    edits = config.get("edits") if isinstance(config, dict) else None
+    for edit in edits if isinstance(edits, list) else []:
+        if isinstance(edit, dict) and edit.get("type") == CLEAR_TOOL_USES:
+            trigger = edit.get("trigger")
+            inputs = edit.get("clear_tool_inputs")
+            return ClearToolUses(
+                trigger_tool_uses=isinstance(trigger, dict) and trigger.get("type") == "tool_uses",
+                trigger=_value(trigger, DEFAULT_TRIGGER),
+                keep=_value(edit.get("keep"), DEFAULT_KEEP),
+                clear_at_least=_value(edit.get("clear_at_least"), 0),
+                exclude_tools=frozenset(t for t in edit.get("exclude_tools") or [] if isinstance(t, str)),
+                clear_inputs=frozenset(t for t in inputs if isinstance(t, str)) if isinstance(inputs, list)
+                else inputs is True)
+    return None
+
+
+def _tool_uses(body: dict) -> list[tuple[int, int, dict]]:
+    """(message index, part index, tool_use block) of every tool use, oldest first."""
+    out = []
+    for i, m in enumerate(body.get("messages") or []):
+        if isinstance(m, dict) and m.get("role") == "assistant" and isinstance(m.get("content"), list):
+            out.extend((i, j, p) for j, p in enumerate(m["content"])
+                       if isinstance(p, dict) and p.get("type") == "tool_use")
+    return out
+
+
+def _tokens(part: dict) -> int:
+    return sum(_count(t) for t in content_texts([part]))
+
+
+def cleared(body: dict, edit: ClearToolUses, uses: int) -> tuple[dict, int]:
+    """``body`` with its oldest ``uses`` clearable tool uses cleared, and the cl100k tokens that removes.
+    The body is copied only where it changes."""
+    all_uses = _tool_uses(body)
+    candidates = [u for u in all_uses[:max(len(all_uses) - edit.keep, 0)]
+                  if u[2].get("name") not in edit.exclude_tools][:uses]
+    if not candidates:
+        return body, 0
+    ids = {u[2].get("id") for u in candidates}
+    names = {u[2].get("id"): u[2].get("name") for u in candidates}
+    placeholder = _count(PLACEHOLDER)
+    messages = list(body["messages"])
+    gone = 0
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict) or not isinstance(m.get("content"), list):
+            continue
+        parts, changed = list(m["content"]), False
+        for j, p in enumerate(parts):
+            if not isinstance(p, dict):
+                continue
+            if p.get("type") == "tool_result" and p.get("tool_use_id") in ids and p.get("content") != PLACEHOLDER:
+                new = {**p, "content": PLACEHOLDER}
+            elif (p.get("type") == "tool_use" and p.get("id") in ids and m.get("role") == "assistant"
+                  and (edit.clear_inputs is True or (edit.clear_inputs and names[p.get("id")] in edit.clear_inputs))):
+                new = {**p, "input": {}}
+            else:
+                continue
+            gone += _tokens(p) - _tokens(new) if new.get("type") == "tool_use" else _tokens(p) - placeholder
+            parts[j], changed = new, True
+        if changed:
+            messages[i] = {**m, "content": parts}
+    return {**body, "messages": messages}, max(gone, 0)
+
+
+def provider_view(body: dict, edit: ClearToolUses, prompt_tokens: int, ratio: float = 1.0,
+                  framing: float = 0.0) -> tuple[dict, int]:
+    """The request as the provider bills it after its own clearing: (body, tool uses cleared).
+    ``prompt_tokens`` is the request's cl100k count; the provider's count is estimated as that times
+    ``ratio`` plus ``framing`` (what it adds around blocks), for the trigger and ``clear_at_least``."""
+    uses = _tool_uses(body)
+    if edit.trigger_tool_uses:
+        if len(uses) <= edit.trigger:
+            return body, 0
+    elif prompt_tokens * ratio + framing <= edit.trigger:
+        return body, 0
+    n = len([u for u in uses[:max(len(uses) - edit.keep, 0)] if u[2].get("name") not in edit.exclude_tools])
+    if n == 0:
+        return body, 0
+    out, gone = cleared(body, edit, n)
+    if gone == 0 or gone * ratio < edit.clear_at_least:
+        return body, 0
+    return out, n
