@@ -74,3 +74,84 @@ def test_ledger_saving_counts_the_providers_own_clearing(shop_ws, providers, edi
     assert abs(w.dollar_saved - true_saving) <= 0.02 * abs(true_saving)
     prompt_only = {**ANTHROPIC_RATES, "output": 0.0}
     assert w.bill_direct == pytest.approx(direct.total(prompt_only), rel=0.02)
+
+
+# -- the model of the published rules ---------------------------------------------------------
+
+def agent_body(tools=("Read", "Read", "Bash", "Read", "Read", "Read"), result="def f():\n    return 1\n" * 60):
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "Fix the bug."}]}]
+    for n, name in enumerate(tools):
+        msgs.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"t{n}", "name": name, "input": {"file_path": f"src/m{n}.py"}}]})
+        msgs.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": result}]})
+    return {"model": "claude-sonnet-4-5", "messages": msgs}
+
+
+def results(body):
+    return [p["content"] for m in body["messages"] for p in m["content"] if p.get("type") == "tool_result"]
+
+
+def inputs(body):
+    return [p["input"] for m in body["messages"] for p in m["content"] if p.get("type") == "tool_use"]
+
+
+def view(body, edit, **kw):
+    from memstrata.harness.proxy.analysis import prompt_tokens
+    from memstrata.harness.proxy.context_editing import clear_tool_uses, provider_view
+
+    return provider_view(body, clear_tool_uses({**body, "context_management": {"edits": [edit]}}),
+                         prompt_tokens(body, "anthropic"), **kw)
+
+
+def test_model_of_tool_result_clearing_follows_the_published_rules():
+    from memstrata.harness.proxy.context_editing import PLACEHOLDER
+
+    body = agent_body()
+    whole = results(body)[0]
+    # defaults: nothing below 100,000 input tokens
+    assert view(body, {"type": "clear_tool_uses_20250919"}) == (body, 0)
+    # over the trigger: every use but the latest 3 cleared, oldest first; the body itself untouched
+    out, n = view(body, {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 500}})
+    assert n == 3 and results(out) == [PLACEHOLDER] * 3 + [whole] * 3 and results(body) == [whole] * 6
+    assert inputs(out) == inputs(body)   # inputs stay unless asked
+    # the trigger as the provider counts: a count the ratio puts past it
+    assert view(body, {"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 3000}},
+                ratio=2.0)[1] == 3
+    # a trigger in tool uses; keep 1; an excluded tool; inputs of the named tools cleared too
+    out, n = view(body, {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 5},
+                         "keep": {"type": "tool_uses", "value": 1}, "exclude_tools": ["Bash"],
+                         "clear_tool_inputs": ["Read"]})
+    assert n == 4 and results(out) == [PLACEHOLDER, PLACEHOLDER, whole, PLACEHOLDER, PLACEHOLDER, whole]
+    assert inputs(out) == [{}, {}, {"file_path": "src/m2.py"}, {}, {}, {"file_path": "src/m5.py"}]
+    # fewer tool uses than the trigger: nothing
+    assert view(body, {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 6}})[1] == 0
+    # clearing that would remove fewer tokens than clear_at_least: nothing
+    edit = {"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 1}}
+    assert view(body, {**edit, "clear_at_least": {"type": "input_tokens", "value": 100_000}}) == (body, 0)
+    assert view(body, {**edit, "clear_at_least": {"type": "input_tokens", "value": 500}})[1] == 3
+
+
+def test_forwarded_count_follows_the_tool_uses_the_provider_reports_cleared():
+    """The model only estimates whether the provider's trigger fired on the forwarded request; its
+    answer says how many tool uses it cleared, and that count is what the forwarded request is
+    counted after (the provider's report of its billed tokens is scaled against it)."""
+    from memstrata.harness.proxy.analysis import Answer, prompt_tokens
+    from memstrata.harness.proxy.compress_request import CompressionResult
+    from memstrata.harness.proxy.context_editing import cleared, clear_tool_uses
+    from memstrata.harness.proxy.counterfactual import ShadowCache
+    from memstrata.harness.proxy.recorder import Counting
+
+    edits = {"edits": [{"type": "clear_tool_uses_20250919"}]}   # 100,000 tokens: the model expects nothing
+    sent = {**agent_body(), "context_management": edits}
+    fwd = {**agent_body(result="def f():\n    return 1\n" * 40), "context_management": edits}
+    counting = Counting(sent, CompressionResult(body=fwd, reason="test"), "anthropic", shadow=ShadowCache(),
+                        family="anthropic", model="claude-sonnet-4-5")
+    counting.run()
+    raw = prompt_tokens(fwd, "anthropic")
+    assert counting.forwarded == raw
+    # the provider reports it cleared 2 tool uses of the forwarded request (its own count passed 100,000)
+    after = prompt_tokens(cleared(fwd, clear_tool_uses(fwd), 2)[0], "anthropic")
+    assert after < raw - 500
+    ans = Answer(input_tokens=after, cache_read_tokens=0, cache_write_tokens=0, cleared_tool_uses=2)
+    counting.counterfactual_usage(ans)
+    assert counting.forwarded == after
