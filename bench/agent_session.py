@@ -21,6 +21,11 @@ Printed per session and mode (``safe``, ``aggressive``):
   error against the true difference of the two bills;
 * errors (non-200 answers).
 
+``--context-editing``: every request also asks the provider to clear old tool
+results itself (Anthropic's ``clear_tool_uses_20250919`` with its published
+defaults), which the stand-in applies; the ledger must then count the
+provider's clearing as the provider's, not the proxy's, saving.
+
 ``--in-process`` is the quick loop for tuning: the compressor is called
 directly on the same index instead of through ``serve`` (a session takes
 seconds instead of minutes).  The bills and retention are those of the same
@@ -126,12 +131,21 @@ def session_requests(cases, checkout: Path):
         msgs.append({"role": "assistant", "content": [{"type": "text", "text": ANSWER}]})
 
 
+# ``--context-editing``: every request asks the provider to clear old tool results itself (Anthropic's
+# server-side context editing, its published defaults: over 100,000 input tokens, all but the latest 3 tool
+# uses), straight and through the proxy alike.
+CONTEXT_EDITING = {"edits": [{"type": "clear_tool_uses_20250919"}]}
+CONTEXT_EDITING_BETA = "context-management-2025-06-27"
+
+
 def run_session(repo: str, cases, checkout: Path, mode: str, env: dict, show_losses: bool = False,
-                in_process: bool = False) -> SessionResult:
+                in_process: bool = False, context_editing: bool = False) -> SessionResult:
     res = SessionResult(repo, mode, tasks=len(cases))
     through, direct = CachingProvider(answer=ANSWER), CachingProvider(answer=ANSWER)
     with ServerThread(through.app) as t, ServerThread(direct.app) as d, httpx.Client(timeout=600) as client:
         headers = {"x-api-key": "sk-bench", "anthropic-version": "2023-06-01"}
+        if context_editing:
+            headers["anthropic-beta"] = CONTEXT_EDITING_BETA
         if in_process:
             ws = Workspace.open(checkout)
             compressor = Compressor(ws, CompressionSettings.for_mode(mode))
@@ -148,10 +162,12 @@ def run_session(repo: str, cases, checkout: Path, mode: str, env: dict, show_los
             if not in_process:
                 serve.wait()
             for body, task, gold in session_requests(cases, checkout):
+                if context_editing:
+                    body = dict(body, context_management=CONTEXT_EDITING)
                 res.requests += 1
                 res.peak_tokens = max(res.peak_tokens, prompt_tokens(body, "anthropic"))
                 r = send(body)
-                r2 = client.post(d.url + "/v1/messages", json=body)
+                r2 = client.post(d.url + "/v1/messages", json=body, headers=headers)
                 res.errors += (r.status_code != 200) + (r2.status_code != 200)
                 if gold is not None:
                     forwarded = through.received[-1]
@@ -254,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scratch", default=str(Path(tempfile.gettempdir()) / "memstrata-agent-session"))
     ap.add_argument("--in-process", action="store_true",
                     help="quick loop: call the compressor directly instead of going through serve (no ledger)")
+    ap.add_argument("--context-editing", action="store_true",
+                    help="requests ask for Anthropic's server-side tool result clearing (published defaults)")
     args = ap.parse_args(argv)
     args.cases_per_repo = args.tasks
     modes = args.modes.split(",")
@@ -272,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         cases.reverse()  # oldest commit first, as a session would meet them
         for mode in modes:
-            r = run_session(repo.name, cases, checkout, mode, env, args.show_losses, args.in_process)
+            r = run_session(repo.name, cases, checkout, mode, env, args.show_losses, args.in_process,
+                            args.context_editing)
             results[mode].append(r)
             print(f"{repo.name} {mode}: {r.requests} requests, saved {r.saved:.1%}, retention {r.retention:.3f}, "
                   + (f"ledger error {r.error:+.1%}" if r.error is not None else "no ledger (in process)"),
