@@ -11,10 +11,9 @@ import anthropic
 import httpx
 import pytest
 
-from tests.caching_provider import ANTHROPIC_RATES, CachingProvider
-from tests.stub_provider import ServerThread
+from tests.caching_provider import ANTHROPIC_RATES
 
-from .test_counterfactual_bill import KEY, conversation, reported, run
+from .test_counterfactual_bill import KEY, conversation, providers, reported, run  # noqa: F401 (a fixture)
 
 BETA = "context-management-2025-06-27"
 # Triggers the fixture's conversation passes after a few reads (the published default, 100,000 input
@@ -26,14 +25,6 @@ KEEP_TWO = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "
 AT_LEAST = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "tool_uses", "value": 3},
                        "keep": {"type": "tool_uses", "value": 2},
                        "clear_at_least": {"type": "input_tokens", "value": 2500}, "clear_tool_inputs": True}]}
-
-
-@pytest.fixture
-def providers():
-    through, direct = CachingProvider(), CachingProvider()
-    with ServerThread(through.app) as t, ServerThread(direct.app) as d:
-        through.url, direct.url = t.url, d.url
-        yield through, direct
 
 
 def session(ws, server, direct, edits, stream=False, turns=14):
