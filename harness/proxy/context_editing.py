@@ -89,12 +89,17 @@ def _tokens(part: dict) -> int:
     return sum(_count(t) for t in content_texts([part]))
 
 
+def _clearable(body: dict, edit: ClearToolUses) -> list[tuple[int, int, dict]]:
+    """The tool uses the edit may clear, oldest first: all but the latest ``keep``, none of an
+    excluded tool."""
+    uses = _tool_uses(body)
+    return [u for u in uses[:max(len(uses) - edit.keep, 0)] if u[2].get("name") not in edit.exclude_tools]
+
+
 def cleared(body: dict, edit: ClearToolUses, uses: int) -> tuple[dict, int]:
     """``body`` with its oldest ``uses`` clearable tool uses cleared, and the cl100k tokens that removes.
     The body is copied only where it changes."""
-    all_uses = _tool_uses(body)
-    candidates = [u for u in all_uses[:max(len(all_uses) - edit.keep, 0)]
-                  if u[2].get("name") not in edit.exclude_tools][:uses]
+    candidates = _clearable(body, edit)[:uses]
     if not candidates:
         return body, 0
     ids = {u[2].get("id") for u in candidates}
@@ -128,13 +133,12 @@ def provider_view(body: dict, edit: ClearToolUses, prompt_tokens: int, ratio: fl
     """The request as the provider bills it after its own clearing: (body, tool uses cleared).
     ``prompt_tokens`` is the request's cl100k count; the provider's count is estimated as that times
     ``ratio`` plus ``framing`` (what it adds around blocks), for the trigger and ``clear_at_least``."""
-    uses = _tool_uses(body)
     if edit.trigger_tool_uses:
-        if len(uses) <= edit.trigger:
+        if len(_tool_uses(body)) <= edit.trigger:
             return body, 0
     elif prompt_tokens * ratio + framing <= edit.trigger:
         return body, 0
-    n = len([u for u in uses[:max(len(uses) - edit.keep, 0)] if u[2].get("name") not in edit.exclude_tools])
+    n = len(_clearable(body, edit))
     if n == 0:
         return body, 0
     out, gone = cleared(body, edit, n)
