@@ -128,7 +128,7 @@ def _seed(api: str, model: str | None) -> bytes:
 def _block_texts(body: dict, api: str) -> list[list[str] | None]:
     """Each block's texts, in :func:`prompt_blocks`'s order; None for a tool definition (remembered
     as a block of its own, and never where a prompt diverges inside a block)."""
-    if api != RESPONSES and _plain_tools(body, api):
+    if _tools_remembered(body, api):
         return [None] * len(body["tools"]) + [texts for _, texts, _ in _raw_blocks(body, api, tools=False)]
     return [texts for _, texts, _ in _raw_blocks(body, api)]
 
@@ -163,9 +163,7 @@ def _checkpoints(seed: bytes, texts: list[str]) -> list[tuple[bytes, int, int]]:
 def _keyed_blocks(body: dict, api: str) -> Iterator[tuple[bytes, int, str | None]]:
     """(the block's digest, markers left out; the tokens of its texts; its mark, see :func:`_mark`),
     block by block."""
-    if api != RESPONSES and _plain_tools(body, api):
-        # Every tool is a block of its own, the same in every request of every conversation:
-        # remembered, they are not written out as JSON and counted again on each request.
+    if _tools_remembered(body, api):
         for tool in body["tools"]:
             key, tokens = _tool_block(tool, api)
             yield key, tokens, _mark(tool)
@@ -174,6 +172,12 @@ def _keyed_blocks(body: dict, api: str) -> Iterator[tuple[bytes, int, str | None
         blocks = _raw_blocks(body, api)
     for key, texts, marked in blocks:
         yield message_key(list(key)), sum(_count(t) for t in texts), marked
+
+
+def _tools_remembered(body: dict, api: str) -> bool:
+    """Whether every tool is a block of its own, the same in every request of every conversation:
+    remembered, they are not written out as JSON and counted again on each request."""
+    return api != RESPONSES and _plain_tools(body, api)
 
 
 def _plain_tools(body: dict, api: str) -> bool:
