@@ -256,15 +256,15 @@ def _answer(ws: Workspace, query: str, budget: int, include_tests: bool, notes: 
                 if not overview:
                     notes.append("nothing in the project matches the query (no code is indexed)")
                     return ContextSlice("", 0, 0, [], notes=notes, max_tokens=budget)
-                notes.append("nothing in the project matches the query (no word of it is a name, a path or a "
-                             "word of the code): shown instead is an overview, the definitions the project "
-                             "uses most; ask with the names of functions, classes or files for a focused slice")
+                shown_overview = ("nothing in the project matches the query (no word of it is a name, a path or "
+                                  "a word of the code): shown instead is an overview, the definitions the project "
+                                  "uses most; ask with the names of functions, classes or files for a focused slice")
+                notes.append(shown_overview)
                 result = _build(ws, graph, overview, budget, notes, in_step=not last)
                 if not result.context:
                     # Not even one definition of the overview fit: the notes say nothing is shown,
                     # rather than an overview and a budget too small for "matching" code.
-                    result.notes = [n for n in result.notes if not n.startswith(("nothing in the project matches",
-                                                                                  f"max_tokens={budget} is too small"))]
+                    result.notes = [n for n in result.notes if n not in (shown_overview, _nothing_fits(budget))]
                     result.notes.insert(0, f"nothing in the project matches the query (no word of it is a name, a "
                                            f"path or a word of the code), and max_tokens={budget} is too small for "
                                            f"an overview of the project; ask with the names of functions, classes "
@@ -460,6 +460,10 @@ def _prior(graph: GraphView, node: str) -> float:
     return factor
 
 
+def _nothing_fits(budget: int) -> str:
+    return f"max_tokens={budget} is too small for any matching code"
+
+
 def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], budget: int,
            notes: list[str], named: set[str] = frozenset(), focus: set[str] = frozenset(),
            fill: list[tuple[str, float]] = (), sig_only: set[str] = frozenset(),
@@ -500,7 +504,7 @@ def _build(ws: Workspace, graph: GraphView, ranked: list[tuple[str, float]], bud
     baseline = sum(file_tokens(p, docs.texts[p]) for p in file_order)
     docs.save_counts(file_order)
     if not units and ranked:
-        notes.append(f"max_tokens={budget} is too small for any matching code")
+        notes.append(_nothing_fits(budget))
     full = [u.node for u in units if u.mode == FULL and u.kind != REEXPORT_KIND]
     inside = _shown_inside(graph, [u for u in units if u.mode == FULL and u.kind != REEXPORT_KIND])
     if named and units and named.isdisjoint([u.node for u in units] + inside):
