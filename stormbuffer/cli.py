@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             flag = "--project " if mode == "project" else ""
             message += f" (run `sbuf {flag}init` first)"
         print(f"error: {message}", file=sys.stderr)
+        if exc.kept_draft is not None:  # an editor command failed after the person saved their text
+            print(f"your edited text is kept in {exc.kept_draft}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)

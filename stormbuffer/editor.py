@@ -4,13 +4,18 @@ Each renders a draft record, opens ``$VISUAL`` (else ``$EDITOR``) on a
 private temp copy, and saves the edited Markdown only when the editor exits
 0 and the result is a valid record.  No lock is held while the editor runs;
 ``edit`` and ``supersede`` refuse to save when the record changed meanwhile.
+Whenever a command fails after the editor saved text of the person's own, that
+text is kept and its file named (see :func:`edited_text`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -36,11 +41,22 @@ def editor_command() -> list[str]:
     raise _fail("set $VISUAL or $EDITOR to choose the editor for this command")
 
 
-def edit_text(draft: bytes) -> bytes:
-    """Open the editor on ``draft``; the edited bytes."""
+@contextlib.contextmanager
+def edited_text(draft: bytes):
+    """Open the editor on ``draft`` and yield the edited bytes.
+
+    The text a person typed exists nowhere else until the command saves it, so
+    when the command then fails (the record changed while the editor was open,
+    the edit does not parse, the lock stayed busy, ...) the edited file is kept
+    in its private temp folder and named on stderr, after the error, as editors
+    that refuse a concurrent change keep the user's copy.  An editor that exits
+    non-zero (the person gave up) and an unchanged draft keep nothing.
+    """
     command = editor_command()
-    with tempfile.TemporaryDirectory(prefix="sbuf-edit-") as folder:
-        path = Path(folder) / "record.md"
+    folder = Path(tempfile.mkdtemp(prefix="sbuf-edit-"))
+    path = folder / "record.md"
+    keep = False
+    try:
         path.write_bytes(draft)
         try:
             done = subprocess.run([*command, str(path)])
@@ -48,16 +64,30 @@ def edit_text(draft: bytes) -> bytes:
             raise _fail(f"cannot start the editor {Path(command[0]).name!r}") from None
         if done.returncode != 0:
             raise _fail(f"the editor exited with status {done.returncode}; nothing was saved")
-        return path.read_bytes()
+        data = path.read_bytes()
+        try:
+            yield data
+        except SbufError as exc:
+            if data != draft:
+                keep = True
+                exc.kept_draft = path
+            raise
+        except BaseException:
+            if data != draft:
+                keep = True
+                print(f"your edited text is kept in {path}", file=sys.stderr)
+            raise
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
-def _edited(draft: Record) -> Record:
-    data = edit_text(render_record(draft, check=False))
+def _parsed(data: bytes, record_id) -> Record:
     try:
         record = parse_record(data)
     except CodecError as exc:
         raise _fail(f"the edited record is invalid ({exc}); nothing was saved") from None
-    if record.id != draft.id:
+    if record.id != record_id:
         raise _fail("the record id must not change; nothing was saved")
     return record
 
@@ -79,29 +109,33 @@ def _require_scope(view: View, record: Record) -> None:
 
 def cmd_add(view: View, args) -> int:
     view.selected.read_config()
-    record = _edited(_draft(view, args, "active", "human", HUMAN_SOURCE))
-    _require_scope(view, record)
-    with view.repository().mutation() as repo:
-        if repo.find(record.id) is not None:
-            raise _fail("a record with this id already exists")
-        repo.write(record.evolve(updated_at=max(now_ns(), record.created_at)))
+    draft = _draft(view, args, "active", "human", HUMAN_SOURCE)
+    with edited_text(render_record(draft, check=False)) as data:
+        record = _parsed(data, draft.id)
+        _require_scope(view, record)
+        with view.repository().mutation() as repo:
+            if repo.find(record.id) is not None:
+                raise _fail("a record with this id already exists")
+            repo.write(record.evolve(updated_at=max(now_ns(), record.created_at)))
     print(record.id)
     return 0
 
 
 def cmd_propose(view: View, args) -> int:
     view.selected.read_config()
-    record = _edited(_draft(view, args, "candidate", "agent", PROPOSE_SOURCE))
-    if record.status != "candidate" or record.access != "agent":
-        raise _fail("a proposal stays a candidate with agent access; use `sbuf add` for other records")
-    _require_scope(view, record)
-    try:
-        check_provenance(record)
-    except RecordInvalid as exc:
-        print(f"{record.id}\tinvalid", flush=True)
-        raise _fail(str(exc)) from None
-    with view.repository().mutation() as repo:
-        proposal = repo.propose(record)
+    draft = _draft(view, args, "candidate", "agent", PROPOSE_SOURCE)
+    with edited_text(render_record(draft, check=False)) as data:
+        record = _parsed(data, draft.id)
+        if record.status != "candidate" or record.access != "agent":
+            raise _fail("a proposal stays a candidate with agent access; use `sbuf add` for other records")
+        _require_scope(view, record)
+        try:
+            check_provenance(record)
+        except RecordInvalid as exc:
+            print(f"{record.id}\tinvalid", flush=True)
+            raise _fail(str(exc)) from None
+        with view.repository().mutation() as repo:
+            proposal = repo.propose(record)
     print(f"{proposal.record_id}\t{proposal.outcome}")
     return 0
 
@@ -130,22 +164,17 @@ def _unchanged(repo, loaded):
 
 def cmd_edit(view: View, args) -> int:
     loaded = _active(view, args.id)
-    data = edit_text(loaded.data)
-    if data == loaded.data:
-        print(f"{loaded.record.id}\tunchanged")
-        return 0
-    try:
-        record = parse_record(data)
-    except CodecError as exc:
-        raise _fail(f"the edited record is invalid ({exc}); nothing was saved") from None
-    if record.id != loaded.record.id:
-        raise _fail("the record id must not change; nothing was saved")
-    if record.status != "active":
-        raise _fail("use approve, archive or restore to change a record's status; nothing was saved")
-    _require_scope(view, record)
-    with view.repository().mutation() as repo:
-        _unchanged(repo, loaded)
-        repo.write(record.evolve(updated_at=max(now_ns(), record.created_at)), loaded.rel)
+    with edited_text(loaded.data) as data:
+        if data == loaded.data:
+            print(f"{loaded.record.id}\tunchanged")
+            return 0
+        record = _parsed(data, loaded.record.id)
+        if record.status != "active":
+            raise _fail("use approve, archive or restore to change a record's status; nothing was saved")
+        _require_scope(view, record)
+        with view.repository().mutation() as repo:
+            _unchanged(repo, loaded)
+            repo.write(record.evolve(updated_at=max(now_ns(), record.created_at)), loaded.rel)
     print(f"{record.id}\tactive")
     return 0
 
@@ -160,15 +189,17 @@ def cmd_supersede(view: View, args) -> int:
     draft = Record(new_id(), args.title or old.title, kind, old.scope, "active", old.access, now, now,
                    args.body if args.body is not None else old.body, [HUMAN_SOURCE], list(old.tags),
                    list(old.aliases), [old.id])
-    record = _edited(draft)
-    if record.status != "active" or record.supersedes != [old.id]:
-        raise _fail("a replacement stays active and supersedes exactly the record it replaces; nothing was saved")
-    _require_scope(view, record)
-    with view.repository().mutation() as repo:
-        current = _unchanged(repo, loaded)
-        repo.supersede(current, record.evolve(updated_at=max(now_ns(), record.created_at)))
+    with edited_text(render_record(draft, check=False)) as data:
+        record = _parsed(data, draft.id)
+        if record.status != "active" or record.supersedes != [old.id]:
+            raise _fail("a replacement stays active and supersedes exactly the record it replaces; "
+                        "nothing was saved")
+        _require_scope(view, record)
+        with view.repository().mutation() as repo:
+            current = _unchanged(repo, loaded)
+            repo.supersede(current, record.evolve(updated_at=max(now_ns(), record.created_at)))
     print(f"{record.id}\tactive")
     return 0
 
 
-__all__ = ["cmd_add", "cmd_propose", "cmd_edit", "cmd_supersede", "editor_command", "edit_text"]
+__all__ = ["cmd_add", "cmd_propose", "cmd_edit", "cmd_supersede", "editor_command", "edited_text"]

@@ -66,6 +66,9 @@ class SbufError(Exception):
         self.code = code
         self.message = message
         self.detail = detail
+        # Set by the editor commands only: the private file that keeps the text a
+        # person typed when the command failed after they saved it (human CLI only).
+        self.kept_draft = None
 
     @property
     def human(self) -> str:

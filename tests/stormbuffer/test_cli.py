@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -129,8 +130,46 @@ def test_editor_problems_save_nothing(sbuf, tmp_path):
     assert "invalid" in sbuf.fails("--project", "add", env={**env, "EDITOR": "true"})  # empty title and body
     broken = editor_script(tmp_path, "path.write_text('garbage')\n")
     err = sbuf.fails("--project", "add", "--title", "T", "--body", "b", env={**env, "EDITOR": broken})
-    assert_clean(err, sbuf)
+    error, kept = err.splitlines()
+    assert_clean(error, sbuf)
     assert sbuf.record_files() == []
+    # what the person typed is kept, even when it does not parse
+    assert kept.startswith("your edited text is kept in ")
+    assert Path(kept.removeprefix("your edited text is kept in ")).read_text() == "garbage"
+
+
+def _kept_drafts(sbuf) -> list[str]:
+    return sorted(p.read_text() for p in (sbuf.root / "tmp").glob("sbuf-edit-*/record.md"))
+
+
+def test_an_edit_refused_for_a_concurrent_change_keeps_the_persons_text(sbuf, tmp_path):
+    # Two people (or a person and a script) edit one record: the second save is
+    # refused as the spec says, and the text typed for it is kept and named.
+    sbuf.init()
+    active = sbuf.active()
+    other = editor_script(tmp_path, "path.write_text(path.read_text().replace('Tuesdays', 'Sundays'))\n")
+    meddle = editor_script(tmp_path, "import os, subprocess, sys\n"
+                                     f"subprocess.run([{SBUF!r}, '--project', 'edit', {active!r}], check=True, "
+                                     f"env={{**os.environ, 'EDITOR': {other!r}}})\n"
+                                     "path.write_text(path.read_text() + 'Ten minutes of careful notes.\\n')\n")
+    proc = sbuf.run("--project", "edit", active, env={**sbuf.env, "EDITOR": meddle})
+    assert proc.returncode == 1
+    error, kept = proc.stderr.decode().splitlines()
+    assert error == "error: the record changed while it was open in the editor; nothing was saved"
+    saved = sbuf.record_file(active).read_text()
+    assert "Sundays" in saved and "careful notes" not in saved  # the acknowledged edit stays
+    [draft] = _kept_drafts(sbuf)
+    assert kept == f"your edited text is kept in {next((sbuf.root / 'tmp').glob('sbuf-edit-*/record.md'))}"
+    assert "Tuesdays" in draft and draft.endswith("Ten minutes of careful notes.\n")
+
+
+def test_an_editor_that_gives_up_or_changes_nothing_keeps_nothing(sbuf, tmp_path):
+    sbuf.init()
+    active = sbuf.active()
+    quit_ = editor_script(tmp_path, "path.write_text('half typed'); raise SystemExit(1)\n")
+    assert "status 1" in sbuf.fails("--project", "edit", active, env={**sbuf.env, "EDITOR": quit_})
+    assert sbuf.ok("--project", "edit", active, env={**sbuf.env, "EDITOR": "true"}) == f"{active}\tunchanged\n"
+    assert _kept_drafts(sbuf) == []
 
 
 def test_editor_propose_edit_supersede(sbuf, tmp_path):
