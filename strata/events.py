@@ -50,11 +50,13 @@ def event_append(e: Engine, a: dict) -> dict:
     last = e.store.last_event(view, space)
     sequence = 0 if last is None else last.sequence + 1
     previous = GENESIS if last is None else last.hash
-    with e.store.commit(b) as tx:
+    # An event is stamped before the commit that carries it, as the engine's are: a time
+    # range starting at an append's own receipt (its committed_at) does not hold that event.
+    with e.store.commit(b, instants=1) as tx:
         tx.register_space(view, space)
-        digest = event_hash(sequence, a["event_type"], tx.committed_at, payload, previous)
-        tx.append_event(space, Event(sequence, tx.version, a["event_type"], payload, tx.committed_at,
-                                     previous, digest))
+        at = tx.committed_at - 1
+        digest = event_hash(sequence, a["event_type"], at, payload, previous)
+        tx.append_event(space, Event(sequence, tx.version, a["event_type"], payload, at, previous, digest))
     return {"type": "event_append_result", "data": {
         "sequence": sequence, "event_type": a["event_type"], "effect": dict(EFFECT_CREATED),
         "commit": e.receipt(tx, APPEND_PUTS)}}
@@ -145,14 +147,14 @@ def event_batch_append(e: Engine, a: dict) -> dict:
     last = e.store.last_event(view, space)
     sequence = 0 if last is None else last.sequence + 1
     previous = GENESIS if last is None else last.hash
-    with e.store.commit(b) as tx:
+    # Each event of the batch gets its own instant, strictly increasing, after the previous
+    # commit and before this one's (as event_append's), so time ranges order them.
+    with e.store.commit(b, instants=len(good)) as tx:
         tx.register_space(view, space)
-        # Each event of the batch gets its own instant, strictly increasing
-        # and never after the commit's, so time ranges order them.
-        first = max(tx.committed_at - len(good) + 1, e.store.last_commit_time() + 1)
+        first = tx.committed_at - len(good)
         for i, (item, x) in enumerate(good):
             payload = canonical(x["payload"])
-            at = min(first + i, tx.committed_at)
+            at = first + i
             digest = event_hash(sequence, x["event_type"], at, payload, previous)
             tx.append_event(space, Event(sequence, tx.version, x["event_type"], payload, at, previous, digest))
             item["result"] = {"sequence": sequence, "event_type": x["event_type"]}

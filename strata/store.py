@@ -499,14 +499,19 @@ class StrataStore:
 
     # -- commits ------------------------------------------------------------------
 
-    def _clock(self) -> int:
-        # Strictly increasing, so that "as of this instant" names one commit.
-        at = max(now_us(), self._last_committed_at + 1)
+    def _clock(self, before: int = 0) -> int:
+        # Strictly increasing, so that "as of this instant" names one commit; ``before``
+        # instants are left free between the previous commit and this one.
+        at = max(now_us(), self._last_committed_at + 1 + before)
         return at
 
     @contextlib.contextmanager
-    def commit(self, b: Branch) -> Iterator["Transaction"]:
+    def commit(self, b: Branch, instants: int = 0) -> Iterator["Transaction"]:
         """One commit on ``b``: everything written inside lands at one new version, or nothing does.
+
+        ``instants`` reserves that many microseconds just before the commit's own
+        (``committed_at - instants`` .. ``committed_at - 1``), after the previous
+        commit: the times of the events it appends.
 
         Rows are buffered and written when the block ends, so reads inside it
         see the committed state.  A commit of a single row is a single
@@ -514,7 +519,7 @@ class StrataStore:
         the common case of every put; larger ones run in one transaction.
         """
         with self._db_lock:
-            tx = Transaction(self, b, self.head + 1, self._clock())
+            tx = Transaction(self, b, self.head + 1, self._clock(instants))
             yield tx
             c = self._conn
             try:

@@ -1142,3 +1142,20 @@ WRITE_CHECK_ORDER = [
     ("strata_json_set", {"key": "k", "path": "$$", "value": _nest(101)}),
 ]
 SCRIPTS["write_check_order"] = WRITE_CHECK_ORDER
+
+# An event is stamped before the commit that carries it (an append's events strictly between the
+# previous commit's instant and its own): a time range that starts at an append's receipt does
+# not hold that append's events, one that ends there does.
+EVENT_TIMES = [
+    ("strata_kv_put", {"key": "k", "value": "v"}, {"w0": "data.commit.committed_at"}),
+    ("strata_event_append", {"event_type": "a", "payload": {"n": 1}}, {"w1": "data.commit.committed_at"}),
+    cmd(type="event_batch_append", entries=[{"event_type": "b", "payload": {"n": 2}},
+                                            {"event_type": "b", "payload": {"n": 3}}]),
+    ("strata_event_append", {"event_type": "a", "payload": {"n": 4}}, {"w3": "data.commit.committed_at"}),
+    cmd(type="event_range_by_time", start_ts="$w0", direction="forward"),
+    cmd(type="event_range_by_time", start_ts="$w1", direction="forward"),
+    cmd(type="event_range_by_time", start_ts="$w1", end_ts="$w3", direction="reverse"),
+    cmd(type="event_range_by_time", start_ts="$w3", direction="forward"),
+    ("strata_event_list", {"as_of_time": "$w1"}),
+]
+SCRIPTS["event_times"] = EVENT_TIMES
