@@ -40,7 +40,9 @@ def branch_id(b: Branch) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_DNS, b.name))
 
 
-def branch_json(e: Engine, b: Branch) -> dict:
+def branch_json(e: Engine, b: Branch, last: dict | None = None) -> dict:
+    """A branch as the engine describes it; ``last`` is its merge record when the
+    caller read it before the branch stopped being readable (a deletion)."""
     parent = None
     if b.parent is not None:
         p = e.store.branch_by_id(b.parent)
@@ -48,7 +50,7 @@ def branch_json(e: Engine, b: Branch) -> dict:
                   "fork_version": b.fork_version, "fork_timestamp": b.fork_timestamp}
     out = {"name": b.name, "branch_id": branch_id(b), "generation": b.generation, "status": b.status,
            "parent": parent}
-    last = merge_parent(e, b)
+    last = last or merge_parent(e, b)
     if last is not None:
         source = e.store.branch_by_id(last["source"])
         out["merge_parent"] = {"source_name": last["source_name"], "source_branch_id": branch_id(source),
@@ -135,6 +137,8 @@ def branch_delete(e: Engine, a: dict) -> dict:
     if len(e.store.active_branches()) <= 1:
         raise StrataError("invalid_argument.engine.branch_delete", "delete would remove the last active branch")
     b = e.branch(name)
+    # The answer describes the branch as deleted, with the last promotion into it as before.
+    merged = merge_parent(e, b)
     # A deleted branch's state revision counts on from its own by the versions of its timeline,
     # as the engine's does.
     gone = e.store.delete_branch(b, state_revision=b.state_revision + e.store.timeline_commits(b))
@@ -143,7 +147,7 @@ def branch_delete(e: Engine, a: dict) -> dict:
         for key in [k for k in cache if k[0] == b.id]:
             del cache[key]
     return {"type": "branch_delete_result", "data": {
-        "deleted": True, "effect": dict(EFFECT_DELETED), "branch": branch_json(e, gone),
+        "deleted": True, "effect": dict(EFFECT_DELETED), "branch": branch_json(e, gone, merged),
         "generation_before": b.generation, "generation_after": b.generation,
         # What the deletion freed in this store: the branch's rows, unless a
         # fork of it still reads through to them.

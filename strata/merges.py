@@ -241,8 +241,12 @@ def _plan(e: Engine, source: Branch, target: Branch, point: int, strategy: str) 
     # alone makes a commit.
     collections = [(space, entry) for space in _spaces(e, vs) for entry in e.store.scan(vs, space, VECTOR_COLLECTION)
                    if e.store.live(vt, space, VECTOR_COLLECTION, entry.key) is None]
+    # So do the source's spaces: one the target lacks is registered there (whether or not
+    # anything in it is applied), and that alone makes a commit, as a collection does.
+    known = set(e.store.spaces(vt))
+    new_spaces = [space for space in e.store.spaces(vs) if space not in known]
     return {"spaces": spaces, "applied": applied, "deleted": deleted, "conflicts": conflicts,
-            "changed": changed, "writes": writes, "collections": collections}
+            "changed": changed, "writes": writes, "collections": collections, "new_spaces": new_spaces}
 
 
 def _derived(capabilities: set) -> list[dict]:
@@ -277,21 +281,21 @@ def branch_merge(e: Engine, a: dict) -> dict:
                           f"promotion of `{source.name}` into `{target.name}` refused: "
                           f"{len(plan['conflicts'])} conflict(s)")
     head: dict = {"source": source.name, "target": target.name, "branch_point": point, "strategy": strategy}
-    if plan["writes"] or plan["collections"]:
-        head.update(_apply(e, source, target, plan["writes"], plan["collections"]))
+    if plan["writes"] or plan["collections"] or plan["new_spaces"]:
+        head.update(_apply(e, source, target, plan["writes"], plan["collections"], plan["new_spaces"]))
     touched = {w[1] for w in plan["writes"]}
     return {"type": "branch_merge", "data": {
         **head, "applied": plan["applied"], "deleted": plan["deleted"], **_tail(plan, touched)}}
 
 
-def _apply(e: Engine, source: Branch, target: Branch, writes: list, collections: list) -> dict:
+def _apply(e: Engine, source: Branch, target: Branch, writes: list, collections: list, spaces: list) -> dict:
     vt, vs = e.store.view(target), e.store.view(source)
     source_head = e.store.latest(source.id)
     counts: dict[tuple[str, str], int] = {}  # (space, collection) -> change in live vectors
     # The engine spends a version on the promotion record before the commit that carries it.
     e.store.burn_versions(1)
     with e.store.commit(target) as tx:
-        for space in dict.fromkeys(w[0] for w in writes):
+        for space in dict.fromkeys([*spaces, *(w[0] for w in writes)]):
             tx.register_space(vt, space)
         for space, entry in collections:
             tx.register_space(vt, space)

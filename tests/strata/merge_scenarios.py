@@ -173,8 +173,28 @@ RULES = [
     diff("default", "h"),
 ]
 
+# Rules found by random histories of graphs, events, spaces and branch lifecycles.
+SPACES_TRAVEL = [
+    put("k", "v"), ("strata_branch_fork", {"source": "default", "branch": "f"}),
+    # A space the target lacks travels with a promotion, and that alone makes a commit:
+    # one made by space_create, by a write (even one deleted since) or by an event.
+    cmd(type="space_create", space="s2"),
+    cmd(type="kv_put", key=b64("x"), value=b64("1"), space="s3"), cmd(type="kv_delete", key=b64("x"), space="s3"),
+    cmd(type="event_append", event_type="t", payload={}, space="s4"),
+    preview("default", "f"), merge("default", "f"),
+    cmd(type="space_list", branch="f"), cmd(type="branch_get", branch="f"),
+    # ... and the branch point moves to it, so the next promotion starts there.
+    put("k", "w"), merge("default", "f"), cmd(type="space_list", branch="f"),
+    # A space the target already has, or one deleted on the source, does not.
+    cmd(type="space_create", space="s5"), cmd(type="space_create", space="s5", branch="f"),
+    cmd(type="space_create", space="s6"), cmd(type="space_delete", space="s6", force=True),
+    merge("default", "f"), cmd(type="branch_get", branch="f"),
+    # Deleting a promotion's target still describes the last promotion into it.
+    cmd(type="branch_delete", branch="f"),
+]
+
 SCRIPTS = {"merge_every_primitive": EVERY_PRIMITIVE, "merge_conflicts": CONFLICTS, "merge_refusals": REFUSALS,
-           "merge_rules": RULES}
+           "merge_rules": RULES, "merge_spaces_travel": SPACES_TRAVEL}
 
 KEYS = ["a", "b", "c", "d"]
 
