@@ -107,7 +107,10 @@ def branch_fork_at_version(e: Engine, a: dict) -> dict:
     _new_branch_name(e, a["branch"], a["source"])
     source = e.branch(a["source"], source=True)
     version = a["version"]
-    if version == 0 or version > e.store.latest(source.id):
+    # Before the lineage's first version (an empty root's creation included) or past the
+    # source's newest is outside the branch; between, a version that is no commit of its
+    # timeline is outside the timeline.
+    if version < e.store.timeline_start(source) or version > e.store.latest(source.id):
         raise _refused_anchor(e, "commit version is outside retained branch history")
     if not e.store.in_timeline(source, version):
         raise _refused_anchor(e, "commit version is outside retained timeline history")
@@ -121,7 +124,7 @@ def branch_fork_at_timestamp(e: Engine, a: dict) -> dict:
     stamp = a["timestamp"]
     if stamp > e.store.latest(source.id):
         raise _refused_anchor(e, "timestamp is newer than retained timeline history")
-    version = e.store.timeline_version_at(source, stamp, by_time=False) if stamp else None
+    version = e.store.timeline_version_at(source, stamp, by_time=False, anchor=True) if stamp else None
     if version is None:
         raise _refused_anchor(e, "timestamp is outside retained timeline history")
     return _fork(e, a, source, version, stamp)

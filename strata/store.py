@@ -407,21 +407,24 @@ class StrataStore:
         return 1 if b.created_at is None else b.created_at + 1
 
     def in_timeline(self, b: Branch, version: int) -> bool:
-        """Whether ``version`` is a commit on the branch's timeline (its own or inherited)."""
+        """Whether ``version`` is a commit on the branch's timeline (its own or inherited)
+        that a fork may be anchored at: a branch's creation version is not one."""
         row = self._conn.execute("SELECT branch FROM strata_commits WHERE version = ?", (version,)).fetchone()
-        if row is None or row[0] is None:
+        if row is None or row[0] is None or version == self._branches[row[0]].created_at:
             return False
         return any(level.branch == row[0] and version <= level.bound for level in self.view(b).levels)
 
-    def timeline_version_at(self, b: Branch, instant: int, *, by_time: bool) -> int | None:
-        """The newest timeline version at or before ``instant`` (a version, or a UTC µs time)."""
+    def timeline_version_at(self, b: Branch, instant: int, *, by_time: bool, anchor: bool = False) -> int | None:
+        """The newest timeline version at or before ``instant`` (a version, or a UTC µs time);
+        with ``anchor``, the newest a fork may be anchored at (no branch's creation version)."""
         best = None
         column = "committed_at" if by_time else "version"
         with self._db_lock:
             for level in self.view(b).levels:
+                skip = self._branches[level.branch].created_at if anchor else None
                 row = self._conn.execute(
-                    f"SELECT max(version) FROM strata_commits WHERE branch = ? AND version <= ? AND {column} <= ?",
-                    (level.branch, level.bound, instant)).fetchone()
+                    f"SELECT max(version) FROM strata_commits WHERE branch = ? AND version <= ? AND {column} <= ?"
+                    " AND version IS NOT ?", (level.branch, level.bound, instant, skip)).fetchone()
                 if row[0] is not None and (best is None or row[0] > best):
                     best = row[0]
         return best

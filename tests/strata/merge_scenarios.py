@@ -193,8 +193,22 @@ SPACES_TRAVEL = [
     cmd(type="branch_delete", branch="f"),
 ]
 
+FORK_ANCHORS = [
+    put("k", "1"), put("k", "2"),
+    cmd(type="branch_create", branch="c"), put("k", "3"),
+    ("strata_branch_fork", {"source": "default", "branch": "f"}),
+    put("k", "4", branch="c"), put("k", "5", branch="f"), put("k", "6"),
+    # A branch's creation version is no anchor for a fork of it, by version or by time; an
+    # empty root's history starts after it (earlier versions are outside the branch).
+    *[cmd(type="branch_fork_at_version", source=src, branch=f"v{src}{v}", version=v)
+      for src in ("c", "f", "default") for v in range(0, 13)],
+    *[cmd(type="branch_fork_at_timestamp", source=src, branch=f"t{src}{v}", timestamp=v)
+      for src in ("c", "f") for v in range(0, 13)],
+    cmd(type="branch_list"),
+]
+
 SCRIPTS = {"merge_every_primitive": EVERY_PRIMITIVE, "merge_conflicts": CONFLICTS, "merge_refusals": REFUSALS,
-           "merge_rules": RULES, "merge_spaces_travel": SPACES_TRAVEL}
+           "merge_rules": RULES, "merge_spaces_travel": SPACES_TRAVEL, "fork_anchors": FORK_ANCHORS}
 
 KEYS = ["a", "b", "c", "d"]
 
