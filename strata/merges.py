@@ -113,7 +113,13 @@ def rows(e: Engine, view: View, space: str, capability: str) -> dict[bytes, Row]
                       meta.get("created", entry.version), entry)
         elif capability == "graph_metadata":
             meta = json.loads(entry.aux)
-            row = Row(_seg(entry.key.decode("utf-8")), f"{meta['nodes']}/{meta['edges']}".encode(), entry.version)
+            # The engine's graph record names its creation version once a write has rewritten
+            # it (a fresh record does not): two graphs created apart compare equal until
+            # written, and a graph written back to its old counts differs from a fresh one.
+            content = f"{meta['nodes']}/{meta['edges']}"
+            if entry.version != meta["created"]:
+                content += f"/{meta['created']}"
+            row = Row(_seg(entry.key.decode("utf-8")), content.encode(), entry.version)
         else:  # graph nodes, edges (by source), ontologies
             parts = split_tuple_key(entry.key) if capability != "graph_ontology" else [entry.key.decode("utf-8")]
             row = Row(b"".join(_seg(p) for p in parts), (entry.aux or "").encode("utf-8"), entry.version)

@@ -173,7 +173,15 @@ RULES = [
     diff("default", "h"),
 ]
 
-# Rules found by random histories of graphs, events, spaces and branch lifecycles.
+# Rules found by random histories of graphs, events, spaces and branch lifecycles (below).
+def _node(node_id, **scope):
+    return cmd(type="graph_add_node", graph="g", node_id=node_id, **scope)
+
+
+def _unnode(node_id, **scope):
+    return cmd(type="graph_remove_node", graph="g", node_id=node_id, **scope)
+
+
 SPACES_TRAVEL = [
     put("k", "v"), ("strata_branch_fork", {"source": "default", "branch": "f"}),
     # A space the target lacks travels with a promotion, and that alone makes a commit:
@@ -207,8 +215,21 @@ FORK_ANCHORS = [
     cmd(type="branch_list"),
 ]
 
+GRAPH_RECORDS = [
+    cmd(type="graph_create", graph="g"), ("strata_branch_fork", {"source": "default", "branch": "f"}),
+    # A graph record written back to its old counts differs from a fresh one ...
+    _node("a", **F), _unnode("a", **F), diff(), diff("f", "default"),
+    # ... and from nothing once both sides rewrote it.
+    _node("b"), _unnode("b"), diff(),
+    # Graphs created apart compare equal until written, then by where each was created.
+    cmd(type="graph_create", graph="h"), cmd(type="graph_create", graph="h", **F), diff(),
+    cmd(type="graph_add_node", graph="h", node_id="a"), cmd(type="graph_add_node", graph="h", node_id="a", **F),
+    diff(),
+]
+
 SCRIPTS = {"merge_every_primitive": EVERY_PRIMITIVE, "merge_conflicts": CONFLICTS, "merge_refusals": REFUSALS,
-           "merge_rules": RULES, "merge_spaces_travel": SPACES_TRAVEL, "fork_anchors": FORK_ANCHORS}
+           "merge_rules": RULES, "merge_spaces_travel": SPACES_TRAVEL, "fork_anchors": FORK_ANCHORS,
+           "diff_graph_records": GRAPH_RECORDS}
 
 KEYS = ["a", "b", "c", "d"]
 
