@@ -12,6 +12,7 @@ import pytest
 from memstrata.strata.mcp import StrataServer
 
 from .differential import differing, in_memory_differences
+from .lifecycle_scenarios import random_lifecycle_script
 from .merge_scenarios import SCRIPTS, random_merge_script
 
 
@@ -25,6 +26,14 @@ def test_merge_script_matches_the_real_engine(name):
 @pytest.mark.parametrize("seed", range(16))
 def test_random_merge_history_matches_the_real_engine(seed):
     problems = in_memory_differences(random_merge_script(seed, 120))
+    assert not problems, differing(problems)
+
+
+# Branches created, forked at versions and times, promoted and deleted while graphs and
+# event logs change, read at the head and as of earlier commits and instants.
+@pytest.mark.parametrize("seed", range(12))
+def test_random_lifecycle_history_matches_the_real_engine(seed):
+    problems = in_memory_differences(random_lifecycle_script(seed, 200))
     assert not problems, differing(problems)
 
 
