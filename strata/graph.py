@@ -334,7 +334,6 @@ def graph_add_edge(e: Engine, a: dict) -> dict:
         "effect": effect(created), "commit": e.receipt(tx, 1)}}
 
 
-@handler("graph_get_edge")
 def _check_edge_ids(a: dict) -> None:
     check_node_id(a["src"])
     check_edge_type(a["edge_type"])
