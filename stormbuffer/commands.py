@@ -164,8 +164,15 @@ def cmd_show(view: View, args) -> int:
 def cmd_approve(view: View, args) -> int:
     record_id = _record_id(args.id)
     with view.repository().mutation() as repo:
-        outcome, status = repo.approve(record_id)
+        outcome, status, related = repo.approve(record_id)
     _out(f"{record_id}\t{outcome}\t{status}\n")
+    if related is not None:
+        # The line above is the seed's; it does not say which record blocks the approval.
+        # Two agents updating one record at once leave two replacements that block each
+        # other, so name the other one and the way out (stderr: stdout stays the seed's).
+        same = "title and body" if outcome == "duplicate_of" else "title"
+        print(f"note: not approved: record {related} has the same {same}; reject one of the two "
+              f"(`sbuf reject ID`) to approve the other", file=sys.stderr)
     return 0
 
 

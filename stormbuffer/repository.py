@@ -180,8 +180,9 @@ class Repository:
         self.write(changed, loaded.rel)
         return changed
 
-    def approve(self, record_id: str) -> tuple[str, str]:
-        """Activate a candidate (superseding what it replaces).  Returns (outcome, status)."""
+    def approve(self, record_id: str) -> tuple[str, str, str | None]:
+        """Activate a candidate (superseding what it replaces).  Returns (outcome, status,
+        the id of the record that kept it a candidate, if one did)."""
         loaded = self._require(record_id)
         cand = loaded.record
         if cand.status != "candidate":
@@ -193,7 +194,7 @@ class Repository:
             raise SbufError("invalid_record", errors.VALIDATION_FAILED, f"could not approve candidate: {exc}") from None
         found = self.overlap(cand, set(cand.supersedes))
         if found is not None:
-            return found.outcome, "candidate"
+            return found.outcome, "candidate", found.related_id
         now = max(now_ns(), cand.created_at)
         if len(cand.supersedes) == 1:
             old = self._require(cand.supersedes[0])
@@ -206,7 +207,7 @@ class Repository:
                              loaded, cand.evolve(status="active", updated_at=now))
         else:
             self.write(cand.evolve(status="active", updated_at=now), loaded.rel)
-        return "accepted", "active"
+        return "accepted", "active", None
 
     def forget(self, record_id: str) -> None:
         """Delete a record's file: the one irreversible operation, reachable only

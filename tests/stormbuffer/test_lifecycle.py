@@ -106,6 +106,26 @@ def test_update_makes_a_linked_candidate_and_approval_supersedes_atomically(sbuf
     assert "must be" in sbuf.fails("--project", "restore", old)
 
 
+def test_two_agents_updating_one_record_are_told_apart_to_the_person_approving(sbuf):
+    # Both replacements carry the record's title with other bodies, so each overlaps the
+    # other and neither is activated (the seed's rule); the person is told which record
+    # blocks the approval and how to go on, on stderr, with stdout as the seed prints it.
+    sbuf.init()
+    old = sbuf.active()
+    first = sbuf.result("update", {"id": old, "body": "Releases ship on Wednesdays.\n", "source": SOURCE})
+    second = sbuf.result("update", {"id": old, "body": "Releases ship on Thursdays.\n", "source": SOURCE})
+    assert second["outcome"] == "conflicts_with" and second["related_id"] == first["record_id"]
+    a, b = first["record_id"], second["record_id"]
+    proc = sbuf.run("--project", "approve", a)
+    assert proc.returncode == 0 and proc.stdout.decode() == f"{a}\tconflicts_with\tcandidate\n"
+    assert proc.stderr.decode() == (f"note: not approved: record {b} has the same title; reject one of "
+                                    "the two (`sbuf reject ID`) to approve the other\n")
+    assert sbuf.ok("--project", "reject", b) == f"{b}\taccepted\tarchived\n"
+    proc = sbuf.run("--project", "approve", a)
+    assert proc.stdout.decode() == f"{a}\taccepted\tactive\n" and proc.stderr == b""
+    assert front(sbuf.record_file(old))["status"] == "superseded"
+
+
 def test_update_inherits_a_missing_body(sbuf):
     sbuf.init()
     old = sbuf.active()
