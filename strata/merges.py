@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .store import (
-    GRAPH, GRAPH_NODE, GRAPH_ONTOLOGY, GRAPH_OUT, JSON, KV, MERGE, REGISTRY_SPACE, VECTOR, VECTOR_COLLECTION,
-    Branch, View, split_tuple_key, tuple_key,
+    EVENT_LOG, GRAPH, GRAPH_NODE, GRAPH_ONTOLOGY, GRAPH_OUT, JSON, KV, MERGE, REGISTRY_SPACE, SPACE, VECTOR,
+    VECTOR_COLLECTION, Branch, View, prefix_end, split_tuple_key, tuple_key,
 )
 
 from .commands import check_branch_name, dumps, handler
@@ -243,16 +243,61 @@ def _plan(e: Engine, source: Branch, target: Branch, point: int, strategy: str) 
                 else:
                     deleted.append(place)
                 writes.append((space, capability, s, t))
-    # Collections travel with a promotion: those the target lacks are created there, and that
-    # alone makes a commit.
+    # Containers travel with a promotion too, each alone making a commit.  One the source
+    # removed since the branch point (a deleted collection, or one deleted and made again; a
+    # deleted space) goes on the target once the promotion leaves it empty there; a collection
+    # the target lacks then (a new one, or the source's remade one) is created there; a space
+    # the target lacks is registered.
+    gone_collections = []
+    for space in _spaces(e, vbase):
+        for entry in e.store.scan(vbase, space, VECTOR_COLLECTION):
+            now = e.store.live(vs, space, VECTOR_COLLECTION, entry.key)
+            removed = now is None or json.loads(now.aux).get("created") != json.loads(entry.aux).get("created")
+            if (removed and e.store.live(vt, space, VECTOR_COLLECTION, entry.key) is not None
+                    and not _vectors_left(e, vt, space, entry.key.decode("utf-8"), writes)):
+                gone_collections.append((space, entry.key))
+    gone = set(gone_collections)
     collections = [(space, entry) for space in _spaces(e, vs) for entry in e.store.scan(vs, space, VECTOR_COLLECTION)
-                   if e.store.live(vt, space, VECTOR_COLLECTION, entry.key) is None]
-    # So do the source's spaces: one the target lacks is registered there (whether or not
-    # anything in it is applied), and that alone makes a commit, as a collection does.
+                   if (space, entry.key) in gone or e.store.live(vt, space, VECTOR_COLLECTION, entry.key) is None]
     known = set(e.store.spaces(vt))
     new_spaces = [space for space in e.store.spaces(vs) if space not in known]
+    source_spaces = set(e.store.spaces(vs))
+    gone_spaces = [space for space in e.store.spaces(vbase)
+                   if space not in source_spaces and space in known
+                   and _space_left_empty(e, vt, space, writes, gone, {space for space, _ in collections})]
     return {"spaces": spaces, "applied": applied, "deleted": deleted, "conflicts": conflicts,
-            "changed": changed, "writes": writes, "collections": collections, "new_spaces": new_spaces}
+            "changed": changed, "writes": writes, "collections": collections, "new_spaces": new_spaces,
+            "gone_collections": [(space, key) for space, key in gone_collections
+                                 if not any(s == space and c.key == key for s, c in collections)],
+            "replaced_collections": gone & {(space, c.key) for space, c in collections},
+            "gone_spaces": gone_spaces}
+
+
+def _vectors_left(e: Engine, vt: View, space: str, coll: str, writes: list) -> bool:
+    """Whether collection ``coll`` of the target still holds a vector after ``writes``."""
+    prefix = tuple_key(coll)
+    keys = {x.key for x in e.store.scan(vt, space, VECTOR, prefix, prefix_end(prefix), batch=4096)}
+    for w_space, capability, s, t in writes:
+        if w_space == space and capability == "vector":
+            key = (s or t).entry.key
+            if key.startswith(prefix):
+                (keys.add if s is not None else keys.discard)(key)
+    return bool(keys)
+
+
+def _space_left_empty(e: Engine, vt: View, space: str, writes: list, gone_collections: set,
+                      new_collections: set) -> bool:
+    """Whether the target's ``space`` holds nothing once ``writes`` and the collection moves are done."""
+    if space in new_collections or e.store.last_event(vt, space) is not None:
+        return False
+    rows = {(kind, x.key) for kind in e.store.kinds_in(vt, space) if kind != EVENT_LOG
+            for x in e.store.scan(vt, space, kind, batch=4096)}
+    rows -= {(VECTOR_COLLECTION, key) for s, key in gone_collections if s == space}
+    for w_space, capability, s, t in writes:
+        if w_space == space:
+            row = (_KIND[capability], (s or t).entry.key)
+            (rows.add if s is not None else rows.discard)(row)
+    return not rows
 
 
 def _derived(capabilities: set) -> list[dict]:
@@ -287,22 +332,28 @@ def branch_merge(e: Engine, a: dict) -> dict:
                           f"promotion of `{source.name}` into `{target.name}` refused: "
                           f"{len(plan['conflicts'])} conflict(s)")
     head: dict = {"source": source.name, "target": target.name, "branch_point": point, "strategy": strategy}
-    if plan["writes"] or plan["collections"] or plan["new_spaces"]:
-        head.update(_apply(e, source, target, plan["writes"], plan["collections"], plan["new_spaces"]))
+    if any(plan[k] for k in ("writes", "collections", "new_spaces", "gone_collections", "gone_spaces")):
+        head.update(_apply(e, source, target, plan))
+        # What the promotion covered: the source's spaces and the target's as it left them.
+        plan["spaces"] = _spaces(e, e.store.view(source), e.store.view(e.store.branch(target.name)))
     touched = {w[1] for w in plan["writes"]}
     return {"type": "branch_merge", "data": {
         **head, "applied": plan["applied"], "deleted": plan["deleted"], **_tail(plan, touched)}}
 
 
-def _apply(e: Engine, source: Branch, target: Branch, writes: list, collections: list, spaces: list) -> dict:
+def _apply(e: Engine, source: Branch, target: Branch, plan: dict) -> dict:
+    writes, collections, spaces = plan["writes"], plan["collections"], plan["new_spaces"]
     vt, vs = e.store.view(target), e.store.view(source)
     source_head = e.store.latest(source.id)
     counts: dict[tuple[str, str], int] = {}  # (space, collection) -> change in live vectors
+    puts: dict[tuple[str, str], int] = {}  # (space, collection) -> vectors written there
     # The engine spends a version on the promotion record before the commit that carries it.
     e.store.burn_versions(1)
     with e.store.commit(target) as tx:
         for space in dict.fromkeys([*spaces, *(w[0] for w in writes)]):
             tx.register_space(vt, space)
+        for space, key in plan["gone_collections"]:
+            tx.delete(space, VECTOR_COLLECTION, key)
         for space, entry in collections:
             tx.register_space(vt, space)
             meta = json.loads(entry.aux)
@@ -324,17 +375,26 @@ def _apply(e: Engine, source: Branch, target: Branch, writes: list, collections:
             if capability == "vector":
                 coll = split_tuple_key(key)[0]
                 counts[(space, coll)] = counts.get((space, coll), 0) + (s is not None) - (t is not None)
+                puts[(space, coll)] = puts.get((space, coll), 0) + (s is not None)
+        removed = set(plan["gone_collections"])
+        copied = {(space, entry.key) for space, entry in collections}
         for (space, coll), delta in counts.items():
-            record = e.store.live(vt, space, VECTOR_COLLECTION, coll.encode("utf-8")) \
-                or e.store.live(vs, space, VECTOR_COLLECTION, coll.encode("utf-8"))
-            if record is None:
-                continue
-            meta = json.loads(record.aux)
-            if e.store.live(vt, space, VECTOR_COLLECTION, coll.encode("utf-8")) is None:
-                meta["count"], meta["created"] = 0, tx.version  # copied by this promotion, above
-            meta["count"] += delta
-            tx.put(space, VECTOR_COLLECTION, coll.encode("utf-8"), b"", json.dumps(meta))
+            key = coll.encode("utf-8")
             e.caches.setdefault("vectors", {}).pop((target.id, space, coll), None)
+            if (space, key) in removed:
+                continue
+            if (space, key) in copied:  # made by this promotion, above: it holds what it puts there
+                meta = json.loads(e.store.live(vs, space, VECTOR_COLLECTION, key).aux)
+                meta["count"], meta["created"] = puts.get((space, coll), 0), tx.version
+            else:
+                record = e.store.live(vt, space, VECTOR_COLLECTION, key)
+                if record is None:
+                    continue
+                meta = json.loads(record.aux)
+                meta["count"] += delta
+            tx.put(space, VECTOR_COLLECTION, key, b"", json.dumps(meta))
+        for space in plan["gone_spaces"]:
+            tx.delete(REGISTRY_SPACE, SPACE, space.encode("utf-8"))
         tx.put(REGISTRY_SPACE, MERGE, _merge_key(target), b"", json.dumps({
             "source": source.id, "source_name": source.name, "source_generation": source.generation,
             "merged_at": tx.version, "source_version": source_head}))
@@ -342,6 +402,8 @@ def _apply(e: Engine, source: Branch, target: Branch, writes: list, collections:
     # target's timeline (reads and forks can be anchored there), the second on none.
     e.store.burn_versions(1, target.id)
     e.store.burn_versions(1)
+    for space in plan["gone_spaces"]:
+        e.store.space_removed(target.id, space)
     # Cached vector indexes of the target are rebuilt from the rows on their next read.
     for key in [k for k in e.caches.get("vectors", {}) if k[0] == target.id]:
         del e.caches["vectors"][key]

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import random
 
+from .merge_scenarios import b64
 from .scenarios import cmd
 
 NODES = ["n1", "n2", "n3", "n4"]
 EDGE_TYPES = ["uses", "owns"]
+KEYS = ["a", "b", "app:1"]
 
 
 def random_lifecycle_script(seed: int, steps: int) -> list:
@@ -141,4 +143,90 @@ def random_lifecycle_script(seed: int, steps: int) -> list:
     for b in branches:
         script.append(cmd(type="graph_list_nodes", graph="g", **({} if b == "default" else {"branch": b})))
         script.append(cmd(type="event_list", **({} if b == "default" else {"branch": b})))
+    return script
+
+
+def random_history_script(seed: int, steps: int) -> list:
+    """KV, documents and vectors written and deleted on forks that are promoted (both
+    strategies) and deleted, a space deleted under them, with the history, listing and
+    scan commands read at the head and as of earlier commits and instants."""
+    rng = random.Random(seed)
+    script = [cmd(type="vector_create_collection", collection="c", dimension=2, metric="cosine")]
+    branches = ["default"]
+    stamps: list[int] = []
+    for n in range(steps):
+        br = rng.choice(branches)
+        scope = {} if br == "default" else {"branch": br}
+        if rng.random() < 0.15:
+            scope["space"] = "s1"
+        asof = {}
+        if stamps and rng.random() < 0.3:
+            at = rng.choice(stamps)
+            asof = {"as_of": f"$t{at}"} if rng.random() < 0.7 else {"as_of_time": f"$w{at}"}
+        r = rng.random()
+        save = False
+        k = rng.choice(KEYS)
+        if r < 0.14:
+            c = dict(type="kv_put", key=b64(k), value=b64(f"v{n}"), **scope)
+            save = True
+        elif r < 0.18:
+            c = dict(type="kv_delete", key=b64(k), **scope)
+        elif r < 0.25:
+            c = dict(type="json_set", key=k, path=rng.choice(["$", "$.x"]), value=rng.choice([n, {"q": n}]),
+                     **scope)
+            save = True
+        elif r < 0.28:
+            c = dict(type="json_delete", key=k, path="$", **scope)
+        elif r < 0.34:
+            s2 = {kk: v for kk, v in scope.items() if kk != "space"}
+            c = dict(type="vector_upsert", collection="c", key=k, vector=rng.choice([[1, 0], [0, 1], [1, 1]]),
+                     **s2)
+            save = True
+        elif r < 0.36:
+            s2 = {kk: v for kk, v in scope.items() if kk != "space"}
+            c = dict(type="vector_delete", collection="c", key=k, **s2)
+        elif r < 0.44:
+            c = dict(type="kv_history", key=b64(k), **scope)
+            if rng.random() < 0.3:
+                c["limit"] = 1
+        elif r < 0.50:
+            c = dict(type="json_history", key=k, **scope)
+        elif r < 0.55:
+            s2 = {kk: v for kk, v in scope.items() if kk != "space"}
+            c = dict(type="vector_history", collection="c", key=k, **s2)
+        elif r < 0.62:
+            c = dict(type=rng.choice(["kv_list", "json_list", "kv_count", "json_count"]), **scope, **asof)
+        elif r < 0.66:
+            c = dict(type="json_get", key=k, path="$", **scope, **asof) if rng.random() < 0.5 \
+                else dict(type="kv_get", key=b64(k), **scope, **asof)
+        elif r < 0.69:
+            s2 = {kk: v for kk, v in scope.items() if kk != "space"}
+            c = dict(type="vector_query", collection="c", query=[1, 0.5], k=5, **s2, **asof)
+        elif r < 0.74 and len(branches) < 5:
+            name = f"b{n}"
+            if rng.random() < 0.7 or not stamps:
+                c = dict(type="branch_fork_current", source=br, branch=name)
+            else:
+                c = dict(type="branch_fork_at_version", source=br, branch=name, version=f"$t{rng.choice(stamps)}")
+            branches.append(name)
+        elif r < 0.76 and len(branches) > 1:
+            v = rng.choice(branches[1:])
+            c = dict(type="branch_delete", branch=v)
+            if rng.random() < 0.7:
+                branches.remove(v)
+        elif r < 0.86 and len(branches) > 1:
+            a, b = rng.sample(branches, 2)
+            c = dict(type="branch_merge", source=a, target=b, strategy=rng.choice(["strict", "source_wins"]))
+        elif r < 0.9:
+            c = dict(type="space_delete", space="s1", force=True, **({} if br == "default" else {"branch": br}))
+        else:
+            c = dict(type=rng.choice(["kv_scan", "json_scan", "vector_list_keys"]), **scope)
+            if c["type"] == "vector_list_keys":
+                c.pop("space", None)
+                c["collection"] = "c"
+        step = cmd(**c)
+        if save:
+            step = (*step, {f"t{n}": "data.commit.timestamp", f"w{n}": "data.commit.committed_at"})
+            stamps.append(n)
+        script.append(step)
     return script

@@ -227,9 +227,46 @@ GRAPH_RECORDS = [
     diff(),
 ]
 
+def _vec(key, vector, **scope):
+    return cmd(type="vector_upsert", collection="c", key=key, vector=vector, **scope)
+
+
+def _gone(steps_on_source: list, steps_on_target: list, pre: list = ()) -> list:
+    """A fork, then changes on each side, a promotion into the fork, and what it left there."""
+    return [cmd(type="vector_create_collection", collection="c", dimension=2, metric="cosine"), *pre,
+            ("strata_branch_fork", {"source": "default", "branch": "f"}), *steps_on_source, *steps_on_target,
+            preview("default", "f"), merge("default", "f", strategy="source_wins"),
+            cmd(type="vector_list_collections", **F), cmd(type="vector_list_keys", collection="c", **F),
+            cmd(type="space_list", **F), cmd(type="kv_list", space="s1", **F)]
+
+
+_DROP_C = cmd(type="vector_delete_collection", collection="c", force=True)
+_DROP_S1 = cmd(type="space_delete", space="s1", force=True)
+_S1 = {"space": "s1"}
+
+# What the source removed since the branch point goes on the target when the promotion leaves
+# it empty there (a collection, a space: the merge's spaces_covered is then the source's and
+# the target's as left), and stays while the target still holds something in it.  One fresh
+# database each.
+CONTAINERS_GONE = [
+    _gone([_DROP_C], []),
+    _gone([_DROP_C], [], pre=[_vec("a", [1, 0])]),
+    _gone([_DROP_C], [_vec("b", [0, 1], **F)], pre=[_vec("a", [1, 0])]),
+    _gone([_DROP_C], [_vec("a", [0, 1], **F)], pre=[_vec("a", [1, 0])]),
+    # a collection made again (another dimension) replaces the target's emptied one
+    _gone([_DROP_C, cmd(type="vector_create_collection", collection="c", dimension=3, metric="cosine")], [],
+          pre=[_vec("a", [1, 0])]),
+    _gone([_DROP_S1], [], pre=[put("k", "v", **_S1)]),
+    _gone([_DROP_S1], [put("k2", "x", **_S1, **F)], pre=[put("k", "v", **_S1)]),
+    _gone([_DROP_S1], [cmd(type="event_append", event_type="e", payload={}, **_S1, **F)], pre=[put("k", "v", **_S1)]),
+    _gone([_DROP_S1], [], pre=[put("k", "v", **_S1), cmd(type="graph_create", graph="g", **_S1)]),
+    _gone([_DROP_S1, put("y", "2", **_S1)], [], pre=[put("k", "v", **_S1)]),
+]
+
 SCRIPTS = {"merge_every_primitive": EVERY_PRIMITIVE, "merge_conflicts": CONFLICTS, "merge_refusals": REFUSALS,
            "merge_rules": RULES, "merge_spaces_travel": SPACES_TRAVEL, "fork_anchors": FORK_ANCHORS,
-           "diff_graph_records": GRAPH_RECORDS}
+           "diff_graph_records": GRAPH_RECORDS,
+           **{f"merge_containers_gone_{i}": script for i, script in enumerate(CONTAINERS_GONE)}}
 
 KEYS = ["a", "b", "c", "d"]
 

@@ -12,7 +12,7 @@ import pytest
 from memstrata.strata.mcp import StrataServer
 
 from .differential import differing, in_memory_differences
-from .lifecycle_scenarios import random_lifecycle_script
+from .lifecycle_scenarios import random_history_script, random_lifecycle_script
 from .merge_scenarios import SCRIPTS, random_merge_script
 
 
@@ -34,6 +34,14 @@ def test_random_merge_history_matches_the_real_engine(seed):
 @pytest.mark.parametrize("seed", range(12))
 def test_random_lifecycle_history_matches_the_real_engine(seed):
     problems = in_memory_differences(random_lifecycle_script(seed, 200))
+    assert not problems, differing(problems)
+
+
+# KV, documents and vectors on forks promoted both ways and deleted, a space deleted under
+# them, with history, listings and scans at the head and as of earlier commits.
+@pytest.mark.parametrize("seed", range(20))
+def test_random_history_commands_match_the_real_engine(seed):
+    problems = in_memory_differences(random_history_script(seed, 200))
     assert not problems, differing(problems)
 
 
