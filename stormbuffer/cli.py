@@ -53,6 +53,12 @@ commands:
 Details: docs/stormbuffer.md."""
 
 
+EDITOR_NOTE = ("Opens $VISUAL (else $EDITOR) on a private copy; nothing is saved unless the editor exits 0 "
+               "and the result is a valid record.  No lock is held meanwhile.  When the save is refused "
+               "(edit and supersede: the record changed while it was open), the edited copy is kept and "
+               "its file named on stderr.")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:
         print(f"error: {message}\n\n{self.format_usage()}", file=sys.stderr, end="")
@@ -81,13 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="every status, not only active records")
     for name, text in (("show", "print a record's Markdown"), ("approve", "activate a candidate"),
                        ("reject", "archive a candidate"), ("archive", "archive an active record"),
-                       ("restore", "make an archived record active again"),
-                       ("edit", "edit an active record in the editor")):
+                       ("restore", "make an archived record active again")):
         sub.add_parser(name, help=text).add_argument("id")
+    p = sub.add_parser("edit", help="edit an active record in the editor", description=EDITOR_NOTE)
+    p.add_argument("id")
     for name, text in (("add", "write a human record in the editor"),
                        ("propose", "write a candidate in the editor")):
-        _draft_args(sub.add_parser(name, help=text))
-    p = sub.add_parser("supersede", help="write an active replacement in the editor")
+        _draft_args(sub.add_parser(name, help=text, description=EDITOR_NOTE))
+    p = sub.add_parser("supersede", help="write an active replacement in the editor", description=EDITOR_NOTE)
     p.add_argument("id")
     _draft_args(p)
     p = sub.add_parser("search", help="lexical search")

@@ -163,6 +163,12 @@ def test_an_edit_refused_for_a_concurrent_change_keeps_the_persons_text(sbuf, tm
     assert "Tuesdays" in draft and draft.endswith("Ten minutes of careful notes.\n")
 
 
+def test_the_editor_commands_say_what_happens_to_a_refused_edit(sbuf):
+    for command in ("edit", "add", "propose", "supersede"):
+        text = " ".join(sbuf.ok(command, "--help").split())
+        assert "the record changed while it was open" in text and "the edited copy is kept" in text, command
+
+
 def test_an_editor_that_gives_up_or_changes_nothing_keeps_nothing(sbuf, tmp_path):
     sbuf.init()
     active = sbuf.active()
