@@ -23,6 +23,28 @@ class WireError(Exception):
     """The command does not deserialize; the message is serde's sentence."""
 
 
+def elements(n: int) -> str:
+    """serde's count of a sequence's expected elements: "1 element", "3 elements"."""
+    return "1 element" if n == 1 else f"{n} elements"
+
+
+def positional(v: list, name: str, specs: tuple, defaulted: bool = False) -> dict:
+    """A struct given as a sequence, read as serde reads one: each element in order, so an
+    element's own error comes before a length error; too few is the struct's length error
+    (a ``defaulted`` struct keeps its defaults instead), too many is the sequence's, after
+    the struct's own elements are read."""
+    out = dict.fromkeys(f.name for f in specs)
+    for i, f in enumerate(specs):
+        if i >= len(v):
+            if defaulted:
+                return out
+            raise WireError(f"invalid length {len(v)}, expected struct {name} with {elements(len(specs))}")
+        out[f.name] = None if v[i] is None and not f.required else f.decode(v[i])
+    if len(v) > len(specs):
+        raise WireError(f"invalid length {len(v)}, expected {elements(len(specs))} in sequence")
+    return out
+
+
 class NumberRangeError(Exception):
     """An integer outside i64/u64 somewhere in the command (the executor rejects it before decoding)."""
 
@@ -256,7 +278,34 @@ class Condition:
 _SCALARS = ("null", "bool", "number", "string")
 
 
+def _scalar_tag(tag: Any) -> str:
+    # A sequence's tag may be the variant's index, as serde reads enum tags.
+    if isinstance(tag, int) and not isinstance(tag, bool):
+        if 0 <= tag < len(_SCALARS):
+            return _SCALARS[tag]
+        raise WireError(f"invalid value: integer `{tag}`, expected variant index 0 <= i < {len(_SCALARS)}")
+    if not isinstance(tag, str):
+        raise invalid_type(tag, "variant identifier")
+    if tag not in _SCALARS:
+        raise WireError(f"unknown variant `{tag}`, {_variants(_SCALARS)}")
+    return tag
+
+
 def _scalar(v: Any) -> tuple[str, Any]:
+    if isinstance(v, list):
+        # The sequence form of an adjacently tagged enum: [tag, content].
+        if len(v) < 2:
+            raise WireError(f"invalid length {len(v)}, expected adjacently tagged enum VectorScalar")
+        tag = _scalar_tag(v[0])
+        if tag == "null":
+            if v[1] is not None:
+                raise invalid_type(v[1], "unit variant VectorScalar::Null")
+            out = (tag, None)
+        else:
+            out = (tag, {"bool": boolean, "number": f64, "string": string}[tag](v[1]))
+        if len(v) > 2:
+            raise WireError(f"invalid length {len(v)}, expected 2 elements in sequence")
+        return out
     if not isinstance(v, dict):
         raise invalid_type(v, "adjacently tagged enum VectorScalar")
     if "type" not in v:
@@ -275,6 +324,9 @@ def _scalar(v: Any) -> tuple[str, Any]:
 
 
 def _condition(v: Any) -> Condition:
+    if isinstance(v, list):
+        c = positional(v, "VectorFilterCondition", _CONDITION)
+        return Condition(c["field"], c["value"][0], c["value"][1])
     if not isinstance(v, dict):
         raise invalid_type(v, "struct VectorFilterCondition")
     field = op = value = None
@@ -300,6 +352,12 @@ def vector_filter(v: Any) -> list[Condition]:
         if not v:
             raise WireError("invalid length 0, expected struct VectorMetadataFilter with 1 element")
         conditions = v[0]
+        if not isinstance(conditions, list):
+            raise invalid_type(conditions, "a sequence")
+        found = [_condition(c) for c in conditions]
+        if len(v) > 1:
+            raise WireError(f"invalid length {len(v)}, expected 1 element in sequence")
+        return found
     elif isinstance(v, dict):
         if "conditions" not in v:
             raise WireError("missing field `conditions`")
@@ -322,6 +380,10 @@ class Field:
     # An optional field is an Option in the engine (null reads as absent) unless it is a
     # defaulted plain value (DEFAULTED): then null is serde's type error, as for a required one.
     nullable: bool = True
+
+
+# A vector filter condition given as a sequence: [field, op, value].
+_CONDITION = (Field("field", string, True), Field("op", enum("eq"), True), Field("value", _scalar, True))
 
 
 class Spec:
@@ -480,13 +542,7 @@ def struct(name: str, *fields: tuple) -> Decoder:
                     out[f.name] = None
             return out
         if isinstance(v, list):
-            if len(v) < len(specs):
-                raise WireError(f"invalid length {len(v)}, expected struct {name} with {len(specs)} elements")
-            if len(v) > len(specs):
-                raise WireError(f"invalid length {len(v)}, expected {len(specs)} elements in sequence")
-            for f, x in zip(specs, v):
-                out[f.name] = None if x is None and not f.required else f.decode(x)
-            return out
+            return positional(v, name, specs)
         raise invalid_type(v, f"struct {name}")
     return decode
 
@@ -587,13 +643,7 @@ def strict_struct(name: str, *fields: tuple, defaulted: bool = False) -> Decoder
         if isinstance(v, dict):
             return inner.decode(v)
         if isinstance(v, list):
-            if len(v) != len(specs) and not (defaulted and len(v) < len(specs)):
-                if len(v) > len(specs):
-                    raise WireError(f"invalid length {len(v)}, expected {len(specs)} elements in sequence")
-                raise WireError(f"invalid length {len(v)}, expected struct {name} with {len(specs)} elements")
-            out = dict.fromkeys(f.name for f in specs)
-            out.update((f.name, None if x is None and not f.required else f.decode(x)) for f, x in zip(specs, v))
-            return out
+            return positional(v, name, specs, defaulted)
         raise invalid_type(v, f"struct {name}")
     return decode
 

@@ -1159,3 +1159,24 @@ EVENT_TIMES = [
     ("strata_event_list", {"as_of_time": "$w1"}),
 ]
 SCRIPTS["event_times"] = EVENT_TIMES
+
+# Structs and tagged values given as sequences, read as serde reads them: element by element
+# (an element's own error first), then the length ("with 1 element" in the singular for one);
+# a filter condition as [field, op, value], a scalar as [tag or variant index, content].
+_S = {"type": "string", "value": "x"}
+SERDE_LENGTHS = [
+    ("strata_graph_create", {"graph": "g"}),
+    ("strata_vector_create_collection", {"collection": "c", "dimension": 2, "metric": "cosine"}),
+    ("strata_vector_upsert", {"collection": "c", "key": "a", "vector": [1, 0], "metadata": {"g": "x"}}),
+    cmd(type="graph_add_node", graph="g", node_id="b", binding=[]),
+    cmd(type="graph_add_node", graph="g", node_id="b", binding=[{"primitive": "kv", "space": "default", "key": "k"}, 1]),
+    cmd(type="graph_add_node", graph="g", node_id="b", binding=[{"primitive": "x", "space": "default", "key": "k"}, 1]),
+    *[cmd(type="vector_query", collection="c", k=1, query=[1, 0], filter=f) for f in (
+        [], [[["g", "eq", _S]]], [[["g", "eq", _S]], 1], [[[1, "eq", _S]], 1],
+        {"conditions": [["g", "eq", _S, 1]]}, {"conditions": [["g", "eq"]]}, {"conditions": [[1]]},
+        {"conditions": [["g", "ne", _S]]}, {"conditions": [["g"]]})],
+    *[cmd(type="vector_query", collection="c", k=1, query=[1, 0], filter={"conditions": [["g", "eq", v]]}) for v in (
+        ["string", "x"], ["null"], ["null", None], ["null", 5], [], ["string", "x", 1], ["string", 1, 1],
+        [1, "x"], [3, "x"], [9, "x"], ["nope", 1], ["number", "x"], ["bool", True], [True, 1])],
+]
+SCRIPTS["serde_lengths"] = SERDE_LENGTHS
