@@ -335,7 +335,9 @@ def vector_create_collection(e: Engine, a: dict) -> dict:
 
 @handler("vector_upsert")
 def vector_upsert(e: Engine, a: dict) -> dict:
-    check_vector_key(a["key"])  # before anything else, as the engine does
+    # The collection's name, then the key, before anything else, as the engine checks them.
+    check_collection_name(a["collection"])
+    check_vector_key(a["key"])
     values = _vector_input(a, "vector")
     # A given vector's metadata is checked next, before the branch, the collection and the
     # vector's dimension (text to embed is resolved first: without a model that is the error).
@@ -402,7 +404,9 @@ def _live_record(e: Engine, view: View, space: str, coll: Collection, key: str) 
 
 @handler("vector_get")
 def vector_get(e: Engine, a: dict) -> dict:
-    check_vector_key(a["key"])  # before anything else, as the engine does
+    # The collection's name, then the key, before anything else, as the engine checks them.
+    check_collection_name(a["collection"])
+    check_vector_key(a["key"])
     b, space = e.scope(a)
     view = e.read_view(b, a)
     coll = require_collection(e, view, space, a["collection"])
@@ -418,7 +422,9 @@ def vector_get(e: Engine, a: dict) -> dict:
 
 @handler("vector_delete")
 def vector_delete(e: Engine, a: dict) -> dict:
-    check_vector_key(a["key"])  # before anything else, as the engine does
+    # The collection's name, then the key, before anything else, as the engine checks them.
+    check_collection_name(a["collection"])
+    check_vector_key(a["key"])
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
@@ -440,7 +446,9 @@ def vector_delete(e: Engine, a: dict) -> dict:
 
 @handler("vector_exists")
 def vector_exists(e: Engine, a: dict) -> dict:
-    check_vector_key(a["key"])  # before anything else, as the engine does
+    # The collection's name, then the key, before anything else, as the engine checks them.
+    check_collection_name(a["collection"])
+    check_vector_key(a["key"])
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
@@ -656,7 +664,9 @@ def vector_batch_delete(e: Engine, a: dict) -> dict:
 
 @handler("vector_history")
 def vector_history(e: Engine, a: dict) -> dict:
-    check_vector_key(a["key"])  # before anything else, as the engine does
+    # The collection's name, then the key, before anything else, as the engine checks them.
+    check_collection_name(a["collection"])
+    check_vector_key(a["key"])
     b, space = e.scope(a)
     view = e.store.view(b)
     coll = require_collection(e, view, space, a["collection"])
@@ -750,16 +760,19 @@ def _update(e: Engine, b, space: str, coll: Collection, rec: Record, kind: str, 
 
 @handler("vector_update_metadata")
 def vector_update_metadata(e: Engine, a: dict) -> dict:
-    check_vector_key(a["key"])  # before anything else, as the engine does
-    b, space = e.scope(a)
-    view = e.store.view(b)
-    coll = require_collection(e, view, space, a["collection"])
+    # The collection's name, then the key, before anything else, as the engine checks them.
+    check_collection_name(a["collection"])
+    check_vector_key(a["key"])
+    # The patch's own checks come next, before the scope and the collection lookup.
     patch = a["patch"]
     if not isinstance(patch, dict):
         raise StrataError("invalid_argument.engine.vector_metadata_patch", "vector metadata patch must be a JSON object")
     if not patch:
         raise StrataError("invalid_argument.engine.vector_metadata_patch",
                           "vector metadata patch must contain at least one field")
+    b, space = e.scope(a)
+    view = e.store.view(b)
+    coll = require_collection(e, view, space, a["collection"])
     rec = _live_record(e, view, space, coll, a["key"])
     if rec is None:
         return _not_updated("vector_metadata_update_result", coll, a["key"])
@@ -770,7 +783,9 @@ def vector_update_metadata(e: Engine, a: dict) -> dict:
 
 @handler("vector_update_embedding")
 def vector_update_embedding(e: Engine, a: dict) -> dict:
-    check_vector_key(a["key"])  # before anything else, as the engine does
+    # The collection's name, then the key, before anything else, as the engine checks them.
+    check_collection_name(a["collection"])
+    check_vector_key(a["key"])
     values = _vector_input(a, "vector")
     b, space = e.scope(a)
     view = e.store.view(b)

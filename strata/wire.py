@@ -592,7 +592,7 @@ SPECS.update({s.wire: s for s in (
           ("text", string)),
     _spec("vector_delete_by_filter", *SCOPE, COLLECTION, ("filter", vector_filter, R)),
     _spec("vector_delete_all", *SCOPE, COLLECTION),
-    _spec("vector_index_query", *SCOPE, COLLECTION, ("query", f32_list, DEFAULTED), ("k", u64, R),
+    _spec("vector_index_query", *SCOPE, COLLECTION, ("query", f32_list, R), ("k", u64, R),
           ("filter", vector_filter), AS_OF, AS_OF_TIME),
     _spec("vector_batch_upsert", *SCOPE, COLLECTION, ("entries", seq_of(VECTOR_ENTRY), R)),
     _spec("vector_batch_get", *SCOPE, COLLECTION, ("keys", seq_of(string), R)),

@@ -1180,3 +1180,25 @@ SERDE_LENGTHS = [
         [1, "x"], [3, "x"], [9, "x"], ["nope", 1], ["number", "x"], ["bool", True], [True, 1])],
 ]
 SCRIPTS["serde_lengths"] = SERDE_LENGTHS
+
+# A single vector's commands check the collection's name, then the key, before anything else; a
+# metadata patch's own checks come before the scope and the collection lookup; an index query
+# requires its query vector.
+_NUL_KEY = "k\u0000"
+VECTOR_CHECK_ORDER = [
+    ("strata_vector_create_collection", {"collection": "c", "dimension": 2, "metric": "cosine"}),
+    *[cmd(type=t, collection=coll, key=key, **extra) for coll, key in (("", _NUL_KEY), ("_x", ""), ("c", _NUL_KEY))
+      for t, extra in (("vector_upsert", {"vector": [1, 0]}), ("vector_get", {}), ("vector_delete", {}),
+                       ("vector_exists", {}), ("vector_history", {}), ("vector_update_embedding", {"vector": [1, 0]}),
+                       ("vector_update_metadata", {"patch": {"a": 1}}))],
+    cmd(type="vector_upsert", collection="", key="k"),
+    cmd(type="vector_upsert", collection="", key="k", vector=[1, 0], metadata=1),
+    cmd(type="vector_update_embedding", collection="", key="k"),
+    *[cmd(type="vector_update_metadata", collection=coll, key="k", patch=patch, **scope)
+      for coll, patch, scope in (("c", 1, {"branch": "_x"}), ("c", None, {"space": ""}), ("nope", {}, {}),
+                                 ("c", {}, {"branch": "_x"}), ("c", {"a": 1}, {"branch": "_x"}), ("", 1, {}))],
+    cmd(type="vector_index_query", collection="c", k=2),
+    cmd(type="vector_index_query", collection="c", k=2, query=None),
+    cmd(type="vector_index_query", collection="c", k=2, query=[1, 0]),
+]
+SCRIPTS["vector_check_order"] = VECTOR_CHECK_ORDER
