@@ -127,8 +127,21 @@ class Engine:
             checks()
         name = self.session_branch if args.get("branch") is None else args["branch"]
         check_branch_name(name)
+        b = self.instant_first(args)
+        if b is not None:
+            return b, check_space(args.get("space"))
         space = check_space(args.get("space"))
         return self.branch(name), space
+
+    def instant_first(self, args: dict) -> Branch | None:
+        """A read at a wall-clock instant finds its branch and the instant on the branch's
+        timeline before it looks at the space name (or a query's vector), as the engine's
+        does: the branch, or None for any other read."""
+        if args.get("as_of_time") is None:
+            return None
+        b = self.branch(args.get("branch"))
+        self.read_view(b, args)
+        return b
 
     @staticmethod
     def check_as_of(args: dict) -> None:

@@ -342,8 +342,10 @@ def _check_edge_ids(a: dict) -> None:
 
 @handler("graph_get_edge")
 def graph_get_edge(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    # The graph's name and the edge's ids come before the scope, as the engine checks them.
+    check_graph_name(a["graph"])
     _check_edge_ids(a)
+    b, space = e.scope(a)
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     edge = load_edge(e, view, space, g.name, a["src"], a["edge_type"], a["dst"])
@@ -352,8 +354,9 @@ def graph_get_edge(e: Engine, a: dict) -> dict:
 
 @handler("graph_remove_edge")
 def graph_remove_edge(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    check_graph_name(a["graph"])
     _check_edge_ids(a)
+    b, space = e.scope(a)
     view = e.store.view(b)
     g = require_graph(e, view, space, a["graph"])
     base = {"graph": g.name, "src": a["src"], "edge_type": a["edge_type"], "dst": a["dst"]}

@@ -20,8 +20,8 @@ from .commands import (
 )
 from .errors import StrataError
 from .graph import (
-    DEFAULT_LIMIT, Node, _drop_edge, _nodes, _save_graph, check_node_id, edges_of, load_graph, node_aux,
-    require_graph,
+    DEFAULT_LIMIT, Node, _drop_edge, _nodes, _save_graph, check_graph_name, check_node_id, edges_of, load_graph,
+    node_aux, require_graph,
 )
 from .ontology_rules import (
     Ontology, check_binding_target, check_cardinality, check_property_defs, check_type_name, load_ontology,
@@ -54,6 +54,8 @@ def _commit(e: Engine, w: dict) -> dict:
 
 @handler("graph_define_object_type")
 def define_object_type(e: Engine, a: dict) -> dict:
+    # The graph's name, then the type's, before anything else, as the engine checks them.
+    check_graph_name(a["graph"])
     check_type_name(a["name"])
     defs = check_property_defs(a.get("properties"))
 
@@ -71,6 +73,7 @@ def define_object_type(e: Engine, a: dict) -> dict:
 
 @handler("graph_define_link_type")
 def define_link_type(e: Engine, a: dict) -> dict:
+    check_graph_name(a["graph"])
     for name in (a["name"], a["source"], a["target"]):
         check_type_name(name)
     check_cardinality(a.get("cardinality"))
@@ -90,6 +93,7 @@ def define_link_type(e: Engine, a: dict) -> dict:
 
 
 def _delete_type(e: Engine, a: dict, kind: str) -> dict:
+    check_graph_name(a["graph"])
     check_type_name(a["name"])
 
     def define(onto: Ontology) -> bool:
@@ -187,11 +191,13 @@ def ontology_summary(e: Engine, a: dict) -> dict:
 
 @handler("graph_nodes_by_type")
 def nodes_by_type(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    # The graph's name, the type's and the cursor come before the scope, as the engine checks them.
+    check_graph_name(a["graph"])
     check_type_name(a["object_type"])
     cursor = a.get("cursor")
     if cursor is not None:
         check_node_id(cursor)
+    b, space = e.scope(a)
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     limit = DEFAULT_LIMIT if a.get("limit") is None else a["limit"]

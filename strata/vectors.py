@@ -376,6 +376,7 @@ def vector_query(e: Engine, a: dict) -> dict:
     # Here the collection name, an as_of conflict and the vector input come before the filter's fields.
     check_name(names.VECTOR_COLLECTION, a["collection"])
     e.check_as_of(a)
+    e.instant_first(a)
     values = _vector_input(a, "query")
     check_filter_fields(a.get("filter"))
     b, space = e.scope(a)

@@ -1202,3 +1202,27 @@ VECTOR_CHECK_ORDER = [
     cmd(type="vector_index_query", collection="c", k=2, query=[1, 0]),
 ]
 SCRIPTS["vector_check_order"] = VECTOR_CHECK_ORDER
+
+# A read at a wall-clock instant finds its branch and the instant before it looks at the space
+# name (or a query's vector); a command's own names (a graph's, then a type's or an edge's ids,
+# a cursor) come before the scope names.
+READ_CHECK_ORDER = [
+    ("strata_kv_put", {"key": "k", "value": "v"}),
+    ("strata_graph_create", {"graph": "g"}),
+    ("strata_vector_create_collection", {"collection": "c", "dimension": 2, "metric": "cosine"}),
+    *[cmd(type=t, **extra, **scope, **at)
+      for t, extra in (("kv_get", {"key": "aw=="}), ("graph_get_node", {"graph": "g", "node_id": "a"}),
+                       ("event_count", {}), ("graph_list", {}), ("vector_query", {"collection": "c", "k": 1}))
+      for scope in ({"space": ""}, {"space": "_bad"}, {"branch": "nope", "space": ""}, {"branch": "", "space": "_bad"})
+      for at in ({"as_of_time": 1}, {"as_of_time": 10**18}, {"as_of": 0}, {})],
+    *[cmd(type=t, graph=graph, src="a", edge_type="", dst="b", **scope)
+      for t in ("graph_get_edge", "graph_remove_edge") for graph in ("", "g", "nope")
+      for scope in ({"space": "_bad"}, {"branch": "nope"}, {"as_of_time": 1})],
+    *[cmd(type=t, graph=graph, name="", **extra, **scope)
+      for t, extra in (("graph_define_object_type", {}), ("graph_define_link_type", {"source": "a", "target": "b"}),
+                       ("graph_delete_object_type", {}), ("graph_delete_link_type", {}))
+      for graph in ("", "g") for scope in ({}, {"space": "_bad"})],
+    *[cmd(type="graph_nodes_by_type", graph=graph, object_type=kind, cursor="", **scope)
+      for graph, kind in (("", ""), ("g", ""), ("g", "t")) for scope in ({"space": ""}, {"branch": "nope"})],
+]
+SCRIPTS["read_check_order"] = READ_CHECK_ORDER
