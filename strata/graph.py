@@ -239,11 +239,12 @@ def graph_delete(e: Engine, a: dict) -> dict:
 
 @handler("graph_list")
 def graph_list(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
-    view = e.read_view(b, a)
+    # What names the rows it lists comes before the scope, as the engine checks it.
     cursor = a.get("cursor")
     if cursor is not None:
         check_graph_name(cursor)  # a cursor is a graph name, held to the same rules
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
     names = e.store.scan(view, space, GRAPH, (cursor or "").encode("utf-8"), after=cursor is not None)
     return name_page("graph_name_page", names, a.get("limit"))
 
@@ -380,10 +381,12 @@ def _parse_cursor(cursor: str) -> tuple[str, str, str, str]:
 
 @handler("graph_neighbors")
 def graph_neighbors(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    # What names the rows it lists comes before the scope, as the engine checks it.
+    check_graph_name(a["graph"])
     check_node_id(a["node_id"])
     if a.get("edge_type") is not None:
         check_edge_type(a["edge_type"])
+    b, space = e.scope(a)
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     node_id = a["node_id"]
@@ -428,11 +431,12 @@ def _nodes(e: Engine, view: View, space: str, graph: str, start: str = "", after
 
 @handler("graph_list_nodes")
 def graph_list_nodes(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    # What names the rows it lists comes before the scope, as the engine checks it.
     if a.get("prefix") == "":
         check_node_id("")
     if a.get("cursor") is not None:
         check_node_id(a["cursor"])
+    b, space = e.scope(a)
     view = e.read_view(b, a)
     g = require_graph(e, view, space, a["graph"])
     limit = DEFAULT_LIMIT if a.get("limit") is None else a["limit"]

@@ -394,11 +394,12 @@ def _doc_keys(e: Engine, a: dict, view, space: str, start: str, after: bool):
 
 @handler("json_list")
 def json_list(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
-    view = e.read_view(b, a)
+    # What names the rows it lists comes before the scope, as the engine checks it.
     cursor = a.get("cursor")
     if cursor is not None:
         check_doc_id(cursor)  # a cursor is a document id, held to the same rules
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
     return name_page("json_list_result", _doc_keys(e, a, view, space, cursor or "", cursor is not None),
                      a.get("limit"))
 

@@ -161,9 +161,10 @@ def kv_count(e: Engine, a: dict) -> dict:
 
 @handler("kv_scan")
 def kv_scan(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    # What names the rows it lists comes before the scope, as the engine checks it.
     if a.get("start") is not None:
         check_key(a["start"])
+    b, space = e.scope(a)
     start = a.get("start") or b""
     limit = a.get("limit")
     entries = e.store.scan(e.store.view(b), space, KV, start, batch=batch_for(limit))

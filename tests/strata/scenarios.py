@@ -1226,3 +1226,18 @@ READ_CHECK_ORDER = [
       for graph, kind in (("", ""), ("g", ""), ("g", "t")) for scope in ({"space": ""}, {"branch": "nope"})],
 ]
 SCRIPTS["read_check_order"] = READ_CHECK_ORDER
+
+# What names the rows a listing reads (a cursor, a start key, a prefix, a node and edge type)
+# is checked before the scope names.
+LISTING_CHECK_ORDER = [
+    ("strata_graph_create", {"graph": "g"}),
+    *[cmd(**c, **scope)
+      for scope in ({"space": ""}, {"branch": ""}, {"branch": "nope"}, {"as_of_time": 1})
+      for c in ({"type": "json_list", "cursor": ""}, {"type": "kv_scan", "start": ""}, {"type": "graph_list", "cursor": ""},
+                {"type": "graph_list_nodes", "graph": "g", "prefix": ""},
+                {"type": "graph_list_nodes", "graph": "g", "cursor": ""},
+                {"type": "graph_neighbors", "graph": "g", "node_id": "", "direction": "both"},
+                {"type": "graph_neighbors", "graph": "g", "node_id": "a", "direction": "both", "edge_type": ""})
+      if not (c["type"] == "kv_scan" and "as_of_time" in scope)],
+]
+SCRIPTS["listing_check_order"] = LISTING_CHECK_ORDER
