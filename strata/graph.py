@@ -432,6 +432,7 @@ def _nodes(e: Engine, view: View, space: str, graph: str, start: str = "", after
 @handler("graph_list_nodes")
 def graph_list_nodes(e: Engine, a: dict) -> dict:
     # What names the rows it lists comes before the scope, as the engine checks it.
+    check_graph_name(a["graph"])
     if a.get("prefix") == "":
         check_node_id("")
     if a.get("cursor") is not None:

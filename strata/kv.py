@@ -133,13 +133,14 @@ def _prefix(a: dict) -> bytes:
 
 @handler("kv_list")
 def kv_list(e: Engine, a: dict) -> dict:
+    # The prefix and the cursor come before an as_of conflict and the scope, as the engine checks them.
     prefix = _prefix(a)
-    b, space = e.scope(a)
-    view = e.read_view(b, a)
-    limit = a.get("limit")
     cursor = a.get("cursor")
     if cursor is not None:
         check_key(cursor)  # a cursor is a key, held to the same rules
+    b, space = e.scope(a)
+    view = e.read_view(b, a)
+    limit = a.get("limit")
     if cursor is not None and cursor >= prefix:
         start, after = cursor, True
     else:

@@ -312,15 +312,16 @@ def _embedding(values: np.ndarray, dimension: int) -> np.ndarray:
 
 @handler("vector_create_collection")
 def vector_create_collection(e: Engine, a: dict) -> dict:
-    b, space = e.scope(a)
+    # The name and the dimension come before the scope, as the engine checks them.
     name = a["collection"]
     check_collection_name(name)
-    if a.get("embedding_model") is not None:
-        raise StrataError("unsupported.server.argument",
-                          "embedding models are not supported by this server: pass vectors directly")
     if not 1 <= a["dimension"] <= MAX_DIMENSION:
         raise StrataError("invalid_argument.engine.vector_dimension",
                           "vector collection dimension is outside the supported range")
+    b, space = e.scope(a)
+    if a.get("embedding_model") is not None:
+        raise StrataError("unsupported.server.argument",
+                          "embedding models are not supported by this server: pass vectors directly")
     view = e.store.view(b)
     if load_collection(e, view, space, name) is not None:
         raise StrataError("already_exists.engine.vector_collection", "vector collection already exists")

@@ -1235,6 +1235,10 @@ LISTING_CHECK_ORDER = [
       for scope in ({"space": ""}, {"branch": ""}, {"branch": "nope"}, {"as_of_time": 1})
       for c in ({"type": "json_list", "cursor": ""}, {"type": "kv_scan", "start": ""}, {"type": "graph_list", "cursor": ""},
                 {"type": "graph_list_nodes", "graph": "g", "prefix": ""},
+                {"type": "graph_list_nodes", "graph": "", "prefix": ""},
+                {"type": "kv_list", "prefix": "", "cursor": ""}, {"type": "kv_list", "cursor": "", "as_of": 1},
+                {"type": "vector_create_collection", "collection": "", "dimension": 0, "metric": "cosine"},
+                {"type": "vector_create_collection", "collection": "c", "dimension": 0, "metric": "cosine"},
                 {"type": "graph_list_nodes", "graph": "g", "cursor": ""},
                 {"type": "graph_neighbors", "graph": "g", "node_id": "", "direction": "both"},
                 {"type": "graph_neighbors", "graph": "g", "node_id": "a", "direction": "both", "edge_type": ""})
