@@ -16,7 +16,9 @@ from .store import DEFAULT_BRANCH, DEFAULT_SPACE, EVENT_LOG, FAILED_FORK_VERSION
 
 from . import errors
 from .admin import STRATA_VERSION
-from .commands import EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, EFFECT_UNCHANGED, check_branch_name, handler, page
+from .commands import (
+    EFFECT_CREATED, EFFECT_DELETED, EFFECT_NOT_FOUND, EFFECT_UNCHANGED, check_branch_name, check_space, handler, page,
+)
 from .errors import StrataError
 from .jsondocs import index_entries
 from .merges import merge_parent
@@ -184,10 +186,12 @@ def space_create(e: Engine, a: dict) -> dict:
 
 @handler("space_delete")
 def space_delete(e: Engine, a: dict) -> dict:
+    # Both names, then the default space's refusal, then the branch lookup, as the engine checks them.
+    check_branch_name(e.session_branch if a.get("branch") is None else a["branch"])
+    if check_space(a.get("space")) == DEFAULT_SPACE:
+        raise StrataError("invalid_argument.engine.space_delete_default", "default product space cannot be deleted")
     b, space = e.scope(a)
     force = bool(a.get("force"))
-    if space == DEFAULT_SPACE:
-        raise StrataError("invalid_argument.engine.space_delete_default", "default product space cannot be deleted")
     view = e.store.view(b)
     base = {"space": space, "force": force}
     if not e.store.space_known(view, space):

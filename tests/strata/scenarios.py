@@ -1245,3 +1245,12 @@ LISTING_CHECK_ORDER = [
       if not (c["type"] == "kv_scan" and "as_of_time" in scope)],
 ]
 SCRIPTS["listing_check_order"] = LISTING_CHECK_ORDER
+
+# space_delete judges both names, then refuses the default space, before it looks the branch up.
+SPACE_DELETE_ORDER = [
+    cmd(type="space_delete", space=space, branch=branch, **force)
+    for space, branch in (("default", "nope"), ("default", ""), ("", "nope"), ("_x", "nope"), ("default", "_x"),
+                          ("default", "default"))
+    for force in ({}, {"force": True})
+]
+SCRIPTS["space_delete_order"] = SPACE_DELETE_ORDER
