@@ -15,6 +15,7 @@ from memstrata.strata.store import StrataStore
 
 from .differential import run_script
 from .oracle import OracleSession
+from .fuzz_scenarios import random_field_script
 from .random_scripts import random_script
 from .scenarios import KV, SCRIPTS
 
@@ -39,6 +40,12 @@ def test_script_matches_the_real_engine(name):
 @pytest.mark.parametrize("seed", RANDOM_SEEDS)
 def test_random_history_matches_the_real_engine(seed):
     _compare(random_script(seed, RANDOM_STEPS), StrataStore.memory(), OracleSession())
+
+
+# Every command family with odd field values: the order in which the engine judges them.
+@pytest.mark.parametrize("seed", range(30))
+def test_random_field_values_are_judged_as_the_real_engine_judges_them(seed):
+    _compare(random_field_script(seed, 150), StrataStore.memory(), OracleSession())
 
 
 def test_durable_databases_match(tmp_path):
