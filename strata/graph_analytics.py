@@ -247,13 +247,15 @@ def graph_pagerank(e: Engine, a: dict) -> dict:
         raise _pagerank_options("pagerank damping must be within [0, 1]")
     if not (tolerance >= 0 and math.isfinite(tolerance)):
         raise _pagerank_options("pagerank tolerance must be non-negative and finite")
+    # The personalization is judged once the graph is found at its read (the scope, an
+    # as_of, the graph's existence come first), an empty graph included, as the engine does.
+    s = _load(e, a)
     personalization = a.get("personalization")
     if personalization is not None:
         if not personalization:
             raise _personalization("personalization is empty")
         if any(not (w >= 0 and math.isfinite(w)) for w in personalization.values()):
             raise _personalization("personalization contains a negative, NaN, or infinite weight")
-    s = _load(e, a)
     # An empty graph answers before the seeds are matched against its nodes.
     teleport = None if personalization is None or not s.nodes else _teleport(s, personalization)
     ranks, ran = pagerank(len(s.nodes), [x[0] for x in s.edges], [x[2] for x in s.edges],

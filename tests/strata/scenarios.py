@@ -1254,3 +1254,14 @@ SPACE_DELETE_ORDER = [
     for force in ({}, {"force": True})
 ]
 SCRIPTS["space_delete_order"] = SPACE_DELETE_ORDER
+
+# PageRank's personalization is judged once the graph is found at its read (its options before).
+PAGERANK_PERSONALIZATION_ORDER = [
+    ("strata_graph_create", {"graph": "g"}),
+    ("strata_graph_add_node", {"graph": "g", "node_id": "a"}),
+    ("strata_graph_create", {"graph": "e"}),
+    *[cmd(type="graph_pagerank", graph=graph, personalization=weights, **extra)
+      for graph in ("g", "e", "nope") for weights in ({}, {"a": -1}, {"zz": 1})
+      for extra in ({}, {"as_of": 0}, {"as_of": 10**6}, {"branch": "nope"}, {"space": ""}, {"damping": 2})],
+]
+SCRIPTS["pagerank_personalization_order"] = PAGERANK_PERSONALIZATION_ORDER
