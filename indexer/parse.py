@@ -41,7 +41,7 @@ from .model import ImportFact, ParseResult, RefFact, SymbolFact
 # Bumped whenever the facts extracted from unchanged bytes change (queries,
 # qualified names, spans, import targets): an index written by another
 # version is re-parsed.
-EXTRACTOR_VERSION = "39"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
+EXTRACTOR_VERSION = "40"  # 22: Jest mocks, codemod fixtures, `*-test-utils` packages are test code;
 # 23: Rust macro_rules!, Go function-valued package vars; 24: TypeScript `export type *`;
 # 25: C/C++/C# conditionals and macros read again (grammar_repair), operators, C# indexers, C++
 # destructors in their class, reopened Ruby modules, `Tests/` and .NET test projects;
@@ -63,6 +63,8 @@ EXTRACTOR_VERSION = "39"  # 22: Jest mocks, codemod fixtures, `*-test-utils` pac
 # 37: a workspace package whose entry is built output (`dist/node/index.js`) resolves to the same path under src/;
 # 38: a signature ends before the comments between a declaration and its body
 # 39: TypeScript overloads written one per line without `;` (`(): T` then `<U>(..): U`) read again separated
+# 40: a Go `type T struct` (`const X`, `var v`) has the doc comment above its declaration, a
+# TypeScript function the one above its first overload, a decorated member the one above its decorators
 
 _CONTAINERS = {"class", "struct", "interface", "enum", "scope"}
 _MAX_SIGNATURE = 300
@@ -869,7 +871,7 @@ def _docstring(d: _Def, language: str) -> str | None:
     if language == "python":
         doc = _python_docstring(d.node)
     else:
-        doc = _leading_comment(d.span)
+        doc = _leading_comment(d.span, d.name)
     if doc:
         doc = doc.strip()
         if len(doc) > _MAX_DOC:
@@ -894,13 +896,32 @@ def _python_docstring(node: ts.Node) -> str | None:
 _COMMENT_MARKS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|#|--)\s?", re.M)
 
 
-def _leading_comment(span: ts.Node) -> str | None:
+# Decorators stand between a TypeScript/JavaScript class member and its doc comment (`/** Doc */`
+# then `@memo()` above `m() {}`): they are siblings of the member, not part of it, and the
+# comment above them is still the member's documentation.  (Rust's outer attributes are the same
+# shape, `/// Doc` then `#[derive(..)]`, but giving those items their docs lost recall on the
+# development half's Rust repositories: the ranking was fitted without them; docs/benchmarks.md.)
+_ATTRIBUTE_NODES = frozenset({"decorator"})
+
+# Go documents `type T struct`, `const X = 1` and `var v = f` above the declaration: the
+# definition is the spec inside it (`type_spec`), whose sibling before it is the keyword, and
+# the comment is the declaration's sibling.  (In a parenthesized group each spec has its own.)
+_GO_SPEC_KEYWORDS = frozenset({"type", "const", "var"})
+
+
+def _leading_comment(span: ts.Node, name: str | None = None) -> str | None:
     lines: list[str] = []
     node = span
-    expected_row = span.start_point[0]
+    if (span.prev_sibling is not None and span.prev_sibling.type in _GO_SPEC_KEYWORDS
+            and span.parent is not None and span.parent.type.endswith("_declaration")):
+        node = span.parent
+    expected_row = node.start_point[0]
     prev = node.prev_sibling
-    while prev is not None and "comment" in prev.type and prev.end_point[0] >= expected_row - 1:
-        lines.insert(0, _text(prev))
+    while prev is not None and prev.end_point[0] >= expected_row - 1:
+        if "comment" in prev.type:
+            lines.insert(0, _text(prev))
+        elif prev.type not in _ATTRIBUTE_NODES and (lines or not _overload_of(prev, name)):
+            break
         expected_row = prev.start_point[0]
         prev = prev.prev_sibling
     if not lines:
@@ -908,6 +929,20 @@ def _leading_comment(span: ts.Node) -> str | None:
     text = "\n".join(lines)
     text = text.replace("*/", "")
     return _COMMENT_MARKS.sub("", text)
+
+
+def _overload_of(node: ts.Node, name: str | None) -> bool:
+    """Whether ``node`` is a TypeScript overload signature of ``name`` (``export function f(a:
+    string): string`` written before the implementation): the doc comment of a function written
+    with overloads stands above the first of them, the implementation's symbol spans the last."""
+    if name is None:
+        return False
+    if node.type == "export_statement":
+        node = node.child_by_field_name("declaration") or node
+    if node.type not in _SIGNATURES:
+        return False
+    named = node.child_by_field_name("name")
+    return named is not None and _text(named) == name
 
 
 def _describe_error(root: ts.Node) -> str:
