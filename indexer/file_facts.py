@@ -18,7 +18,7 @@ from pathlib import Path
 from memstrata.storage import Store, code_nav
 
 from .languages import language_for_path
-from .scan import SkipFile, decode_source
+from .scan import SkipFile, decode_source, link_target
 from .worker import Parsed, Skipped, content_hash, parse_bytes, read_bytes
 
 
@@ -117,6 +117,10 @@ def current_facts(root: Path | None, store: Store, path: str, max_file_bytes: in
         raise StaleFile(f"{path} cannot be read any more") from None
     if st.st_size == row.size and st.st_mtime_ns == row.mtime_ns:
         return _from_index(store, row)
+    if link_target(Path(os.path.realpath(root)), abs_path) is None:
+        # The file (or a folder above it) became a symlink to a place outside the project since it
+        # was indexed (a checkout, a hostile pull): what it points at is never read nor served.
+        raise StaleFile(f"{path} changed since it was indexed and now leads outside the project (a symlink)")
     data = read_bytes(abs_path, path, max_file_bytes)
     if isinstance(data, Skipped):
         reason = {"too_large": "grew past the file-size cap"}.get(data.reason, f"cannot be read ({data.reason})")

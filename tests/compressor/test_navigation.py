@@ -431,6 +431,30 @@ def test_a_file_edited_after_indexing_is_read_again(python_ws):
         file_outline(ws, "app/auth/service.py")
 
 
+def test_a_file_that_became_a_symlink_outside_the_project_is_never_read(tmp_path):
+    # Indexed as a plain file, then swapped for a symlink leading out of the project (itself, or
+    # the folder above it): no tool reads or shows what it points at, before a watcher catches it.
+    outside = tmp_path / "outside"
+    (outside / "lib").mkdir(parents=True)
+    (outside / "lib" / "util.py").write_text('KEY = "OUTSIDE-SECRET"\ndef shared():\n    return KEY\n')
+    (outside / "lib" / "app.py").write_text('def main():\n    return "OUTSIDE-SECRET"\n')
+    with indexed_workspace(tmp_path / "p", {"lib/util.py": "def shared():\n    return 1\n",
+                                            "lib/app.py": "def main():\n    return 2\n"}) as ws:
+        util = ws.root / "lib" / "util.py"
+        util.unlink()
+        util.symlink_to(outside / "lib" / "util.py")
+        with pytest.raises(NavigationError, match="lib/util.py changed since it was indexed and now leads outside"):
+            find_symbol(ws, "shared", include_body=True)
+        with pytest.raises(NavigationError, match="now leads outside the project") as refused:
+            file_outline(ws, "lib/util.py")
+        assert "OUTSIDE-SECRET" not in str(refused.value) and str(outside) not in str(refused.value)
+        util.unlink()
+        (ws.root / "lib").rename(ws.root / "lib_old")
+        (ws.root / "lib").symlink_to(outside / "lib", target_is_directory=True)
+        with pytest.raises(NavigationError, match="lib/app.py changed since it was indexed and now leads outside"):
+            find_symbol(ws, "main", include_body=True)
+
+
 PRIVATE_TS = """export class Client {
   #retries = 0;
 
