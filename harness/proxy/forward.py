@@ -41,6 +41,7 @@ from .upstream import (
     UPSTREAM_KEEPALIVE_S,
     Upstream,
     decoded_by_httpx,
+    hide_url_secrets,
     shown_host,
     error_body,
     request_headers,
@@ -120,6 +121,7 @@ class Proxy:
 
     async def start(self) -> None:
         c = self.config
+        hide_url_secrets(logging.getLogger("httpx"))  # its request lines carry the upstream URL
         self._preparing = anyio.CapacityLimiter(PREPARING_THREADS)  # made on the event loop it serves
         # Several small connection pools instead of one large one: httpx's pool walks all its
         # connections (polling every idle socket) each time a request starts or an answer ends,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -48,6 +49,23 @@ def shown_url(url: str) -> str:
     """``url`` without its credentials and query string (a key may sit in either)."""
     parts = urlsplit(_without_userinfo(url))
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+class HideUrlSecrets(logging.Filter):
+    """Shows the URLs of a log record's arguments as :func:`shown_url` does.  httpx logs every
+    request's full URL at INFO (seen with ``memstrata -v``): a key in the query string
+    (``?key=``, ``?api-key=``) or in an upstream URL's ``user:password@`` must not reach the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple) and any(type(a).__name__ == "URL" for a in record.args):
+            record.args = tuple(shown_url(str(a)) if type(a).__name__ == "URL" else a for a in record.args)
+        return True
+
+
+def hide_url_secrets(logger: logging.Logger) -> None:
+    """Puts :class:`HideUrlSecrets` on ``logger`` (once)."""
+    if not any(isinstance(f, HideUrlSecrets) for f in logger.filters):
+        logger.addFilter(HideUrlSecrets())
 
 
 @dataclass(frozen=True)

@@ -666,6 +666,22 @@ def test_mcp_is_mounted(proxy):
                             "cycle_dollar_saved", "provider_rate_per_token", "recall", "precision"}
 
 
+def test_a_key_in_the_query_string_is_never_logged(proxy, fresh, caplog):
+    # Some providers take the key as a query parameter (`?key=`, `?api-key=`); the HTTP client's
+    # own request line, logged at INFO under `memstrata -v`, names the URL it called.
+    caplog.set_level(logging.DEBUG)
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=0,
+                           default_query={"key": SENTINEL, "api-version": "2024-10-21"})
+    client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    httpx.get(proxy.url + "/v1/models?api-key=" + SENTINEL)
+    assert fresh.received[0].query == f"key={SENTINEL}&api-version=2024-10-21"  # forwarded as sent...
+    # ...and the proxy's request line still logged, without the query.  (Only its own loggers are
+    # read: this test's servers and SDK log their own access lines here, which serve does not.)
+    ours = [r.getMessage() for r in caplog.records if r.name == "httpx" or r.name.startswith("memstrata")]
+    assert any(m.startswith("HTTP Request: POST") for m in ours)
+    assert not [m for m in ours if SENTINEL in m]
+
+
 def test_api_keys_never_logged_or_stored(project, proxy, fresh, caplog):
     caplog.set_level(logging.DEBUG)
     oai(proxy).chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": pasted_request(project)}])
