@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memstrata.storage import Store, StoreCorrupt, StoreError
 
-from .scan import INDEX_DIR
+from .scan import INDEX_DIR, printable_path
 
 INDEX_FILE = "index.db"
 LOCK_FILE = "index.lock"
@@ -67,11 +67,33 @@ def index_dir(root: Path) -> Path:
     return root / INDEX_DIR
 
 
+def checked_index_dir(root: Path) -> Path:
+    """``index_dir(root)``, refused (:class:`ProjectError`) when using it would read or write
+    outside the project: a ``.memstrata`` that is a link to a folder outside it, or a link inside
+    it.  Everything MemStrata keeps there (the database and its journal, locks, the resident
+    process's log) is a plain file it creates itself; a link in their place -- one a cloned
+    repository can carry -- would have it create, truncate or overwrite the file the link names."""
+    d = index_dir(root)
+    if d.is_symlink() and d.exists():
+        real_root = os.path.realpath(root)
+        if os.path.commonpath([real_root, os.path.realpath(d)]) != real_root:
+            raise ProjectError(f"cannot use {INDEX_DIR}/ in the project: it is a link to a folder outside the "
+                               "project; remove the link")
+    try:
+        links = sorted(e.name for e in os.scandir(d) if e.is_symlink())
+    except OSError:  # not there yet, or unreadable: what opens it says so
+        links = []
+    if links:
+        raise ProjectError(f"cannot use {INDEX_DIR}/ in the project: {INDEX_DIR}/{printable_path(links[0])} is a link, "
+                           "where MemStrata keeps a file of its own; remove the link")
+    return d
+
+
 def holds_index(root: Path) -> bool:
     """Whether the project has an index file with something in it.  An empty one (``touch``ed,
     or left by a run stopped before its first write) holds no index: opened, SQLite takes it for
     a new database, and a command that must write nothing would give it the schema."""
-    index = index_dir(root) / INDEX_FILE
+    index = checked_index_dir(root) / INDEX_FILE
     try:
         if not index.is_file():
             return False
@@ -84,7 +106,7 @@ def holds_index(root: Path) -> bool:
 
 
 def open_store(root: Path, *, readonly: bool = False) -> Store:
-    d = index_dir(root)
+    d = checked_index_dir(root)
     if not readonly:
         try:
             d.mkdir(exist_ok=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from memstrata.harness.daemon import client, sockets
 from memstrata.harness.daemon.server import DEFAULT_IDLE_TIMEOUT, Daemon
-from memstrata.indexer.project import INDEX_FILE, ProjectError, index_dir, resolve_root
+from memstrata.indexer.project import INDEX_FILE, ProjectError, checked_index_dir, resolve_root
 
 from . import argtypes
 from .reading import NOT_INDEXED, fail, open_indexed
@@ -71,7 +71,7 @@ def _idle_timeout(args) -> float:
 
 def _indexed_root(args) -> tuple[Path, Path] | None:
     root = resolve_root(argtypes.project_of(args))
-    folder = index_dir(root)
+    folder = checked_index_dir(root)
     return (root, folder) if (folder / INDEX_FILE).is_file() else None
 
 

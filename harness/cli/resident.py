@@ -96,10 +96,10 @@ def _ask_daemon(name: str, args: argparse.Namespace) -> client.Outcome:
     try:
         root = resolve_root(argtypes.project_of(args))
         cwd = os.getcwd()
+        folder = index_dir(root)
+        if not holds_index(root):
+            return client.Outcome()
     except (ProjectError, OSError):  # the in-process run says what is wrong
-        return client.Outcome()
-    folder = index_dir(root)
-    if not holds_index(root):
         return client.Outcome()
     payload = {k: v for k, v in vars(args).items() if k != "func"}
     try:

@@ -245,7 +245,9 @@ def spawn(root: Path, index_folder: Path, lock_wait: float | None = None,
         argv += ["--lock-wait", str(lock_wait)]
     argv += ["--requested-at", str(time.time_ns())]
     try:
-        log_fd = os.open(index_folder / sockets.LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # Never through a link: truncating would empty the file it names (indexer/project.checked_index_dir).
+        log_fd = os.open(index_folder / sockets.LOG_NAME,
+                         os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except OSError:
         log_fd = subprocess.DEVNULL
     try:

@@ -127,7 +127,8 @@ class Daemon:
             self._shutdown()
 
     def _take_lock(self) -> bool:
-        fd = os.open(sockets.lock_path(self.folder), os.O_RDWR | os.O_CREAT, 0o600)
+        # Never through a link: the pid written below would replace the text of the file it names.
+        fd = os.open(sockets.lock_path(self.folder), os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)
         deadline = time.monotonic() + self.lock_wait
         self._waited = False
         while True:

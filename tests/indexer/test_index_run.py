@@ -378,6 +378,42 @@ def test_a_merge_the_disk_has_no_room_for_leaves_the_run_complete(tmp_path, monk
         assert "not merged after rewriting 240 files" in caplog.text
 
 
+@pytest.mark.parametrize("link", ["folder outside", "database", "resident log"])
+def test_an_index_folder_that_leads_outside_the_project_is_refused(tmp_path, link):
+    """A cloned repository can carry `.memstrata` as a link, or links inside it: nothing is
+    created, truncated or read where they point."""
+    from memstrata.indexer.project import ProjectError, holds_index
+
+    root, outside = tmp_path / "p", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (root / "app.py").write_text("def main():\n    pass\n")
+    (outside / "notes.txt").write_text("precious\n")
+    if link == "folder outside":
+        (root / ".memstrata").symlink_to(outside, target_is_directory=True)
+        reason = "it is a link to a folder outside the project; remove the link"
+    else:
+        (root / ".memstrata").mkdir()
+        name, target = {"database": ("index.db", outside / "new.db"),
+                        "resident log": ("daemon.log", outside / "notes.txt")}[link]
+        (root / ".memstrata" / name).symlink_to(target)
+        reason = f".memstrata/{name} is a link, where MemStrata keeps a file of its own; remove the link"
+    for attempt in (lambda: open_store(root), lambda: open_store(root, readonly=True), lambda: holds_index(root)):
+        with pytest.raises(ProjectError) as err:
+            attempt()
+        assert str(err.value) == f"cannot use .memstrata/ in the project: {reason}"
+    assert sorted(p.name for p in outside.iterdir()) == ["notes.txt"]
+    assert (outside / "notes.txt").read_text() == "precious\n"
+
+    # A link to a folder inside the project keeps the index inside it: allowed.
+    if link == "folder outside":
+        (root / ".memstrata").unlink()
+        (root / "cache").mkdir()
+        (root / ".memstrata").symlink_to(root / "cache", target_is_directory=True)
+        open_store(root).close()
+        assert (root / "cache" / "index.db").is_file()
+
+
 @pytest.mark.parametrize("in_place, reason", [
     ("file", "a file named .memstrata is in its place; move it away"),
     ("dangling link", ".memstrata is a link to a folder that does not exist; remove the link"),
