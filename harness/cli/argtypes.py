@@ -35,6 +35,14 @@ positive = checked(float, lambda v: math.isfinite(v) and v > 0, "a number", "mus
 max_results = checked(int, lambda v: 1 <= v <= 200, "a whole number", "must be 1-200")
 
 
+def _without_credentials(url: str) -> str:
+    """``url`` as an error may repeat it: without a ``user:password@`` and the query string, where
+    a key may sit (the same cut as the proxy's ``shown_url``, written for text that is no URL)."""
+    scheme, sep, rest = url.partition("//")
+    shown = scheme + sep + rest.rsplit("@", 1)[-1] if sep else url
+    return shown.split("?", 1)[0].split("#", 1)[0]
+
+
 def http_url(text: str) -> str:
     """An http(s) URL with a host: what an upstream base URL must be."""
     from urllib.parse import urlsplit
@@ -43,7 +51,7 @@ def http_url(text: str) -> str:
         parts = urlsplit(text)
         parts.port  # raises on a port that is not a number
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a URL: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a URL: {_without_credentials(text)!r}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError("must be an http:// or https:// URL with a host, e.g. "
                                          "http://127.0.0.1:11434/v1")

@@ -251,9 +251,13 @@ def test_savings_on_a_fresh_project(project, env):
     (["--openai-upstream", "notaurl"], "--openai-upstream: must be an http:// or https:// URL"),
     (["--anthropic-upstream", "ftp://x/v1"], "--anthropic-upstream: must be an http:// or https:// URL"),
     (["--openai-upstream", "http://h:abc/v1"], "--openai-upstream: not a URL"),
+    # Repeated without what may be a key: its user:password@ and query string.
+    (["--openai-upstream", "http://u:sk-SENTINEL@h:abc/v1?key=sk-SENTINEL"],
+     "--openai-upstream: not a URL: 'http://h:abc/v1'\n"),
     (["--read-timeout", "0"], "--read-timeout: must be a positive number"),
     (["--connect-timeout", "-1"], "--connect-timeout: must be a positive number"),
 ])
 def test_an_upstream_serve_could_never_reach_is_refused_at_start(env, project, args, message):
     res = memstrata("serve", str(project), "--port", "0", *args, env=env)
     assert res.returncode == 2 and message in res.stderr, res.stderr
+    assert "SENTINEL" not in res.stderr
