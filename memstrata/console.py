@@ -45,3 +45,36 @@ def _discard_stdout() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
+
+
+# C0 controls but tab, newline and carriage return (the progress line rewrites itself with it),
+# DEL and the C1 controls (0x9b is CSI on terminals that read 8-bit controls), each shown escaped.
+_TERMINAL_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A, 0x0D)}
+
+
+class InertTerminal:
+    """A terminal stream whose text cannot drive the terminal: what a command prints comes from a
+    project's files (paths, definitions, code), and a file named with an escape sequence
+    (`\\x1b]52;...` sets the clipboard, `\\x1b[8m` hides what follows) would otherwise run it, as it
+    would under `ls` without its own quoting.  Output to a pipe or file is left exactly as it is."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(text.translate(_TERMINAL_CONTROLS))
+        return len(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def inert_on_terminal(stream):
+    """``stream`` wrapped in :class:`InertTerminal` when it is a terminal, else itself."""
+    if stream is None or isinstance(stream, InertTerminal):
+        return stream
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return stream
+    return InertTerminal(stream) if tty else stream

@@ -17,7 +17,7 @@ from memstrata import __version__
 from memstrata.indexer.project import REBUILD_HINT
 from memstrata.storage import StoreCorrupt, StoreError
 
-from memstrata.console import quiet_on_broken_pipe
+from memstrata.console import inert_on_terminal, quiet_on_broken_pipe
 
 COMMAND_MODULES = [
     "memstrata.harness.cli.index",
@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     args = parse(parser, argv)
+    sys.stdout, sys.stderr = inert_on_terminal(sys.stdout), inert_on_terminal(sys.stderr)
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.DEBUG if args.verbose else logging.WARNING,

@@ -1,0 +1,46 @@
+"""What the commands print to a terminal comes from a project's files (paths, definitions, code):
+a file named with an escape sequence must not drive the terminal that shows its name."""
+
+from __future__ import annotations
+
+import os
+import pty
+import subprocess
+
+from tests.conftest import MEMSTRATA, write_files
+
+ESCAPE_NAME = "evil\x1b]0;pwned\x07\x1b[8m.py"  # sets the window title, then hides what follows
+
+
+def on_a_terminal(args: list[str], env: dict, cwd) -> bytes:
+    """The bytes ``memstrata ARGS`` writes to a pseudo-terminal (stdout and stderr)."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([MEMSTRATA, *args], stdout=follower, stderr=follower, stdin=subprocess.DEVNULL,
+                            env=env, cwd=cwd)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(timeout=120)
+    os.close(leader)
+    return out
+
+
+def test_a_file_name_with_escape_sequences_is_shown_escaped_on_a_terminal(tmp_path, cli_env, run_cli):
+    root = write_files(tmp_path / "p", {"app.py": "from evil import thing\n\ndef main():\n    return thing()\n",
+                                        ESCAPE_NAME: "def thing():\n    return 1\n"})
+    run_cli("index", str(root))
+    shown = "evil\\x1b]0;pwned\\x07\\x1b[8m.py"
+    for args in (["symbol", "thing"], ["query", "thing"], ["outline", ESCAPE_NAME]):
+        out = on_a_terminal(args, cli_env, root)
+        assert b"\x1b" not in out and b"\x07" not in out, (args, out)
+        assert shown.encode() in out, (args, out)
+    # A pipe gets the name exactly as it is (scripts read paths from it).
+    piped = run_cli("symbol", "thing", cwd=str(root)).stdout
+    assert piped.startswith(ESCAPE_NAME + ":1-2")
