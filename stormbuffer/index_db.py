@@ -102,6 +102,11 @@ def open_projection(path: str | Path) -> Store:
     which sits at the same path with another schema) is replaced: it is only
     a projection of the Markdown.
     """
+    if any(Path(str(path) + suffix).is_symlink() for suffix in _PROJECTION_SUFFIXES):
+        # The projection and its side files are this code's own: a link in their place (a store
+        # committed with a repository can carry one) is removed, never opened, so SQLite does not
+        # create or write the file it names.
+        discard_projection(path)
     existed = Path(path).exists()
     try:
         store = Store(path, schema=STORMBUFFER_SCHEMA)
@@ -127,8 +132,11 @@ def open_projection(path: str | Path) -> Store:
 def discard_projection(path: str | Path) -> None:
     """Delete a projection file and its WAL side files (it is rebuilt from the Markdown)."""
     base = Path(path)
-    for suffix in ("", "-wal", "-shm", "-journal"):
+    for suffix in _PROJECTION_SUFFIXES:
         Path(str(base) + suffix).unlink(missing_ok=True)
+
+
+_PROJECTION_SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 
 # -- writes ---------------------------------------------------------------------

@@ -70,3 +70,26 @@ def test_deleting_the_index_under_a_running_server_rebuilds_it(sbuf, tmp_path, a
     assert {b["record_id"] for b in later["result"]["blocks"]} == {first, second, third}
     # the duplicate check reads the rebuilt projection as well
     assert remembered["result"]["outcome"] == "duplicate_of" and remembered["result"]["related_id"] == second
+
+
+@pytest.mark.parametrize("target", ["missing", "existing"])
+def test_a_link_in_place_of_the_projection_is_removed_not_written_through(sbuf, tmp_path, target):
+    # A store committed with a repository can carry links where the projection goes: the file
+    # they name is neither created nor changed, and the projection is rebuilt in the store.
+    sbuf.init()
+    record = sbuf.active()
+    for path in _index_files(sbuf):
+        path.unlink()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    named = outside / "notes.txt"
+    if target == "existing":
+        named.write_text("precious\n")
+    (sbuf.store / "index.sqlite3").symlink_to(named)
+    (sbuf.store / "index.sqlite3-wal").symlink_to(outside / "wal")
+    assert record in sbuf.ok("--project", "list", "--all")
+    assert sorted(p.name for p in outside.iterdir()) == (["notes.txt"] if target == "existing" else [])
+    if target == "existing":
+        assert named.read_text() == "precious\n"
+    index = sbuf.store / "index.sqlite3"
+    assert index.is_file() and not index.is_symlink()
