@@ -284,6 +284,13 @@ class Proxy:
             return self._local_error(ANTHROPIC, 404, f"this is the OpenAI route: Anthropic requests go to "
                                                      f"/anthropic (ANTHROPIC_BASE_URL=http://{host}/anthropic)",
                                      "passthrough", t0)
+        if api == ANTHROPIC and "anthropic-version" not in request.headers and _openai_endpoint(rest):
+            # An OpenAI client given the Anthropic route as its base URL: its key must not go to the
+            # Anthropic upstream, which has none of OpenAI's endpoints (every Anthropic SDK call
+            # carries anthropic-version).
+            host = request.headers.get("host", "127.0.0.1:8080")
+            return self._local_error(OPENAI, 404, f"this is the Anthropic route: OpenAI requests go to "
+                                                  f"/v1 (OPENAI_BASE_URL=http://{host}/v1)", "passthrough", t0)
         try:
             content = await self._read_body(request)
         except _TooLarge:
@@ -570,6 +577,18 @@ def _too_deep(value, limit: int) -> bool:
         level = inner
         depth += 1
     return False
+
+
+# The first parts of OpenAI endpoint paths the Anthropic API has no namesake of (its own are
+# under v1/: messages, models, files, ...), after an optional v1/.
+_OPENAI_ONLY = frozenset({"chat", "responses", "completions", "embeddings", "moderations", "audio", "images"})
+
+
+def _openai_endpoint(rest: str) -> bool:
+    parts = [p for p in rest.split("/") if p]
+    if parts and parts[0] == "v1":
+        parts = parts[1:]
+    return bool(parts) and parts[0] in _OPENAI_ONLY
 
 
 def _json_reason(exc: Exception) -> str:

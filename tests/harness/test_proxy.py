@@ -714,6 +714,17 @@ def test_api_keys_never_logged_or_stored(project, proxy, fresh, caplog):
     assert SENTINEL not in httpx.get(proxy.url + "/status").text
 
 
+@pytest.mark.parametrize("suffix", ["/anthropic", "/anthropic/v1"])
+def test_an_openai_client_given_the_anthropic_route_is_told_the_route_and_its_key_goes_nowhere(proxy, fresh, suffix):
+    client = openai.OpenAI(base_url=proxy.url + suffix, api_key=SENTINEL, max_retries=0)
+    with pytest.raises(openai.NotFoundError) as info:
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    assert "OPENAI_BASE_URL" in str(info.value) and "/v1" in str(info.value)
+    with pytest.raises(openai.NotFoundError):
+        client.embeddings.create(model="text-embedding-3-small", input="hi")
+    assert fresh.received == []  # nothing forwarded to the Anthropic upstream
+
+
 def test_an_anthropic_client_given_the_root_url_is_told_the_route_and_its_key_goes_nowhere(proxy, fresh):
     client = anthropic.Anthropic(base_url=proxy.url, api_key=SENTINEL, max_retries=0)
     with pytest.raises(anthropic.NotFoundError) as info:
