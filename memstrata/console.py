@@ -47,9 +47,11 @@ def _discard_stdout() -> None:
         os.close(devnull)
 
 
-# C0 controls but tab, newline and carriage return (the progress line rewrites itself with it),
-# DEL and the C1 controls (0x9b is CSI on terminals that read 8-bit controls), each shown escaped.
-_TERMINAL_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A, 0x0D)}
+# C0 controls but tab, newline and carriage return (the progress line rewrites itself with it), and
+# DEL, shown as Python writes them; the C1 controls (0x9b is CSI on terminals that read 8-bit
+# controls) as JSON and Python both read them, since `--json` output leaves those unescaped.
+_TERMINAL_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F) if c not in (0x09, 0x0A, 0x0D)}
+_TERMINAL_CONTROLS.update({c: f"\\u{c:04x}" for c in range(0x80, 0xA0)})
 
 
 class InertTerminal:
