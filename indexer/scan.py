@@ -71,7 +71,10 @@ def _gitignore_spec(lines: list[str]) -> pathspec.PathSpec:
     # pathspec's import is about 28 ms of it.
     import pathspec
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    from .ignore_patterns import bound
+
+    # A cloned repository's .gitignore is input like its code: matched in time linear in a name.
+    return bound(pathspec.GitIgnoreSpec.from_lines(lines))
 
 
 class _Ignores:
