@@ -17,10 +17,14 @@ from memstrata.compressor.chances import named_packages, symbol_chances
 from memstrata.storage import StoreError
 from memstrata.storage import code_index as ci
 
+# A definition is read on its own line: whitespace that may cross lines (`\s`) let every line
+# start scan the rest of a text of blank lines or of `public` lines, quadratic in a pasted file.
+_SPACE, _SPACES = r"[^\S\n]*", r"[^\S\n]+"
 _DEFINES = re.compile(
-    r"^\s*(?:\d+(?:→|\t|: |\| )\s*)?(?:export\s+)?(?:default\s+)?(?:pub(?:\([^)]*\))?\s+)?(?:public\s+|private\s+|"
-    r"protected\s+|static\s+|abstract\s+|final\s+|async\s+)*"
-    r"(?:def|class|function|func(?:\s*\([^)]*\))?|fn|interface|struct|enum|trait|type|module|impl)\s+"
+    rf"^{_SPACE}(?:\d+(?:→|\t|: |\| ){_SPACE})?(?:export{_SPACES})?(?:default{_SPACES})?"
+    rf"(?:pub(?:\([^)\n]*\))?{_SPACES})?(?:public{_SPACES}|private{_SPACES}|"
+    rf"protected{_SPACES}|static{_SPACES}|abstract{_SPACES}|final{_SPACES}|async{_SPACES})*"
+    rf"(?:def|class|function|func(?:{_SPACE}\([^)\n]*\))?|fn|interface|struct|enum|trait|type|module|impl){_SPACES}"
     r"([A-Za-z_$][\w$]*)",
     re.M,
 )

@@ -79,3 +79,13 @@ def _matcher(root, files, text):
         yield ProjectMatcher(ws)
     finally:
         ws.close()
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("filler", ["\n", "public\n", "  static\n"])
+def test_a_pasted_text_of_many_blank_or_modifier_lines_is_read_in_time(tmp_path, filler):
+    # A tool result of a file that is mostly blank lines (or a hostile one): reading which
+    # definitions it names must not cost the square of its length.
+    text = "class Router:\n    pass\n" + filler * 200_000 + "    return None\n"
+    with _matcher(tmp_path, ["app/router.py"], "class Router:\n    pass\n") as matcher:
+        assert matcher.candidate_files(text) == ["app/router.py"]
