@@ -893,7 +893,9 @@ def _python_docstring(node: ts.Node) -> str | None:
     return "".join(parts) if parts else None
 
 
-_COMMENT_MARKS = re.compile(r"^\s*(?:/\*\*?|\*/|\*|///?|#|--)\s?", re.M)
+# The indentation before a mark is read within its line: whitespace that may cross lines (`\s*`) let
+# every line of a run of blank lines scan the rest of the run, quadratic in a hostile comment.
+_COMMENT_MARKS = re.compile(r"^[^\S\n]*(?:/\*\*?|\*/|\*|///?|#|--)\s?", re.M)
 
 
 # Decorators stand between a TypeScript/JavaScript class member and its doc comment (`/** Doc */`

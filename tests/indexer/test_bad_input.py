@@ -532,3 +532,15 @@ def test_resolved_references_that_cannot_be_saved_are_said_in_one_line(proj, mon
             ws._persist_targets()
     [record] = [r for r in caplog.records if "resolved references" in r.getMessage()]
     assert record.exc_info is None and "the disk is full" in record.getMessage()
+
+
+@pytest.mark.timeout(120)
+def test_a_comment_of_many_blank_lines_is_indexed_in_time(tmp_path):
+    # A definition's leading comment loses its marks line by line: a hostile comment of blank
+    # lines no longer costs the square of its length.
+    root = tmp_path / "p"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "a.js").write_text("/** Returns one." + "\n" * 100_000 + "*/\nfunction one() { return 1 }\n")
+    with Workspace.open(root) as ws:
+        ws.index()
+        assert ws.store.execute("SELECT qualname, docstring FROM symbols") == [("one", "Returns one.")]
