@@ -7,7 +7,7 @@ the project label is the project folder's name, statuses are HTTP codes.
 
 from __future__ import annotations
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client import disable_created_metrics
 
 # The *_created series double the output and nothing here reads them.
@@ -36,9 +36,17 @@ class Metrics:
         self.invalidated_tokens = Counter("memstrata_prefix_invalidated_tokens",
                                           "Tokens of already-forwarded content whose forwarded form changed",
                                           ["project"], registry=r)
-        self.dollars_saved = Counter("memstrata_dollars_saved",
-                                     "USD saved by compression before cache-miss costs (cache-aware rates)",
-                                     ["project"], registry=r)
+        # What /status, the dashboard and `memstrata savings` call the dollars saved: the counterfactual bill
+        # minus the provider's (the estimate where a row has no counterfactual).  It falls when the proxy
+        # costs more than it saves (a compaction's cache writes), which no counter may do: a gauge.
+        self.dollars_saved = Gauge("memstrata_dollars_saved",
+                                   "USD saved since this serve started: what the provider would have billed for "
+                                   "the unmodified prompts minus what it billed (dollar_saved; can fall)",
+                                   ["project"], registry=r)
+        self.dollars_saved_gross = Counter("memstrata_dollars_saved_gross",
+                                           "USD of the tokens compression removed before cache-miss costs "
+                                           "(dollar_saved_gross, the estimate's part; cache-aware rates)",
+                                           ["project"], registry=r)
         self.cache_miss_dollars = Counter("memstrata_cache_miss_dollars",
                                           "USD the proxy's prefix changes cost in lost provider cache hits",
                                           ["project"], registry=r)
@@ -65,7 +73,7 @@ class Metrics:
                                              registry=r)
         # Make the documented series visible from the first scrape.
         for series in (self.tokens_sent, self.tokens_saved, self.compactions, self.invalidated_tokens,
-                       self.dollars_saved, self.cache_miss_dollars):
+                       self.dollars_saved, self.dollars_saved_gross, self.cache_miss_dollars):
             series.labels(project=project)
         for kind in ("input", "output", "cache_read", "cache_write"):
             self.provider_tokens.labels(project=project, kind=kind)

@@ -536,7 +536,8 @@ class Recorder:
             rate = providers.rate(t.model, t.provider)
             if rate is not None:
                 dollars = price(t, rate)
-                m.dollars_saved.labels(project=project).inc(max(dollars.gross_saved, 0.0))
+                m.dollars_saved.labels(project=project).inc(dollars.saved)
+                m.dollars_saved_gross.labels(project=project).inc(max(dollars.gross_saved, 0.0))
                 m.cache_miss_dollars.labels(project=project).inc(dollars.miss_cost)
                 m.prompt_bill.labels(project=project, bill="direct").inc(dollars.bill_direct)
                 m.prompt_bill.labels(project=project, bill="proxied").inc(dollars.bill_proxied)
