@@ -502,24 +502,40 @@ class TextRatio:
     """The provider's tokens per cl100k token of a request's texts, per model, learnt from the
     requests that hold texts only (recent ones weigh more).  A request with an image is billed
     for the image too: its reported total over our count of its texts would scale the removed
-    code by the image's tokens as well."""
+    code by the image's tokens as well.
+
+    The framing the provider adds per block is in its reported total too, and where it is fitted
+    (:class:`FramingEstimate`) it is not known when the first requests are seen: one request
+    cannot tell its texts from its framing.  So each request is remembered as its reported total
+    and its blocks, both per token of its texts, and the framing is taken out when the ratio is
+    read, at the per-block share known *then*.  (Taken out when each request was seen, the first
+    ones' framing stayed in the ratio: a first request of 900 tokens in 5 blocks of 3 tokens of
+    framing each put it 1.7 % high, still 0.7 % eight requests later -- enough to put a prompt 100
+    tokens under a 100,000-token clearing trigger over it.)
+    """
 
     def __init__(self, weight: float = 0.1):
         self.weight = weight
-        self._ratios: dict[object, float] = {}
+        self._ratios: dict[object, tuple[float, float]] = {}   # key -> (reported / texts, blocks / texts)
         self._lock = threading.Lock()
 
-    def observe(self, key: object, text_tokens: int, reported_texts: int) -> None:
+    def observe(self, key: object, text_tokens: int, reported_texts: int, blocks: int = 0) -> None:
+        """``reported_texts``: the provider's count less the framing its rules publish (none where it
+        is fitted); ``blocks``: the blocks of the fitted framing (0 where it is published)."""
         if text_tokens <= 0 or reported_texts <= 0:
             return
-        r = reported_texts / text_tokens
+        r, b = reported_texts / text_tokens, blocks / text_tokens
         with self._lock:
             old = self._ratios.get(key)
-            self._ratios[key] = r if old is None else old + self.weight * (r - old)
+            self._ratios[key] = (r, b) if old is None else (old[0] + self.weight * (r - old[0]),
+                                                             old[1] + self.weight * (b - old[1]))
 
-    def get(self, key: object) -> float | None:
+    def get(self, key: object, per_block: float = 0.0) -> float | None:
+        """The ratio with ``per_block`` tokens of framing per block taken out of every request seen."""
         with self._lock:
-            return self._ratios.get(key)
+            got = self._ratios.get(key)
+        ratio = None if got is None else got[0] - per_block * got[1]
+        return ratio if ratio is not None and ratio > 0 else None
 
 
 def scaled(split: Split, reported_total: int | None, forwarded_tokens: int,

@@ -123,8 +123,8 @@ class Counting:
         counted and priced after the clearing the provider would have applied to it, and the forwarded
         one after the clearing it applies to that (see :mod:`.context_editing`)."""
         key = (self.api, self.model)
-        ratio = (self.text_ratio.get(key) if self.text_ratio is not None else None) or 1.0
         per_block = self.framing.per_block(key) if self.framing is not None else 0.0
+        ratio = (self.text_ratio.get(key, per_block) if self.text_ratio is not None else None) or 1.0
         blocks = prompt_blocks(self.body, self.api, self.model)
         framing = per_block * len(blocks)
         view, _ = provider_view(self.body, self.edit, blocks[-1].tokens if blocks else 0, ratio, framing)
@@ -197,14 +197,21 @@ class Counting:
         # Images and files are billed beside the texts: such a request teaches neither the framing
         # nor the text ratio, and its removed texts are priced at the ratio of text-only requests.
         uncounted = has_uncounted_parts(self.body, self.api)
-        if self.family == OPENAI_FAMILY or self.framing is None:
+        fitted = not (self.family == OPENAI_FAMILY or self.framing is None)
+        per_block = 0.0
+        if not fitted:
             framing = framing_tokens(self.body, self.api, self.family)   # published: OpenAI's
         else:
             if not self._observed and not uncounted:
                 self.framing.observe(key, self.forwarded or 0, self.counterfactual.blocks, reported)
-            framing = round(self.framing.per_block(key) * self.counterfactual.blocks)
+            per_block = self.framing.per_block(key)
+            framing = round(per_block * self.counterfactual.blocks)
         if self.text_ratio is not None and not self._observed and not uncounted:
-            self.text_ratio.observe(key, self.forwarded or 0, reported - min(framing, reported))
+            # a fitted framing is taken out when the ratio is read, at the share known then
+            if fitted:
+                self.text_ratio.observe(key, self.forwarded or 0, reported, self.counterfactual.blocks)
+            else:
+                self.text_ratio.observe(key, self.forwarded or 0, reported - min(framing, reported))
         self._observed = True
         if not self.changed:
             # Forwarded as the client sent it: the provider billed the very request the counterfactual
@@ -214,7 +221,7 @@ class Counting:
                     ans.cache_write_1h_tokens or 0)
         ratio = None
         if uncounted:
-            ratio = self.text_ratio.get(key) if self.text_ratio is not None else None
+            ratio = self.text_ratio.get(key, per_block) if self.text_ratio is not None else None
             ratio = 1.0 if ratio is None else ratio  # none learnt yet: the provider counts as cl100k
         return scaled(self.counterfactual, reported, self.forwarded or 0, framing, text_ratio=ratio)
 

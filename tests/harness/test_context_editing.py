@@ -146,3 +146,57 @@ def test_forwarded_count_follows_the_tool_uses_the_provider_reports_cleared():
     ans = Answer(input_tokens=after, cache_read_tokens=0, cache_write_tokens=0, cleared_tool_uses=2)
     counting.counterfactual_usage(ans)
     assert counting.forwarded == after
+
+
+def test_trigger_is_judged_without_the_framing_of_the_first_requests(providers):
+    """The provider's count of a request is its texts plus a few tokens of framing per block; where
+    that framing is fitted from its reports, the first request cannot tell the two apart.  A request
+    just under the clearing trigger must stay under it in the model too: with the first requests'
+    framing left in the provider's tokens per text token, the model put it over and priced a clearing
+    (and a cache write of everything after it) the provider never made."""
+    from memstrata.harness.proxy.analysis import parse_answer, prompt_tokens
+    from memstrata.harness.proxy.compress_request import CompressionResult
+    from memstrata.harness.proxy.counterfactual import FramingEstimate, ShadowCache, TextRatio
+    from memstrata.harness.proxy.recorder import Counting
+
+    through, direct = providers
+    line = "    total = sum(item.price * item.quantity for item in order.items)  # running total\n"
+
+    def body(reads, lines):
+        msgs = [{"role": "user", "content": [{"type": "text", "text": "Fix the bug."}]}]
+        for n in range(reads):
+            msgs.append({"role": "assistant", "content": [
+                {"type": "tool_use", "id": f"t{n}", "name": "Read", "input": {"file_path": f"src/m{n}.py"}}]})
+            msgs.append({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"t{n}", "content": line * (3 if n == 0 else lines)}]})
+        return {"model": "claude-sonnet-4-5", "max_tokens": 50, "messages": msgs}
+
+    steps = range(1, 9)
+    # the provider's own count of each request as sent (a stand-in that applies no edit)
+    counts = []
+    for n in steps:
+        usage = httpx.post(direct.url + "/v1/messages", json=body(n, 120)).json()["usage"]
+        counts.append(usage["input_tokens"] + usage["cache_read_input_tokens"] + usage["cache_creation_input_tokens"])
+    direct.bills.clear()
+    direct.applied.clear()
+    k = 5   # the provider does not clear the sixth request (its count is just under), and clears the next ones
+    edits = {"edits": [{"type": "clear_tool_uses_20250919",
+                        "trigger": {"type": "input_tokens", "value": counts[k] + 10},
+                        "keep": {"type": "tool_uses", "value": 2}}]}
+    shadow, framing, ratio = ShadowCache(), FramingEstimate(), TextRatio()
+    cf, originals = [], []
+    for n in steps:
+        sent = {**body(n, 120), "context_management": edits}
+        fwd = {**body(n, 40), "context_management": edits}
+        counting = Counting(sent, CompressionResult(body=fwd, reason="test"), "anthropic", shadow=shadow,
+                            family="anthropic", model="claude-sonnet-4-5", framing=framing, text_ratio=ratio)
+        counting.run()
+        answer = httpx.post(through.url + "/v1/messages", json=fwd, headers={"anthropic-beta": BETA})
+        cf.append(sum(counting.counterfactual_usage(parse_answer("anthropic", False, answer.content))[:3]))
+        originals.append(counting.original)
+        httpx.post(direct.url + "/v1/messages", json=sent, headers={"anthropic-beta": BETA}).raise_for_status()
+    cleared = [sum(e["cleared_tool_uses"] for e in a) for a in direct.applied]
+    assert cleared[k] == 0 and all(cleared[k + 1:]), cleared
+    assert originals[k] == prompt_tokens(body(k + 1, 120), "anthropic")   # the model did not clear it either
+    billed = [b.input + b.cache_read + b.cache_write for b in direct.bills]
+    assert cf == [pytest.approx(b, rel=0.01) for b in billed]
