@@ -43,6 +43,16 @@ result clearing ``clear_tool_uses_20250919`` as published:
   carries ``context_management.applied_edits`` with ``cleared_tool_uses`` and
   ``cleared_input_tokens``.
 
+Thinking block clearing ``clear_thinking_20251015`` as published: the thinking
+blocks of the assistant turns before the latest ``keep`` ones that hold
+thinking are removed (``{"type": "thinking_turns", "value": n}``, 1 when not
+given; ``"all"`` or ``{"type": "all"}`` keeps them all); a turn is Claude's
+answer to a user message, so it runs on through tool results and ends at the
+next user message that brings anything else; no trigger.  Edits apply in the
+order listed (the thinking edit first), the answer reports
+``cleared_thinking_turns`` and ``cleared_input_tokens``.  A thinking block
+counts as its thinking text.
+
 OpenAI chat completions (``POST /v1/chat/completions``), automatic caching:
 
 * prompts of 1,024 tokens or more are cached whole; a later prompt's
@@ -137,6 +147,8 @@ class CachingProvider:
         kind = block.get("type")
         if kind == "text":
             return block.get("text", "")
+        if kind == "thinking":
+            return block.get("thinking", "")
         if kind == "tool_use":
             return block.get("name", "") + json.dumps(block.get("input"), ensure_ascii=False)
         if kind == "tool_result":
@@ -166,11 +178,14 @@ class CachingProvider:
             blocks.append({"type": "text", "text": system})
         elif isinstance(system, list):
             blocks.extend(system)
+        turn = 0
         for msg in data.get("messages") or []:
             content = msg.get("content")
             parts = [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
-            blocks.extend({**p, "_role": msg.get("role")} for p in parts)
-        applied = self._clear_tool_uses(data, blocks)
+            if msg.get("role") == "user" and not (parts and all(p.get("type") == "tool_result" for p in parts)):
+                turn += 1   # a new question: tool results only carry the same turn on
+            blocks.extend({**p, "_role": msg.get("role"), "_turn": turn} for p in parts)
+        applied = self._clear_thinking(data, blocks) + self._clear_tool_uses(data, blocks)
 
         def lifetime(control) -> float:
             return LIFETIME_1H if isinstance(control, dict) and control.get("ttl") == "1h" else LIFETIME
@@ -239,6 +254,29 @@ class CachingProvider:
         ]
         sse = "".join(f"event: {name}\ndata: {json.dumps(ev)}\n\n" for name, ev in events)
         return Response(sse, media_type="text/event-stream")
+
+    def _clear_thinking(self, data: dict, blocks: list) -> list:
+        """Anthropic's thinking block clearing, as published, applied to ``blocks`` in place."""
+        config = data.get("context_management")
+        edits = config.get("edits") if isinstance(config, dict) else None
+        applied = []
+        for edit in edits if isinstance(edits, list) else []:
+            if not isinstance(edit, dict) or edit.get("type") != "clear_thinking_20251015":
+                continue
+            keep = edit.get("keep") or {"type": "thinking_turns", "value": 1}
+            if keep == "all" or keep.get("type") == "all":
+                continue
+            thinking = lambda b: isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking") \
+                and b.get("_role") == "assistant"
+            turns = sorted({b["_turn"] for b in blocks if thinking(b)})
+            old = set(turns[:max(len(turns) - keep["value"], 0)])
+            if not old:
+                continue
+            gone = sum(self._tokens(self._text_of(b)) for b in blocks if thinking(b) and b["_turn"] in old)
+            blocks[:] = [b for b in blocks if not (thinking(b) and b["_turn"] in old)]
+            applied.append({"type": "clear_thinking_20251015", "cleared_thinking_turns": len(old),
+                            "cleared_input_tokens": gone})
+        return applied
 
     def _clear_tool_uses(self, data: dict, blocks: list) -> list:
         """Anthropic's tool result clearing, as published, applied to ``blocks`` in place; the edits applied."""

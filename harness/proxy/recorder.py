@@ -49,7 +49,7 @@ from .counterfactual import (
     NO_CACHE, OPENAI_FAMILY, FramingEstimate, ShadowCache, Split, TextRatio, framing_tokens, has_uncounted_parts,
     prompt_blocks, scaled,
 )
-from .context_editing import clear_tool_uses, cleared, provider_view
+from .context_editing import ContextEdits, cleared, context_edits, provider_view, thinking_cleared
 from .providers import Providers, ProvidersError
 from .savings import price
 
@@ -80,9 +80,10 @@ class Counting:
         self.framing = framing
         self.text_ratio = text_ratio
         self._observed = False
-        # Anthropic's server-side tool result clearing, when the request asks for it
-        self.edit = clear_tool_uses(body) if api == ANTHROPIC and shadow is not None else None
-        self._forwarded_raw = 0        # with it: the forwarded request's count before the provider clears
+        # Anthropic's server-side context editing (tool results, thinking), when the request asks for it
+        self.edit = context_edits(body) if api == ANTHROPIC and shadow is not None else None
+        self._forwarded_thinned: dict | None = None   # with it: the forwarded request after its thinking clearing
+        self._forwarded_raw = 0        # ... its count, before the provider clears tool results
         self._forwarded_cleared = 0    # ... and the tool uses the model expects the provider to clear of it
         self.original: int | None = None
         self.forwarded: int | None = None
@@ -133,8 +134,12 @@ class Counting:
         self.original = blocks[-1].tokens if blocks else 0
         if self.changed:
             fwd = self.compression.body
+            if self.edit.thinking is not None:   # no trigger: the model's clearing is the provider's
+                fwd, _ = thinking_cleared(fwd, self.edit.thinking)
+            self._forwarded_thinned = fwd
             self._forwarded_raw = prompt_tokens(fwd, self.api)
-            fwd_view, self._forwarded_cleared = provider_view(fwd, self.edit, self._forwarded_raw, ratio, framing)
+            fwd_view, self._forwarded_cleared = provider_view(fwd, ContextEdits(tool_uses=self.edit.tool_uses),
+                                                              self._forwarded_raw, ratio, framing)
             self.forwarded = prompt_tokens(fwd_view, self.api) if fwd_view is not fwd else self._forwarded_raw
         else:
             self.forwarded = self.original
@@ -146,9 +151,10 @@ class Counting:
         """The forwarded request's count after the clearing the provider reports it applied: its
         ``applied_edits`` say how many tool uses it cleared, which the model of its rules only estimates."""
         n = ans.cleared_tool_uses
-        if self.edit is None or not self.changed or n is None or n == self._forwarded_cleared:
+        if (self.edit is None or self.edit.tool_uses is None or not self.changed or n is None
+                or n == self._forwarded_cleared):
             return self.forwarded or 0
-        _, gone = cleared(self.compression.body, self.edit, n)
+        _, gone = cleared(self._forwarded_thinned, self.edit.tool_uses, n)
         return self._forwarded_raw - gone
 
     def _forwarded_tokens(self) -> int:

@@ -27,11 +27,23 @@ AT_LEAST = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "
                        "clear_at_least": {"type": "input_tokens", "value": 2500}, "clear_tool_inputs": True}]}
 
 
-def session(ws, server, direct, edits, stream=False, turns=14):
+def with_thinking(body):
+    """``body`` with a thinking block (the same at the same place on every request) opening each
+    assistant message, as an agent with extended thinking sends its history back."""
+    for n, m in enumerate(body["messages"]):
+        if m["role"] == "assistant":
+            note = f"Step {n}: which file holds the refund rule, and what does the window check? "
+            m["content"] = [{"type": "thinking", "thinking": note * 12, "signature": f"sig-{n}"}, *m["content"]]
+    return body
+
+
+def session(ws, server, direct, edits, stream=False, turns=14, thinking=False):
     """The conversation through the proxy with the real SDK's beta client, and straight to ``direct``."""
     client = anthropic.Anthropic(base_url=server.url + "/anthropic", api_key=KEY, max_retries=0)
     answers = []
     for body in conversation(ws, turns):
+        if thinking:
+            body = with_thinking(body)
         body["context_management"] = edits
         if stream:
             with client.beta.messages.stream(**copy.deepcopy(body), betas=[BETA]) as s:
@@ -40,6 +52,63 @@ def session(ws, server, direct, edits, stream=False, turns=14):
             answers.append(client.beta.messages.create(**copy.deepcopy(body), betas=[BETA]))
         httpx.post(direct.url + "/v1/messages", json=body, headers={"anthropic-beta": BETA}).raise_for_status()
     return answers
+
+
+# Thinking block clearing (no trigger: every request past the second turn clears), alone and listed before
+# tool result clearing, as the API asks.
+THINKING_ONE = {"edits": [{"type": "clear_thinking_20251015", "keep": {"type": "thinking_turns", "value": 1}}]}
+THINKING_AND_TOOLS = {"edits": [{"type": "clear_thinking_20251015"}, *KEEP_TWO["edits"]]}
+
+
+@pytest.mark.parametrize("edits,stream", [(THINKING_ONE, False), (THINKING_ONE, True), (THINKING_AND_TOOLS, False),
+                                          (THINKING_AND_TOOLS, True)],
+                         ids=["thinking-json", "thinking-stream", "both-json", "both-stream"])
+def test_ledger_saving_counts_the_providers_thinking_clearing(shop_ws, providers, edits, stream):
+    """The provider drops the thinking of all but the latest turns before it bills and caches: the
+    unmodified request's bill is that of the request without them."""
+    through, direct = providers
+    app, server = run(shop_ws, through)
+    with server:
+        session(shop_ws, server, direct, edits, stream=stream, thinking=True)
+        w = reported(app, shop_ws)
+    kinds = [e["type"] for a in direct.applied for e in a]
+    assert kinds.count("clear_thinking_20251015") >= 5, "the provider must clear thinking in the direct run"
+    if edits is THINKING_AND_TOOLS:
+        assert kinds.count("clear_tool_uses_20250919") >= 3
+    true_saving = direct.total(ANTHROPIC_RATES) - through.total(ANTHROPIC_RATES)
+    assert abs(w.dollar_saved - true_saving) <= 0.02 * abs(true_saving)
+    prompt_only = {**ANTHROPIC_RATES, "output": 0.0}
+    assert w.bill_direct == pytest.approx(direct.total(prompt_only), rel=0.02)
+
+
+def test_model_of_thinking_clearing_follows_the_published_rules():
+    from memstrata.harness.proxy.context_editing import ClearThinking, clear_thinking, thinking_cleared
+
+    think = lambda n: {"type": "thinking", "thinking": f"thought {n} " * 20, "signature": "s"}   # noqa: E731
+    use = lambda n: {"type": "tool_use", "id": f"t{n}", "name": "Read", "input": {}}   # noqa: E731
+    result = lambda n: {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": "x"}]}  # noqa: E731
+    body = {"messages": [
+        {"role": "user", "content": "First question"},
+        {"role": "assistant", "content": [think(1), use(1)]}, result(1),            # turn 1 goes on through
+        {"role": "assistant", "content": [think(2), {"type": "text", "text": "Done."}]},   # its tool result
+        {"role": "user", "content": [{"type": "text", "text": "Second question"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "No thinking here."}]},
+        {"role": "user", "content": "Third question"},
+        {"role": "assistant", "content": [think(3), use(3)]}, result(3)]}
+
+    def kept(b):
+        return [p["thinking"].split()[1] for m in b["messages"] if isinstance(m["content"], list)
+                for p in m["content"] if p.get("type") == "thinking"]
+
+    edit = lambda keep: clear_thinking({"context_management": {"edits": [   # noqa: E731
+        {"type": "clear_thinking_20251015", **({} if keep is None else {"keep": keep})}]}})
+    assert edit(None) == ClearThinking(keep=1) and edit("all") == edit({"type": "all"}) == ClearThinking(keep=None)
+    # keep 1 (the default): only the latest turn that thought keeps its thinking; a turn without any is no turn
+    out, gone = thinking_cleared(body, edit(None))
+    assert kept(out) == ["3"] and gone > 0 and kept(body) == ["1", "2", "3"]
+    # keep 2: both blocks of the first turn (its tool round included) go only when two later turns thought
+    assert kept(thinking_cleared(body, edit({"type": "thinking_turns", "value": 2}))[0]) == ["1", "2", "3"]
+    assert thinking_cleared(body, edit("all")) == (body, 0)
 
 
 def cleared_uses(message):
