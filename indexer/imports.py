@@ -469,7 +469,10 @@ def _read_go_mod(path: Path) -> str | None:
     return match.group(1) if match else None
 
 
-_JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\\n])*")|/\*.*?\*/|//[^\n]*|,(?=\s*[}\]])', re.S)
+# A string's closing quote is optional: a string JSON cannot end on its line makes the file invalid
+# whatever else is dropped, and taking it as it stands keeps the scan linear (with the quote required,
+# every quote after an unclosed one scanned to the end of the line again: the square of a hostile line).
+_JSONC_NOISE = re.compile(r'("(?:\\.|[^"\\\n])*"?)|/\*.*?\*/|//[^\n]*|,(?=\s*[}\]])', re.S)
 
 
 def _read_json_loose(path: Path) -> dict | None:
@@ -751,7 +754,9 @@ def build_resolve_context(root: Path, files: Iterable[str]) -> ResolveContext:
     )
 
 
-_CARGO_NAME = re.compile(r"^\s*name\s*=\s*[\"']([^\"']+)[\"']", re.M)
+# TOML's whitespace within a line (space, tab): `\s*` after `^` would also cross blank lines, and every
+# line of a run of them would scan the rest of the run again.
+_CARGO_NAME = re.compile(r"^[ \t]*name[ \t]*=[ \t]*[\"']([^\"']+)[\"']", re.M)
 
 
 def _toml_table(text: str, header: str) -> str | None:

@@ -544,3 +544,22 @@ def test_a_comment_of_many_blank_lines_is_indexed_in_time(tmp_path):
     with Workspace.open(root) as ws:
         ws.index()
         assert ws.store.execute("SELECT qualname, docstring FROM symbols") == [("one", "Returns one.")]
+
+
+def test_hostile_resolution_configs_are_read_in_time(tmp_path):
+    # The configs an index run reads besides the sources: a one-line tsconfig whose strings never
+    # close, and a Cargo.toml of many blank lines, once cost the square of their length to read.
+    root = tmp_path / "p"
+    (root / "src").mkdir(parents=True)
+    (root / "tsconfig.json").write_text('{"compilerOptions": {"paths": {"x": "' + 'a\\"' * 90_000 + "\n")
+    (root / "src" / "main.ts").write_text("export function main(): number { return 1 }\n")
+    (root / "crate" / "src").mkdir(parents=True)
+    (root / "crate" / "Cargo.toml").write_text('[package]\nname = "deep"\n[lib]\n' + "\n" * 600_000 + 'path = "src/lib.rs"\n')
+    (root / "crate" / "src" / "lib.rs").write_text("pub fn deep() -> u8 { 1 }\n")
+    (root / "crate" / "src" / "main.rs").write_text("use deep::deep;\nfn main() { deep(); }\n")
+    with Workspace.open(root, workers=1) as ws:
+        ws.index()
+        assert {r[0] for r in ws.store.execute("SELECT qualname FROM symbols")} >= {"main", "deep"}
+        # the crate's name still read beside the blank lines: `use deep::deep` finds its library
+        assert ws.store.execute("SELECT i.target_path FROM imports i JOIN files f ON f.id = i.file_id"
+                                " WHERE f.path = 'crate/src/main.rs'") == [("crate/src/lib.rs",)]
