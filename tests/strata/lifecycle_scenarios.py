@@ -19,6 +19,20 @@ EDGE_TYPES = ["uses", "owns"]
 KEYS = ["a", "b", "app:1"]
 
 
+def _scope_and_asof(rng: random.Random, branches: list[str], stamps: list, p_version: float):
+    """A step's branch, its scope (sometimes in space s1) and, sometimes, a read anchored at an
+    earlier stamped commit: by its version with probability ``p_version``, else by its instant."""
+    br = rng.choice(branches)
+    scope = {} if br == "default" else {"branch": br}
+    if rng.random() < 0.15:
+        scope["space"] = "s1"
+    asof = {}
+    if stamps and rng.random() < 0.3:
+        at = rng.choice(stamps)
+        asof = {"as_of": f"$t{at}"} if rng.random() < p_version else {"as_of_time": f"$w{at}"}
+    return br, scope, asof
+
+
 def random_lifecycle_script(seed: int, steps: int) -> list:
     """Graph nodes and edges (with properties), events and documents over branches that are
     created, forked (at the head, a version or a time), promoted, compared and deleted, with
@@ -28,14 +42,7 @@ def random_lifecycle_script(seed: int, steps: int) -> list:
     branches = ["default"]
     stamps: list[int] = []  # steps whose commit a later read or fork is anchored at
     for n in range(steps):
-        br = rng.choice(branches)
-        scope = {} if br == "default" else {"branch": br}
-        if rng.random() < 0.15:
-            scope["space"] = "s1"
-        asof = {}
-        if stamps and rng.random() < 0.3:
-            at = rng.choice(stamps)
-            asof = {"as_of": f"$t{at}"} if rng.random() < 0.6 else {"as_of_time": f"$w{at}"}
+        br, scope, asof = _scope_and_asof(rng, branches, stamps, 0.6)
         roll = rng.random()
         save = False
         if roll < 0.12:
@@ -155,14 +162,7 @@ def random_history_script(seed: int, steps: int) -> list:
     branches = ["default"]
     stamps: list[int] = []
     for n in range(steps):
-        br = rng.choice(branches)
-        scope = {} if br == "default" else {"branch": br}
-        if rng.random() < 0.15:
-            scope["space"] = "s1"
-        asof = {}
-        if stamps and rng.random() < 0.3:
-            at = rng.choice(stamps)
-            asof = {"as_of": f"$t{at}"} if rng.random() < 0.7 else {"as_of_time": f"$w{at}"}
+        br, scope, asof = _scope_and_asof(rng, branches, stamps, 0.7)
         r = rng.random()
         save = False
         k = rng.choice(KEYS)
