@@ -81,36 +81,42 @@ def _value(spec, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else default
 
 
-def clear_tool_uses(body: dict) -> ClearToolUses | None:
-    """The request's tool result clearing edit with the published defaults filled in, None without one."""
+def _edit(body: dict, kind: str) -> dict | None:
+    """The request's first ``context_management`` edit of type ``kind``, None without one."""
     config = body.get("context_management")
     edits = config.get("edits") if isinstance(config, dict) else None
     for edit in edits if isinstance(edits, list) else []:
-        if isinstance(edit, dict) and edit.get("type") == CLEAR_TOOL_USES:
-            trigger = edit.get("trigger")
-            inputs = edit.get("clear_tool_inputs")
-            return ClearToolUses(
-                trigger_tool_uses=isinstance(trigger, dict) and trigger.get("type") == "tool_uses",
-                trigger=_value(trigger, DEFAULT_TRIGGER),
-                keep=_value(edit.get("keep"), DEFAULT_KEEP),
-                clear_at_least=_value(edit.get("clear_at_least"), 0),
-                exclude_tools=frozenset(t for t in edit.get("exclude_tools") or [] if isinstance(t, str)),
-                clear_inputs=frozenset(t for t in inputs if isinstance(t, str)) if isinstance(inputs, list)
-                else inputs is True)
+        if isinstance(edit, dict) and edit.get("type") == kind:
+            return edit
     return None
+
+
+def clear_tool_uses(body: dict) -> ClearToolUses | None:
+    """The request's tool result clearing edit with the published defaults filled in, None without one."""
+    edit = _edit(body, CLEAR_TOOL_USES)
+    if edit is None:
+        return None
+    trigger = edit.get("trigger")
+    inputs = edit.get("clear_tool_inputs")
+    return ClearToolUses(
+        trigger_tool_uses=isinstance(trigger, dict) and trigger.get("type") == "tool_uses",
+        trigger=_value(trigger, DEFAULT_TRIGGER),
+        keep=_value(edit.get("keep"), DEFAULT_KEEP),
+        clear_at_least=_value(edit.get("clear_at_least"), 0),
+        exclude_tools=frozenset(t for t in edit.get("exclude_tools") or [] if isinstance(t, str)),
+        clear_inputs=frozenset(t for t in inputs if isinstance(t, str)) if isinstance(inputs, list)
+        else inputs is True)
 
 
 def clear_thinking(body: dict) -> ClearThinking | None:
     """The request's thinking block clearing edit, None without one."""
-    config = body.get("context_management")
-    edits = config.get("edits") if isinstance(config, dict) else None
-    for edit in edits if isinstance(edits, list) else []:
-        if isinstance(edit, dict) and edit.get("type") == CLEAR_THINKING:
-            keep = edit.get("keep")
-            if keep == "all" or (isinstance(keep, dict) and keep.get("type") == "all"):
-                return ClearThinking(keep=None)
-            return ClearThinking(keep=_value(keep, DEFAULT_THINKING_TURNS))
-    return None
+    edit = _edit(body, CLEAR_THINKING)
+    if edit is None:
+        return None
+    keep = edit.get("keep")
+    if keep == "all" or (isinstance(keep, dict) and keep.get("type") == "all"):
+        return ClearThinking(keep=None)
+    return ClearThinking(keep=_value(keep, DEFAULT_THINKING_TURNS))
 
 
 def context_edits(body: dict) -> ContextEdits | None:
