@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -171,14 +172,23 @@ def summary_line(s: IndexSummary) -> str:
             f"{s.removed} removed, {s.files_with_syntax_errors} with syntax errors; skipped: {skipped}")
 
 
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # the working directory was deleted
+        return None
+
+
 def cmd_index(args) -> int:
     named = argtypes.project_of(args)
     try:
         with open_workspace(named, argtypes.store_of(args),
                             max_file_bytes=args.max_file_size, workers=args.workers) as ws:
-            if not args.json and named is not None and Path(named).expanduser().resolve() != ws.root:
-                # A folder inside an indexed project belongs to that project's index.
-                print(f"project: {ws.root} (the indexed project holding {named})", file=sys.stderr, flush=True)
+            given = named if named is not None else _cwd()
+            if not args.json and given is not None and Path(given).expanduser().resolve() != ws.root:
+                # A folder inside an indexed project belongs to that project's index, whether it was
+                # named or is where the command runs: the run says which project it updated.
+                print(f"project: {ws.root} (the indexed project holding {given})", file=sys.stderr, flush=True)
             summary = ensure_indexed(ws, quiet=args.json)
             if args.json:
                 out = {k: v for k, v in vars(summary).items() if k not in ("changed_paths", "removed_paths")}

@@ -262,6 +262,18 @@ def test_index_of_a_folder_inside_an_indexed_project_says_which_project(run_cli,
     assert not (sub / ".memstrata").exists()
 
 
+def test_index_run_from_a_folder_inside_an_indexed_project_says_which_project(run_cli, tmp_path):
+    # Standing in a sub-folder (no folder named) is the everyday case of the same rule.
+    project = copy_project(tmp_path / "p")
+    run_cli("index", str(project))
+    sub = next(p for p in project.iterdir() if p.is_dir() and not p.name.startswith("."))
+    res = run_cli("index", cwd=str(sub))
+    assert f"project: {project} (the indexed project holding {sub})" in res.stderr
+    assert not (sub / ".memstrata").exists()
+    # At the project's own root nothing extra is said.
+    assert "project:" not in run_cli("index", cwd=str(project)).stderr
+
+
 def test_query_json_keeps_stdout_the_answer_and_says_its_notes_on_stderr(run_cli, tmp_path):
     project = copy_project(tmp_path / "p")
     run_cli("index", str(project))
