@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import threading
+from itertools import combinations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -40,7 +41,67 @@ _IMPORT = re.compile(r"^\s*(from\s+\S+\s+import\b|import\b|use\s|#include\b|requ
 _BINDS = re.compile(r"^\s*+(?:export\s+)?(?:const|let|var|type|static|final)?\s*([A-Za-z_$][\w$]*)\s*(?::[^=]*)?=")
 _OPEN, _CLOSE = "([{", ")]}"
 _HASH_COMMENTS = frozenset({"python", "ruby"})
-_STRING = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"|`(?:\\.|[^`\\])*`")
+# String literals ('...', "...", `...`; a backslash escapes any character but a newline), blanked
+# before a text's identifiers are read.  What ``blank_strings`` replaces is exactly what
+# ``re.sub(r"'(?:\\.|[^'\\])*'|...", repl, text)`` replaces (same for " and `), in time linear in
+# the text: that pattern retries every later quote of a kind after one that never closes, and each
+# retry scans to the end again (an unterminated quote followed by many escaped ones cost the square
+# of a file's length at query time).
+#
+# Why a failed start rules out the later ones: a scan from a quote q reads tokens, each a backslash
+# with the character after it (not a newline) or one character that is neither q nor a backslash;
+# it fails where no token fits and the next character is not q: at the end of the text, or at a
+# backslash before a newline (``.`` does not match one) or last in the text.  Every q inside the scanned stretch was read as the
+# second half of an escape token (a bare q would have closed it), so a scan from it starts on a
+# token boundary of the failed scan, reads the same tokens and fails at the same place.  Quotes of
+# another kind inside the stretch are still tried, and q is tried again from that stopping place.
+_KINDS = "'\"`"
+_BODY = {q: r"%s[^%s\\]*+(?:\\.[^%s\\]*+)*+" % (q, q, q) for q in _KINDS}  # the scan from one q
+_SCAN = {q: re.compile(body + "(%s)?" % q).match for q, body in _BODY.items()}  # group 1: it closed
+# For each set of kinds still tried: a run of text that is plain characters (other kinds included)
+# and whole strings of those kinds, and the substitution of those strings.
+_RUNS = {"".join(live): (re.compile(r"[^%s]*+(?:(?:%s)[^%s]*+)*+" % (
+    "".join(live), "|".join(_BODY[q] + q for q in live), "".join(live))).match,
+    re.compile("|".join(_BODY[q] + q for q in live)).sub)
+    for k in (1, 2, 3) for live in combinations(_KINDS, k)}
+
+
+def blank_strings(text: str, repl: str) -> str:
+    """``text`` with every string literal replaced by ``repl`` (see _KINDS above)."""
+    if "'" not in text and '"' not in text and "`" not in text:
+        return text
+    run, sub = _RUNS[_KINDS]
+    end = run(text).end()
+    if end == len(text):  # no quote fails to close: one substitution
+        return sub(repl, text)
+    out = [sub(repl, text[:end])]
+    failed_until = dict.fromkeys(_KINDS, 0)  # a start of that kind before this index fails
+    pos, n = end, len(text)
+    while pos < n:
+        live = "".join(q for q in _KINDS if failed_until[q] <= pos)
+        bound = min([failed_until[q] for q in _KINDS if failed_until[q] > pos], default=n)
+        if not live:
+            out.append(text[pos:bound])
+            pos = bound
+            continue
+        run, sub = _RUNS[live]
+        end = run(text, pos, bound).end()
+        if end > pos:
+            out.append(sub(repl, text[pos:end]))
+            pos = end
+            if pos == bound:
+                continue
+        # text[pos] is a quote still tried whose string does not close before ``bound``.
+        q = text[pos]
+        scan = _SCAN[q](text, pos)
+        if scan.group(1) is not None:
+            out.append(repl)
+            pos = scan.end()
+        else:
+            failed_until[q] = scan.end()
+            out.append(q)
+            pos += 1
+    return "".join(out)
 
 
 @dataclass
@@ -126,7 +187,7 @@ def build_outline(lines: list[str], language: str, path: str = "block") -> Outli
         text = "\n".join(lines[ln] for ln in unit.lines())
         unit.text = text
         unit.chars = len(text)
-        unit.idents = frozenset(_IDENT.findall(_STRING.sub(" ", text)))
+        unit.idents = frozenset(_IDENT.findall(blank_strings(text, " ")))
     for unit in units:  # a parent comes before its members
         unit.test = unit.kind != "stmt" and (
             (unit.parent is not None and units[unit.parent].test) or _test_marked(lines, unit.start))
@@ -194,7 +255,7 @@ def _module_statements(lines: list[str], owner: list[int], units: list[Unit], ha
                     owner[ln] = idx
             text = "\n".join(lines[ln] for ln in range(body[0], body[-1] + 1))
             if is_import:
-                unit.binds = frozenset(_IDENT.findall(_STRING.sub(" ", text))) - _IMPORT_WORDS
+                unit.binds = frozenset(_IDENT.findall(blank_strings(text, " "))) - _IMPORT_WORDS
             else:
                 m = _BINDS.match(first)
                 unit.binds = frozenset({m.group(1)}) if m else frozenset()
@@ -232,7 +293,7 @@ def _scan_brackets(line: str, depth: int, triple: str | None, hash_comments: boo
             text = text[:text.find(q)]
             triple = q
             break
-    text = _STRING.sub("", text)
+    text = blank_strings(text, "")
     text = text.split("#", 1)[0] if hash_comments else text.split("//", 1)[0]
     depth += sum(text.count(c) for c in _OPEN) - sum(text.count(c) for c in _CLOSE)
     return depth, triple
