@@ -34,9 +34,17 @@ def exclusive(path: Path, *, wait: float = 0.0, busy: SbufError | None = None) -
     someone else after ``wait`` seconds, and ``internal_error`` when the lock
     file cannot be opened (read-only store, missing folder).
     """
+    # A lock file is one of Stormbuffer's own: a link in its place (a store committed with a
+    # repository can carry one) is refused, never followed -- opened with O_CREAT, it would create
+    # an empty file where it points.
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        fd = os.open(path, flags, 0o644)
     except OSError:
+        if path.is_symlink():
+            raise SbufError("internal_error", errors.STORE_FAILED,
+                            f"the lock file {path.name} is a link, where Stormbuffer keeps a file of its own; "
+                            "remove the link") from None
         raise SbufError("internal_error", errors.STORE_FAILED, "the lock file cannot be opened") from None
     try:
         deadline = time.monotonic() + wait

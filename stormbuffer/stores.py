@@ -174,8 +174,21 @@ def project_root(cwd: Path) -> Path:
     for folder in (cwd, *cwd.parents):
         candidate = folder / PROJECT_DIR
         if candidate.is_dir():
+            _refuse_link_out(folder, candidate)
             return candidate
     return cwd / PROJECT_DIR
+
+
+def _refuse_link_out(project: Path, store: Path) -> None:
+    """A project store that is a link to a folder outside its project is refused: a cloned
+    repository can carry such a link, and the store's locks, projection and records would be
+    created, written and read where it points (a link to a folder inside the project is fine)."""
+    if not store.is_symlink():
+        return
+    real_project = os.path.realpath(project)
+    if os.path.commonpath([real_project, os.path.realpath(store)]) != real_project:
+        raise SbufError("internal_error", errors.UNRESOLVED_STORE,
+                        f"the project's {PROJECT_DIR}/ is a link to a folder outside the project; remove the link")
 
 
 def project_location(cwd: Path | None = None, env: Mapping[str, str] = os.environ) -> StoreLocation:

@@ -93,3 +93,37 @@ def test_a_link_in_place_of_the_projection_is_removed_not_written_through(sbuf, 
         assert named.read_text() == "precious\n"
     index = sbuf.store / "index.sqlite3"
     assert index.is_file() and not index.is_symlink()
+
+
+def test_a_store_folder_linked_outside_the_project_is_refused(sbuf, tmp_path):
+    # A cloned repository can carry .sbuf as a link to any folder: nothing is created, written or
+    # read there.  A link to a folder inside the project is the project's own business.
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    sbuf.store.symlink_to(outside)
+    err = sbuf.fails("--project", "init")
+    assert ".sbuf/ is a link to a folder outside the project" in err
+    assert list(outside.iterdir()) == []
+    sbuf.store.unlink()
+    inside = sbuf.project / "notes-store"
+    inside.mkdir()
+    sbuf.store.symlink_to(inside)
+    sbuf.init()
+    assert (inside / "store.toml").is_file()
+
+
+@pytest.mark.parametrize("name", ["projection.lock", "locks/mutation.lock"])
+def test_a_link_in_place_of_a_lock_file_is_never_followed(sbuf, tmp_path, name):
+    # Lock files are opened with O_CREAT: a link in their place would have an empty file created
+    # where it points.  It is refused with its name, and the named file never appears.
+    sbuf.init()
+    record = sbuf.active()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    lock = sbuf.store / name
+    lock.unlink(missing_ok=True)
+    lock.symlink_to(outside / "created")
+    err = sbuf.fails("--project", "approve", record) if name.startswith("locks") else \
+        sbuf.fails("--project", "list", "--all")
+    assert f"the lock file {lock.name} is a link" in err
+    assert list(outside.iterdir()) == []
