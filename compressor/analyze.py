@@ -14,7 +14,7 @@ from memstrata.storage import code_index as ci
 from memstrata.storage.text import query_terms, split_identifier
 
 from .english import ENGLISH
-from .errors import QueryError, json_type
+from .errors import QueryError, echoed, json_type
 from .terms import STOPWORDS
 
 MAX_QUERY_CHARS = 20_000
@@ -37,15 +37,15 @@ def validate(query: object, max_tokens: object, include_tests: object) -> tuple[
         try:
             max_tokens = int(max_tokens.strip())
         except ValueError:
-            raise QueryError(f"max_tokens must be an integer, got {max_tokens!r}") from None
+            raise QueryError(f"max_tokens must be an integer, got {echoed(max_tokens, quoted=True)}") from None
     if isinstance(max_tokens, float) and max_tokens.is_integer():
         max_tokens = int(max_tokens)
     if not isinstance(max_tokens, int):
         raise QueryError(f"max_tokens must be an integer, got {json_type(max_tokens)}")
     if max_tokens < 1:
-        raise QueryError(f"max_tokens must be at least 1, got {max_tokens}")
+        raise QueryError(f"max_tokens must be at least 1, got {echoed(str(max_tokens))}")
     if max_tokens > MAX_TOKENS_LIMIT:
-        raise QueryError(f"max_tokens must be at most {MAX_TOKENS_LIMIT:,}, got {max_tokens:,}")
+        raise QueryError(f"max_tokens must be at most {MAX_TOKENS_LIMIT:,}, got {echoed(f'{max_tokens:,}')}")
     if not isinstance(include_tests, bool):
         raise QueryError(f"include_tests must be true or false, got {json_type(include_tests)}")
     return q, max_tokens, include_tests

@@ -1,8 +1,8 @@
 """Typed errors of the compressor; their messages are safe to show a user."""
 
-from memstrata.storage.json_types import json_type
+from memstrata.storage.json_types import echoed, json_type
 
-__all__ = ["QueryError", "json_type", "printable"]
+__all__ = ["QueryError", "echoed", "json_type", "printable"]
 
 
 class QueryError(ValueError):

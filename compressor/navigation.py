@@ -25,7 +25,7 @@ from memstrata.indexer.workspace import Workspace
 from memstrata.storage import code_index as ci
 from memstrata.storage import code_nav
 
-from .errors import QueryError, json_type, printable
+from .errors import QueryError, echoed, json_type, printable
 from .render import comment_prefix
 from .symbol_names import Match, near_names, resolve
 
@@ -54,7 +54,7 @@ def check_name(value: object, arg: str) -> str:
     if len(name) > MAX_NAME_CHARS:
         raise NavigationError(f"{arg} is too long ({len(name):,} characters; the limit is {MAX_NAME_CHARS:,})")
     if "*" in name[:-1]:
-        raise NavigationError(f"{arg} may hold '*' only at its end (a substring search), got {name!r}")
+        raise NavigationError(f"{arg} may hold '*' only at its end (a substring search), got {echoed(name, quoted=True)}")
     return name
 
 
@@ -65,7 +65,7 @@ def check_int(value: object, arg: str) -> int:
         try:
             value = int(value.strip())
         except ValueError:
-            raise NavigationError(f"{arg} must be an integer, got {value!r}") from None
+            raise NavigationError(f"{arg} must be an integer, got {echoed(value, quoted=True)}") from None
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if not isinstance(value, int):
@@ -88,7 +88,7 @@ def check_kind(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or value.strip() not in SYMBOL_KINDS:
-        shown = repr(value) if isinstance(value, str) else json_type(value)
+        shown = echoed(value, quoted=True) if isinstance(value, str) else json_type(value)
         raise NavigationError(f"kind must be one of {', '.join(SYMBOL_KINDS)}; got {shown}")
     return value.strip()
 
@@ -158,7 +158,7 @@ def _unknown(graph: GraphView, name: str, scope: str = "", ws: Workspace | None 
     if behind is not None:
         status, why, then = behind
         ahead = f" (the index is {status}: {why}; a definition written since is not in it yet: {then})"
-    return NavigationError(f"no symbol matches {name!r}{scope}{ahead}{hint}")
+    return NavigationError(f"no symbol matches {echoed(name, quoted=True)}{scope}{ahead}{hint}")
 
 
 _TYPES = frozenset({"class", "struct", "interface", "module", "trait", "enum"})
@@ -208,8 +208,8 @@ def find_symbol(ws: Workspace, name: object, include_body: object = False, kind:
             prefix = rel.rstrip("/") + "/"
             matches = [m for m in matches if graph.file_of(m.node) == rel or graph.file_of(m.node).startswith(prefix)]
         if not matches:
-            where = (f" of kind {kind}" if kind else "") + (f" in {printable(rel)}" if rel else "")
-            raise NavigationError(f"{name!r} names no symbol{where}; leave out kind or path to see every match")
+            where = (f" of kind {kind}" if kind else "") + (f" in {echoed(printable(rel))}" if rel else "")
+            raise NavigationError(f"{echoed(name, quoted=True)} names no symbol{where}; leave out kind or path to see every match")
         ranked = [(m.node, graph.file_of(m.node), graph.node(m.node)["qualname"]) for m in _ranked(graph, matches)]
     files = _Files(ws)
     out: list[dict] = []
@@ -272,13 +272,13 @@ def _check_indexed(graph: GraphView, rel: str, allow_dir: bool, store) -> None:
             return
     elif (first := min((f for f in graph.files() if rel == "" or f.startswith(prefix)), default=None)) is not None:
         # A folder where one file is asked for: name one of its files rather than call it unindexed.
-        raise NavigationError(f"{printable(rel) or '.'} is a folder; outline one of its indexed files "
+        raise NavigationError(f"{echoed(printable(rel)) or '.'} is a folder; outline one of its indexed files "
                               f"(such as {printable(first)})")
     reason = ci.skip_reason(store, rel) if rel else None
     if reason is not None:
         why = _SKIPPED_BECAUSE.get(reason, f"it was skipped ({reason.replace('_', ' ')})")
-        raise NavigationError(f"{printable(rel)} is not indexed: {why}")
-    raise NavigationError(f"{printable(rel) or '.'} is not an indexed {'file or folder' if allow_dir else 'file'} "
+        raise NavigationError(f"{echoed(printable(rel))} is not indexed: {why}")
+    raise NavigationError(f"{echoed(printable(rel)) or '.'} is not an indexed {'file or folder' if allow_dir else 'file'} "
                           "of this project (check the path, or run memstrata index)")
 
 
@@ -294,7 +294,7 @@ def resolve_one(graph: GraphView, name: str, arg: str, ws: Workspace | None = No
         return top[0].node
     shown = ", ".join(m.node for m in top[:10])
     more = f" and {len(top) - 10} more" if len(top) > 10 else ""
-    raise NavigationError(f"{arg} {name!r} is ambiguous: it names {len(top)} symbols ({shown}{more}); "
+    raise NavigationError(f"{arg} {echoed(name, quoted=True)} is ambiguous: it names {len(top)} symbols ({shown}{more}); "
                           "pass one of them exactly")
 
 
@@ -570,7 +570,7 @@ def file_outline(ws: Workspace, path: object, depth: object = 2) -> dict:
     rel = project_path(ws.root, path)
     depth = check_int(depth, "depth")
     if depth < 1:
-        raise NavigationError(f"depth must be at least 1 (1: top-level definitions only), got {depth}")
+        raise NavigationError(f"depth must be at least 1 (1: top-level definitions only), got {echoed(str(depth))}")
     try:
         facts = _Files(ws).get(rel)
     except StaleFile as exc:
@@ -579,7 +579,7 @@ def file_outline(ws: Workspace, path: object, depth: object = 2) -> dict:
         with ws.lock:
             graph = ws.graph
         _check_indexed(graph, rel, allow_dir=False, store=ws.store)
-        raise NavigationError(f"{printable(rel)} is not an indexed file of this project")
+        raise NavigationError(f"{echoed(printable(rel))} is not an indexed file of this project")
     # Nesting follows the text: a definition sits inside the innermost one
     # whose lines hold it.  A method defined apart from its type (a Rust
     # impl block, `Foo.prototype.m = ...`, a C++ out-of-line member) stays

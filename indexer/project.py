@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memstrata.storage import Store, StoreCorrupt, StoreError
+from memstrata.storage.json_types import echoed
 
 from .scan import INDEX_DIR, printable_path
 
@@ -48,9 +49,9 @@ def resolve_root(path: str | Path | None = None) -> Path:
     try:
         start = start.resolve(strict=True)
     except (OSError, RuntimeError):
-        raise ProjectError(f"project folder not found: {path}") from None
+        raise ProjectError(f"project folder not found: {echoed(str(path))}") from None
     if not start.is_dir():
-        raise ProjectError(f"not a directory: {path}")
+        raise ProjectError(f"not a directory: {echoed(str(path))}")
     for candidate in (start, *start.parents):
         if candidate != start and too_broad(candidate):
             continue

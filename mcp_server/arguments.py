@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError
 
-from memstrata.storage.json_types import json_type
+from memstrata.storage.json_types import echoed, json_type
 
 _EXPECTED = {
     "string": "a string", "integer": "an integer", "number": "a number", "boolean": "true or false",
@@ -65,6 +65,10 @@ class PlainMCPServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            # The SDK's own refusal, repeating at most ECHO_CHARS of the name (a caller's name can
+            # be any length).
+            raise ToolError(f"Unknown tool: {echoed(name)}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -83,7 +87,7 @@ class PlainMCPServer(MCPServer):
         # (as for an unknown resource).  The SDK raises a bare ValueError, which goes out as
         # error code 0 with a traceback on stderr.
         if self._prompt_manager.get_prompt(name) is None:
-            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {name}")
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown prompt: {echoed(name)}")
         return await super().get_prompt(name, arguments, context)
 
     async def _input_schema(self, name: str) -> Mapping[str, Any]:

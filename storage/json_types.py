@@ -1,8 +1,21 @@
 """How an error names the JSON type of a value it did not expect ("must be an integer, got
 null"): one wording for the MCP tools' own checks and for the arguments the MCP SDK rejects,
-in every product."""
+in every product; and how much of a user's value an error repeats."""
 
 from __future__ import annotations
+
+# What an error repeats of an argument it refuses (a path, a name, a value): a user's input can be
+# any length (a 100 KB path must not come back as a 100 KB message).
+ECHO_CHARS = 200
+
+
+def echoed(text: str, *, quoted: bool = False, limit: int = ECHO_CHARS) -> str:
+    """``text`` as an error repeats it (in quotes as ``repr`` writes them when ``quoted``): past
+    ``limit`` characters it is cut there and its length said, ``'abc...'... (100,000 characters)``."""
+    if len(text) <= limit:
+        return repr(text) if quoted else text
+    head = text[:limit]
+    return f"{repr(head) if quoted else head}... ({len(text):,} characters)"
 
 
 def json_type(value: object) -> str:

@@ -16,6 +16,7 @@ import sys
 from memstrata import __version__
 from memstrata.indexer.project import REBUILD_HINT
 from memstrata.storage import StoreCorrupt, StoreError
+from memstrata.storage.json_types import ECHO_CHARS, echoed
 
 from memstrata.console import inert_on_terminal, quiet_on_broken_pipe
 
@@ -43,8 +44,22 @@ LEAN_COMMANDS = {"query": "memstrata.harness.cli.index", "index": "memstrata.har
                  "outline": "memstrata.harness.cli.navigate"}
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser (its subcommands' too), whose errors repeat at most ECHO_CHARS of an
+    argument: argparse quotes a refused value in full (an invalid choice, an integer that is not
+    one, unrecognized arguments), and an argument can be any length."""
+
+    argv: list[str] = []  # the command line being parsed (set by parse)
+
+    def error(self, message: str):  # type: ignore[override]
+        for arg in sorted(set(self.argv), key=len, reverse=True):
+            if len(arg) > ECHO_CHARS:
+                message = message.replace(repr(arg), echoed(arg, quoted=True)).replace(arg, echoed(arg))
+        super().error(message)
+
+
 def build_parser(modules: list[str] | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="memstrata",
         description="Local context engine for coding agents: indexes a project into a "
         "dependency graph and serves token-budgeted context slices.",
@@ -70,6 +85,7 @@ def _modules_for(argv: list[str]) -> list[str] | None:
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     """Parse, letting the project folder come after options too (``query TEXT --json PATH``):
     argparse fills an optional positional in the same stretch as the one before it."""
+    _Parser.argv = list(sys.argv[1:] if argv is None else argv)
     args, extra = parser.parse_known_args(argv)
     if len(extra) == 1 and not extra[0].startswith("-") and getattr(args, "path", "") is None:
         args.path = extra[0]

@@ -350,3 +350,23 @@ def test_index_summary_counts_one_file_in_the_singular(run_cli, tmp_path):
     (project / "only.py").write_text("def only():\n    return 1\n")
     out = run_cli("index", str(project)).stdout
     assert out.startswith("indexed 1 file in "), out
+
+
+@pytest.mark.parametrize("args", [["status", "{long}"], ["config", "{long}"], ["{long}"],
+                                  ["query", "--max-tokens", "{long}", "hi", "--project", "{tmp}"],
+                                  ["symbol", "hello", "--kind", "{long}", "--project", "{tmp}"]])
+def test_errors_repeat_at_most_two_hundred_characters_of_an_argument(args, tmp_path, capsys):
+    # argparse's refusals and MemStrata's own: a 100 KB argument is named by its start and length.
+    from memstrata.harness.cli import main
+    (tmp_path / "a.py").write_text("def hello():\n    return 1\n")
+    long = "x" * 100_000
+    argv = [a.format(long=long, tmp=tmp_path) for a in args]
+    if "{tmp}" in args:
+        assert main(["index", str(tmp_path)]) == 0
+        capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and "x" * 200 in err and "x" * 201 not in err and "(100,000 characters)" in err, err[:400]

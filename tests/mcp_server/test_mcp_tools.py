@@ -135,3 +135,19 @@ def test_an_index_damaged_under_the_server_is_reported_by_every_tool_with_its_re
             r = call(server, name, args)
             assert r.is_error and "is unreadable" in text_of(r) and "memstrata index" in text_of(r), text_of(r)
             assert "StoreCorrupt" not in text_of(r)
+
+
+def test_errors_repeat_at_most_two_hundred_characters_of_an_argument(ws):
+    # A caller's argument can be any length: an error names what it refuses without sending a
+    # 100 KB argument back, and says how long it was.
+    ws.index()
+    server = build_server(ws)
+    long = "x" * 100_000
+    for name, args in [("file_outline", {"path": "src/" + long}), ("file_outline", {"path": "app", "depth": long}),
+                       ("find_symbol", {"name": "login", "kind": long}),
+                       ("find_symbol", {"name": "login", "path": long}),
+                       ("context_query", {"query": "login", "max_tokens": long}), (long, {})]:
+        r = call(server, name, args)
+        message = text_of(r)
+        assert r.is_error and len(message) < 600, (name[:20], message[:300])
+        assert "characters)" in message and ("100,000" in message or "100,004" in message), message[:300]
