@@ -12,7 +12,7 @@ from pathlib import Path
 
 from memstrata import __version__
 
-from memstrata.console import quiet_on_broken_pipe
+from memstrata.console import inert_on_terminal, quiet_on_broken_pipe
 from .registry import Entry, Home, KuraError, normalize_name, now_rfc3339
 from .store import KuraDatabase
 
@@ -95,6 +95,10 @@ def _usage_error(message: str) -> None:
 @quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # What reaches a terminal shows control characters escaped: it names folders, files and
+    # databases a person or an agent chose (a name with an escape sequence would drive the
+    # terminal).  A pipe gets the text as it is; `kura mcp`'s stdout is its protocol channel.
+    sys.stderr = inert_on_terminal(sys.stderr)
     # `kura add --help` answers with that command's lines before argparse
     # could complain that the command's own arguments are missing.
     if len(argv) >= 2 and ("-h" in argv[1:] or "--help" in argv[1:]):
@@ -103,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
             print(usage, end="")
             return 0
     args = None if argv == DAEMON_ARGV else _parse(build_parser(), argv)
+    if args is not None and args.command != "mcp":
+        sys.stdout = inert_on_terminal(sys.stdout)
     if args is not None and (args.help or args.command == "help"):
         print(USAGE, end="")
         return 0

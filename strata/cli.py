@@ -16,7 +16,7 @@ from pathlib import Path
 
 from memstrata import __version__
 
-from memstrata.console import quiet_on_broken_pipe
+from memstrata.console import inert_on_terminal, quiet_on_broken_pipe
 
 USAGE = """\
 usage: strata [PATH | --db PATH | --cache] [--branch NAME] mcp serve
@@ -125,6 +125,9 @@ def target(opts: dict) -> tuple[str | None, bool]:
 @quiet_on_broken_pipe
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    # What reaches a terminal on stderr (refusals naming an argument, a branch, the database)
+    # shows control characters escaped; stdout is the MCP channel and stays as it is.
+    sys.stderr = inert_on_terminal(sys.stderr)
     try:
         opts = parse(argv)
         if opts.get("help"):

@@ -149,3 +149,29 @@ def test_an_empty_path_is_a_usage_error_and_dot_names_the_folder(tmp_path):
     assert proc.stderr.decode().startswith(
         "error: [failed_precondition.cli.open]: my-work is not empty and holds no MemStrata Strata database")
     assert sorted(p.name for p in work.iterdir()) == ["notes.txt"]
+
+
+def test_what_reaches_a_terminal_shows_control_characters_escaped(tmp_path):
+    # A refusal repeats a branch name or path a person typed: an escape sequence in it must not
+    # drive the terminal (stdout, the MCP channel, is left as it is).
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    args = [str(tmp_path / "new"), "--branch", "evil\x1b]0;pwned\x07\x9b31m", "mcp", "serve"]
+    proc = subprocess.Popen([STRATA, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower,
+                            env=strata_env(tmp_path))
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    assert proc.wait(timeout=60) == 2
+    os.close(leader)
+    assert b"\x1b" not in out and b"\x07" not in out and "\x9b".encode() not in out, out
+    assert b"evil\\x1b]0;pwned\\x07\\u009b31m" in out, out
