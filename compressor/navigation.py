@@ -54,7 +54,8 @@ def check_name(value: object, arg: str) -> str:
     if len(name) > MAX_NAME_CHARS:
         raise NavigationError(f"{arg} is too long ({len(name):,} characters; the limit is {MAX_NAME_CHARS:,})")
     if "*" in name[:-1]:
-        raise NavigationError(f"{arg} may hold '*' only at its end (a substring search), got {echoed(name, quoted=True)}")
+        raise NavigationError(f"{arg} may hold '*' only at its end (a substring search), "
+                              f"got {echoed(name, quoted=True)}")
     return name
 
 
@@ -209,7 +210,8 @@ def find_symbol(ws: Workspace, name: object, include_body: object = False, kind:
             matches = [m for m in matches if graph.file_of(m.node) == rel or graph.file_of(m.node).startswith(prefix)]
         if not matches:
             where = (f" of kind {kind}" if kind else "") + (f" in {echoed(printable(rel))}" if rel else "")
-            raise NavigationError(f"{echoed(name, quoted=True)} names no symbol{where}; leave out kind or path to see every match")
+            raise NavigationError(f"{echoed(name, quoted=True)} names no symbol{where}; "
+                                  "leave out kind or path to see every match")
         ranked = [(m.node, graph.file_of(m.node), graph.node(m.node)["qualname"]) for m in _ranked(graph, matches)]
     files = _Files(ws)
     out: list[dict] = []
@@ -278,7 +280,8 @@ def _check_indexed(graph: GraphView, rel: str, allow_dir: bool, store) -> None:
     if reason is not None:
         why = _SKIPPED_BECAUSE.get(reason, f"it was skipped ({reason.replace('_', ' ')})")
         raise NavigationError(f"{echoed(printable(rel))} is not indexed: {why}")
-    raise NavigationError(f"{echoed(printable(rel)) or '.'} is not an indexed {'file or folder' if allow_dir else 'file'} "
+    what = "file or folder" if allow_dir else "file"
+    raise NavigationError(f"{echoed(printable(rel)) or '.'} is not an indexed {what} "
                           "of this project (check the path, or run memstrata index)")
 
 
@@ -294,7 +297,8 @@ def resolve_one(graph: GraphView, name: str, arg: str, ws: Workspace | None = No
         return top[0].node
     shown = ", ".join(m.node for m in top[:10])
     more = f" and {len(top) - 10} more" if len(top) > 10 else ""
-    raise NavigationError(f"{arg} {echoed(name, quoted=True)} is ambiguous: it names {len(top)} symbols ({shown}{more}); "
+    raise NavigationError(f"{arg} {echoed(name, quoted=True)} is ambiguous: "
+                          f"it names {len(top)} symbols ({shown}{more}); "
                           "pass one of them exactly")
 
 

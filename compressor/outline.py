@@ -51,10 +51,11 @@ _HASH_COMMENTS = frozenset({"python", "ruby"})
 # Why a failed start rules out the later ones: a scan from a quote q reads tokens, each a backslash
 # with the character after it (not a newline) or one character that is neither q nor a backslash;
 # it fails where no token fits and the next character is not q: at the end of the text, or at a
-# backslash before a newline (``.`` does not match one) or last in the text.  Every q inside the scanned stretch was read as the
-# second half of an escape token (a bare q would have closed it), so a scan from it starts on a
-# token boundary of the failed scan, reads the same tokens and fails at the same place.  Quotes of
-# another kind inside the stretch are still tried, and q is tried again from that stopping place.
+# backslash before a newline (``.`` does not match one) or last in the text.  Every q inside the
+# scanned stretch was read as the second half of an escape token (a bare q would have closed it),
+# so a scan from it starts on a token boundary of the failed scan, reads the same tokens and fails
+# at the same place.  Quotes of another kind inside the stretch are still tried, and q is tried
+# again from that stopping place.
 _KINDS = "'\"`"
 _BODY = {q: r"%s[^%s\\]*+(?:\\.[^%s\\]*+)*+" % (q, q, q) for q in _KINDS}  # the scan from one q
 _SCAN = {q: re.compile(body + "(%s)?" % q).match for q, body in _BODY.items()}  # group 1: it closed
