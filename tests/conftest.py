@@ -137,6 +137,27 @@ def python_ws(tmp_path_factory):
     ws.close()
 
 
+def terminal_output(argv: list[str], env: dict, cwd=None, timeout: float = 120) -> tuple[int, bytes]:
+    """Runs ``argv`` with a pseudo-terminal as its stdout and stderr: (exit code, the bytes it wrote)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, env=env, cwd=cwd)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        out += chunk
+    code = proc.wait(timeout=timeout)
+    os.close(leader)
+    return code, out
+
+
 def write_files(root: Path, files: dict[str, str]) -> Path:
     """A project at ``root`` holding ``files`` (relative path -> text); ``root`` itself."""
     for rel, text in files.items():

@@ -3,33 +3,14 @@ a file named with an escape sequence must not drive the terminal that shows its 
 
 from __future__ import annotations
 
-import os
-import pty
-import subprocess
-
-from tests.conftest import MEMSTRATA, write_files
+from tests.conftest import MEMSTRATA, terminal_output, write_files
 
 ESCAPE_NAME = "evil\x1b]0;pwned\x07\x1b[8m\x9b31m.py"  # sets the window title, hides what follows, colours (8-bit CSI)
 
 
 def on_a_terminal(args: list[str], env: dict, cwd) -> bytes:
     """The bytes ``memstrata ARGS`` writes to a pseudo-terminal (stdout and stderr)."""
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([MEMSTRATA, *args], stdout=follower, stderr=follower, stdin=subprocess.DEVNULL,
-                            env=env, cwd=cwd)
-    os.close(follower)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the child closed its end
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(timeout=120)
-    os.close(leader)
-    return out
+    return terminal_output([MEMSTRATA, *args], env, cwd)[1]
 
 
 def test_a_file_name_with_escape_sequences_is_shown_escaped_on_a_terminal(tmp_path, cli_env, run_cli):

@@ -3,29 +3,12 @@ an escape sequence in a name must not drive the terminal that shows it."""
 
 from __future__ import annotations
 
-import os
-import pty
-import subprocess
-
+from ..conftest import terminal_output
 from .conftest import KURA
 
 
 def on_a_terminal(args: list[str], env: dict) -> bytes:
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen([KURA, *args], stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, env=env)
-    os.close(follower)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:  # the child closed its end
-            break
-        if not chunk:
-            break
-        out += chunk
-    proc.wait(timeout=120)
-    os.close(leader)
-    return out
+    return terminal_output([KURA, *args], env)[1]
 
 
 def test_a_folder_named_with_escape_sequences_is_shown_escaped_on_a_terminal(kura, tmp_path):

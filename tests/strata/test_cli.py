@@ -7,6 +7,7 @@ import subprocess
 
 import pytest
 
+from ..conftest import terminal_output
 from .conftest import STRATA, answers, run_lines, strata_env, tool_call
 
 pytestmark = pytest.mark.timeout(120)
@@ -154,24 +155,8 @@ def test_an_empty_path_is_a_usage_error_and_dot_names_the_folder(tmp_path):
 def test_what_reaches_a_terminal_shows_control_characters_escaped(tmp_path):
     # A refusal repeats a branch name or path a person typed: an escape sequence in it must not
     # drive the terminal (stdout, the MCP channel, is left as it is).
-    import os
-    import pty
-
-    leader, follower = pty.openpty()
     args = [str(tmp_path / "new"), "--branch", "evil\x1b]0;pwned\x07\x9b31m", "mcp", "serve"]
-    proc = subprocess.Popen([STRATA, *args], stdin=subprocess.DEVNULL, stdout=follower, stderr=follower,
-                            env=strata_env(tmp_path))
-    os.close(follower)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    assert proc.wait(timeout=60) == 2
-    os.close(leader)
+    code, out = terminal_output([STRATA, *args], strata_env(tmp_path), timeout=60)
+    assert code == 2
     assert b"\x1b" not in out and b"\x07" not in out and "\x9b".encode() not in out, out
     assert b"evil\\x1b]0;pwned\\x07\\u009b31m" in out, out
