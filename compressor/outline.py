@@ -57,11 +57,14 @@ _HASH_COMMENTS = frozenset({"python", "ruby"})
 # at the same place.  Quotes of another kind inside the stretch are still tried, and q is tried
 # again from that stopping place.
 _KINDS = "'\"`"
-_BODY = {q: r"%s[^%s\\]*+(?:\\.[^%s\\]*+)*+" % (q, q, q) for q in _KINDS}  # the scan from one q
+# Plain greedy repeats, not possessive ones: every character of a scan belongs to exactly one token,
+# so a failed attempt gives its characters back one step each (linear); and the first releases of
+# Python 3.11 (3.11.2 is one) matched nested possessive repeats wrongly.
+_BODY = {q: r"%s[^%s\\]*(?:\\.[^%s\\]*)*" % (q, q, q) for q in _KINDS}  # the scan from one q
 _SCAN = {q: re.compile(body + "(%s)?" % q).match for q, body in _BODY.items()}  # group 1: it closed
 # For each set of kinds still tried: a run of text that is plain characters (other kinds included)
 # and whole strings of those kinds, and the substitution of those strings.
-_RUNS = {"".join(live): (re.compile(r"[^%s]*+(?:(?:%s)[^%s]*+)*+" % (
+_RUNS = {"".join(live): (re.compile(r"[^%s]*(?:(?:%s)[^%s]*)*" % (
     "".join(live), "|".join(_BODY[q] + q for q in live), "".join(live))).match,
     re.compile("|".join(_BODY[q] + q for q in live)).sub)
     for k in (1, 2, 3) for live in combinations(_KINDS, k)}
