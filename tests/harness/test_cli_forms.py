@@ -355,9 +355,12 @@ def test_index_summary_counts_one_file_in_the_singular(run_cli, tmp_path):
 @pytest.mark.parametrize("args", [["status", "{long}"], ["config", "{long}"], ["{long}"],
                                   ["query", "--max-tokens", "{long}", "hi", "--project", "{tmp}"],
                                   ["symbol", "hello", "--kind", "{long}", "--project", "{tmp}"]])
-def test_errors_repeat_at_most_two_hundred_characters_of_an_argument(args, tmp_path, capsys):
+def test_errors_repeat_at_most_two_hundred_characters_of_an_argument(args, tmp_path, capsys, monkeypatch):
     # argparse's refusals and MemStrata's own: a 100 KB argument is named by its start and length.
     from memstrata.harness.cli import main
+    # main() sets PYTHONSAFEPATH for the interpreters it starts; in this process it must not outlive
+    # the test (a later `python -m tests.<module>` would no longer find the tests package).
+    monkeypatch.setenv("PYTHONSAFEPATH", "1")
     (tmp_path / "a.py").write_text("def hello():\n    return 1\n")
     long = "x" * 100_000
     argv = [a.format(long=long, tmp=tmp_path) for a in args]
