@@ -257,12 +257,8 @@ class CachingProvider:
 
     def _clear_thinking(self, data: dict, blocks: list) -> list:
         """Anthropic's thinking block clearing, as published, applied to ``blocks`` in place."""
-        config = data.get("context_management")
-        edits = config.get("edits") if isinstance(config, dict) else None
         applied = []
-        for edit in edits if isinstance(edits, list) else []:
-            if not isinstance(edit, dict) or edit.get("type") != "clear_thinking_20251015":
-                continue
+        for edit in _edits(data, "clear_thinking_20251015"):
             keep = edit.get("keep") or {"type": "thinking_turns", "value": 1}
             if keep == "all" or keep.get("type") == "all":
                 continue
@@ -280,12 +276,8 @@ class CachingProvider:
 
     def _clear_tool_uses(self, data: dict, blocks: list) -> list:
         """Anthropic's tool result clearing, as published, applied to ``blocks`` in place; the edits applied."""
-        config = data.get("context_management")
-        edits = config.get("edits") if isinstance(config, dict) else None
         applied = []
-        for edit in edits if isinstance(edits, list) else []:
-            if not isinstance(edit, dict) or edit.get("type") != "clear_tool_uses_20250919":
-                continue
+        for edit in _edits(data, "clear_tool_uses_20250919"):
             trigger = edit.get("trigger") or {"type": "input_tokens", "value": 100_000}
             keep = (edit.get("keep") or {"type": "tool_uses", "value": 3})["value"]
             at_least = (edit.get("clear_at_least") or {"value": 0})["value"]
@@ -369,3 +361,10 @@ class CachingProvider:
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": len(tokens), "completion_tokens": output,
                       "total_tokens": len(tokens) + output, "prompt_tokens_details": {"cached_tokens": cached}}})
+
+
+def _edits(data: dict, kind: str) -> list[dict]:
+    """The request's ``context_management`` edits of type ``kind``, in order."""
+    config = data.get("context_management")
+    edits = config.get("edits") if isinstance(config, dict) else None
+    return [e for e in edits if isinstance(e, dict) and e.get("type") == kind] if isinstance(edits, list) else []
